@@ -1,0 +1,26 @@
+"""The errors linkwrap shows to people.
+
+Each class's str() is the sentence the user sees (pypa/build style); the CLI
+prints it after "linkwrap: error: " and exits 1. On the link path these never
+reach the user: the pipeline falls back to the link rustc asked for.
+"""
+
+
+class LinkwrapError(Exception):
+    """Base class: str() is the user-facing message."""
+
+
+class UsageError(LinkwrapError):
+    """The linkwrap command line was wrong."""
+
+
+class ConfigError(LinkwrapError):
+    """A configuration file is malformed: message names the file and line."""
+
+
+class InstallError(LinkwrapError):
+    """install/uninstall refused; the message carries the hint."""
+
+
+class LinkerNotFound(LinkwrapError):
+    """The linker the policy chose is not on this machine any more."""

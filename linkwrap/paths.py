@@ -1,0 +1,48 @@
+"""Where linkwrap keeps its state, cache and configuration.
+
+Computed here with os.environ alone because this runs on every link and
+importing platformdirs costs ~20 ms; tests/test_paths.py checks that the
+answers equal platformdirs' on this platform.
+"""
+import os
+
+APP = "linkwrap"
+
+
+def _xdg(var: str, default: str) -> str:
+    value = os.environ.get(var, "")
+    # platformdirs treats an empty or relative XDG variable as unset.
+    if not value.strip() or not os.path.isabs(value):
+        value = os.path.join(os.path.expanduser("~"), default)
+    return os.path.join(value, APP)
+
+
+def home_override() -> str | None:
+    value = os.environ.get("LINKWRAP_HOME", "")
+    return os.path.abspath(value) if value else None
+
+
+def state_dir() -> str:
+    """The link records: $LINKWRAP_HOME, else the user state dir."""
+    return home_override() or _xdg("XDG_STATE_HOME", ".local/state")
+
+
+def cache_dir() -> str:
+    """Linker discovery cache and -B shim directories."""
+    home = home_override()
+    return os.path.join(home, "cache") if home else _xdg("XDG_CACHE_HOME", ".cache")
+
+
+def config_dir() -> str:
+    """The user's own linkwrap.toml lives here."""
+    home = home_override()
+    return os.path.join(home, "config") if home else _xdg("XDG_CONFIG_HOME", ".config")
+
+
+def user_config_file() -> str:
+    return os.path.join(config_dir(), "linkwrap.toml")
+
+
+def log_file() -> str:
+    """Tracebacks of linkwrap's own faults (never shown during a link)."""
+    return os.path.join(state_dir(), "linkwrap.log")

@@ -1,0 +1,203 @@
+"""ARGS: the cc-style command line rustc (or a build system) hands over -> LinkRequest.
+
+Never rejects anything: unknown flags are passed through untouched. What it
+does take out is what rustc >= 1.90 injects to force its bundled rust-lld
+(`-fuse-ld=lld` and `-B<sysroot>/lib/rustlib/<triple>/bin/gcc-ld`), because the
+policy, not rustc, now picks the linker; it remembers where rust-lld was.
+
+Records are namedtuples, not dataclasses: this module runs on every link and
+`import dataclasses` alone costs ~15 ms here (docs/design.md, "The hot path").
+"""
+import os
+from collections import namedtuple
+
+
+class LinkRequest(namedtuple("LinkRequest", [
+    "argv",        # tuple[str]: the arguments exactly as received (@files unexpanded)
+    "args",        # tuple[str]: expanded, minus rustc's linker-forcing arguments
+    "driver",      # str: the cc driver to run ($LINKWRAP_CC, else "cc", or the launcher's)
+    "output",      # str | None: absolute path of -o
+    "kind",        # "pie" | "exec" | "shared" | "relocatable" | "static" | "static-pie"
+    "inputs",      # tuple[str]: input files named on the command line
+    "fuse_ld",     # str | None: the -fuse-ld= value the caller asked for ("lld" from rustc)
+    "rust_lld",    # str | None: rust-lld binary learnt from the injected -B…/gcc-ld
+    "removed",     # tuple[str]: arguments taken out, in order
+    "used_response_file",  # bool: the caller passed @file (keep passing one: ARG_MAX)
+    "cwd",         # str
+])):
+    """One link, as asked for. Immutable; every later stage reads it."""
+    __slots__ = ()
+
+
+class ArgsError(ValueError):
+    """An @response file could not be read."""
+
+
+def parse(argv, driver=None, environ=os.environ, cwd=None) -> LinkRequest:
+    """Classify a cc driver command line; see the module docstring."""
+    cwd = cwd or os.getcwd()
+    used_response_file = any(a.startswith("@") for a in argv)
+    expanded = expand_response_files(argv, cwd)
+    kept, removed = [], []
+    fuse_ld = rust_lld = None
+    for arg in expanded:
+        if arg.startswith("-fuse-ld="):
+            fuse_ld = arg[len("-fuse-ld="):]
+            removed.append(arg)
+        elif arg.startswith("--ld-path="):
+            removed.append(arg)
+        elif arg.startswith("-B") and _is_rustc_gcc_ld(arg[2:]):
+            # <sysroot>/lib/rustlib/<triple>/bin/gcc-ld -> ../rust-lld
+            rust_lld = os.path.join(os.path.dirname(arg[2:].rstrip("/")), "rust-lld")
+            removed.append(arg)
+        else:
+            kept.append(arg)
+    output = output_path(kept)
+    return LinkRequest(
+        argv=tuple(argv),
+        args=tuple(kept),
+        driver=driver or environ.get("LINKWRAP_CC") or "cc",
+        output=os.path.join(cwd, output) if output else None,
+        kind=output_kind(kept),
+        inputs=tuple(_inputs(kept)),
+        fuse_ld=fuse_ld,
+        rust_lld=rust_lld,
+        removed=tuple(removed),
+        used_response_file=used_response_file,
+        cwd=cwd,
+    )
+
+
+def _is_rustc_gcc_ld(path: str) -> bool:
+    parts = path.rstrip("/").split("/")
+    return len(parts) >= 5 and parts[-1] == "gcc-ld" and parts[-2] == "bin" and parts[-4] == "rustlib"
+
+
+# --- @response files -------------------------------------------------------
+
+def expand_response_files(argv, cwd, _depth=0):
+    """Expand @file arguments the way gcc (libiberty buildargv) does.
+
+    rustc writes one argument per line and escapes only backslash and space,
+    which is a subset of these rules. A missing @file stays a literal argument,
+    as in gcc.
+    """
+    out = []
+    for arg in argv:
+        if not arg.startswith("@") or len(arg) == 1:
+            out.append(arg)
+            continue
+        path = os.path.join(cwd, arg[1:])
+        try:
+            with open(path, "rb") as f:
+                text = f.read().decode("utf-8", "surrogateescape")
+        except FileNotFoundError:
+            out.append(arg)
+            continue
+        except OSError as e:
+            raise ArgsError(f"cannot read response file {arg[1:]}: {e.strerror}") from None
+        if _depth > 10:
+            raise ArgsError(f"response file {arg[1:]} includes itself too deeply")
+        out.extend(expand_response_files(split_response_text(text), cwd, _depth + 1))
+    return out
+
+
+def split_response_text(text: str) -> list:
+    """Split response-file text: whitespace separates, backslash escapes, quotes group."""
+    args, cur, have, quote, i = [], [], False, None, 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text):
+            cur.append(text[i + 1])
+            have, i = True, i + 2
+            continue
+        if quote:
+            if c == quote:
+                quote = None
+            else:
+                cur.append(c)
+        elif c in "'\"":
+            quote, have = c, True
+        elif c.isspace():
+            if have:
+                args.append("".join(cur))
+                cur, have = [], False
+        else:
+            cur.append(c)
+            have = True
+        i += 1
+    if have:
+        args.append("".join(cur))
+    return args
+
+
+def quote_response_arg(arg: str) -> str:
+    """The inverse of split_response_text for one argument (one per line)."""
+    out = []
+    for c in arg:
+        if c in "\\'\"" or c.isspace():
+            out.append("\\")
+        out.append(c)
+    return "".join(out) if arg else "''"
+
+
+# --- what the command line says about the output ---------------------------
+
+def output_path(args) -> str | None:
+    """The value of the last -o (gcc takes the last one)."""
+    found = None
+    for i, arg in enumerate(args):
+        if arg == "-o" and i + 1 < len(args):
+            found = args[i + 1]
+        elif arg.startswith("-o") and len(arg) > 2 and not arg.startswith("-o-"):
+            found = arg[2:]
+    return found
+
+
+def with_output(args, new_output: str) -> list:
+    """The same arguments, linking to new_output instead (used for fresh writes)."""
+    out, skip = [], False
+    for i, arg in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if arg == "-o" and i + 1 < len(args):
+            out += ["-o", new_output]
+            skip = True
+        elif arg.startswith("-o") and len(arg) > 2 and not arg.startswith("-o-"):
+            out.append("-o" + new_output)
+        else:
+            out.append(arg)
+    return out
+
+
+def output_kind(args) -> str:
+    flags = set(args)
+    if "-r" in flags or "-Wl,-r" in flags or "-relocatable" in flags or "-Wl,--relocatable" in flags:
+        return "relocatable"
+    if "-shared" in flags or "-Wl,-shared" in flags:
+        return "shared"
+    if "-static-pie" in flags:
+        return "static-pie"
+    if "-static" in flags:
+        return "static"
+    if "-no-pie" in flags or "-nopie" in flags:
+        return "exec"
+    return "pie"  # rustc passes -pie; Debian's gcc defaults to PIE too
+
+
+# Flags whose next argument is a value, not an input file.
+_TAKES_VALUE = frozenset("-o -L -l -T -e -u -z -Xlinker -x -isystem -include -MF -MT -MQ -B".split())
+_INPUT_SUFFIXES = (".o", ".a", ".so", ".rlib", ".obj", ".lo")
+
+
+def _inputs(args):
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        if arg in _TAKES_VALUE:
+            skip = True
+        elif not arg.startswith("-") and (arg.endswith(_INPUT_SUFFIXES) or ".so." in arg):
+            yield arg

@@ -1,0 +1,260 @@
+"""Linker discovery: which linkers this machine has, where, and which version.
+
+Finding them is a few stat() calls on PATH. Asking for versions means running
+each linker with --version, so the answers are cached (marshal, keyed on each
+binary's path, size and mtime): a warm link starts no --version process.
+"""
+import marshal
+import os
+from collections import namedtuple
+
+from linkwrap import paths
+
+
+class LinkerInfo(namedtuple("LinkerInfo", "name path version version_text")):
+    """name: mold|wild|lld|rust-lld|bfd|gold|python; version: tuple of ints or None."""
+    __slots__ = ()
+
+    @property
+    def label(self) -> str:
+        v = ".".join(map(str, self.version)) if self.version else "?"
+        return f"{self.name} {v}"
+
+
+# The order in which executable names are tried for each linker.
+CANDIDATES = {
+    "mold": ("mold", "ld.mold"),
+    "wild": ("wild", "ld.wild"),
+    "lld": ("ld.lld",),            # plus ld.lld-NN, newest first (see _find_lld)
+    "bfd": ("ld.bfd",),
+    "gold": ("ld.gold",),
+}
+NAMES = ("mold", "wild", "lld", "rust-lld", "bfd", "gold", "python")
+_CACHE_FORMAT = 2
+
+
+def discover(request=None, environ=os.environ) -> dict:
+    """{name: LinkerInfo} for every linker found. Never raises for a missing one."""
+    path_dirs = [d for d in environ.get("PATH", os.defpath).split(os.pathsep) if d]
+    found = {}
+    for name, exes in CANDIDATES.items():
+        hit = _which_any(exes, path_dirs)
+        if name == "lld" and not hit:
+            hit = _find_lld(path_dirs)
+        if hit:
+            found[name] = hit
+    rust_lld = _rust_lld(request, path_dirs, environ)
+    if rust_lld:
+        found["rust-lld"] = rust_lld
+    python_ld = _python_linker()
+    if python_ld:
+        found["python"] = python_ld
+    return _with_versions(found)
+
+
+def _which_any(names, path_dirs):
+    for d in path_dirs:
+        for n in names:
+            p = os.path.join(d, n)
+            if os.access(p, os.X_OK) and not os.path.isdir(p):
+                return p
+    return None
+
+
+def _find_lld(path_dirs):
+    """ld.lld-NN (Debian's lld-16 package) when there is no plain ld.lld: newest NN."""
+    best = None
+    for d in path_dirs:
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        for n in names:
+            if n.startswith("ld.lld-") and n[7:].isdigit():
+                if best is None or int(n[7:]) > best[0]:
+                    best = (int(n[7:]), os.path.join(d, n))
+    return best[1] if best else None
+
+
+def _rust_lld(request, path_dirs, environ):
+    if request is not None and request.rust_lld and os.access(request.rust_lld, os.X_OK):
+        return request.rust_lld
+    # rustc puts <sysroot>/lib/rustlib/<host>/bin on the linker's PATH.
+    hit = _which_any(("rust-lld",), path_dirs)
+    if hit:
+        return hit
+    return _cached_sysroot_rust_lld(path_dirs)
+
+
+def _python_linker():
+    """linkwrap-ld: the console script installed next to the one running now."""
+    import sys
+    for d in (os.path.dirname(os.path.abspath(sys.argv[0])), os.path.dirname(sys.executable)):
+        p = os.path.join(d, "linkwrap-ld")
+        if os.access(p, os.X_OK):
+            return p
+    return None
+
+
+# --- versions, cached ------------------------------------------------------
+
+def _cache_file():
+    return os.path.join(paths.cache_dir(), "linkers.marshal")
+
+
+def _load_cache():
+    try:
+        with open(_cache_file(), "rb") as f:
+            data = marshal.load(f)
+        return data if isinstance(data, dict) and data.get("format") == _CACHE_FORMAT else {}
+    except (OSError, EOFError, ValueError, TypeError):
+        return {}
+
+
+def _store_cache(data):
+    data["format"] = _CACHE_FORMAT
+    target = _cache_file()
+    try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        tmp = f"{target}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            marshal.dump(data, f)
+        os.replace(tmp, target)
+    except OSError:
+        pass  # a cache we cannot write only costs the next link a --version run
+
+
+def _stamp(path):
+    st = os.stat(path)
+    return (st.st_size, st.st_mtime_ns)
+
+
+def _with_versions(found: dict) -> dict:
+    cache = _load_cache()
+    versions = cache.setdefault("versions", {})
+    dirty = False
+    result = {}
+    for name, path in found.items():
+        try:
+            stamp = _stamp(path)
+        except OSError:
+            continue
+        key = f"{name}\0{path}"
+        entry = versions.get(key)
+        if entry is None or tuple(entry[0]) != stamp:
+            text = version_text(name, path)
+            entry = (stamp, parse_version(name, text), text)
+            versions[key] = entry
+            dirty = True
+        result[name] = LinkerInfo(name, path, entry[1], entry[2])
+    if dirty:
+        _store_cache(cache)
+    return result
+
+
+def version_text(name: str, path: str) -> str:
+    """The first line the linker prints for its version ('' when it won't say)."""
+    import subprocess  # cold path only: the cache answers warm links
+    if name == "python":
+        from linkwrap import __version__
+        return f"linkwrap.ld {__version__}"
+    cmd = [path, "-flavor", "gnu", "--version"] if name == "rust-lld" else [path, "--version"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, timeout=10, stdin=subprocess.DEVNULL,
+                             env={**os.environ, "LC_ALL": "C"}).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    lines = out.decode("utf-8", "replace").strip().splitlines()
+    return lines[0].strip() if lines else ""
+
+
+# One pattern per linker, from the version strings in shared/reference/linkers.md.
+_VERSION_PATTERNS = {
+    "mold": r"^mold (?:\(sold\) )?(\d+(?:\.\d+)+)",
+    "wild": r"^Wild (?:version )?(\d+(?:\.\d+)+)",
+    "lld": r"\bLLD (\d+\.\d+(?:\.\d+)?)",
+    "rust-lld": r"\bLLD (\d+\.\d+(?:\.\d+)?)",
+    "bfd": r"^GNU ld .*?(\d+\.\d+(?:\.\d+)?)(?:[-.\w]*)\s*$",
+    "gold": r"^GNU gold .*?\)\s+(\d+\.\d+)",
+    "python": r"^linkwrap\.ld (\d+(?:\.\d+)+)",
+}
+
+
+def parse_version(name: str, text: str):
+    """'mold 1.10.1 (compatible with GNU ld)' -> (1, 10, 1); None when unknown.
+
+    For gold the binutils release (2.40) is returned, not gold's own 1.16.
+    """
+    import re
+    if name == "gold":
+        m = re.search(r"Binutils[^)]*?(\d+\.\d+(?:\.\d+)?)\)", text) or re.search(r"version (\d+\.\d+)", text)
+    else:
+        m = re.search(_VERSION_PATTERNS.get(name, r"(\d+\.\d+(?:\.\d+)?)"), text)
+    if not m:
+        return None
+    return tuple(int(x) for x in m.group(1).split("."))
+
+
+def _cached_sysroot_rust_lld(path_dirs):
+    """Ask `rustc --print sysroot` once per rustc binary (cached like versions)."""
+    rustc = _which_any(("rustc",), path_dirs)
+    if not rustc:
+        return None
+    cache = _load_cache()
+    sysroots = cache.setdefault("sysroot", {})
+    try:
+        stamp = _stamp(rustc)
+    except OSError:
+        return None
+    entry = sysroots.get(rustc)
+    if entry is None or tuple(entry[0]) != stamp:
+        import subprocess
+        try:
+            root = subprocess.run([rustc, "--print", "sysroot"], capture_output=True, timeout=20,
+                                  stdin=subprocess.DEVNULL).stdout.decode().strip()
+            host = subprocess.run([rustc, "-vV"], capture_output=True, timeout=20,
+                                  stdin=subprocess.DEVNULL).stdout.decode()
+            triple = next((l.split(":", 1)[1].strip() for l in host.splitlines() if l.startswith("host:")), "")
+        except (OSError, subprocess.SubprocessError):
+            return None
+        candidate = os.path.join(root, "lib", "rustlib", triple, "bin", "rust-lld") if root and triple else ""
+        entry = (stamp, candidate)
+        sysroots[rustc] = entry
+        _store_cache(cache)
+    return entry[1] if entry[1] and os.access(entry[1], os.X_OK) else None
+
+
+def shim_dir(info: LinkerInfo) -> str:
+    """A private directory of symlinks that makes the cc driver run `info`.
+
+    gcc 12 has no --ld-path and rejects -fuse-ld=wild (reference §5), so the
+    driver gets `-B<this dir>` first; it finds `ld` (or `ld.<x>` for any
+    -fuse-ld=<x>) here. Only symlinks live here because gcc adds every -B dir
+    as a -L dir too. Created atomically so concurrent links never see half.
+    """
+    import hashlib
+    digest = hashlib.sha1(info.path.encode()).hexdigest()[:12]
+    d = os.path.join(paths.cache_dir(), "shim", f"{info.name}-{digest}")
+    if os.path.isdir(d) and os.path.realpath(os.path.join(d, "ld")) == os.path.realpath(info.path):
+        return d
+    os.makedirs(os.path.dirname(d), exist_ok=True)
+    tmp = f"{d}.{os.getpid()}.tmp"
+    os.makedirs(tmp, exist_ok=True)
+    # wild >= 0.9 picks its platform from argv[0]'s stem: never name it ld64*, link, wasm-ld.
+    for n in ("ld", "ld.lld", "ld.bfd", "ld.gold", "ld.mold", "ld.wild"):
+        link = os.path.join(tmp, n)
+        if not os.path.lexists(link):
+            os.symlink(info.path, link)
+    try:
+        os.rename(tmp, d)
+    except OSError:
+        # Another link made it first (or an old one is stale): keep a correct one.
+        import shutil
+        if os.path.realpath(os.path.join(d, "ld")) != os.path.realpath(info.path):
+            shutil.rmtree(d, ignore_errors=True)
+            try:
+                os.rename(tmp, d)
+            except OSError:
+                pass
+        shutil.rmtree(tmp, ignore_errors=True)
+    return d

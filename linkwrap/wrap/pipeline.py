@@ -1,0 +1,66 @@
+"""The link path: args -> probe -> policy -> run -> record. Read this file first.
+
+Everything here runs once per link, inside the build, so two rules hold:
+- a fault of linkwrap's own never fails a link the caller's own command would
+  have passed: it is noted in the log and the link runs exactly as asked;
+- on success nothing is printed (rustc >= 1.97 shows linker output as warnings).
+"""
+import os
+import time
+
+from linkwrap import faults
+from linkwrap.wrap import args, config, linkers, policy, probe, record, run
+
+
+def main(argv, driver=None, environ=os.environ) -> int:
+    started_ns = time.perf_counter_ns()
+    if environ.get("LINKWRAP_DISABLE") == "1":
+        return passthrough(argv, driver, environ)
+    try:
+        # Classify the command line; take out what forces rustc's own linker.
+        request = args.parse(argv, driver, environ)
+    except Exception as e:  # an unreadable @file: let the driver say so
+        faults.note("reading the command line", e)
+        return passthrough(argv, driver, environ)
+
+    facts = decision = None
+    try:
+        settings = config.load(request, environ)
+        found = linkers.discover(request, environ)
+        # Facts about this machine and this output; each may be unknown.
+        facts = probe.snapshot(request)
+        # Pure: which linker, which flags, how to write the output, and why.
+        decision = policy.decide(request, facts, found, settings)
+    except Exception as e:
+        decision = policy.as_asked(faults.note("choosing a linker", e))
+
+    # Run it. Whatever linkwrap changed, a failure gets one more try as asked.
+    first = None
+    try:
+        outcome = run.execute(request, decision, environ)
+    except Exception as e:
+        first, decision = None, policy.as_asked(faults.note(f"running {_label(decision)}", e))
+        outcome = run.execute(request, decision, environ)
+    if outcome.returncode != 0 and decision.changes_anything:
+        first = outcome
+        decision = policy.as_asked(f"{_label(decision)} failed (exit {outcome.returncode}); linked as asked")
+        outcome = run.execute(request, decision, environ)
+
+    # Beyond this point the link is over: nothing below may change its result.
+    run.write_through(outcome)
+    record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first)
+    return outcome.returncode
+
+
+def _label(decision) -> str:
+    return decision.linker.label if decision.linker else "the link as asked"
+
+
+def passthrough(argv, driver, environ) -> int:
+    """Become the driver itself: the link exactly as asked, untouched."""
+    driver = driver or environ.get("LINKWRAP_CC") or "cc"
+    try:
+        os.execvpe(driver, [driver, *argv], dict(environ))
+    except OSError as e:
+        os.write(2, f"linkwrap: error: cannot run {driver}: {e.strerror}\n".encode())
+        return 127

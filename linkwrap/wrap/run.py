@@ -1,0 +1,141 @@
+"""RUN: (request, decision) -> Outcome. Runs the cc driver with the chosen linker.
+
+The driver is started with os.posix_spawn and reaped with os.wait4, which
+gives the rusage of the whole driver -> collect2 -> linker chain (the kernel
+keeps the maximum RSS over waited-for descendants). Forking linkers are run
+with --no-fork by the policy so that this figure is the linker's own.
+
+The linker's stdout and stderr go to memfds, not pipes: nothing can deadlock,
+and when a failed attempt is retried as the caller asked, its messages can be
+kept out of the build log.
+"""
+import os
+import time
+from collections import namedtuple
+
+from linkwrap.wrap import args as args_mod
+from linkwrap.wrap import output as output_mod
+from linkwrap.wrap.policy import FRESH
+
+
+class Outcome(namedtuple("Outcome", [
+    "returncode",   # int: the driver's exit status (128+N for signal N)
+    "wall_ms",      # float
+    "user_ms",      # float
+    "sys_ms",       # float
+    "peak_rss_kb",  # int: max RSS of the driver and the linker it ran
+    "stdout",       # bytes: what the driver and linker printed
+    "stderr",       # bytes
+    "command",      # tuple[str]: what was run
+    "write_mode",   # str: the write mode that was applied
+    "output_bytes", # int | None: size of the output after a successful link
+])):
+    __slots__ = ()
+
+
+# mold's `-run` hijacks every exec of ld/ld.lld/ld.bfd/... (LD_PRELOAD of
+# mold-wrapper.so): it would turn whatever we chose back into mold.
+def linker_environment(environ=os.environ) -> dict:
+    env = dict(environ)
+    preload = env.get("LD_PRELOAD", "")
+    if "mold-wrapper" in preload:
+        kept = [p for p in preload.replace(":", " ").split() if "mold-wrapper" not in p]
+        if kept:
+            env["LD_PRELOAD"] = " ".join(kept)
+        else:
+            del env["LD_PRELOAD"]
+    env.pop("MOLD_PATH", None)
+    return env
+
+
+def command(request, decision, link_path) -> list:
+    """The driver command line for this decision, linking to link_path."""
+    if decision.linker is None:
+        # As asked: the original arguments, rustc's linker-forcing ones included.
+        base = args_mod.expand_response_files(request.argv, request.cwd)
+        return [request.driver] + (args_mod.with_output(base, link_path) if link_path else base)
+    from linkwrap.wrap.linkers import shim_dir
+    body = args_mod.with_output(request.args, link_path) if link_path else list(request.args)
+    flags = [f"-Wl,{f}" for f in decision.linker_flags]
+    # -B<shim> first: gcc takes the first -B that has an `ld` (reference §5).
+    return [request.driver, f"-B{shim_dir(decision.linker)}", *body, *flags, *decision.driver_flags]
+
+
+def execute(request, decision, environ=os.environ) -> Outcome:
+    plan = output_mod.prepare(request, decision.write_mode)
+    argv = command(request, decision, plan.link_path)
+    rsp = None
+    try:
+        if request.used_response_file:
+            rsp, argv = _to_response_file(argv)
+        result = spawn(argv, linker_environment(environ))
+        output_bytes = output_mod.commit(plan, result[0] == 0)
+    except BaseException:
+        output_mod.abort(plan)
+        raise
+    finally:
+        if rsp:
+            try:
+                os.unlink(rsp)
+            except OSError:
+                pass
+    return Outcome(*result, tuple(argv), plan.mode, output_bytes)
+
+
+def spawn(argv, env):
+    """Run argv; -> (returncode, wall_ms, user_ms, sys_ms, peak_rss_kb, stdout, stderr)."""
+    out_fd = os.memfd_create("linkwrap-stdout", os.MFD_CLOEXEC)
+    err_fd = os.memfd_create("linkwrap-stderr", os.MFD_CLOEXEC)
+    try:
+        actions = [(os.POSIX_SPAWN_DUP2, out_fd, 1), (os.POSIX_SPAWN_DUP2, err_fd, 2)]
+        started = time.perf_counter_ns()
+        pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions)
+        while True:
+            try:
+                _, status, ru = os.wait4(pid, 0)
+                break
+            except InterruptedError:
+                continue
+        wall_ms = (time.perf_counter_ns() - started) / 1e6
+        code = os.waitstatus_to_exitcode(status)
+        if code < 0:
+            code = 128 - code
+        return (code, wall_ms, ru.ru_utime * 1000, ru.ru_stime * 1000, ru.ru_maxrss,
+                _read_all(out_fd), _read_all(err_fd))
+    finally:
+        os.close(out_fd)
+        os.close(err_fd)
+
+
+def _read_all(fd) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while True:
+        b = os.read(fd, 1 << 20)
+        if not b:
+            return b"".join(chunks)
+        chunks.append(b)
+
+
+def _to_response_file(argv):
+    """Keep passing a response file when the caller needed one (ARG_MAX)."""
+    import tempfile
+    fd, path = tempfile.mkstemp(prefix="linkwrap-", suffix=".rsp")
+    with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
+        f.write("\n".join(args_mod.quote_response_arg(a) for a in argv[1:]))
+    return path, [argv[0], "@" + path]
+
+
+def write_through(outcome) -> None:
+    """Pass the linker's own output on unchanged (stdout, then stderr)."""
+    for fd, data in ((1, outcome.stdout), (2, outcome.stderr)):
+        view = memoryview(data)
+        while view:
+            try:
+                n = os.write(fd, view)
+            except OSError:
+                break
+            view = view[n:]
+
+
+__all__ = ["Outcome", "execute", "command", "spawn", "write_through", "FRESH"]
