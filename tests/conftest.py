@@ -1,0 +1,40 @@
+"""Shared fixtures. Tests use real tools; a missing one is a failed test, not a skip
+(scripts/install-test-deps installs them)."""
+import os
+import shutil
+import sysconfig
+
+import pytest
+
+
+@pytest.fixture
+def lw_home(tmp_path, monkeypatch):
+    """A private LINKWRAP_HOME (records, cache, config) for one test."""
+    home = tmp_path / "lw-home"
+    home.mkdir()
+    monkeypatch.setenv("LINKWRAP_HOME", str(home))
+    monkeypatch.delenv("LINKWRAP_LINKER", raising=False)
+    monkeypatch.delenv("LINKWRAP_DISABLE", raising=False)
+    return home
+
+
+SCRIPTS = sysconfig.get_path("scripts")
+
+
+def script(name: str) -> str:
+    """A console script of this package, by its real path (not a pyenv shim, ~60 ms each)."""
+    path = os.path.join(SCRIPTS, name)
+    assert os.access(path, os.X_OK), f"{name} is not installed in {SCRIPTS}: pip install -e '.[test]'"
+    return path
+
+
+def tool(name: str) -> str:
+    """Absolute path of a required tool; fails the test when it is missing."""
+    path = shutil.which(name)
+    assert path, f"{name} is not installed: run scripts/install-test-deps"
+    return path
+
+
+@pytest.fixture
+def linkwrap_cc():
+    return script("linkwrap-cc")
