@@ -1,21 +1,373 @@
-"""CONFIG: linkwrap.toml (project, then user) and LINKWRAP_* variables -> Config."""
+"""CONFIG: linkwrap.toml (user's, then project's) and LINKWRAP_* variables -> Config.
+
+Input: the LinkRequest (its cwd finds the project file, its output path the
+Cargo profile) and the environment. Output: one Config namedtuple whose
+`sources` says where every value came from (`linkwrap config` prints them).
+
+Layers, later wins: defaults, the user file (paths.user_config_file()), its
+[profile.<p>] table, the project file (linkwrap.toml in cwd or the nearest
+parent, stopping at a directory holding .git), its [profile.<p>] table, and
+the environment (LINKWRAP_LINKER, LINKWRAP_PROFILE). docs/policy.md lists the keys.
+
+This runs on every link: tomllib costs ~10 ms to import, so a file is parsed
+only when it exists, and its validated contents are cached with marshal keyed
+on (path, size, mtime); a warm link imports no TOML parser. A malformed file
+raises ConfigError naming file and line (pipeline.py then links as asked).
+"""
+import marshal
+import os
 from collections import namedtuple
+
+from linkwrap import paths
+from linkwrap.errors import ConfigError
+
+FILE_NAME = "linkwrap.toml"
+LINKER_NAMES = ("mold", "wild", "lld", "rust-lld", "bfd", "gold", "python")
+DEFAULT_PREFER = ("mold", "wild", "lld", "rust-lld", "bfd", "gold")
+DEFAULT = "default"
+ENV_LINKER = "env LINKWRAP_LINKER"
+_CACHE_FORMAT = 1
+_CACHE_MAX_FILES = 64
 
 
 class Config(namedtuple("Config", [
     "prefer",        # tuple[str]: linker names, most preferred first
     "forbid",        # frozenset[str]
-    "forced",        # str | None: LINKWRAP_LINKER
+    "forced",        # str | None: LINKWRAP_LINKER (lower-cased; may name no known linker)
     "extra_flags",   # dict[str, tuple[str]]: linker name -> extra linker flags
     "in_place",      # bool: allow in-place writes when every safety rule holds
     "record",        # bool: keep per-link records
     "sources",       # dict[str, str]: key -> where its value came from
+    "profile",       # str | None: the build profile the overrides were taken for
+    "files",         # tuple[str]: configuration files read, user's first
 ])):
+    """The settings for one link. Keys of `sources`: prefer, forbid, linker,
+    in_place, record, profile, linkers.<name>.extra_flags."""
     __slots__ = ()
 
 
-DEFAULT_PREFER = ("mold", "wild", "lld", "rust-lld", "bfd", "gold")
+def defaults() -> Config:
+    sources = {"prefer": DEFAULT, "forbid": DEFAULT, "linker": DEFAULT, "in_place": DEFAULT,
+               "record": DEFAULT, "profile": DEFAULT}
+    return Config(DEFAULT_PREFER, frozenset(), None, {}, True, True, sources, None, ())
 
 
 def load(request=None, environ=None) -> Config:
-    raise NotImplementedError("filled in by the policy work (issue #3)")
+    """The merged configuration for this link; raises ConfigError for a malformed file."""
+    environ = os.environ if environ is None else environ
+    cwd = getattr(request, "cwd", None) or os.getcwd()
+    output = getattr(request, "output", None)
+    profile, profile_source = profile_for(output, environ)
+    layers = []
+    files = []
+    user = paths.user_config_file()
+    project = find_project_file(cwd)
+    for kind, path in (("user file", user), ("project file", project)):
+        if not path or (kind == "project file" and user and _same_file(path, user)):
+            continue
+        table = read_file(path)
+        if table is None:
+            continue
+        files.append(path)
+        label = f"{kind} {path}"
+        layers.append((label, table))
+        for name in profile_tables(profile):
+            if name in table.get("profile", {}):
+                layers.append((f"{label} [profile.{name}]", table["profile"][name]))
+    return merge(layers, environ, profile, profile_source, tuple(files))
+
+
+def merge(layers, environ, profile=None, profile_source=DEFAULT, files=()) -> Config:
+    """Apply validated tables in order (later wins), then the environment. Pure."""
+    c = defaults()
+    prefer, forbid, in_place, record = c.prefer, c.forbid, c.in_place, c.record
+    extra, sources = {}, dict(c.sources)
+    for label, table in layers:
+        if "prefer" in table:
+            prefer, sources["prefer"] = tuple(table["prefer"]), label
+        if "forbid" in table:
+            forbid, sources["forbid"] = frozenset(table["forbid"]), label
+        if "in_place" in table:
+            in_place, sources["in_place"] = table["in_place"], label
+        if "record" in table:
+            record, sources["record"] = table["record"], label
+        for name, settings in table.get("linkers", {}).items():
+            if "extra_flags" in settings:
+                extra[name] = tuple(settings["extra_flags"])
+                sources[f"linkers.{name}.extra_flags"] = label
+    forced = (environ.get("LINKWRAP_LINKER") or "").strip().lower() or None
+    if forced:
+        sources["linker"] = ENV_LINKER
+    sources["profile"] = profile_source
+    return Config(prefer, forbid, forced, extra, in_place, record, sources, profile, files)
+
+
+# --- which files -----------------------------------------------------------
+
+def find_project_file(cwd: str) -> str | None:
+    """linkwrap.toml in cwd or the nearest parent; the search ends at a .git or /.
+
+    For Cargo links rustc runs the linker in the workspace root, so this is the
+    workspace's file; for ninja/CMake it is the build directory and upwards.
+    """
+    d = os.path.abspath(cwd)
+    while True:
+        candidate = os.path.join(d, FILE_NAME)
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(d)
+        if parent == d or os.path.exists(os.path.join(d, ".git")):
+            return None
+        d = parent
+
+
+def _same_file(a, b) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+# --- which profile ---------------------------------------------------------
+
+# Cargo writes a profile's outputs under <target-dir>/[<triple>/]<profile>/{deps,build,examples}.
+_PROFILE_CHILDREN = ("deps", "build", "examples", "incremental")
+
+
+def profile_for(output, environ) -> tuple:
+    """(profile, where it came from): LINKWRAP_PROFILE, else the output path."""
+    forced = (environ.get("LINKWRAP_PROFILE") or "").strip()
+    if forced:
+        return forced, "env LINKWRAP_PROFILE"
+    name = profile_of(output)
+    return (name, f"output path {output}") if name else (None, DEFAULT)
+
+
+def profile_of(output) -> str | None:
+    """'…/target/debug/deps/foo-1a2b' -> 'debug'; None when the path says nothing."""
+    if not output:
+        return None
+    parts = [p for p in os.path.normpath(output).split(os.sep) if p]
+    dirs = parts[:-1]
+    for i in range(len(dirs) - 1, 0, -1):
+        if dirs[i] in _PROFILE_CHILDREN:
+            return dirs[i - 1]
+    for i in range(len(dirs) - 1, -1, -1):
+        if dirs[i] == "target" and i + 1 < len(dirs):
+            rest = dirs[i + 1:]
+            # target/<triple>/<profile>: a target triple has at least two dashes
+            if rest[0].count("-") >= 2 and len(rest) > 1:
+                return rest[1]
+            return rest[0]
+    return None
+
+
+def profile_tables(profile) -> tuple:
+    """Cargo's `dev` profile builds into target/debug: [profile.dev] and [profile.debug] both apply."""
+    if not profile:
+        return ()
+    return ("dev", "debug") if profile in ("debug", "dev") else (profile,)
+
+
+# --- reading one file, cached ----------------------------------------------
+
+def _cache_file() -> str:
+    return os.path.join(paths.cache_dir(), "config.marshal")
+
+
+def read_file(path: str):
+    """The validated table of one file, None if it does not exist; ConfigError if malformed."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    stamp = [st.st_size, st.st_mtime_ns]
+    cache = _load_cache()
+    entry = cache["files"].get(path)
+    if entry is not None and entry[0] == stamp:
+        table, error = entry[1], entry[2]
+    else:
+        table, error = None, None
+        try:
+            table = parse_text(_read_text(path), path)
+        except ConfigError as e:
+            error = str(e)
+        # Errors are cached too: a broken file must not cost every link a tomllib import.
+        files = cache["files"]
+        if len(files) >= _CACHE_MAX_FILES:
+            files.clear()
+        files[path] = [stamp, table, error]
+        _store_cache(cache)
+    if error:
+        raise ConfigError(error)
+    return table
+
+
+def _read_text(path) -> str:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 text") from None
+
+
+def _load_cache() -> dict:
+    try:
+        with open(_cache_file(), "rb") as f:
+            data = marshal.load(f)
+        if isinstance(data, dict) and data.get("format") == _CACHE_FORMAT and isinstance(data.get("files"), dict):
+            return data
+    except (OSError, EOFError, ValueError, TypeError):
+        pass
+    return {"format": _CACHE_FORMAT, "files": {}}
+
+
+def _store_cache(data) -> None:
+    target = _cache_file()
+    try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        tmp = f"{target}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            marshal.dump(data, f)
+        os.replace(tmp, target)
+    except (OSError, ValueError):
+        pass  # an unwritable cache only costs the next link a parse
+
+
+# --- parsing and validating ------------------------------------------------
+
+_TOP_KEYS = ("prefer", "forbid", "in_place", "record", "linkers", "profile")
+
+
+def parse_text(text: str, path: str = FILE_NAME) -> dict:
+    """TOML text -> validated table: {prefer, forbid, in_place, record, linkers, profile}.
+
+    Only plain lists, strings, bools and dicts remain, so the result can be
+    marshalled. Raises ConfigError "<path>:<line>: <what>".
+    """
+    import tomllib  # cold path: only on a cache miss
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(_toml_error(path, str(e))) from None
+    return _table(raw, text, path, (), allow_profile=True)
+
+
+def _toml_error(path, message) -> str:
+    # tomllib: "Invalid value (at line 3, column 9)"
+    what, sep, where = message.rpartition(" (at line ")
+    if sep and where.endswith(")"):
+        line, _, column = where[:-1].partition(", column ")
+        return f"{path}:{line}: {what} (column {column})"
+    if message.endswith(" (at end of document)"):
+        return f"{path}:{text_lines_hint(message)}: {message[:-len(' (at end of document)')]} at end of file"
+    return f"{path}: {message}"
+
+
+def text_lines_hint(message) -> str:
+    return "end"
+
+
+def _table(raw, text, path, where, allow_profile) -> dict:
+    out = {}
+    allowed = _TOP_KEYS if allow_profile else _TOP_KEYS[:-1]
+    for key, value in raw.items():
+        if key not in allowed:
+            _fail(text, path, where, key, f"unknown key '{_dotted(where, key)}' (known: {', '.join(allowed)})")
+        if key in ("prefer", "forbid"):
+            out[key] = _names(value, text, path, where, key)
+        elif key in ("in_place", "record"):
+            if not isinstance(value, bool):
+                _fail(text, path, where, key, f"'{_dotted(where, key)}' must be true or false")
+            out[key] = value
+        elif key == "linkers":
+            out[key] = _linkers(value, text, path, where + (key,))
+        else:
+            if not isinstance(value, dict):
+                _fail(text, path, where, key, "'profile' must be a table: [profile.<name>]")
+            profiles = {}
+            for name, sub in value.items():
+                if not isinstance(sub, dict):
+                    _fail(text, path, where + ("profile",), name, f"'profile.{name}' must be a table")
+                profiles[name] = _table(sub, text, path, where + ("profile", name), allow_profile=False)
+            out[key] = profiles
+    return out
+
+
+def _names(value, text, path, where, key) -> list:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        _fail(text, path, where, key, f"'{_dotted(where, key)}' must be a list of linker names")
+    for v in value:
+        if v not in LINKER_NAMES:
+            _fail(text, path, where, key, f"'{_dotted(where, key)}': unknown linker '{v}' "
+                                           f"(known: {', '.join(LINKER_NAMES)})")
+    return list(value)
+
+
+def _linkers(value, text, path, where) -> dict:
+    if not isinstance(value, dict):
+        _fail(text, path, where[:-1], where[-1], "'linkers' must be a table: [linkers.<name>]")
+    out = {}
+    for name, settings in value.items():
+        if name not in LINKER_NAMES:
+            _fail(text, path, where, name, f"unknown linker '{name}' in [linkers] (known: {', '.join(LINKER_NAMES)})")
+        if not isinstance(settings, dict):
+            _fail(text, path, where, name, f"'linkers.{name}' must be a table")
+        for key, flags in settings.items():
+            if key != "extra_flags":
+                _fail(text, path, where + (name,), key, f"unknown key '{_dotted(where + (name,), key)}' (known: extra_flags)")
+            if not isinstance(flags, list) or not all(isinstance(f, str) and f for f in flags):
+                _fail(text, path, where + (name,), key, f"'{_dotted(where + (name,), key)}' must be a list of non-empty strings")
+        out[name] = {k: list(v) for k, v in settings.items()}
+    return out
+
+
+def _dotted(where, key) -> str:
+    return ".".join((*where, key))
+
+
+def _fail(text, path, where, key, message):
+    raise ConfigError(f"{path}:{line_of(text, where, key)}: {message}")
+
+
+def line_of(text: str, where: tuple, key: str) -> int:
+    """The line that sets `key` in table `where` (best effort; TOML parsers give no positions).
+
+    Tried in order: `key =` under the header [where]; a dotted `a.b.key =`
+    anywhere; the header [where.key] itself; else line 1.
+    """
+    table, header_line, dotted_hit = "", None, None
+    want_table = ".".join(where)
+    full = ".".join((*where, key))
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if line.startswith("["):
+            name = _header_name(line)
+            if name == full:
+                header_line = header_line or n
+            table = name
+            continue
+        lhs, eq, _ = line.partition("=")
+        if not eq:
+            continue
+        lhs = _unquote_key(lhs)
+        if table == want_table and lhs == key:
+            return n
+        if dotted_hit is None and ".".join(p for p in (table, lhs) if p).endswith(full) and "." in (table + "." + lhs):
+            if ".".join(p for p in (table, lhs) if p) == full:
+                dotted_hit = n
+    return dotted_hit or header_line or 1
+
+
+def _header_name(line: str) -> str:
+    inner = line.strip("[] \t").split("]")[0]
+    return _unquote_key(inner)
+
+
+def _unquote_key(key: str) -> str:
+    return ".".join(p.strip().strip("\"'") for p in key.strip().split("."))

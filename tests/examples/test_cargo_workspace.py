@@ -1,0 +1,70 @@
+"""The bundled Cargo example, built for real through linkwrap-cc with every linker."""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import script
+
+EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "examples", "cargo-workspace")
+HOST = "x86_64-unknown-linux-gnu"
+EXPECTED_OUTPUT = "Hello, linkwrap!\nanswer=42 Point (derived)\nbuilt by build.rs (debug)\n"
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    """A copy of the example whose .cargo/config.toml names linkwrap-cc as the linker."""
+    root = tmp_path_factory.mktemp("ws") / "cargo-workspace"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("target", ".cargo"))
+    (root / ".cargo").mkdir()
+    (root / ".cargo" / "config.toml").write_text(f'[target.{HOST}]\nlinker = "{script("linkwrap-cc")}"\n')
+    return root
+
+
+def cargo(root, *argv, **env):
+    return subprocess.run(["cargo", *argv], cwd=root, capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=600)
+
+
+def sections(path) -> str:
+    return subprocess.run(["readelf", "-S", "-p", ".comment", str(path)], capture_output=True, text=True).stdout
+
+
+def signature_of(linker, text):
+    """Which linker a binary's .comment / notes name."""
+    if linker == "mold":
+        return "mold 1." in text or "mold 2." in text
+    if linker == "lld":
+        return "LLD 16." in text
+    if linker == "rust-lld":
+        return "LLD 2" in text  # rust-lld 2x.y, never Debian's 16
+    if linker == "gold":
+        return ".note.gnu.gold-vers" in text
+    if linker == "bfd":  # GNU ld writes no .comment of its own: no other linker may appear
+        return not any(s in text for s in ("mold", "LLD", "gold-vers"))
+    raise AssertionError(linker)
+
+
+@pytest.mark.parametrize("linker", ["mold", "lld", "rust-lld", "bfd", "gold"])
+def test_cargo_build_with_each_linker(workspace, tmp_path, lw_home, linker):
+    target = tmp_path / "target"
+    done = cargo(workspace, "build", "--quiet", CARGO_TARGET_DIR=str(target), LINKWRAP_LINKER=linker)
+    assert done.returncode == 0, done.stderr
+    # rustc >= 1.97 shows any linker output as a warning: there must be none (gold's own deprecation
+    # warning comes from rustc, not from linkwrap).
+    assert "linkwrap" not in done.stderr
+    app = target / "debug" / "app"
+    assert subprocess.run([str(app)], capture_output=True, text=True).stdout == EXPECTED_OUTPUT
+    # Every kind of link went through the linker that was asked for.
+    build_scripts = list((target / "debug" / "build").glob("app-*/build-script-build"))
+    proc_macros = list((target / "debug" / "deps").glob("libgreet_macros-*.so"))
+    assert build_scripts and proc_macros
+    for out in [app, *build_scripts, *proc_macros]:
+        assert signature_of(linker, sections(out)), f"{out} not linked by {linker}:\n{sections(out)}"
+
+
+def test_cargo_test_links_test_binaries(workspace, tmp_path, lw_home):
+    done = cargo(workspace, "test", "--quiet", CARGO_TARGET_DIR=str(tmp_path / "target"), LINKWRAP_LINKER="mold")
+    assert done.returncode == 0, done.stderr
+    assert "binary_prints_the_greeting" in done.stdout or "test result: ok" in done.stdout

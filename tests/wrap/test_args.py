@@ -1,0 +1,90 @@
+"""ARGS: rustc's and ninja's command lines -> LinkRequest."""
+import os
+import subprocess
+
+from linkwrap.wrap import args
+
+SYSROOT_GCC_LD = "/root/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld"
+
+
+def test_rustc_lld_forcing_is_removed_and_rust_lld_learnt(tmp_path):
+    argv = ["-m64", "a.o", f"-B{SYSROOT_GCC_LD}", "-fuse-ld=lld", "-Wl,--as-needed", "-o", "out", "-pie"]
+    req = args.parse(argv, cwd=str(tmp_path), environ={})
+    assert req.args == ("-m64", "a.o", "-Wl,--as-needed", "-o", "out", "-pie")
+    assert req.removed == (f"-B{SYSROOT_GCC_LD}", "-fuse-ld=lld")
+    assert req.fuse_ld == "lld"
+    assert req.rust_lld == os.path.join(os.path.dirname(SYSROOT_GCC_LD), "rust-lld")
+    assert req.output == str(tmp_path / "out")
+    assert req.driver == "cc"
+    assert req.inputs == ("a.o",)
+
+
+def test_other_B_dirs_are_kept(tmp_path):
+    req = args.parse(["-B/opt/my/bin", "x.o", "-o", "y"], cwd=str(tmp_path), environ={})
+    assert "-B/opt/my/bin" in req.args and req.removed == ()
+
+
+def test_driver_from_environment_or_launcher(tmp_path):
+    assert args.parse(["-o", "x"], cwd=str(tmp_path), environ={"LINKWRAP_CC": "gcc-12"}).driver == "gcc-12"
+    assert args.parse(["-o", "x"], driver="c++", cwd=str(tmp_path), environ={"LINKWRAP_CC": "gcc-12"}).driver == "c++"
+
+
+def rustc_escape(arg: str) -> str:
+    """How rustc writes a GNU-style linker response file: escape backslash and space."""
+    return arg.replace("\\", "\\\\").replace(" ", "\\ ")
+
+
+def test_response_file_with_spaces_and_backslashes(tmp_path):
+    wanted = ["-m64", "/tmp/my dir/a b.o", "C:\\odd\\path.o", "-o", "out put", "-Wl,-z,relro"]
+    rsp = tmp_path / "linker-arguments"
+    rsp.write_text("\n".join(rustc_escape(a) for a in wanted))
+    req = args.parse([f"@{rsp}"], cwd=str(tmp_path), environ={})
+    assert list(req.args) == wanted
+    assert req.used_response_file
+    assert req.output == str(tmp_path / "out put")
+
+
+def test_nested_and_quoted_response_files(tmp_path):
+    (tmp_path / "inner").write_text("'quoted arg' \"double q\"\n-lm")
+    (tmp_path / "outer").write_text("a.o @inner -o x")
+    assert list(args.parse(["@outer"], cwd=str(tmp_path), environ={}).args) == \
+        ["a.o", "quoted arg", "double q", "-lm", "-o", "x"]
+
+
+def test_missing_response_file_stays_literal_like_gcc(tmp_path):
+    assert args.parse(["@nope", "-o", "x"], cwd=str(tmp_path), environ={}).args[0] == "@nope"
+
+
+def test_quote_is_the_inverse_of_split():
+    for arg in ["plain", "with space", "back\\slash", "tab\there", "q'uote\"", ""]:
+        assert args.split_response_text(args.quote_response_arg(arg)) == [arg]
+
+
+def test_output_kinds():
+    assert args.output_kind(["-shared", "-o", "x.so"]) == "shared"
+    assert args.output_kind(["-static-pie"]) == "static-pie"
+    assert args.output_kind(["-static"]) == "static"
+    assert args.output_kind(["-no-pie"]) == "exec"
+    assert args.output_kind(["-r"]) == "relocatable"
+    assert args.output_kind(["-pie"]) == "pie"
+
+
+def test_with_output_replaces_both_spellings():
+    assert args.with_output(["a.o", "-o", "x", "-lm"], "T") == ["a.o", "-o", "T", "-lm"]
+    assert args.with_output(["a.o", "-ox"], "T") == ["a.o", "-oT"]
+
+
+def test_real_link_through_a_response_file_with_odd_paths(tmp_path, lw_home, linkwrap_cc):
+    """A real object in a directory with a space and a backslash, linked via @file."""
+    odd = tmp_path / "my dir\\x"
+    odd.mkdir()
+    src = odd / "m a.c"
+    src.write_text('#include <stdio.h>\nint main(void){puts("odd paths ok");return 0;}\n')
+    obj = odd / "m a.o"
+    subprocess.run(["cc", "-c", str(src), "-o", str(obj)], check=True)
+    rsp = tmp_path / "linker-arguments"
+    rsp.write_text("\n".join(rustc_escape(a) for a in [str(obj), "-o", str(odd / "out prog")]))
+    done = subprocess.run([linkwrap_cc, f"@{rsp}"], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "" and done.stderr == ""
+    assert subprocess.run([str(odd / "out prog")], capture_output=True, text=True).stdout == "odd paths ok\n"

@@ -1,0 +1,76 @@
+"""Linker discovery and version parsing, against the real version strings."""
+import os
+import stat
+
+import pytest
+
+from linkwrap.wrap import linkers
+
+# Version strings as shared/reference/linkers.md quotes them (§1.5, §2.4, §3.3, §4).
+VERSION_TEXTS = [
+    ("mold", "mold 1.10.1 (compatible with GNU ld)", (1, 10, 1)),
+    ("mold", "mold 2.40.4 (6e57fb1b4ba4a4d1ee3f1f3b9d0e4b3c2f9aa0b1; compatible with GNU ld)", (2, 40, 4)),
+    ("mold", "mold (sold) 1.11.0 (compatible with GNU ld)", (1, 11, 0)),
+    ("mold", "mold 1.0.0 (3f1f3b9d; compatible with GNU ld and GNU gold)", (1, 0, 0)),
+    ("wild", "Wild version 0.6.0 (compatible with GNU linkers)", (0, 6, 0)),
+    ("wild", "Wild version 0.8.0 (0123456789abcdef0123456789abcdef01234567) (compatible with GNU linkers)", (0, 8, 0)),
+    ("wild", "Wild 0.9.0 (compatible with GNU linkers)", (0, 9, 0)),
+    ("wild", "Wild 0.10.0 non-git-build (compatible with GNU linkers)", (0, 10, 0)),
+    ("wild", "Wild 0.9.0 1a2b3c4d-modified (compatible with GNU linkers)", (0, 9, 0)),
+    ("wild", "Wild 1a2b3c4d5e (compatible with GNU linkers)", None),  # a main build: no number
+    ("lld", "Debian LLD 16.0.6 (compatible with GNU linkers)", (16, 0, 6)),
+    ("lld", "Ubuntu LLD 18.1.3 (compatible with GNU linkers)", (18, 1, 3)),
+    ("rust-lld", "LLD 22.1.2 (/checkout/src/llvm-project/llvm 1cb4e38) (compatible with GNU linkers)", (22, 1, 2)),
+    ("bfd", "GNU ld (GNU Binutils for Debian) 2.40", (2, 40)),
+    ("bfd", "GNU ld (GNU Binutils) 2.42", (2, 42)),
+    ("bfd", "GNU ld version 2.40-14.fc39", (2, 40)),
+    ("gold", "GNU gold (GNU Binutils for Debian 2.40) 1.16", (2, 40)),
+    ("gold", "GNU gold (version 2.40-14.fc39) 1.16", (2, 40)),
+    ("mold", "", None),
+]
+
+
+@pytest.mark.parametrize("name,text,expected", VERSION_TEXTS)
+def test_parse_version(name, text, expected):
+    assert linkers.parse_version(name, text) == expected
+
+
+def test_discovers_this_machines_linkers_with_real_versions(lw_home):
+    found = linkers.discover()
+    assert found["mold"].path == "/usr/bin/mold" and found["mold"].version >= (1, 10)
+    assert found["lld"].path.endswith("ld.lld-16") or found["lld"].path.endswith("ld.lld")
+    assert found["lld"].version[0] >= 16
+    assert found["bfd"].version == (2, 40) and found["gold"].version == (2, 40)
+    assert found["rust-lld"].version[0] >= 20  # from `rustc --print sysroot`
+    assert found["python"].path.endswith("linkwrap-ld")
+
+
+def _recording_stand_in(path, log):
+    """A stand-in for a linker that only answers --version and logs each call."""
+    path.write_text(f'#!/bin/sh\necho "$@" >> {log}\necho "mold 9.9.9 (compatible with GNU ld)"\n')
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+
+
+def test_warm_discovery_runs_no_version_process(tmp_path, lw_home):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    log = tmp_path / "calls.log"
+    _recording_stand_in(bindir / "mold", log)
+    env = {"PATH": str(bindir)}
+    assert linkers.discover(environ=env)["mold"].version == (9, 9, 9)
+    assert linkers.discover(environ=env)["mold"].version == (9, 9, 9)
+    assert log.read_text().splitlines() == ["--version"]  # once, then cached
+    # A changed binary (new mtime and size) is asked again.
+    _recording_stand_in(bindir / "mold", log)
+    (bindir / "mold").write_text((bindir / "mold").read_text().replace("9.9.9", "9.10.0") + "\n")
+    os.utime(bindir / "mold", ns=(1, 1))
+    assert linkers.discover(environ=env)["mold"].version == (9, 10, 0)
+
+
+def test_shim_dir_points_every_name_at_the_linker(lw_home):
+    info = linkers.discover()["mold"]
+    d = linkers.shim_dir(info)
+    for n in ("ld", "ld.lld", "ld.bfd", "ld.gold", "ld.mold", "ld.wild"):
+        assert os.path.realpath(os.path.join(d, n)) == os.path.realpath(info.path)
+    assert sorted(os.listdir(d)) == sorted(["ld", "ld.lld", "ld.bfd", "ld.gold", "ld.mold", "ld.wild"])
+    assert linkers.shim_dir(info) == d

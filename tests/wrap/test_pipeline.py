@@ -1,0 +1,99 @@
+"""The link path end to end through the real linkwrap-cc script: fail-open, silence, pass-through."""
+import os
+import subprocess
+import textwrap
+
+import pytest
+
+STANDINS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "standins")
+GCC_LD = "/root/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld"
+
+
+@pytest.fixture
+def hello_obj(tmp_path):
+    src = tmp_path / "hello.c"
+    src.write_text('#include <stdio.h>\nint main(void){puts("hello");return 0;}\n')
+    subprocess.run(["cc", "-c", str(src), "-o", str(tmp_path / "hello.o")], check=True)
+    return tmp_path / "hello.o"
+
+
+def link(linkwrap_cc, argv, cwd, **env):
+    return subprocess.run([linkwrap_cc, *argv], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, **env})
+
+
+def comment(path) -> str:
+    return subprocess.run(["readelf", "-p", ".comment", str(path)], capture_output=True, text=True).stdout
+
+
+def test_disable_passes_every_argument_through_untouched(tmp_path, lw_home, linkwrap_cc):
+    rsp = tmp_path / "args.rsp"
+    rsp.write_text("a.o\n-o\nout\n")
+    argv = [f"-B{GCC_LD}", "-fuse-ld=lld", f"@{rsp}", "-Wl,-z,now"]
+    done = link(linkwrap_cc, argv, tmp_path, LINKWRAP_DISABLE="1",
+                LINKWRAP_CC=os.path.join(STANDINS, "record-driver"), RECORD_TO=str(tmp_path / "argv"))
+    assert done.returncode == 0
+    assert (tmp_path / "argv").read_text().splitlines() == argv
+
+
+def test_success_prints_nothing_and_the_program_runs(tmp_path, lw_home, linkwrap_cc, hello_obj):
+    done = link(linkwrap_cc, [str(hello_obj), "-o", "hello"], tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert subprocess.run([str(tmp_path / "hello")], capture_output=True, text=True).stdout == "hello\n"
+
+
+def test_a_failing_link_fails_the_same_way_as_cc(tmp_path, lw_home, linkwrap_cc):
+    (tmp_path / "u.c").write_text("int missing(void); int main(void){return missing();}\n")
+    subprocess.run(["cc", "-c", "u.c"], cwd=tmp_path, check=True)
+    direct = subprocess.run(["cc", "u.o", "-o", "direct"], cwd=tmp_path, capture_output=True, text=True)
+    done = link(linkwrap_cc, ["u.o", "-o", "wrapped"], tmp_path)
+    assert done.returncode == direct.returncode == 1
+    assert "undefined reference to `missing'" in done.stderr
+    assert not (tmp_path / "wrapped").exists()
+    # The message is the linker's own, passed through once (not once per attempt).
+    assert done.stderr.count("undefined reference to `missing'") == 1
+
+
+def test_fault_injected_into_the_probe_still_links(tmp_path, lw_home, linkwrap_cc, hello_obj):
+    inject = tmp_path / "inject"
+    inject.mkdir()
+    # sitecustomize runs at interpreter start: it breaks the probe the way a bug would.
+    (inject / "sitecustomize.py").write_text(textwrap.dedent("""
+        import linkwrap.wrap.probe as p
+        def broken(request):
+            raise RuntimeError("injected probe fault")
+        p.snapshot = broken
+    """))
+    done = link(linkwrap_cc, [str(hello_obj), "-o", "hello"], tmp_path, PYTHONPATH=str(inject))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert subprocess.run([str(tmp_path / "hello")], capture_output=True, text=True).stdout == "hello\n"
+    assert "injected probe fault" in (lw_home / "linkwrap.log").read_text()
+
+
+def test_a_chosen_linker_that_vanished_falls_back(tmp_path, lw_home, linkwrap_cc, hello_obj):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    os.symlink("/usr/bin/mold", bindir / "mold")
+    env = {"PATH": f"{bindir}:{os.environ['PATH']}", "LINKWRAP_LINKER": "mold"}
+    assert link(linkwrap_cc, [str(hello_obj), "-o", "first"], tmp_path, **env).returncode == 0
+    (bindir / "mold").unlink()
+    (bindir / "mold").write_text("#!/bin/sh\nexit 1\n")  # now a broken "mold"
+    (bindir / "mold").chmod(0o755)
+    done = link(linkwrap_cc, [str(hello_obj), "-o", "second"], tmp_path, **env)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert subprocess.run([str(tmp_path / "second")], capture_output=True, text=True).stdout == "hello\n"
+
+
+def test_mold_run_hijack_is_dropped(tmp_path, lw_home, linkwrap_cc, hello_obj):
+    """Under `mold -run`, exec of any ld* becomes mold; linkwrap's choice must stand."""
+    done = link(linkwrap_cc, [str(hello_obj), "-o", "hello"], tmp_path, LINKWRAP_LINKER="lld",
+                LD_PRELOAD="/usr/lib/x86_64-linux-gnu/mold/mold-wrapper.so", MOLD_PATH="/usr/bin/mold")
+    assert done.returncode == 0, done.stderr
+    text = comment(tmp_path / "hello")
+    assert "LLD" in text and "mold" not in text
+
+
+def test_forced_linker_is_used(tmp_path, lw_home, linkwrap_cc, hello_obj):
+    done = link(linkwrap_cc, [str(hello_obj), "-o", "hello"], tmp_path, LINKWRAP_LINKER="mold")
+    assert done.returncode == 0, done.stderr
+    assert "mold" in comment(tmp_path / "hello")
