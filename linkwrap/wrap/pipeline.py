@@ -28,7 +28,7 @@ def main(argv, driver=None, environ=os.environ) -> int:
         settings = config.load(request, environ)
         found = linkers.discover(request, environ)
         # Facts about this machine and this output; each may be unknown.
-        facts = probe.snapshot(request)
+        facts = probe.snapshot(request, environ)
         # Pure: which linker, which flags, how to write the output, and why.
         decision = policy.decide(request, facts, found, settings)
     except Exception as e:
