@@ -130,8 +130,9 @@ def _same_file(a, b) -> bool:
 
 # --- which profile ---------------------------------------------------------
 
-# Cargo writes a profile's outputs under <target-dir>/[<triple>/]<profile>/{deps,build,examples}.
-_PROFILE_CHILDREN = ("deps", "build", "examples", "incremental")
+# Cargo writes a profile's outputs as <target-dir>/[<triple>/]<profile>/deps/<file>,
+# .../<profile>/examples/<file> and build scripts as .../<profile>/build/<pkg>-<hash>/<file>.
+_PROFILE_PARENT = ("deps", "examples")
 
 
 def profile_for(output, environ) -> tuple:
@@ -149,9 +150,10 @@ def profile_of(output) -> str | None:
         return None
     parts = [p for p in os.path.normpath(output).split(os.sep) if p]
     dirs = parts[:-1]
-    for i in range(len(dirs) - 1, 0, -1):
-        if dirs[i] in _PROFILE_CHILDREN:
-            return dirs[i - 1]
+    if len(dirs) >= 2 and dirs[-1] in _PROFILE_PARENT:
+        return dirs[-2]
+    if len(dirs) >= 3 and dirs[-2] == "build":
+        return dirs[-3]
     for i in range(len(dirs) - 1, -1, -1):
         if dirs[i] == "target" and i + 1 < len(dirs):
             rest = dirs[i + 1:]
@@ -181,7 +183,8 @@ def read_file(path: str):
         st = os.stat(path)
     except OSError:
         return None
-    stamp = [st.st_size, st.st_mtime_ns]
+    # inode and ctime too: an edit within one mtime tick, or a file replaced by rename, is still seen
+    stamp = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
     cache = _load_cache()
     entry = cache["files"].get(path)
     if entry is not None and entry[0] == stamp:
@@ -254,23 +257,20 @@ def parse_text(text: str, path: str = FILE_NAME) -> dict:
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(_toml_error(path, str(e))) from None
+        raise ConfigError(_toml_error(path, str(e), text)) from None
     return _table(raw, text, path, (), allow_profile=True)
 
 
-def _toml_error(path, message) -> str:
-    # tomllib: "Invalid value (at line 3, column 9)"
+def _toml_error(path, message, text) -> str:
+    # tomllib says "Invalid value (at line 3, column 9)" or "... (at end of document)".
     what, sep, where = message.rpartition(" (at line ")
     if sep and where.endswith(")"):
         line, _, column = where[:-1].partition(", column ")
         return f"{path}:{line}: {what} (column {column})"
     if message.endswith(" (at end of document)"):
-        return f"{path}:{text_lines_hint(message)}: {message[:-len(' (at end of document)')]} at end of file"
+        last = text.count("\n") + (0 if text.endswith("\n") else 1)
+        return f"{path}:{max(last, 1)}: {message[:-len(' (at end of document)')]} (at end of file)"
     return f"{path}: {message}"
-
-
-def text_lines_hint(message) -> str:
-    return "end"
 
 
 def _table(raw, text, path, where, allow_profile) -> dict:
@@ -338,30 +338,24 @@ def _fail(text, path, where, key, message):
 def line_of(text: str, where: tuple, key: str) -> int:
     """The line that sets `key` in table `where` (best effort; TOML parsers give no positions).
 
-    Tried in order: `key =` under the header [where]; a dotted `a.b.key =`
-    anywhere; the header [where.key] itself; else line 1.
+    `key =` under [where] or a dotted `a.key =` under [b] for where=(b, a);
+    else the header [where.key]; else line 1.
     """
-    table, header_line, dotted_hit = "", None, None
-    want_table = ".".join(where)
+    table, header_line = "", None
     full = ".".join((*where, key))
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if line.startswith("["):
-            name = _header_name(line)
-            if name == full:
-                header_line = header_line or n
-            table = name
+            table = _header_name(line)
+            if table == full and header_line is None:
+                header_line = n
             continue
         lhs, eq, _ = line.partition("=")
-        if not eq:
-            continue
-        lhs = _unquote_key(lhs)
-        if table == want_table and lhs == key:
-            return n
-        if dotted_hit is None and ".".join(p for p in (table, lhs) if p).endswith(full) and "." in (table + "." + lhs):
-            if ".".join(p for p in (table, lhs) if p) == full:
-                dotted_hit = n
-    return dotted_hit or header_line or 1
+        if eq and not line.startswith("#"):
+            here = ".".join(p for p in (table, _unquote_key(lhs)) if p)
+            if here == full:
+                return n
+    return header_line or 1
 
 
 def _header_name(line: str) -> str:

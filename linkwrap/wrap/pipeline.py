@@ -23,7 +23,7 @@ def main(argv, driver=None, environ=os.environ) -> int:
         faults.note("reading the command line", e)
         return passthrough(argv, driver, environ)
 
-    facts = decision = None
+    facts = decision = settings = None
     try:
         settings = config.load(request, environ)
         found = linkers.discover(request, environ)
@@ -48,7 +48,8 @@ def main(argv, driver=None, environ=os.environ) -> int:
 
     # Beyond this point the link is over: nothing below may change its result.
     run.write_through(outcome)
-    record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first)
+    if settings is None or settings.record:
+        record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first)
     return outcome.returncode
 
 

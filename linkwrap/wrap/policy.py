@@ -1,7 +1,13 @@
 """POLICY: (request, probe, linkers, config) -> Decision. Pure: no I/O at all.
 
-Every rule adds a short sentence to Decision.reasons, so `linkwrap explain`
-and the link records can say why.
+Input: the LinkRequest (output kind, the caller's -fuse-ld), the Probe (facts,
+each possibly None = unknown), the linkers found ({name: LinkerInfo} with
+version tuples) and the Config. Output: a Decision: which linker, which
+flags (only flags the detected version accepts), whether the linker may
+overwrite the output in place, and a short sentence per rule that fired.
+
+Unknown facts count against in-place writes and against version-gated
+flags. docs/policy.md gives each rule, the fact it rests on, and why.
 """
 from collections import namedtuple
 
@@ -29,5 +35,231 @@ def as_asked(reason: str) -> Decision:
     return Decision(None, (), (), FRESH, (reason,))
 
 
+KNOWN = ("mold", "wild", "lld", "rust-lld", "bfd", "gold", "python")
+
+# First version of each linker that accepts a flag (shared/reference/linkers.md §1.1, §2.2, §3.2, §6).
+# A linker missing from a row never gets that flag: GNU ld 2.40 rejects --threads,
+# gold needs --threads plus --thread-count, lld has no --no-fork.
+SINCE = {
+    "--no-fork": {"mold": (1, 0), "wild": (0, 3)},
+    "--threads=": {"mold": (1, 1), "wild": (0, 2), "lld": (11,), "rust-lld": (11,)},
+    "--mmap-output-file": {"wild": (0, 7)},   # mold 1.10 rejects it; lld's flipped meaning at 21
+    "--no-update-in-place": {"wild": (0, 8)},
+}
+# In-place pays only for linkers that would reuse the inode: mold (every version)
+# and wild >= 0.8 (its default became update-in-place). GNU ld, gold and lld always
+# write a new inode, so for them fresh costs nothing.
+IN_PLACE_SINCE = {"mold": (0,), "wild": (0, 8)}
+# Linux 6.11 and 6.12 let a running executable be written (kernel commit
+# 2a010c412853, reverted for 6.13); distribution backports can't be told apart.
+NO_ETXTBSY = ((6, 11), (6, 12))
+WILD_BTRFS_MMAP_FIXED = (7, 2)   # wild buffers its output on btrfs below this kernel
+MIN_CACHED_FRACTION = 0.5        # below this an in-place write first reads the old file back
+# -fuse-ld=<x> values that name a linker linkwrap knows.
+FUSE_LD = {"mold": "mold", "wild": "wild", "lld": "lld", "bfd": "bfd", "gold": "gold"}
+
+
 def decide(request, probe, linkers, config) -> Decision:
-    raise NotImplementedError("filled in by the policy work (issue #3)")
+    """The linker, its flags and the write mode for one link, with reasons."""
+    reasons = []
+    info = choose_linker(request, linkers, config, reasons)
+    if info is None:
+        return Decision(None, (), (), FRESH, tuple(reasons))
+    flags = _flags(info, probe, reasons)
+    mode = write_mode(request, probe, info, config, reasons)
+    if info.name == "wild":
+        if mode == FRESH:
+            if _has(info, "--no-update-in-place"):
+                flags.append("--no-update-in-place")
+                reasons.append("--no-update-in-place: wild >= 0.8 would otherwise reuse the old inode")
+            else:
+                reasons.append(f"{info.label} has no --no-update-in-place (needs >= 0.8) "
+                               "and replaces existing outputs anyway")
+        else:
+            reasons.append("wild writes in place only with more than one thread "
+                           "(its single-thread path always unlinks)")
+    extra = tuple(config.extra_flags.get(info.name, ())) if config is not None else ()
+    if extra:
+        where = config.sources.get(f"linkers.{info.name}.extra_flags", "configuration")
+        flags.extend(extra)
+        reasons.append(f"extra flags for {info.name} from {where}: {' '.join(extra)}")
+    return Decision(info, tuple(flags), (), mode, tuple(reasons))
+
+
+# --- which linker ----------------------------------------------------------
+
+def choose_linker(request, linkers, config, reasons):
+    """LINKWRAP_LINKER, else the caller's own -fuse-ld=, else the preference order."""
+    forced = getattr(config, "forced", None)
+    if forced:
+        if forced not in KNOWN:
+            reasons.append(f"LINKWRAP_LINKER={forced} names no linker linkwrap knows "
+                           f"({', '.join(KNOWN)}); choosing as usual")
+        elif forced in linkers:
+            info = linkers[forced]
+            reasons.append(f"LINKWRAP_LINKER={forced}: {info.label}")
+            return info
+        else:
+            reasons.append(f"LINKWRAP_LINKER={forced}, but {forced} is not installed; choosing as usual")
+    forbid = getattr(config, "forbid", frozenset())
+    asked = _callers_choice(request)
+    if asked:
+        if asked in forbid:
+            reasons.append(f"the command line asks for -fuse-ld={request.fuse_ld}, "
+                           f"but {asked} is forbidden by configuration")
+        elif asked in linkers:
+            info = linkers[asked]
+            reasons.append(f"the command line asks for -fuse-ld={request.fuse_ld}: {info.label}")
+            return info
+        else:
+            reasons.append(f"the command line asks for -fuse-ld={request.fuse_ld}, "
+                           f"but {asked} is not installed")
+    prefer = tuple(getattr(config, "prefer", None) or KNOWN[:-1])
+    order = ", ".join(prefer)
+    skipped = []
+    for name in prefer:
+        if name not in linkers:
+            continue
+        if name in forbid:
+            skipped.append(name)
+            continue
+        info = linkers[name]
+        note = f" ({', '.join(skipped)} forbidden)" if skipped else ""
+        reasons.append(f"{info.label}: first installed of {order}{note}")
+        return info
+    reasons.append(f"none of {order} is installed and allowed; linking as asked")
+    return None
+
+
+def _callers_choice(request):
+    """The linker the caller itself asked for with -fuse-ld=, not rustc's injected default.
+
+    rustc >= 1.90 adds `-fuse-ld=lld -B…/gcc-ld` to every link (args.py takes
+    them out and sets rust_lld): that is rustc's default, not a choice.
+    """
+    fuse = getattr(request, "fuse_ld", None)
+    if not fuse or getattr(request, "rust_lld", None):
+        return None
+    return FUSE_LD.get(fuse)
+
+
+# --- which flags -----------------------------------------------------------
+
+def _has(info, flag) -> bool:
+    since = SINCE[flag].get(info.name)
+    return since is not None and info.version is not None and tuple(info.version) >= since
+
+
+def _flags(info, probe, reasons) -> list:
+    flags = []
+    if info.version is None and info.name in ("mold", "wild", "lld", "rust-lld"):
+        reasons.append(f"{info.name}'s version is unknown: no version-gated flags")
+        return flags
+    name, v = info.name, _v(info.version)
+    if name in SINCE["--no-fork"]:
+        if _has(info, "--no-fork"):
+            flags.append("--no-fork")
+            reasons.append(f"--no-fork: {name} forks by default, hiding its time and memory from the build")
+        else:
+            reasons.append(f"{info.label} has no --no-fork (needs >= {_v(SINCE['--no-fork'][name])})")
+    cpus = getattr(probe, "cpus", None)
+    if name in SINCE["--threads="]:
+        if cpus is None or cpus < 1:
+            reasons.append("CPUs available unknown: thread count left to the linker")
+        elif _has(info, "--threads="):
+            flags.append(f"--threads={cpus}")
+            reasons.append(f"--threads={cpus}: the CPUs this process may use")
+        else:
+            reasons.append(f"{info.label} has no --threads=N (needs >= {_v(SINCE['--threads='][name])})")
+    elif name == "bfd":
+        reasons.append(f"GNU ld {v} has no --threads: single-threaded")
+    if name == "wild":
+        _wild_mmap(info, probe, reasons, flags)
+    return flags
+
+
+def _wild_mmap(info, probe, reasons, flags):
+    fs = getattr(probe, "fs", None)
+    if fs != "btrfs":
+        return
+    kernel = getattr(probe, "kernel", None)
+    if kernel is not None and tuple(kernel[:2]) >= WILD_BTRFS_MMAP_FIXED:
+        reasons.append(f"btrfs with kernel {_v(kernel)} (>= 7.2): wild mmaps its output by itself")
+        return
+    k = "unknown kernel" if kernel is None else f"kernel {_v(kernel)} (< 7.2)"
+    if _has(info, "--mmap-output-file"):
+        flags.append("--mmap-output-file")
+        reasons.append(f"--mmap-output-file: wild buffers its output on btrfs with {k}; "
+                       "forcing mmap cut 18-37 % of its link time")
+    else:
+        reasons.append(f"{info.label} has no --mmap-output-file (needs >= 0.7)")
+
+
+def _v(version) -> str:
+    return ".".join(map(str, version)) if version else "?"
+
+
+# --- how to write the output -----------------------------------------------
+
+def write_mode(request, probe, info, config, reasons) -> str:
+    """IN_PLACE only when every condition holds and the linker gains from it; else FRESH.
+
+    Each failed condition adds its own reason, so `linkwrap explain` lists all.
+    """
+    since = IN_PLACE_SINCE.get(info.name)
+    if since is None or info.version is None or tuple(info.version) < since:
+        why = "always writes a new file" if since is None else f"gains nothing in place (needs >= {_v(since)})"
+        if since is not None and info.version is None:
+            why = "has an unknown version"
+        reasons.append(f"{info.label} {why} -> fresh")
+        return FRESH
+    if config is not None and not config.in_place:
+        where = config.sources.get("in_place", "configuration")
+        reasons.append(f"in_place = false in {where} -> fresh")
+        return FRESH
+    out = getattr(probe, "output", None)
+    if out is None or out.exists is None:
+        reasons.append("unknown whether the output exists -> fresh")
+        return FRESH
+    if not out.exists:
+        reasons.append("no existing output -> fresh")
+        return FRESH
+    failed = []
+    if out.is_regular is not True:
+        failed.append("output is not a regular file" if out.is_regular is False else "output's type is unknown")
+    if out.nlink is None:
+        failed.append("output's link count is unknown")
+    elif out.nlink != 1:
+        failed.append(f"output has nlink={out.nlink} (a hard link, e.g. Cargo's uplifted copy)")
+    kind = getattr(request, "kind", None)
+    if kind in ("shared", "relocatable"):
+        failed.append(f"output is {'-shared' if kind == 'shared' else '-r'}: the kernel does not "
+                      "guard mapped libraries and objects")
+    if out.held_by_others is None:
+        failed.append("unknown whether another process holds the output")
+    elif out.held_by_others:
+        failed.append("another process holds, maps or runs the output")
+    kernel = getattr(probe, "kernel", None)
+    if kernel is None:
+        failed.append("kernel version unknown")
+    elif tuple(kernel[:2]) in NO_ETXTBSY:
+        failed.append(f"kernel {_v(kernel)} lets writes reach a running executable (6.11/6.12)")
+    local = getattr(probe, "fs_local", None)
+    fs = getattr(probe, "fs", None) or "filesystem"
+    if local is None:
+        failed.append("unknown whether the filesystem is local")
+    elif not local:
+        failed.append(f"{fs} is not a local filesystem")
+    cached = out.cached_fraction
+    if cached is None:
+        failed.append("share of the old output in the page cache unknown")
+    elif cached < MIN_CACHED_FRACTION:
+        failed.append(f"only {cached:.0%} of the old output is cached (in place would read it back first)")
+    cpus = getattr(probe, "cpus", None)
+    if info.name == "wild" and cpus == 1:
+        failed.append("wild with 1 thread always unlinks")
+    if failed:
+        reasons.extend(f"{f} -> fresh" for f in failed)
+        return FRESH
+    reasons.append(f"output is a lone, unheld, cached {fs} file on kernel {_v(kernel)} -> in-place")
+    return IN_PLACE

@@ -28,7 +28,7 @@ def cargo(root, *argv, **env):
 
 
 def sections(path) -> str:
-    return subprocess.run(["readelf", "-S", "-p", ".comment", str(path)], capture_output=True, text=True).stdout
+    return subprocess.run(["readelf", "-W", "-S", "-p", ".comment", str(path)], capture_output=True, text=True).stdout
 
 
 def signature_of(linker, text):
@@ -40,9 +40,9 @@ def signature_of(linker, text):
     if linker == "rust-lld":
         return "LLD 2" in text  # rust-lld 2x.y, never Debian's 16
     if linker == "gold":
-        return ".note.gnu.gold-vers" in text
+        return ".note.gnu.gold-version" in text
     if linker == "bfd":  # GNU ld writes no .comment of its own: no other linker may appear
-        return not any(s in text for s in ("mold", "LLD", "gold-vers"))
+        return not any(s in text for s in ("mold", "LLD", "gold-version"))
     raise AssertionError(linker)
 
 

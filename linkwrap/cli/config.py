@@ -1,0 +1,100 @@
+"""`linkwrap config`: every configuration value and where it came from (like `ccache -p`).
+
+Input: the current directory (which project file applies), --profile or
+--output (which [profile.<name>] overrides apply) and the environment.
+Output: one line per value, `(source) key = value` with the value in TOML
+syntax; --json gives the same as an object. --init writes the commented
+template (templates/linkwrap.toml) as this project's linkwrap.toml.
+"""
+import json
+import os
+import sys
+
+from linkwrap import paths
+from linkwrap.errors import UsageError
+from linkwrap.wrap import args as args_mod
+from linkwrap.wrap import config as config_mod
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--profile", metavar="NAME",
+                        help="show the values for this build profile (default: none, or LINKWRAP_PROFILE)")
+    parser.add_argument("--output", metavar="PATH",
+                        help="show the values for a link writing PATH (its profile comes from the path)")
+    parser.add_argument("--json", action="store_true", help="print a JSON object instead of lines")
+    parser.add_argument("--init", action="store_true",
+                        help="write a commented linkwrap.toml into the current directory (--user: your own)")
+    parser.add_argument("--user", action="store_true", help="with --init: write your own file instead")
+
+
+def run(args) -> int:
+    if args.init:
+        return _init(args.user)
+    if args.user:
+        raise UsageError("--user only goes with --init")
+    environ = dict(os.environ)
+    if args.profile:
+        environ["LINKWRAP_PROFILE"] = args.profile
+    cwd = os.getcwd()
+    request = args_mod.parse(["-o", args.output] if args.output else [], driver="cc", environ=environ, cwd=cwd)
+    settings = config_mod.load(request, environ)
+    report = describe(settings, cwd)
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    files = report["files"]
+    user_state = "" if files["user_exists"] else " (not present)"
+    print(f"user file:    {files['user']}{user_state}")
+    print(f"project file: {files['project'] or 'none (searched from here up to the directory holding .git)'}")
+    for key, entry in report["values"].items():
+        print(f"({entry['source']}) {key} = {toml_value(entry['value'])}")
+    return 0
+
+
+def describe(settings, cwd) -> dict:
+    """{files: {...}, profile, values: {key: {value, source}}} for a Config."""
+    src = settings.sources
+    values = {
+        "linker": (settings.forced, src.get("linker", "default")),
+        "prefer": (list(settings.prefer), src["prefer"]),
+        "forbid": (sorted(settings.forbid), src["forbid"]),
+        "in_place": (settings.in_place, src["in_place"]),
+        "record": (settings.record, src["record"]),
+        "profile": (settings.profile, src["profile"]),
+    }
+    for name in config_mod.LINKER_NAMES:
+        key = f"linkers.{name}.extra_flags"
+        values[key] = (list(settings.extra_flags.get(name, ())), src.get(key, "default"))
+    user = paths.user_config_file()
+    return {
+        "files": {"user": user, "user_exists": os.path.isfile(user),
+                  "project": config_mod.find_project_file(cwd)},
+        "profile": settings.profile,
+        "values": {k: {"value": v, "source": s} for k, (v, s) in values.items()},
+    }
+
+
+def toml_value(value) -> str:
+    """A value as it would be written in linkwrap.toml (None: not set)."""
+    if value is None:
+        return "(not set)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(json.dumps(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def _init(user: bool) -> int:
+    from linkwrap.resources import template_text
+    target = paths.user_config_file() if user else os.path.join(os.getcwd(), config_mod.FILE_NAME)
+    if os.path.exists(target):
+        raise UsageError(f"{target} already exists; not overwriting it")
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    text = template_text("linkwrap.toml")
+    # O_EXCL: never clobber a file that appeared meanwhile.
+    with open(target, "x", encoding="utf-8") as f:
+        f.write(text)
+    print(f"wrote {target} (every setting commented out: the defaults)")
+    return 0

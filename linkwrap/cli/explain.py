@@ -1,0 +1,214 @@
+"""`linkwrap explain [OUTPUT] [-- <cc link args>]`: the facts of one link and the decision, with reasons.
+
+Input: an output path (a link of --kind, default pie, writing it) or a full
+cc-style link command line after `--`. It runs the link path's own steps
+(config.load, linkers.discover, probe.snapshot, policy.decide) without linking.
+Output: rich tables; --json prints a stable object:
+  {"request": {...}, "probe": {"fs", "fs_options", "fs_local", "kernel", "output": {"exists",
+   "is_regular", "size", "nlink", "inode", "held_by_others", "cached_fraction"}, "input_bytes", "cpus",
+   "mem_available_mb", "mem_limit_mb", "thp", "jobserver"},
+   "decision": {"linker", "version", "path", "flags", "driver_flags", "write_mode", "reasons"},
+   "linkers": {name: {"path", "version"}}, "config": {"profile", "files"}}
+A step that fails is reported the way the link would handle it: linked as asked, with the reason.
+"""
+import argparse
+import json
+import os
+import sys
+
+from linkwrap.errors import ConfigError
+
+KINDS = ("pie", "exec", "shared", "relocatable", "static", "static-pie")
+
+
+def _options(parser) -> None:
+    parser.add_argument("--kind", choices=KINDS,
+                        help="the kind of output (default: what the link arguments say, else pie)")
+    parser.add_argument("--json", action="store_true", help="print a JSON object (a stable interface)")
+
+
+def add_arguments(parser) -> None:
+    _options(parser)
+    parser.add_argument("words", nargs=argparse.REMAINDER, metavar="[OUTPUT] [-- CC-LINK-ARGS...]",
+                        help="the output path (default ./a.out), and/or after `--` the link's cc arguments")
+
+
+def split_words(args):
+    """(output, link_args, kind, json) from the parsed words: options may follow OUTPUT."""
+    words = list(args.words)
+    link_args = None
+    if "--" in words:
+        i = words.index("--")
+        words, link_args = words[:i], words[i + 1:]
+    inner = argparse.ArgumentParser(prog="linkwrap explain", add_help=False)
+    _options(inner)
+    inner.add_argument("output", nargs="?")
+    from linkwrap.errors import UsageError
+    try:
+        rest, unknown = inner.parse_known_args(words)
+    except SystemExit:
+        raise UsageError("usage: linkwrap explain [--kind KIND] [--json] [OUTPUT] [-- CC-LINK-ARGS...]") from None
+    if unknown:
+        raise UsageError(f"unexpected arguments: {' '.join(unknown)} (link arguments go after --)")
+    return rest.output, link_args, rest.kind or args.kind, rest.json or args.json
+
+
+def build_request(output, link_args, kind, environ, cwd):
+    from linkwrap.wrap import args as args_mod
+    driver = environ.get("LINKWRAP_CC") or "cc"
+    if link_args:
+        request = args_mod.parse(link_args, driver=driver, environ=environ, cwd=cwd)
+        if output:
+            request = request._replace(output=os.path.join(cwd, output))
+    else:
+        request = args_mod.parse(["-o", output or "a.out"], driver=driver, environ=environ, cwd=cwd)
+    if kind:
+        request = request._replace(kind=kind)
+    return request
+
+
+def explain(request, environ) -> dict:
+    """The report as a plain dict (what --json prints)."""
+    from linkwrap.wrap import config, linkers, policy, probe
+    facts = settings = None
+    found = {}
+    problems = []
+    try:
+        settings = config.load(request, environ)
+        found = linkers.discover(request, environ)
+    except ConfigError as e:
+        problems.append(f"configuration error: {e}")
+    except Exception as e:
+        problems.append(f"linkwrap fault while reading configuration or finding linkers: {type(e).__name__}: {e}")
+    try:
+        facts = probe.snapshot(request)
+    except Exception as e:
+        problems.append(f"linkwrap fault while probing: {type(e).__name__}: {e}")
+    if problems:
+        decision = policy.as_asked("; ".join(problems) + " -> the link runs as asked")
+    else:
+        try:
+            decision = policy.decide(request, facts, found, settings)
+        except Exception as e:
+            decision = policy.as_asked(f"linkwrap fault while choosing a linker: {type(e).__name__}: {e}"
+                                       " -> the link runs as asked")
+    return {
+        "request": {"output": request.output, "kind": request.kind, "cwd": request.cwd,
+                    "driver": request.driver, "fuse_ld": request.fuse_ld},
+        "probe": probe_dict(facts),
+        "decision": decision_dict(decision),
+        "linkers": {name: {"path": info.path, "version": _dotted(info.version)} for name, info in found.items()},
+        "config": {"profile": getattr(settings, "profile", None), "files": list(getattr(settings, "files", ()))},
+    }
+
+
+def probe_dict(facts) -> dict:
+    from linkwrap.wrap.probe import OutputFacts, Probe
+    if facts is None:
+        # Same keys, every fact unknown: the interface stays stable.
+        out = dict.fromkeys(OutputFacts._fields)
+        d = dict.fromkeys(Probe._fields)
+    else:
+        d = facts._asdict()
+        out = facts.output._asdict() if facts.output is not None else dict.fromkeys(OutputFacts._fields)
+    d["output"] = out
+    d["kernel"] = _dotted(d.get("kernel"))
+    return d
+
+
+def decision_dict(decision) -> dict:
+    info = decision.linker
+    return {
+        "linker": info.name if info else None,
+        "version": _dotted(info.version) if info else None,
+        "path": info.path if info else None,
+        "flags": list(decision.linker_flags),
+        "driver_flags": list(decision.driver_flags),
+        "write_mode": decision.write_mode,
+        "reasons": list(decision.reasons),
+    }
+
+
+def _dotted(version):
+    return ".".join(map(str, version)) if version else None
+
+
+def run(args) -> int:
+    output, link_args, kind, as_json = split_words(args)
+    request = build_request(output, link_args, kind, os.environ, os.getcwd())
+    report = explain(request, os.environ)
+    if as_json:
+        json.dump(report, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        render(report)
+    return 0
+
+
+# --- rich rendering -----------------------------------------------------------
+
+def _show(value) -> str:
+    if value is None:
+        return "[dim]unknown[/dim]"
+    if value is True:
+        return "yes"
+    if value is False:
+        return "no"
+    if isinstance(value, float):
+        return f"{value:.0%}"
+    return str(value)
+
+
+def render(report) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+    console = Console()
+    req, p, d = report["request"], report["probe"], report["decision"]
+    console.print(f"[bold]{escape(req['output'] or '(no output)')}[/bold]  kind {req['kind']}"
+                  + (f", profile {report['config']['profile']}" if report["config"]["profile"] else ""))
+
+    facts = Table(title="Facts", title_justify="left", show_header=False, box=None, padding=(0, 2))
+    facts.add_column(style="cyan")
+    facts.add_column()
+    out = p["output"]
+    rows = [
+        ("filesystem", _show(p["fs"]) + (f" ({escape(p['fs_options'])})" if p.get("fs_options") else "")),
+        ("local filesystem", _show(p.get("fs_local"))),
+        ("kernel", _show(p["kernel"])),
+        ("output exists", _show(out["exists"])),
+    ]
+    if out["exists"]:
+        rows += [
+            ("  regular file", _show(out.get("is_regular"))),
+            ("  size", _show(out.get("size")) + (" bytes" if out.get("size") is not None else "")),
+            ("  links (st_nlink)", _show(out["nlink"])),
+            ("  held by others", _show(out["held_by_others"])),
+            ("  in page cache", _show(out["cached_fraction"])),
+        ]
+    rows += [
+        ("input bytes", _show(p.get("input_bytes"))),
+        ("CPUs usable", _show(p["cpus"])),
+        ("memory available", _show(p["mem_available_mb"]) + (" MB" if p["mem_available_mb"] is not None else "")),
+        ("memory limit (cgroup)", "none" if p.get("mem_limit_mb") is None else f"{p['mem_limit_mb']} MB"),
+        ("huge pages", _show(p.get("thp"))),
+        ("jobserver", _show(p.get("jobserver"))),
+    ]
+    for k, v in rows:
+        facts.add_row(k, v)
+    console.print(facts)
+
+    decision = Table(title="Decision", title_justify="left", show_header=False, box=None, padding=(0, 2))
+    decision.add_column(style="cyan")
+    decision.add_column()
+    linker = (f"{d['linker']} {d['version'] or '?'}  [dim]{escape(d['path'])}[/dim]" if d["linker"]
+              else "as the caller asked")
+    decision.add_row("linker", linker)
+    flags = [f"-Wl,{f}" for f in d["flags"]] + d["driver_flags"]
+    decision.add_row("flags", escape(" ".join(flags)) or "none")
+    decision.add_row("write mode", d["write_mode"])
+    console.print(decision)
+
+    console.print("[bold]Reasons[/bold]")
+    for i, reason in enumerate(d["reasons"], 1):
+        console.print(f"  {i}. {reason}", highlight=False, markup=False)

@@ -1,0 +1,109 @@
+"""`linkwrap config`: every value with where it came from; --json; --init; errors on one line."""
+import json
+import textwrap
+
+import pytest
+
+from clirun import linkwrap
+from linkwrap.wrap import config
+
+
+@pytest.fixture
+def project(tmp_path, lw_home):
+    root = tmp_path / "proj"
+    (root / ".git").mkdir(parents=True)
+    (root / "src").mkdir()
+    return root
+
+
+def user_file(lw_home):
+    path = lw_home / "config" / "linkwrap.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def show(project, *argv, env=None):
+    done = linkwrap("config", *argv, cwd=project / "src", env=env)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_defaults_say_default(project, lw_home):
+    out = show(project).stdout.splitlines()
+    assert out[0] == f"user file:    {lw_home / 'config' / 'linkwrap.toml'} (not present)"
+    assert out[1].startswith("project file: none")
+    assert '(default) prefer = ["mold", "wild", "lld", "rust-lld", "bfd", "gold"]' in out
+    assert "(default) forbid = []" in out
+    assert "(default) in_place = true" in out
+    assert "(default) record = true" in out
+    assert "(default) linker = (not set)" in out
+    assert "(default) profile = (not set)" in out
+    for name in config.LINKER_NAMES:
+        assert f"(default) linkers.{name}.extra_flags = []" in out
+
+
+def test_every_value_names_its_source(project, lw_home):
+    user = user_file(lw_home)
+    user.write_text('record = false\n[linkers.lld]\nextra_flags = ["--icf=all"]\n')
+    proj = project / "linkwrap.toml"
+    proj.write_text(textwrap.dedent("""\
+        prefer = ["lld", "mold"]
+        [profile.release]
+        in_place = false
+        forbid = ["gold", "bfd"]
+    """))
+    out = show(project, "--profile", "release", env={"LINKWRAP_LINKER": "mold"}).stdout.splitlines()
+    assert out[0] == f"user file:    {user}"
+    assert out[1] == f"project file: {proj}"
+    assert f'(project file {proj}) prefer = ["lld", "mold"]' in out
+    assert f'(project file {proj} [profile.release]) forbid = ["bfd", "gold"]' in out
+    assert f"(project file {proj} [profile.release]) in_place = false" in out
+    assert f"(user file {user}) record = false" in out
+    assert f'(user file {user}) linkers.lld.extra_flags = ["--icf=all"]' in out
+    assert '(env LINKWRAP_LINKER) linker = "mold"' in out
+    assert '(env LINKWRAP_PROFILE) profile = "release"' in out
+
+
+def test_profile_from_an_output_path(project):
+    (project / "linkwrap.toml").write_text('[profile.dev]\nin_place = false\n')
+    out = project / "target" / "debug" / "deps" / "app-0123abcd"
+    lines = show(project, "--output", out).stdout.splitlines()
+    assert f'(output path {out}) profile = "debug"' in lines
+    assert f"(project file {project / 'linkwrap.toml'} [profile.dev]) in_place = false" in lines
+
+
+def test_json(project, lw_home):
+    (project / "linkwrap.toml").write_text('forbid = ["gold"]\n')
+    data = json.loads(show(project, "--json").stdout)
+    assert data["files"] == {"user": str(lw_home / "config" / "linkwrap.toml"), "user_exists": False,
+                             "project": str(project / "linkwrap.toml")}
+    assert data["profile"] is None
+    assert data["values"]["forbid"] == {"value": ["gold"], "source": f"project file {project / 'linkwrap.toml'}"}
+    assert data["values"]["prefer"] == {"value": list(config.DEFAULT_PREFER), "source": "default"}
+    assert set(data["values"]) == {"linker", "prefer", "forbid", "in_place", "record", "profile",
+                                   *(f"linkers.{n}.extra_flags" for n in config.LINKER_NAMES)}
+
+
+def test_malformed_file_is_one_line_with_file_and_line(project):
+    (project / "linkwrap.toml").write_text('prefer = ["mold"]\nin_place = maybe\n')
+    done = linkwrap("config", cwd=project)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == f"linkwrap: error: {project / 'linkwrap.toml'}:2: Invalid value (column 12)\n"
+
+
+def test_init_writes_the_template_once(project):
+    done = linkwrap("config", "--init", cwd=project)
+    assert done.returncode == 0, done.stderr
+    written = project / "linkwrap.toml"
+    assert written.read_text().startswith("# linkwrap.toml: how linkwrap links this project")
+    assert config.parse_text(written.read_text()) == {}     # all commented out: the defaults
+    again = linkwrap("config", "--init", cwd=project)
+    assert again.returncode == 1
+    assert again.stderr == f"linkwrap: error: {written} already exists; not overwriting it\n"
+
+
+def test_init_user_file(project, lw_home):
+    done = linkwrap("config", "--init", "--user", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert (lw_home / "config" / "linkwrap.toml").is_file()
+    assert not (project / "linkwrap.toml").exists()

@@ -1,0 +1,59 @@
+"""The wheel, installed into a fresh virtual environment: templates ship, commands run."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("pkg")
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp / "dist"), ROOT],
+                   check=True, capture_output=True)
+    wheel = next((tmp / "dist").glob("linkwrap-*.whl"))
+    env_dir = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(env_dir)], check=True)
+    done = subprocess.run([str(env_dir / "bin" / "pip"), "install", "-q", str(wheel)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return env_dir
+
+
+def test_every_template_ships_in_the_wheel(venv, tmp_path):
+    names = sorted(os.listdir(os.path.join(ROOT, "templates")))
+    assert names, "templates/ is empty"
+    code = ("import sys; from linkwrap.resources import template_text; "
+            "[sys.stdout.write(n + '\\t' + str(len(template_text(n))) + '\\n') for n in sys.argv[1:]]")
+    done = subprocess.run([str(venv / "bin" / "python"), "-c", code, *names], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    shipped = dict(line.split("\t") for line in done.stdout.splitlines())
+    for n in names:
+        assert int(shipped[n]) == os.path.getsize(os.path.join(ROOT, "templates", n))
+    # ...and from the installed package, not from this source tree.
+    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import linkwrap; print(linkwrap.__file__)"],
+                           cwd=tmp_path, capture_output=True, text=True).stdout
+    assert where.startswith(str(venv))
+
+
+def test_console_scripts_run_from_the_wheel(venv, tmp_path):
+    for name in ("linkwrap", "linkwrap-cc", "linkwrap-launch", "linkwrap-ld"):
+        assert os.access(venv / "bin" / name, os.X_OK), name
+    done = subprocess.run([str(venv / "bin" / "linkwrap"), "--help"], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0 and "install" in done.stdout and "summary" in done.stdout
+
+
+def test_install_from_the_wheel_uses_the_shipped_template(venv, tmp_path):
+    project = tmp_path / "proj"
+    (project / "src").mkdir(parents=True)
+    (project / "Cargo.toml").write_text('[package]\nname = "proj"\nversion = "0.1.0"\nedition = "2021"\n')
+    (project / "src" / "main.rs").write_text('fn main() { println!("ok"); }\n')
+    env = {**os.environ, "LINKWRAP_HOME": str(tmp_path / "home")}
+    done = subprocess.run([str(venv / "bin" / "linkwrap"), "install"], cwd=project, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    config = (project / ".cargo" / "config.toml").read_text()
+    assert str(venv / "bin" / "linkwrap-cc") in config
+    built = subprocess.run(["cargo", "run", "-q"], cwd=project, capture_output=True, text=True, env=env)
+    assert built.returncode == 0 and built.stdout == "ok\n", built.stderr

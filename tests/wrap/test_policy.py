@@ -1,0 +1,443 @@
+"""policy.decide: a table per rule. decide is pure, so these build their inputs by hand.
+
+Version boundaries come from shared/reference/linkers.md (§1.1 wild, §2.2 mold,
+§3.2 lld, §4 GNU ld, §6 the compact table); kernel boundaries from §2.5 and §1.2.
+"""
+import builtins
+import os
+
+import pytest
+
+from linkwrap.wrap import args, config, policy
+from linkwrap.wrap.linkers import LinkerInfo
+from linkwrap.wrap.policy import FRESH, IN_PLACE
+from linkwrap.wrap.probe import OutputFacts, Probe
+
+MOLD = (1, 10, 1)
+LLD = (16, 0, 6)
+
+
+def linker(name, version):
+    return LinkerInfo(name, f"/opt/{name}/bin/{name}", version, f"{name} {version}")
+
+
+def found(**versions):
+    """found(mold=(1, 10, 1), lld=(16,)) -> {name: LinkerInfo}; rust_lld= for rust-lld."""
+    return {name.replace("_", "-"): linker(name.replace("_", "-"), v) for name, v in versions.items()}
+
+
+def output(**kw):
+    # A safe output: one name, nobody holds it, its pages are cached.
+    base = dict(exists=True, is_regular=True, size=1 << 20, nlink=1, inode=42, held_by_others=False,
+                cached_fraction=1.0)
+    base.update(kw)
+    return OutputFacts(**base)
+
+
+def probe(out=None, **kw):
+    base = dict(fs="ext4", fs_options="rw,relatime", fs_local=True, kernel=(6, 18, 44),
+                output=out if out is not None else output(), input_bytes=1 << 20, cpus=2,
+                mem_available_mb=4000, mem_limit_mb=None, thp="madvise", jobserver=False)
+    base.update(kw)
+    return Probe(**base)
+
+
+def request(kind="pie", fuse_ld=None, rust_lld=None, out="/w/target/debug/deps/foo-0123"):
+    argv = ["main.o", "-o", out]
+    if kind == "shared":
+        argv.append("-shared")
+    elif kind == "relocatable":
+        argv.append("-r")
+    elif kind in ("exec", "static", "static-pie"):
+        argv.append({"exec": "-no-pie", "static": "-static", "static-pie": "-static-pie"}[kind])
+    req = args.parse(argv, driver="cc", environ={}, cwd="/w")
+    assert req.kind == kind
+    return req._replace(fuse_ld=fuse_ld, rust_lld=rust_lld)
+
+
+def settings(env=None, **layer):
+    """A Config as config.load would build it from one project file holding `layer`."""
+    layers = [("project file /w/linkwrap.toml", layer)] if layer else []
+    return config.merge(layers, env or {})
+
+
+def decide(linkers=None, pr=None, req=None, cfg=None):
+    return policy.decide(req or request(), pr or probe(),
+                         found(mold=MOLD) if linkers is None else linkers, cfg or settings())
+
+
+def has_reason(decision, text):
+    return any(text in r for r in decision.reasons)
+
+
+# --- which linker ----------------------------------------------------------
+
+ALL = dict(mold=MOLD, wild=(0, 10, 0), lld=LLD, rust_lld=(22, 1, 2), bfd=(2, 40), gold=(2, 40),
+           python=(0, 1, 0))
+
+
+@pytest.mark.parametrize("installed, cfg, req, expected, reason", [
+    (ALL, {}, None, "mold", "first installed of mold, wild, lld, rust-lld, bfd, gold"),
+    ({k: ALL[k] for k in ("wild", "lld", "bfd")}, {}, None, "wild", "first installed"),
+    ({k: ALL[k] for k in ("lld", "bfd", "gold")}, {}, None, "lld", "first installed"),
+    ({k: ALL[k] for k in ("rust_lld", "bfd", "gold")}, {}, None, "rust-lld", "first installed"),
+    ({k: ALL[k] for k in ("gold", "bfd")}, {}, None, "bfd", "first installed"),
+    ({"gold": (2, 40)}, {}, None, "gold", "first installed"),
+    # the Python linker only when asked for
+    ({"python": (0, 1, 0)}, {}, None, None, "none of mold, wild, lld, rust-lld, bfd, gold is installed"),
+    ({k: ALL[k] for k in ("python", "bfd")}, {"prefer": ["python", "bfd"]}, None, "python", "first installed"),
+    ({}, {}, None, None, "linking as asked"),
+    # configured order and forbidden linkers
+    (ALL, {"prefer": ["lld", "mold"]}, None, "lld", "first installed of lld, mold"),
+    (ALL, {"forbid": ["mold"]}, None, "wild", "(mold forbidden)"),
+    (ALL, {"forbid": ["mold", "wild", "lld", "rust-lld"]}, None, "bfd", "forbidden"),
+    ({"mold": MOLD}, {"forbid": ["mold"]}, None, None, "linking as asked"),
+    # the environment wins, also over forbid
+    (ALL, {"env": "wild"}, None, "wild", "LINKWRAP_LINKER=wild: wild 0.10.0"),
+    (ALL, {"env": "python"}, None, "python", "LINKWRAP_LINKER=python"),
+    (ALL, {"env": "gold", "forbid": ["gold"]}, None, "gold", "LINKWRAP_LINKER=gold"),
+    ({"mold": MOLD, "lld": LLD}, {"env": "wild"}, None, "mold", "wild is not installed; choosing as usual"),
+    (ALL, {"env": "ld64"}, None, "mold", "LINKWRAP_LINKER=ld64 names no linker"),
+    # the caller's own -fuse-ld= beats the preference; rustc's injected one does not
+    (ALL, {}, dict(fuse_ld="gold"), "gold", "the command line asks for -fuse-ld=gold"),
+    (ALL, {}, dict(fuse_ld="lld", rust_lld="/rs/bin/rust-lld"), "mold", "first installed"),
+    ({"mold": MOLD, "bfd": (2, 40)}, {}, dict(fuse_ld="wild"), "mold", "wild is not installed"),
+    (ALL, {"forbid": ["gold"]}, dict(fuse_ld="gold"), "mold", "gold is forbidden"),
+    (ALL, {"env": "lld"}, dict(fuse_ld="gold"), "lld", "LINKWRAP_LINKER=lld"),
+])
+def test_linker_choice(installed, cfg, req, expected, reason):
+    cfg = dict(cfg)
+    env = {"LINKWRAP_LINKER": cfg.pop("env")} if "env" in cfg else {}
+    d = decide(found(**installed), req=request(**(req or {})), cfg=settings(env, **cfg))
+    assert (d.linker.name if d.linker else None) == expected
+    assert has_reason(d, reason), d.reasons
+    if expected is None:
+        assert (d.linker_flags, d.driver_flags, d.write_mode) == ((), (), FRESH)
+        assert not d.changes_anything
+
+
+# --- flags by linker and version --------------------------------------------
+
+@pytest.mark.parametrize("name, version, expected", [
+    # mold: --no-fork since 1.0, --threads=N since 1.1 (1.0.1 only added it as an alias)
+    ("mold", (0, 9, 6), []),
+    ("mold", (1, 0, 0), ["--no-fork"]),
+    ("mold", (1, 0, 3), ["--no-fork"]),
+    ("mold", (1, 1, 0), ["--no-fork", "--threads=2"]),
+    ("mold", (1, 10, 1), ["--no-fork", "--threads=2"]),
+    ("mold", (2, 42, 0), ["--no-fork", "--threads=2"]),
+    ("mold", None, []),
+    # wild: --threads=N since 0.2, --no-fork since 0.3
+    ("wild", (0, 1, 0), []),
+    ("wild", (0, 2, 0), ["--threads=2"]),
+    ("wild", (0, 3, 0), ["--no-fork", "--threads=2"]),
+    ("wild", None, []),
+    # lld: --threads=N since 11; nothing about mmap ever (its meaning flipped at 21)
+    ("lld", (10, 0, 1), []),
+    ("lld", (11, 0, 0), ["--threads=2"]),
+    ("lld", (20, 1, 8), ["--threads=2"]),
+    ("lld", (21, 1, 0), ["--threads=2"]),
+    ("lld", None, []),
+    ("rust-lld", (10, 0, 0), []),
+    ("rust-lld", (22, 1, 2), ["--threads=2"]),
+    # GNU ld 2.40 rejects --threads; gold is left alone
+    ("bfd", (2, 40), []),
+    ("bfd", (2, 44), []),
+    ("gold", (2, 40), []),
+    ("python", (0, 1, 0), []),
+])
+def test_flags_only_what_the_version_accepts(name, version, expected):
+    # ext4 and a missing output: no mmap or in-place flags come into it.
+    d = decide({name: linker(name, version)}, probe(output(exists=False, nlink=None)),
+               cfg=settings({"LINKWRAP_LINKER": name}))
+    extra = ["--no-update-in-place"] if name == "wild" and version and version >= (0, 8) else []
+    assert list(d.linker_flags) == expected + extra
+    if version is None and name != "python":
+        assert has_reason(d, "version is unknown: no version-gated flags")
+
+
+@pytest.mark.parametrize("name, version", [("mold", (1, 10, 1)), ("mold", (2, 40, 0)), ("lld", (16, 0, 6)),
+                                           ("lld", (21, 1, 0)), ("rust-lld", (22, 1, 2)), ("bfd", (2, 40)),
+                                           ("gold", (2, 40))])
+@pytest.mark.parametrize("fs", ["btrfs", "ext4", "xfs", "tmpfs", None])
+def test_no_mmap_flag_for_anything_but_wild(name, version, fs):
+    d = decide({name: linker(name, version)}, probe(fs=fs, kernel=(6, 18, 44)))
+    assert not [f for f in d.linker_flags if "mmap" in f]
+
+
+@pytest.mark.parametrize("cpus, expected", [(1, "--threads=1"), (2, "--threads=2"), (64, "--threads=64"), (None, None)])
+def test_threads_follow_the_cpus_this_process_may_use(cpus, expected):
+    d = decide(pr=probe(cpus=cpus))
+    threads = [f for f in d.linker_flags if f.startswith("--threads")]
+    assert threads == ([expected] if expected else [])
+    if cpus is None:
+        assert has_reason(d, "thread count left to the linker")
+    # never the space form, which mold and wild would read as an input file
+    assert "--threads" not in d.linker_flags and "--thread-count" not in d.linker_flags
+
+
+# --- wild on btrfs ----------------------------------------------------------
+
+@pytest.mark.parametrize("fs, kernel, version, mmap", [
+    ("btrfs", (6, 10, 0), (0, 10, 0), True),
+    ("btrfs", (6, 18, 44), (0, 10, 0), True),
+    ("btrfs", (7, 1, 9), (0, 10, 0), True),
+    ("btrfs", (7, 2, 0), (0, 10, 0), False),
+    ("btrfs", (7, 3, 1), (0, 10, 0), False),
+    ("btrfs", None, (0, 10, 0), True),          # unknown kernel: as wild itself assumes, buffered
+    ("btrfs", (6, 18, 44), (0, 7, 0), True),    # the flag exists since 0.7
+    ("btrfs", (6, 18, 44), (0, 6, 0), False),
+    ("btrfs", (6, 18, 44), None, False),
+    ("ext4", (6, 18, 44), (0, 10, 0), False),
+    ("xfs", (6, 18, 44), (0, 10, 0), False),
+    ("tmpfs", (6, 18, 44), (0, 10, 0), False),
+    (None, (6, 18, 44), (0, 10, 0), False),
+])
+def test_wild_on_btrfs_gets_mmap_below_kernel_7_2(fs, kernel, version, mmap):
+    d = decide({"wild": linker("wild", version)}, probe(fs=fs, kernel=kernel))
+    assert ("--mmap-output-file" in d.linker_flags) == mmap
+    assert "--no-mmap-output-file" not in d.linker_flags
+    if mmap:
+        assert has_reason(d, "wild buffers its output on btrfs")
+    if fs == "btrfs" and version == (0, 6, 0):
+        assert has_reason(d, "has no --mmap-output-file (needs >= 0.7)")
+
+
+# --- write mode -------------------------------------------------------------
+
+def test_in_place_when_every_condition_holds():
+    d = decide()
+    assert d.write_mode == IN_PLACE
+    assert d.reasons[-1].endswith("-> in-place")
+
+
+@pytest.mark.parametrize("change, reason", [
+    (dict(out=output(exists=False, nlink=None, is_regular=None)), "no existing output"),
+    (dict(out=OutputFacts(None, None, None, None, None, None, None)), "unknown whether the output exists"),
+    (dict(out=output(is_regular=False)), "not a regular file"),
+    (dict(out=output(is_regular=None)), "type is unknown"),
+    (dict(out=output(nlink=2)), "output has nlink=2 (a hard link, e.g. Cargo's uplifted copy) -> fresh"),
+    (dict(out=output(nlink=3)), "nlink=3"),
+    (dict(out=output(nlink=None)), "link count is unknown"),
+    (dict(out=output(held_by_others=True)), "another process holds, maps or runs the output"),
+    (dict(out=output(held_by_others=None)), "unknown whether another process holds"),
+    (dict(out=output(cached_fraction=0.49)), "only 49% of the old output is cached"),
+    (dict(out=output(cached_fraction=0.0)), "only 0%"),
+    (dict(out=output(cached_fraction=None)), "page cache unknown"),
+    (dict(fs_local=False, fs="nfs"), "nfs is not a local filesystem"),
+    (dict(fs_local=None), "unknown whether the filesystem is local"),
+    (dict(kernel=None), "kernel version unknown"),
+])
+def test_each_unsafe_fact_means_fresh(change, reason):
+    out = change.pop("out", None)
+    d = decide(pr=probe(out, **change))
+    assert d.write_mode == FRESH
+    assert has_reason(d, reason), d.reasons
+
+
+@pytest.mark.parametrize("kernel, mode", [
+    ((6, 10, 14), IN_PLACE),
+    ((6, 11, 0), FRESH),
+    ((6, 11, 11), FRESH),
+    ((6, 12, 0), FRESH),
+    ((6, 12, 58), FRESH),
+    ((6, 13, 0), IN_PLACE),
+    ((6, 18, 44), IN_PLACE),
+    ((7, 1, 0), IN_PLACE),
+    ((7, 2, 0), IN_PLACE),
+    ((5, 15, 0), IN_PLACE),
+    (None, FRESH),
+])
+def test_kernels_that_let_writes_reach_a_running_executable(kernel, mode):
+    d = decide(pr=probe(kernel=kernel))
+    assert d.write_mode == mode
+    if kernel and kernel[:2] in ((6, 11), (6, 12)):
+        assert has_reason(d, "lets writes reach a running executable")
+
+
+@pytest.mark.parametrize("kind, mode", [("pie", IN_PLACE), ("exec", IN_PLACE), ("static", IN_PLACE),
+                                        ("static-pie", IN_PLACE), ("shared", FRESH), ("relocatable", FRESH)])
+def test_shared_objects_and_relocatables_are_written_fresh(kind, mode):
+    d = decide(req=request(kind))
+    assert d.write_mode == mode
+
+
+@pytest.mark.parametrize("cached, mode", [(0.49, FRESH), (0.5, IN_PLACE), (0.99, IN_PLACE)])
+def test_cached_fraction_boundary(cached, mode):
+    assert decide(pr=probe(output(cached_fraction=cached))).write_mode == mode
+
+
+def test_all_failed_conditions_are_listed():
+    d = decide(pr=probe(output(nlink=2, held_by_others=True), kernel=(6, 12, 1)))
+    fresh = [r for r in d.reasons if r.endswith("-> fresh")]
+    assert len(fresh) == 3 and d.write_mode == FRESH
+
+
+@pytest.mark.parametrize("name, version, cpus, mode, reason", [
+    ("mold", (1, 0, 0), 2, IN_PLACE, "-> in-place"),
+    ("wild", (0, 8, 0), 2, IN_PLACE, "single-thread path always unlinks"),
+    ("wild", (0, 10, 0), 8, IN_PLACE, "single-thread path always unlinks"),
+    ("wild", (0, 8, 0), 1, FRESH, "wild with 1 thread always unlinks"),
+    ("wild", (0, 7, 0), 2, FRESH, "gains nothing in place (needs >= 0.8)"),
+    ("wild", None, 2, FRESH, "unknown version"),
+    ("lld", LLD, 2, FRESH, "always writes a new file"),
+    ("rust-lld", (22, 1, 2), 2, FRESH, "always writes a new file"),
+    ("bfd", (2, 40), 2, FRESH, "always writes a new file"),
+    ("gold", (2, 40), 2, FRESH, "always writes a new file"),
+    ("python", (0, 1, 0), 2, FRESH, "always writes a new file"),
+])
+def test_in_place_only_for_linkers_that_gain_from_it(name, version, cpus, mode, reason):
+    d = decide({name: linker(name, version)}, probe(cpus=cpus), cfg=settings({"LINKWRAP_LINKER": name}))
+    assert d.write_mode == mode
+    assert has_reason(d, reason), d.reasons
+
+
+def test_configuration_can_forbid_in_place():
+    d = decide(cfg=settings(in_place=False))
+    assert d.write_mode == FRESH
+    assert has_reason(d, "in_place = false in project file /w/linkwrap.toml -> fresh")
+
+
+@pytest.mark.parametrize("version, out, flag", [
+    ((0, 8, 0), output(nlink=2), True),           # fresh, wild would reuse the inode: say no
+    ((0, 10, 0), output(exists=False), True),
+    ((0, 7, 0), output(nlink=2), False),          # the flag arrived in 0.8
+    ((0, 8, 0), output(), False),                 # in-place: nothing extra
+])
+def test_wild_no_update_in_place_when_fresh(version, out, flag):
+    d = decide({"wild": linker("wild", version)}, probe(out))
+    assert ("--no-update-in-place" in d.linker_flags) == flag
+    assert "--update-in-place" not in d.linker_flags
+    if version == (0, 7, 0):
+        assert has_reason(d, "has no --no-update-in-place")
+
+
+# --- configuration ----------------------------------------------------------
+
+def test_extra_flags_come_last_and_only_for_their_linker():
+    cfg = settings(linkers={"mold": {"extra_flags": ["--icf=all", "-z", "now"]}, "lld": {"extra_flags": ["-O2"]}})
+    d = decide(cfg=cfg)
+    assert d.linker_flags == ("--no-fork", "--threads=2", "--icf=all", "-z", "now")
+    assert has_reason(d, "extra flags for mold from project file /w/linkwrap.toml: --icf=all -z now")
+    d = decide(found(lld=LLD), cfg=cfg)
+    assert d.linker_flags == ("--threads=2", "-O2")
+
+
+def test_profile_overrides_reach_the_decision():
+    layers = [("project file /w/linkwrap.toml", {"prefer": ["mold", "lld"]}),
+              ("project file /w/linkwrap.toml [profile.release]", {"prefer": ["lld"], "in_place": False})]
+    cfg = config.merge(layers, {}, "release")
+    d = decide(found(mold=MOLD, lld=LLD), cfg=cfg)
+    assert d.linker.name == "lld"
+    assert has_reason(d, "first installed of lld")
+
+
+# --- shape and purity ---------------------------------------------------------
+
+def test_reasons_are_short_sentences():
+    d = decide(found(wild=(0, 10, 0)), probe(output(nlink=2), fs="btrfs"))
+    assert d.reasons and all(isinstance(r, str) and 0 < len(r) <= 160 and "\n" not in r for r in d.reasons)
+
+
+def test_unknown_everything_is_conservative():
+    unknown = Probe(None, None, None, None, OutputFacts(True, None, None, None, None, None, None),
+                    None, None, None, None, None, False)
+    d = decide(found(mold=MOLD, wild=(0, 10, 0)), unknown)
+    assert d.linker.name == "mold"
+    assert d.write_mode == FRESH
+    assert d.linker_flags == ("--no-fork",)   # no thread count without a CPU count
+
+
+def test_decide_does_no_io(monkeypatch):
+    def refuse(*a, **kw):
+        raise AssertionError("policy.decide did I/O")
+
+    class NoEnviron(dict):
+        def __getitem__(self, key):
+            refuse()
+        get = __contains__ = __getitem__
+
+    for name in ("stat", "lstat", "open", "listdir", "scandir", "access", "getcwd", "uname", "getenv"):
+        monkeypatch.setattr(os, name, refuse)
+    monkeypatch.setattr(os, "environ", NoEnviron())
+    monkeypatch.setattr(builtins, "open", refuse)
+    cfg = settings(linkers={"wild": {"extra_flags": ["--gc-sections"]}})
+    for installed in (ALL, found(wild=(0, 10, 0)), {}):
+        for pr in (probe(), probe(output(nlink=2), fs="btrfs", kernel=None)):
+            policy.decide(request(), pr, found(**installed) if installed is ALL else installed, cfg)
+
+
+# --- real linkers accept what decide() gives ------------------------------------
+# The one place here that runs things: the real facts of this machine, the real
+# linkers found on it, and the driver command run.py builds from the decision.
+
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+import mounts  # noqa: E402
+from linkwrap.wrap import linkers as linkers_mod, probe as probe_mod, run  # noqa: E402
+
+STANDINS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "standins")
+
+
+@pytest.fixture
+def hello_obj(tmp_path):
+    src = tmp_path / "hello.c"
+    src.write_text('#include <stdio.h>\nint main(void){puts("hello");return 0;}\n')
+    subprocess.run(["cc", "-c", str(src), "-o", str(tmp_path / "hello.o")], check=True)
+    return tmp_path / "hello.o"
+
+
+def link_as_decided(cwd, argv, env):
+    req = args.parse(argv, driver="cc", environ=env, cwd=str(cwd))
+    d = policy.decide(req, probe_mod.snapshot(req), linkers_mod.discover(req, env), config.load(req, env))
+    done = subprocess.run(run.command(req, d, req.output), cwd=cwd, capture_output=True, text=True, env=env)
+    return d, done
+
+
+@pytest.mark.parametrize("name, marker", [("mold", "mold 1.10.1"), ("lld", "LLD 16"), ("rust-lld", "LLD 22"),
+                                          ("bfd", None), ("gold", ".note.gnu.gold-version")])
+def test_installed_linkers_accept_every_flag(tmp_path, lw_home, hello_obj, name, marker):
+    env = {**os.environ, "LINKWRAP_LINKER": name}
+    # an existing output so that the write-mode rules run too
+    (tmp_path / "hello").write_bytes(b"old")
+    d, done = link_as_decided(tmp_path, [str(hello_obj), "-o", "hello"], env)
+    assert d.linker.name == name
+    assert (done.returncode, done.stderr) == (0, ""), (d.linker_flags, done.stderr)
+    assert subprocess.run([str(tmp_path / "hello")], capture_output=True, text=True).stdout == "hello\n"
+    if marker:
+        sections = subprocess.run(["readelf", "-W", "-p", ".comment", "-S", str(tmp_path / "hello")],
+                                  capture_output=True, text=True).stdout
+        assert marker in sections
+
+
+@pytest.fixture(scope="module")
+def btrfs(tmp_path_factory):
+    with mounts.filesystem(tmp_path_factory.mktemp("btrfs"), "btrfs") as point:
+        yield point
+
+
+@pytest.mark.parametrize("version, expected", [
+    ("0.6.0", ["--no-fork", "--threads="]),
+    ("0.7.0", ["--no-fork", "--threads=", "--mmap-output-file"]),
+    ("0.8.0", ["--no-fork", "--threads=", "--mmap-output-file", "--no-update-in-place"]),
+    ("0.10.0", ["--no-fork", "--threads=", "--mmap-output-file", "--no-update-in-place"]),
+])
+def test_wild_versions_accept_every_flag_on_btrfs(tmp_path, lw_home, hello_obj, btrfs, version, expected):
+    """Against the RECORDING STAND-IN for wild (tests/standins/wild.py): wild is not installable here.
+    From 0.6 on, wild (and the stand-in) refuse an unknown option, so a flag too new fails the link."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "wild").write_text(f'#!/bin/sh\nWILD_STANDIN_VERSION={version} exec {sys.executable} '
+                                 f'{STANDINS}/wild.py "$@"\n')
+    (bindir / "wild").chmod(0o755)
+    log = tmp_path / "wild.log"
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "LINKWRAP_LINKER": "wild",
+           "WILD_STANDIN_LOG": str(log)}
+    out = os.path.join(btrfs, f"hello-{version}")
+    d, done = link_as_decided(tmp_path, [str(hello_obj), "-o", out], env)
+    assert (done.returncode, done.stderr) == (0, ""), (d.linker_flags, done.stderr)
+    assert [f.split("=")[0] + ("=" if "=" in f else "") for f in d.linker_flags] == expected
+    seen = [f for f in (log.read_text().splitlines()) if f]
+    assert len(seen) == 1 and all(flag in seen[0] for flag in d.linker_flags)
+    assert subprocess.run([out], capture_output=True, text=True).stdout == "hello\n"
