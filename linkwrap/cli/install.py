@@ -1,0 +1,137 @@
+"""`linkwrap install`: make a Cargo project (default), a CMake project (--cmake)
+or a hand-written ninja file (--ninja) link through linkwrap.
+
+Each path plans a change (linkwrap/install/<kind>.py), then writes it, notes
+where it went for `linkwrap status`, and says what it did on stdout;
+warnings go to stderr, one line each. --dry-run shows the change instead.
+"""
+import os
+import sys
+
+from linkwrap.errors import UsageError
+
+
+def add_arguments(parser) -> None:
+    add_common(parser)
+    parser.add_argument("--force", action="store_true",
+                        help="take over a linker or launcher that is already set (uninstall puts it back)")
+    parser.add_argument("--rule", action="append", metavar="NAME", default=[],
+                        help="with --ninja: the link rules to prefix (default: every rule that links)")
+    parser.add_argument("--inherits", metavar="PRESET",
+                        help="with --cmake on a source directory: the configure preset linkwrap's preset inherits")
+
+
+def add_common(parser) -> None:
+    """Options install and uninstall share."""
+    parser.add_argument("--path", metavar="DIR",
+                        help="the Rust project (default: the workspace around the current directory)")
+    parser.add_argument("--global", dest="global_", action="store_true",
+                        help="$CARGO_HOME/config.toml (default ~/.cargo) instead of the project's")
+    parser.add_argument("--target", action="append", metavar="TRIPLE", default=[],
+                        help="the target triple(s) (default: rustc's host)")
+    parser.add_argument("--cmake", nargs="?", const=".", metavar="DIR",
+                        help="a CMake build directory (cache entries) or source directory (CMakeUserPresets.json)")
+    parser.add_argument("--ninja", nargs="?", const="build.ninja", metavar="FILE",
+                        help="a hand-written ninja file (default: build.ninja)")
+    parser.add_argument("--dry-run", action="store_true", help="show the change, write nothing")
+
+
+def which(args) -> str:
+    """'cargo', 'cmake' or 'ninja'; rejects options that belong to another path."""
+    chosen = [name for name, on in (("--cmake", args.cmake is not None), ("--ninja", args.ninja is not None),
+                                    ("--global", args.global_), ("--path", args.path is not None)) if on]
+    if len(chosen) > 1:
+        raise UsageError(f"{' and '.join(chosen)} do not go together")
+    if args.cmake is not None:
+        if args.target:
+            raise UsageError("--target is for Cargo projects, not --cmake")
+        return "cmake"
+    if args.ninja is not None:
+        if args.target:
+            raise UsageError("--target is for Cargo projects, not --ninja")
+        return "ninja"
+    if getattr(args, "rule", None):
+        raise UsageError("--rule goes with --ninja")
+    if getattr(args, "inherits", None):
+        raise UsageError("--inherits goes with --cmake")
+    return "cargo"
+
+
+def say(lines) -> None:
+    for line in lines:
+        print(f"linkwrap: {line}")
+
+
+def warn(lines) -> None:
+    for line in lines:
+        print(f"linkwrap: warning: {line}", file=sys.stderr)
+
+
+def show_or_apply(change, dry_run: bool) -> bool:
+    """Write the change (or print it for --dry-run); True if a file changed."""
+    from linkwrap.install import marker
+    if dry_run:
+        if isinstance(change, marker.Change):
+            text = marker.diff(change.path, change.old, change.new)
+            sys.stdout.write(text or f"linkwrap: {change.path}: no change\n")
+        else:
+            print(" ".join(change.command()) if change.changes_anything else f"linkwrap: {change.path}: no change")
+        return False
+    change.apply()
+    return change.changes_anything
+
+
+def cargo_file(args):
+    """(config path, project root or None) the Cargo path works on."""
+    from linkwrap.install import cargo
+    if args.global_:
+        return cargo.global_config(), None
+    root = cargo.project_root(args.path or os.getcwd())
+    return cargo.project_config(root), root
+
+
+def run(args) -> int:
+    from linkwrap.install import marker
+    kind = which(args)
+    if kind == "cargo":
+        from linkwrap.install import cargo
+        path, root = cargo_file(args)
+        triples = args.target or [cargo.host_triple()]
+        change = cargo.plan_install(path, triples, marker.script_path(cargo.SCRIPT), force=args.force)
+        changed = show_or_apply(change, args.dry_run)
+        if args.dry_run:
+            return 0
+        marker.remember("cargo", path, targets=triples, scope="global" if args.global_ else "project")
+        say(change.said)
+        warn(cargo.fights(triples, cargo.configs_read(root or os.getcwd())))
+        if changed:
+            say(["note: Cargo hashes the linker's path, so the next build rebuilds everything once"])
+        return 0
+    launcher = marker.script_path("linkwrap-launch")
+    if kind == "ninja":
+        from linkwrap.install import ninja
+        path = os.path.abspath(args.ninja)
+        change = ninja.plan_install(path, launcher, args.rule)
+        show_or_apply(change, args.dry_run)
+        if not args.dry_run:
+            marker.remember("ninja", path)
+            say(change.said)
+        return 0
+    from linkwrap.install import cmake
+    folder = os.path.abspath(args.cmake)
+    if cmake.classify(folder) == "build":
+        if args.inherits:
+            raise UsageError("--inherits is for a source directory (CMakeUserPresets.json), not a build directory")
+        change = cmake.plan_cache_install(folder, launcher, force=args.force)
+        show_or_apply(change, args.dry_run)
+        if not args.dry_run:
+            marker.remember("cmake-cache", folder)
+            say(change.said)
+            warn(cmake.check_generated(folder, launcher))
+        return 0
+    change = cmake.plan_presets_install(folder, launcher, inherits=args.inherits)
+    show_or_apply(change, args.dry_run)
+    if not args.dry_run:
+        marker.remember("cmake-presets", change.path)
+        say(change.said)
+    return 0

@@ -1,0 +1,100 @@
+"""`linkwrap status`: where linkwrap is installed, and what would fight it.
+
+Looks at the Cargo project around the current directory (or --path), the
+global Cargo config, and every place `linkwrap install` noted (CMake build
+directories and presets, ninja files), reading each file again so a hand
+edit shows. Output: one line per place, or --json.
+"""
+import json
+import os
+
+from linkwrap.errors import LinkwrapError
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--path", metavar="DIR", help="the Rust project to look at (default: around the current directory)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def collect(path=None) -> dict:
+    from linkwrap.install import cargo, cmake, marker, ninja
+    places, warnings, seen = [], [], set()
+
+    def place(kind, where, found, **details):
+        seen.add((kind, os.path.abspath(where)))
+        places.append({"kind": kind, "path": os.path.abspath(where), "installed": bool(found), **details})
+
+    def cargo_place(kind, config):
+        try:
+            found = cargo.installed(config)
+        except LinkwrapError as e:
+            place(kind, config, False, error=str(e))
+            return []
+        place(kind, config, found, targets=[f["target"] for f in found],
+              marked=all(f["marked"] for f in found) if found else None, exists=os.path.exists(config))
+        return [f["target"] for f in found]
+
+    root = None
+    try:
+        root = cargo.project_root(path or os.getcwd())
+    except LinkwrapError:
+        pass
+    targets = []
+    if root:
+        targets += cargo_place("cargo-project", cargo.project_config(root))
+    targets += cargo_place("cargo-global", cargo.global_config())
+    for entry in marker.remembered():
+        kind, where = entry.get("kind"), entry.get("path", "")
+        if kind == "cargo":
+            if ("cargo-project", where) in seen or ("cargo-global", where) in seen:
+                continue
+            cargo_place("cargo-project", where)
+        elif kind == "cmake-cache":
+            found = cmake.cache_installed(where) if os.path.isdir(where) else None
+            place(kind, where, found, entries=sorted(found["entries"]) if found else [])
+        elif kind == "cmake-presets":
+            found = cmake.presets_installed(os.path.dirname(where))
+            place(kind, where, found, preset=found["preset"] if found else None)
+        elif kind == "ninja":
+            found = ninja.installed(where)
+            place(kind, where, found, rules=found["rules"] if found else [])
+    if targets:
+        warnings = cargo.fights(sorted(set(targets)), cargo.configs_read(root or os.getcwd()))
+    scripts = {}
+    for name in ("linkwrap-cc", "linkwrap-launch"):
+        try:
+            scripts[name] = marker.script_path(name)
+        except LinkwrapError as e:
+            scripts[name] = None
+            warnings.append(str(e).splitlines()[0])
+    return {"scripts": scripts, "places": places, "warnings": warnings}
+
+
+LABELS = {"cargo-project": "cargo project", "cargo-global": "cargo global", "cmake-cache": "cmake build dir",
+          "cmake-presets": "cmake presets", "ninja": "ninja file"}
+
+
+def run(args) -> int:
+    info = collect(args.path)
+    if args.json:
+        print(json.dumps(info, indent=2, sort_keys=True))
+        return 0
+    for name, where in info["scripts"].items():
+        print(f"{name + ':':17}{where or 'not found'}")
+    for p in info["places"]:
+        if "error" in p:
+            state = f"unreadable: {p['error']}"
+        elif not p["installed"]:
+            state = "not installed" if p.get("exists", True) else "not installed (no such file)"
+        elif p["kind"].startswith("cargo"):
+            state = f"installed for {', '.join(p['targets'])}" + ("" if p.get("marked") else " (set by hand)")
+        elif p["kind"] == "cmake-cache":
+            state = f"installed ({', '.join(p['entries'])})"
+        elif p["kind"] == "cmake-presets":
+            state = f"installed (preset {p['preset']!r})"
+        else:
+            state = f"installed (rules: {' '.join(p['rules'])})"
+        print(f"{LABELS[p['kind']]:16} {p['path']}: {state}")
+    for w in info["warnings"]:
+        print(f"warning: {w}")
+    return 0

@@ -1,0 +1,63 @@
+"""`linkwrap uninstall`: undo `linkwrap install` in the same place, taking out
+only what linkwrap wrote (its marker ID) and putting back what was there.
+
+Same places as install: the Cargo project (default), --global, --cmake DIR,
+--ninja FILE. Without --target every target linkwrap set in that file goes.
+"""
+import os
+
+from linkwrap.cli.install import add_common, cargo_file, say, show_or_apply, which
+
+
+def add_arguments(parser) -> None:
+    add_common(parser)
+
+
+def run(args) -> int:
+    from linkwrap.install import marker
+    kind = which(args)
+    if kind == "cargo":
+        from linkwrap.install import cargo
+        path, _ = cargo_file(args)
+        change = cargo.plan_uninstall(path, set(args.target) or None)
+        changed = show_or_apply(change, args.dry_run)
+        if args.dry_run:
+            return 0
+        if not _cargo_left(path):
+            marker.forget("cargo", path)
+        say(change.said)
+        if changed:
+            say(["note: Cargo hashes the linker's path, so the next build rebuilds everything once"])
+        return 0
+    if kind == "ninja":
+        from linkwrap.install import ninja
+        path = os.path.abspath(args.ninja)
+        change = ninja.plan_uninstall(path)
+        show_or_apply(change, args.dry_run)
+        if not args.dry_run:
+            marker.forget("ninja", path)
+            say(change.said)
+        return 0
+    from linkwrap.install import cmake
+    folder = os.path.abspath(args.cmake)
+    if cmake.classify(folder) == "build":
+        change = cmake.plan_cache_uninstall(folder)
+        show_or_apply(change, args.dry_run)
+        if not args.dry_run:
+            marker.forget("cmake-cache", folder)
+            say(change.said)
+        return 0
+    change = cmake.plan_presets_uninstall(folder)
+    show_or_apply(change, args.dry_run)
+    if not args.dry_run:
+        marker.forget("cmake-presets", change.path)
+        say(change.said)
+    return 0
+
+
+def _cargo_left(path) -> bool:
+    from linkwrap.install import cargo
+    try:
+        return bool(cargo.installed(path))
+    except Exception:
+        return False

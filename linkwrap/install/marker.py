@@ -1,0 +1,188 @@
+"""What every install path shares: the marker ID, our scripts' paths, templates,
+atomic writes, and the list of places linkwrap was installed into.
+
+Input: paths and texts from cargo.py / cmake.py / ninja.py. Output: marker
+strings, files written by temp + rename, and JSON entries under
+<state dir>/installs/ that `linkwrap status` lists. The marker in the edited
+file is what uninstall trusts; the list is only an index of where to look.
+"""
+import hashlib
+import json
+import os
+import re
+import sys
+import sysconfig
+import time
+
+from linkwrap.errors import InstallError
+
+# pre-commit style: every line or block linkwrap writes carries this ID, so
+# uninstall removes only what it wrote. Older IDs go into PRIOR_IDS when the
+# written format changes, so upgrades still recognise (and remove) old installs.
+ID = "4c1a7e0b9d2f6a35"
+PRIOR_IDS = ()
+ID_RE = re.compile(r"linkwrap \(ID: ([0-9a-f]{16})\)")
+
+
+def tag() -> str:
+    return f"linkwrap (ID: {ID})"
+
+
+def is_ours(text: str) -> bool:
+    m = ID_RE.search(text)
+    return bool(m) and m.group(1) in (ID, *PRIOR_IDS)
+
+
+def script_path(name: str) -> str:
+    """Absolute path of one of our console scripts, next to the running `linkwrap`.
+
+    Never a pyenv shim: a shim re-resolves the interpreter on every call
+    (~60 ms per link), so it must not be what a build runs.
+    """
+    candidates = []
+    argv0 = sys.argv[0] if sys.argv and sys.argv[0] else ""
+    if os.sep in argv0:
+        candidates.append(os.path.dirname(os.path.abspath(argv0)))
+    candidates.append(sysconfig.get_path("scripts"))
+    for folder in candidates:
+        path = os.path.join(folder, name)
+        if _is_shim(path):
+            continue
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    raise InstallError(f"cannot find the {name} script next to linkwrap (looked in {', '.join(candidates)})\n"
+                       "hint: reinstall the package: pip install linkwrap")
+
+
+def _is_shim(path: str) -> bool:
+    parts = os.path.abspath(path).split(os.sep)
+    return "shims" in parts and any(p in (".pyenv", ".asdf", ".rbenv") for p in parts)
+
+
+def template(name: str, **values) -> str:
+    """templates/<name> with every @key@ replaced (CMake configure_file style:
+    `${...}` and `$var` mean something in presets and ninja files)."""
+    from linkwrap.resources import template_text
+    # One pass, so a value that happens to contain @x@ is left alone.
+    return re.sub(r"@([a-z_]+)@", lambda m: values[m.group(1)], template_text(name))
+
+
+class Change:
+    """One file to write (or delete), with what to tell the user.
+
+    new is None: delete the file. drop_dir: a directory linkwrap created,
+    removed after the file if it is then empty.
+    """
+
+    def __init__(self, path, old, new, said=(), drop_dir=None):
+        self.path, self.old, self.new, self.said, self.drop_dir = path, old, new, list(said), drop_dir
+
+    @property
+    def changes_anything(self) -> bool:
+        return self.old != self.new
+
+    def apply(self) -> None:
+        if not self.changes_anything:
+            return
+        if self.new is None:
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
+            if self.drop_dir:
+                try:
+                    os.rmdir(self.drop_dir)
+                except OSError:
+                    pass  # not empty (someone else's files): it stays
+        else:
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            write_atomic(self.path, self.new)
+
+
+def read_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise InstallError(f"{path}: cannot read: {e.strerror}") from e
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Replace path's contents all at once: a crash leaves the old file or the
+    new one, never half of it. Keeps the old file's mode."""
+    folder = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.linkwrap-{os.getpid()}.tmp")
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = None
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise InstallError(f"{path}: cannot write: {e.strerror}") from e
+
+
+def diff(path: str, old: bytes | None, new: bytes | None) -> str:
+    """A unified diff for --dry-run."""
+    import difflib
+    a = (old or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    b = (new or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    return "".join(difflib.unified_diff(a, b, fromfile=path if old is not None else "/dev/null",
+                                        tofile=path if new is not None else "/dev/null"))
+
+
+# ---- the index of installs (for `linkwrap status`) ----
+
+def _index_dir() -> str:
+    from linkwrap import paths
+    return os.path.join(paths.state_dir(), "installs")
+
+
+def _index_file(kind: str, path: str) -> str:
+    key = hashlib.sha256(f"{kind}\0{os.path.abspath(path)}".encode()).hexdigest()[:20]
+    return os.path.join(_index_dir(), f"{kind}-{key}.json")
+
+
+def remember(kind: str, path: str, **details) -> None:
+    """Note that linkwrap is installed at path (kind: cargo, cmake-cache, cmake-presets, ninja)."""
+    entry = {"kind": kind, "path": os.path.abspath(path), "id": ID,
+             "installed_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **details}
+    os.makedirs(_index_dir(), exist_ok=True)
+    write_atomic(_index_file(kind, path), (json.dumps(entry, indent=2, sort_keys=True) + "\n").encode())
+
+
+def forget(kind: str, path: str) -> None:
+    try:
+        os.unlink(_index_file(kind, path))
+    except FileNotFoundError:
+        pass
+
+
+def remembered() -> list[dict]:
+    """Every install linkwrap has noted, oldest first; unreadable entries are skipped."""
+    try:
+        names = sorted(os.listdir(_index_dir()))
+    except FileNotFoundError:
+        return []
+    entries = []
+    for name in names:
+        if not name.endswith(".json"):
+            continue
+        try:
+            with open(os.path.join(_index_dir(), name), encoding="utf-8") as f:
+                entries.append(json.load(f))
+        except (OSError, ValueError):
+            continue
+    return sorted(entries, key=lambda e: (e.get("installed_utc", ""), e.get("path", "")))

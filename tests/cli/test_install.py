@@ -1,0 +1,133 @@
+"""`linkwrap install` / `linkwrap uninstall` from the command line: messages, exit codes, files."""
+import os
+import shutil
+
+import pytest
+
+from conftest import script
+from install.buildtools import EXAMPLES, linkwrap
+
+HOST = "x86_64-unknown-linux-gnu"
+
+
+def lw(*argv, cwd, env=None):
+    return linkwrap(*argv, cwd=cwd, env=env)
+
+
+@pytest.fixture
+def project(tmp_path, lw_home, monkeypatch):
+    monkeypatch.setenv("CARGO_HOME", str(tmp_path / "cargo-home"))
+    for var in ("RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_RUSTFLAGS",
+                f"CARGO_TARGET_{HOST.upper().replace('-', '_')}_LINKER"):
+        monkeypatch.delenv(var, raising=False)
+    root = tmp_path / "proj"
+    (root / "src").mkdir(parents=True)
+    (root / "Cargo.toml").write_text('[package]\nname = "proj"\nversion = "0.1.0"\n')
+    return root
+
+
+def test_install_twice_then_uninstall(project):
+    config = project / ".cargo" / "config.toml"
+    done = lw("install", cwd=project / "src")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        f"linkwrap: installed in {config} for {HOST}: linker = {script('linkwrap-cc')}",
+        "linkwrap: note: Cargo hashes the linker's path, so the next build rebuilds everything once"]
+    assert done.stderr == ""
+    assert f'linker = "{script("linkwrap-cc")}"' in config.read_text()
+    once = config.read_bytes()
+
+    again = lw("install", cwd=project)
+    assert again.returncode == 0 and again.stdout == f"linkwrap: already installed in {config} for {HOST}\n"
+    assert config.read_bytes() == once
+
+    gone = lw("uninstall", cwd=project)
+    assert gone.returncode == 0, gone.stderr
+    assert gone.stdout.startswith(f"linkwrap: removed the linker for {HOST} from {config}\n")
+    assert not config.exists() and not config.parent.exists()
+
+
+def test_existing_linker_refused_then_forced_then_restored(project):
+    config = project / ".cargo" / "config.toml"
+    config.parent.mkdir()
+    original = f"# mine\n[target.{HOST}]\nlinker = \"clang\"\n"
+    config.write_text(original)
+    done = lw("install", cwd=project)
+    assert done.returncode == 1 and done.stdout == ""
+    first, hint = done.stderr.splitlines()
+    assert first.startswith(f"linkwrap: error: {config} already sets a linker for {HOST} ('clang')")
+    assert hint.startswith("hint: `linkwrap install --force`")
+    assert config.read_text() == original
+    assert lw("install", "--force", cwd=project).returncode == 0
+    assert lw("uninstall", cwd=project).returncode == 0
+    assert config.read_text() == original
+
+
+def test_malformed_config_is_one_line_and_untouched(project):
+    config = project / ".cargo" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("[build]\njobs = \n")
+    done = lw("install", cwd=project)
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(f"linkwrap: error: {config}:2: malformed TOML")
+    assert "Traceback" not in done.stderr
+    assert config.read_text() == "[build]\njobs = \n"
+
+
+def test_dry_run_writes_nothing(project):
+    done = lw("install", "--dry-run", "--target", "aarch64-unknown-linux-gnu", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert "+[target.aarch64-unknown-linux-gnu]" in done.stdout and done.stdout.startswith("--- /dev/null")
+    assert not (project / ".cargo").exists()
+
+
+def test_fighting_settings_are_warned_about_one_line_each(project):
+    env = {"RUSTFLAGS": "-C link-arg=-fuse-ld=gold", f"CARGO_TARGET_{HOST.upper().replace('-', '_')}_LINKER": "cc"}
+    done = lw("install", cwd=project, env=env)
+    assert done.returncode == 0
+    warnings = done.stderr.splitlines()
+    assert len(warnings) == 2 and all(w.startswith("linkwrap: warning: ") for w in warnings)
+    assert any("RUSTFLAGS has link-arg=-fuse-ld=gold" in w for w in warnings)
+
+
+def test_global_install_goes_to_cargo_home(project, tmp_path):
+    done = lw("install", "--global", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    config = tmp_path / "cargo-home" / "config.toml"
+    assert script("linkwrap-cc") in config.read_text()
+    assert lw("uninstall", "--global", cwd=tmp_path).returncode == 0
+    assert not config.exists() and not config.parent.exists()
+
+
+def test_no_cargo_project_says_what_to_do(tmp_path, lw_home):
+    done = lw("install", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[0] == f"linkwrap: error: no Cargo.toml in {tmp_path} or above"
+    assert "--cmake" in done.stderr.splitlines()[1]
+
+
+def test_options_of_different_paths_do_not_mix(tmp_path, lw_home):
+    done = lw("install", "--cmake", ".", "--target", HOST, cwd=tmp_path)
+    assert done.returncode == 1 and done.stderr == "linkwrap: error: --target is for Cargo projects, not --cmake\n"
+    done = lw("install", "--ninja", "--global", cwd=tmp_path)
+    assert done.returncode == 1 and "do not go together" in done.stderr
+
+
+def test_ninja_and_cmake_paths_round_trip(tmp_path, lw_home):
+    nj = tmp_path / "c-ninja"
+    shutil.copytree(os.path.join(EXAMPLES, "c-ninja"), nj)
+    original = (nj / "build.ninja").read_bytes()
+    done = lw("install", "--ninja", cwd=nj)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (f"linkwrap: installed in {nj / 'build.ninja'}: rules solink link now link through "
+                           f"{script('linkwrap-launch')}\n")
+    assert lw("uninstall", "--ninja", "build.ninja", cwd=nj).returncode == 0
+    assert (nj / "build.ninja").read_bytes() == original
+
+    src = tmp_path / "c-cmake"
+    shutil.copytree(os.path.join(EXAMPLES, "c-cmake"), src)
+    done = lw("install", "--cmake", cwd=src)
+    assert done.returncode == 0, done.stderr
+    assert "configure preset 'linkwrap'" in done.stdout
+    assert lw("uninstall", "--cmake", str(src), cwd=tmp_path).returncode == 0
+    assert not (src / "CMakeUserPresets.json").exists()

@@ -1,0 +1,95 @@
+"""`linkwrap status`: where linkwrap is installed (Cargo project, global, CMake, ninja), text and --json."""
+import json
+import os
+import shutil
+
+import pytest
+
+from conftest import script
+from install.buildtools import EXAMPLES, linkwrap, run
+
+HOST = "x86_64-unknown-linux-gnu"
+
+
+def lw(*argv, cwd, env=None):
+    return linkwrap(*argv, cwd=cwd, env=env)
+
+
+@pytest.fixture
+def project(tmp_path, lw_home, monkeypatch):
+    monkeypatch.setenv("CARGO_HOME", str(tmp_path / "cargo-home"))
+    monkeypatch.delenv("RUSTFLAGS", raising=False)
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "Cargo.toml").write_text('[package]\nname = "proj"\nversion = "0.1.0"\n')
+    return root
+
+
+def status(cwd, env=None):
+    done = lw("status", "--json", cwd=cwd, env=env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_nothing_installed(project, tmp_path):
+    info = status(project)
+    assert info["scripts"] == {"linkwrap-cc": script("linkwrap-cc"), "linkwrap-launch": script("linkwrap-launch")}
+    kinds = {p["kind"]: p for p in info["places"]}
+    assert set(kinds) == {"cargo-project", "cargo-global"}
+    assert not any(p["installed"] for p in info["places"])
+    text = lw("status", cwd=project).stdout
+    assert f"cargo project    {project / '.cargo' / 'config.toml'}: not installed (no such file)" in text
+
+
+def test_every_kind_of_install_is_listed_then_gone(project, tmp_path):
+    nj = tmp_path / "c-ninja"
+    shutil.copytree(os.path.join(EXAMPLES, "c-ninja"), nj)
+    src = tmp_path / "c-cmake"
+    shutil.copytree(os.path.join(EXAMPLES, "c-cmake"), src)
+    build = tmp_path / "cmake-build"
+    run(["cmake", "-S", src, "-B", build, "-G", "Ninja"])
+    for argv in (("install",), ("install", "--ninja", nj / "build.ninja"), ("install", "--cmake", src),
+                 ("install", "--cmake", build)):
+        done = lw(*argv, cwd=project)
+        assert done.returncode == 0, done.stderr
+
+    info = status(project, env={"RUSTFLAGS": "-Clinker=clang"})
+    places = {p["kind"]: p for p in info["places"]}
+    assert places["cargo-project"]["installed"] and places["cargo-project"]["targets"] == [HOST]
+    assert places["cargo-project"]["marked"] is True
+    assert places["ninja"] == {"kind": "ninja", "path": str(nj / "build.ninja"), "installed": True,
+                               "rules": ["solink", "link"]}
+    assert places["cmake-presets"]["installed"] and places["cmake-presets"]["preset"] == "linkwrap"
+    assert places["cmake-cache"]["entries"] == ["CMAKE_CXX_LINKER_LAUNCHER", "CMAKE_C_LINKER_LAUNCHER"]
+    assert info["warnings"] == ["RUSTFLAGS has -Clinker=clang: it fights the linker linkwrap chooses"]
+
+    text = lw("status", cwd=project).stdout.splitlines()
+    assert f"cargo project    {project / '.cargo' / 'config.toml'}: installed for {HOST}" in text
+    assert f"ninja file       {nj / 'build.ninja'}: installed (rules: solink link)" in text
+    assert f"cmake build dir  {build}: installed (CMAKE_CXX_LINKER_LAUNCHER, CMAKE_C_LINKER_LAUNCHER)" in text
+
+    # Removed by hand: status reads the file again and says so.
+    shutil.copy(os.path.join(EXAMPLES, "c-ninja", "build.ninja"), nj / "build.ninja")
+    assert {p["kind"]: p for p in status(project)["places"]}["ninja"]["installed"] is False
+
+    for argv in (("uninstall",), ("uninstall", "--cmake", src), ("uninstall", "--cmake", build)):
+        assert lw(*argv, cwd=project).returncode == 0
+    info = status(project)
+    assert not any(p["installed"] for p in info["places"])
+    assert {p["kind"] for p in info["places"]} == {"cargo-project", "cargo-global", "ninja"}
+
+
+def test_a_linker_set_by_hand_is_shown_as_such(project):
+    (project / ".cargo").mkdir()
+    (project / ".cargo" / "config.toml").write_text(f'[target.{HOST}]\nlinker = "{script("linkwrap-cc")}"\n')
+    text = lw("status", cwd=project).stdout
+    assert f"installed for {HOST} (set by hand)" in text
+
+
+def test_malformed_config_is_reported_not_raised(project):
+    (project / ".cargo").mkdir()
+    (project / ".cargo" / "config.toml").write_text("[target\n")
+    done = lw("status", cwd=project)
+    assert done.returncode == 0
+    assert f"{project / '.cargo' / 'config.toml'}: unreadable: {project / '.cargo' / 'config.toml'}:1: malformed TOML" \
+        in done.stdout

@@ -1,0 +1,58 @@
+"""Helpers for the install tests: run real builds, see which programs they ran.
+
+execs() runs a command under strace and returns every program it executed,
+so a test can show that the links went through linkwrap-launch / linkwrap-cc
+without relying on linkwrap's own records. comment() is the .comment section
+of an ELF file (mold and lld sign their outputs there).
+"""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples")
+
+
+def run(argv, cwd=None, env=None, check=True, timeout=600):
+    done = subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=timeout)
+    if check:
+        assert done.returncode == 0, f"{' '.join(map(str, argv))} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def execs(argv, cwd, env=None, tmp=None):
+    """(CompletedProcess, [(program, argv text)]) of every execve that succeeded under argv.
+
+    -ff writes one log per process, so calls of parallel jobs are never split
+    into `<unfinished ...>` halves.
+    """
+    folder = tempfile.mkdtemp(prefix="strace-", dir=str(tmp or cwd))
+    done = run(["strace", "-ff", "-qq", "-s", "4096", "-e", "trace=execve", "-e", "signal=none",
+                "-o", os.path.join(folder, "log"), *argv], cwd=cwd, env=env)
+    calls = []
+    for name in sorted(os.listdir(folder)):
+        with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
+            for line in f:
+                m = re.search(r'execve\("([^"]*)", \[(.*)\], .* = 0$', line.rstrip())
+                if m:
+                    calls.append((m.group(1), m.group(2)))
+    shutil.rmtree(folder)
+    return done, calls
+
+
+def ran(calls, program_basename):
+    """The argv texts of every successful exec of a program with that basename."""
+    return [args for prog, args in calls if os.path.basename(prog) == program_basename]
+
+
+def comment(path) -> str:
+    return run(["readelf", "-p", ".comment", path]).stdout
+
+
+def linkwrap(*argv, cwd, env=None):
+    """The real `linkwrap` console script (by its path, not a pyenv shim)."""
+    from conftest import script
+    return subprocess.run([script("linkwrap"), *map(str, argv)], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
