@@ -232,9 +232,8 @@ def shim_dir(info: LinkerInfo) -> str:
     -fuse-ld=<x>) here. Only symlinks live here because gcc adds every -B dir
     as a -L dir too. Created atomically so concurrent links never see half.
     """
-    import hashlib
-    digest = hashlib.sha1(info.path.encode()).hexdigest()[:12]
-    d = os.path.join(paths.cache_dir(), "shim", f"{info.name}-{digest}")
+    import zlib  # a builtin: hashlib costs milliseconds to import
+    d = os.path.join(paths.cache_dir(), "shim", f"{info.name}-{zlib.crc32(info.path.encode()):08x}")
     if os.path.isdir(d) and os.path.realpath(os.path.join(d, "ld")) == os.path.realpath(info.path):
         return d
     os.makedirs(os.path.dirname(d), exist_ok=True)
