@@ -54,6 +54,9 @@ def test_install_from_the_wheel_uses_the_shipped_template(venv, tmp_path):
     done = subprocess.run([str(venv / "bin" / "linkwrap"), "install"], cwd=project, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     config = (project / ".cargo" / "config.toml").read_text()
-    assert str(venv / "bin" / "linkwrap-cc") in config
+    entry = tmp_path / "home" / "bin" / "linkwrap-cc"  # the fast entry point (install/launcher.py)
+    assert f'linker = "{entry}"' in config
+    shebang = entry.read_text().splitlines()[0]
+    assert shebang.startswith(f"#!{venv / 'bin' / 'python'}") and shebang.endswith(" -IS")
     built = subprocess.run(["cargo", "run", "-q"], cwd=project, capture_output=True, text=True, env=env)
     assert built.returncode == 0 and built.stdout == "ok\n", built.stderr

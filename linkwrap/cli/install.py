@@ -34,6 +34,9 @@ def add_common(parser) -> None:
     parser.add_argument("--ninja", nargs="?", const="build.ninja", metavar="FILE",
                         help="a hand-written ninja file (default: build.ninja)")
     parser.add_argument("--dry-run", action="store_true", help="show the change, write nothing")
+    parser.add_argument("--console-script", action="store_true",
+                        help="point builds at pip's console script instead of linkwrap's faster entry point "
+                             "(which skips site-packages processing: 10-30 ms per link)")
 
 
 def which(args) -> str:
@@ -91,13 +94,17 @@ def cargo_file(args):
 
 
 def run(args) -> int:
-    from linkwrap.install import marker
+    from linkwrap.install import launcher, marker
     kind = which(args)
+
+    def entry(name):
+        return launcher.entry_point(name, args.console_script, write=not args.dry_run)
+
     if kind == "cargo":
         from linkwrap.install import cargo
         path, root = cargo_file(args)
         triples = args.target or [cargo.host_triple()]
-        change = cargo.plan_install(path, triples, marker.script_path(cargo.SCRIPT), force=args.force)
+        change = cargo.plan_install(path, triples, entry(cargo.SCRIPT), force=args.force)
         changed = show_or_apply(change, args.dry_run)
         if args.dry_run:
             return 0
@@ -107,7 +114,7 @@ def run(args) -> int:
         if changed:
             say(["note: Cargo hashes the linker's path, so the next build rebuilds everything once"])
         return 0
-    launcher = marker.script_path("linkwrap-launch")
+    launcher = entry("linkwrap-launch")
     if kind == "ninja":
         from linkwrap.install import ninja
         path = os.path.abspath(args.ninja)

@@ -1,0 +1,1 @@
+"""The link records: SQLite store (db.py), its migrations and the spool ingester."""

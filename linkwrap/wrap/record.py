@@ -1,5 +1,254 @@
-"""RECORD: one row per link, written after the link is over. Never raises."""
+"""RECORD: one record per link, appended to a spool file after the link is over.
+
+Input: the link's LinkRequest, Probe (or None), Decision and Outcome.
+Output: one frame appended to <state_dir>/links.spool with a single os.write
+on an O_APPEND fd. Never raises, never prints on success.
+
+Why a spool and not SQLite here: `import sqlite3` (~4.5 ms) or json (~6 ms)
+would cost more than the whole wrapper's budget, so the hot path only uses
+marshal (built in). Reading commands (summary, report, log status, run) move
+the spool into links.db first (linkwrap.store.spool.ingest).
+
+Frame: MAGIC(4) + length(4, little endian) + marshal(dict) + TRAILER(4).
+A torn frame (full disk, crash) is detected by its missing trailer and the
+reader resynchronises on the next MAGIC: at most that record is lost.
+
+Concurrency: the writer takes a POSIX lock (os.lockf: no fcntl import) on the
+spool, then checks that the file it opened is still the one at the path,
+because the ingester renames the spool aside under the same lock. So a record
+lands either in the file being ingested, before it is read, or in a new spool.
+
+Failures (read-only or full state dir, permissions) cost that record only and
+are said once per state dir and failure kind: a `linkwrap: warning:` line on
+stderr, remembered by a marker file `.warned-<kind>` in the state dir, or,
+when the state dir cannot take it, /tmp/linkwrap-<uid>-warned-<kind>-<crc>.
+`linkwrap log status` shows and `linkwrap log on` clears these markers.
+"""
+import marshal
+import os
+import time
+
+SPOOL = "links.spool"
+OFF_MARKER = "logs-off"
+MAGIC = b"LWr\x01"
+TRAILER = b"\x01rWL"
+FORMAT = 1  # the "v" of every record; bump when fields change meaning
 
 
 def save(request, probe, decision, outcome, *, started_ns, first_attempt=None) -> None:
-    pass  # filled in by the records work (issue #5)
+    """Append this link's record to the spool. Never raises."""
+    try:
+        now_ns = time.perf_counter_ns()
+        from linkwrap import paths
+        state = paths.state_dir()
+        if _disabled(state):
+            return
+        frame = encode(make(request, probe, decision, outcome, started_ns=started_ns,
+                            first_attempt=first_attempt, now_ns=now_ns))
+    except BaseException as e:  # a fault of ours: the link's result stands
+        _fault("building the link record", e)
+        return
+    try:
+        append(state, frame)
+    except OSError as e:
+        _warn_once(state, e)
+    except BaseException as e:
+        _fault("writing the link record", e)
+
+
+def _disabled(state) -> bool:
+    # `linkwrap log off` leaves a marker; LINKWRAP_LOG=off does the same per process.
+    if os.environ.get("LINKWRAP_LOG", "").lower() in ("off", "0", "no", "false"):
+        return True
+    return os.path.exists(os.path.join(state, OFF_MARKER))
+
+
+def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, now_ns=None,
+         environ=os.environ) -> dict:
+    """The record: a dict of plain values (str, int, float, bool, None, tuples)."""
+    now_ns = now_ns or time.perf_counter_ns()
+    elapsed_ms = (now_ns - started_ns) / 1e6
+    linker_runs_ms = outcome.wall_ms + (first_attempt.wall_ms if first_attempt else 0.0)
+    from linkwrap.wrap import build
+    b = build.identify(environ)
+    crate_name, crate_kind = classify(request, environ)
+    linker = decision.linker
+    out = probe.output if probe is not None else None
+    fault = None
+    for reason in decision.reasons:
+        if reason.startswith("linkwrap fault"):
+            fault = reason
+            break
+    rec = {
+        "v": FORMAT,
+        "uid": f"{os.getpid()}-{time.time_ns()}-{os.urandom(4).hex()}",
+        "started_unix": time.time() - elapsed_ms / 1000,
+        "build_key": b.key,
+        "build_tool": b.tool,
+        "build_pid": b.pid,
+        "build_command": b.command,
+        "build_cwd": b.cwd,
+        "project_dir": b.cwd or environ.get("CARGO_MANIFEST_DIR") or request.cwd,
+        "manifest_dir": environ.get("CARGO_MANIFEST_DIR"),
+        "cwd": request.cwd,
+        "pid": os.getpid(),
+        "output_path": request.output,
+        "output_kind": request.kind,
+        "output_bytes": outcome.output_bytes,
+        "crate_name": crate_name,
+        "crate_kind": crate_kind,
+        "package_name": environ.get("CARGO_PKG_NAME"),
+        "primary_package": environ.get("CARGO_PRIMARY_PACKAGE") == "1" if "CARGO_CRATE_NAME" in environ else None,
+        "linker": linker.name if linker else "as asked",
+        "linker_version": linker.label if linker else None,
+        "linker_version_text": linker.version_text if linker else None,
+        "linker_path": linker.path if linker else None,
+        "asked_fuse_ld": request.fuse_ld,
+        "flags_added": tuple(decision.linker_flags) + tuple(decision.driver_flags),
+        "write_mode": outcome.write_mode,
+        "reasons": tuple(decision.reasons),
+        "fs_type": probe.fs if probe is not None else None,
+        "fs_options": probe.fs_options if probe is not None else None,
+        "kernel_release": os.uname().release,  # the full string; the probe keeps only numbers
+        "nlink_before": out.nlink if out is not None else None,
+        "output_held": out.held_by_others if out is not None else None,
+        "wall_ms": outcome.wall_ms,
+        "user_ms": outcome.user_ms,
+        "sys_ms": outcome.sys_ms,
+        "peak_rss_kb": outcome.peak_rss_kb,
+        "exit_status": outcome.returncode,
+        "input_count": len(request.inputs),
+        "input_bytes": probe.input_bytes if probe is not None and probe.input_bytes is not None
+        else _input_bytes(request),
+        "overhead_ms": max(0.0, elapsed_ms - linker_runs_ms),
+        "fell_back": first_attempt is not None,
+        "first_exit_status": first_attempt.returncode if first_attempt else None,
+        "first_wall_ms": first_attempt.wall_ms if first_attempt else None,
+        "first_command": tuple(first_attempt.command) if first_attempt else None,
+        "fault": fault,
+        "driver": request.driver,
+        "argv": tuple(request.argv),
+        "args_expanded": tuple(request.args) if request.used_response_file else None,
+        "command": tuple(outcome.command),
+    }
+    return rec
+
+
+def classify(request, environ=os.environ):
+    """-> (name, kind) of what was linked.
+
+    kind: bin, build-script, proc-macro, test, example, cdylib under Cargo;
+    executable or shared-library otherwise (a C/C++ link).
+    proc-macro: rustc links a proc-macro crate as a -shared object that takes
+    the sysroot's libproc_macro-*.rlib; a cdylib does not (unless it depends on
+    proc_macro itself, which is rare). Tests link libtest-*.rlib.
+    """
+    crate = environ.get("CARGO_CRATE_NAME")
+    output = request.output or ""
+    if not crate:
+        base = os.path.basename(output) or "?"
+        return base, "shared-library" if request.kind == "shared" else "executable"
+    if crate.startswith("build_script_"):
+        return environ.get("CARGO_PKG_NAME", crate), "build-script"
+    takes_proc_macro = takes_libtest = False
+    for path in request.inputs:
+        base = path[path.rfind("/") + 1:]
+        if base.endswith(".rlib"):
+            if base.startswith("libproc_macro-"):
+                takes_proc_macro = True
+            elif base.startswith("libtest-"):
+                takes_libtest = True
+    if request.kind == "shared":
+        return crate, "proc-macro" if takes_proc_macro else "cdylib"
+    if takes_libtest and not environ.get("CARGO_BIN_NAME"):
+        return crate, "test"
+    if environ.get("CARGO_BIN_NAME"):
+        return environ["CARGO_BIN_NAME"], "bin"
+    if "/examples/" in output:
+        return crate, "example"
+    return crate, "bin"
+
+
+def _input_bytes(request):
+    total = 0
+    for p in request.inputs:
+        try:
+            total += os.stat(os.path.join(request.cwd, p)).st_size
+        except OSError:
+            pass
+    return total
+
+
+# --- the spool --------------------------------------------------------------
+
+def encode(record: dict) -> bytes:
+    body = marshal.dumps(record, 4)
+    return MAGIC + len(body).to_bytes(4, "little") + body + TRAILER
+
+
+def append(state, frame, _tries=3) -> None:
+    """One os.write of one frame to the spool, under the spool's lock."""
+    path = os.path.join(state, SPOOL)
+    for _ in range(_tries):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except FileNotFoundError:
+            os.makedirs(state, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            os.lockf(fd, os.F_LOCK, 0)
+            # The ingester may have renamed this file aside before we got the lock.
+            try:
+                same = os.stat(path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                n = os.write(fd, frame)
+                if n != len(frame):
+                    raise OSError(28, "short write to the link spool")
+                return
+        finally:
+            os.close(fd)  # closing releases the lock
+    raise OSError(11, "the link spool kept moving")
+
+
+def _warn_once(state, err) -> None:
+    import errno as errno_mod
+    kind = errno_mod.errorcode.get(err.errno, "error") if err.errno else "error"
+    message = (f"linkwrap: warning: cannot record links in {state} ({err.strerror or err}); "
+               f"links are not affected; said once (see `linkwrap log status`)\n")
+    try:
+        if not _first_time(state, kind):
+            return
+        os.write(2, message.encode("utf-8", "replace"))
+    except BaseException:
+        pass
+
+
+def _first_time(state, kind) -> bool:
+    """Create the once-marker; False when it was already there."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    for marker in (os.path.join(state, f".warned-{kind}"), fallback_marker(state, kind)):
+        try:
+            os.close(os.open(marker, flags, 0o644))
+            return True
+        except FileExistsError:
+            return False
+        except OSError:
+            continue
+    return True  # nowhere to remember it: better said again than never
+
+
+def fallback_marker(state, kind) -> str:
+    import binascii
+    crc = binascii.crc32(state.encode("utf-8", "surrogateescape"))
+    tmp = os.environ.get("TMPDIR") or "/tmp"
+    return os.path.join(tmp, f"linkwrap-{os.getuid()}-warned-{kind}-{crc:08x}")
+
+
+def _fault(doing, exc) -> None:
+    try:
+        from linkwrap import faults
+        faults.note(doing, exc)
+    except BaseException:
+        pass

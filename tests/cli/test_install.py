@@ -14,6 +14,11 @@ def lw(*argv, cwd, env=None):
     return linkwrap(*argv, cwd=cwd, env=env)
 
 
+def entry(name):
+    """The fast entry point `linkwrap install` writes under LINKWRAP_HOME/bin (install/launcher.py)."""
+    return os.path.join(os.environ["LINKWRAP_HOME"], "bin", name)
+
+
 @pytest.fixture
 def project(tmp_path, lw_home, monkeypatch):
     monkeypatch.setenv("CARGO_HOME", str(tmp_path / "cargo-home"))
@@ -31,10 +36,10 @@ def test_install_twice_then_uninstall(project):
     done = lw("install", cwd=project / "src")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        f"linkwrap: installed in {config} for {HOST}: linker = {script('linkwrap-cc')}",
+        f"linkwrap: installed in {config} for {HOST}: linker = {entry('linkwrap-cc')}",
         "linkwrap: note: Cargo hashes the linker's path, so the next build rebuilds everything once"]
     assert done.stderr == ""
-    assert f'linker = "{script("linkwrap-cc")}"' in config.read_text()
+    assert f'linker = "{entry("linkwrap-cc")}"' in config.read_text()
     once = config.read_bytes()
 
     again = lw("install", cwd=project)
@@ -94,7 +99,7 @@ def test_global_install_goes_to_cargo_home(project, tmp_path):
     done = lw("install", "--global", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     config = tmp_path / "cargo-home" / "config.toml"
-    assert script("linkwrap-cc") in config.read_text()
+    assert entry("linkwrap-cc") in config.read_text()
     assert lw("uninstall", "--global", cwd=tmp_path).returncode == 0
     assert not config.exists() and not config.parent.exists()
 
@@ -120,7 +125,7 @@ def test_ninja_and_cmake_paths_round_trip(tmp_path, lw_home):
     done = lw("install", "--ninja", cwd=nj)
     assert done.returncode == 0, done.stderr
     assert done.stdout == (f"linkwrap: installed in {nj / 'build.ninja'}: rules solink link now link through "
-                           f"{script('linkwrap-launch')}\n")
+                           f"{entry('linkwrap-launch')}\n")
     assert lw("uninstall", "--ninja", "build.ninja", cwd=nj).returncode == 0
     assert (nj / "build.ninja").read_bytes() == original
 

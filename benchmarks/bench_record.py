@@ -1,0 +1,68 @@
+"""What recording costs: record.save per link (median), and ingesting the spool per 1000 records.
+
+    python benchmarks/bench_record.py
+
+Runs in a private LINKWRAP_HOME. save() is timed in-process with realistic
+inputs (a cargo-like link with 120 inputs); the import cost of the record
+module is measured in fresh interpreters (which on this machine also pay the
+~25 ms site .pth, subtracted by timing `import os` the same way).
+"""
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def main():
+    home = tempfile.mkdtemp(prefix="bench-record-")
+    os.environ["LINKWRAP_HOME"] = home
+    from linkwrap.wrap import args, policy, record
+    from linkwrap.wrap.run import Outcome
+
+    inputs = [f"/w/target/debug/deps/libdep{i}-0123456789abcdef.rlib" for i in range(120)]
+    req = args.parse(["-m64", "main.o", *inputs, "-o", "/w/target/debug/deps/app-0123"], "cc",
+                     {}, cwd="/w")
+    decision = policy.as_asked("bench")
+    out = Outcome(0, 120.0, 100.0, 20.0, 150_000, b"", b"", ("cc", *req.args), policy.FRESH, 5_000_000)
+    env = {"CARGO_CRATE_NAME": "app", "CARGO_PKG_NAME": "app", "CARGO_BIN_NAME": "app"}
+    os.environ.update(env)
+
+    times = []
+    for _ in range(2000):
+        t = time.perf_counter_ns()
+        record.save(req, None, decision, out, started_ns=t - 130_000_000)
+        times.append((time.perf_counter_ns() - t) / 1e6)
+    spool_bytes = os.path.getsize(os.path.join(home, record.SPOOL))
+    print(f"record.save per link: median {statistics.median(times):.3f} ms, "
+          f"p90 {statistics.quantiles(times, n=10)[-1]:.3f} ms "
+          f"({spool_bytes / 2000:.0f} bytes per record with a 125-argument argv; no probe given, so the "
+          f"120 input sizes are stat()ed, as when the probe faulted)")
+
+    from linkwrap.store import db, spool
+    conn = db.connect()
+    per_k = []
+    for _ in range(5):
+        for _ in range(1000):
+            record.save(req, None, decision, out, started_ns=time.perf_counter_ns())
+        t = time.perf_counter()
+        n = spool.ingest(conn, home)
+        per_k.append((time.perf_counter() - t) * 1000 * 1000 / n)
+    print(f"ingestion per 1000 records: median {statistics.median(per_k):.1f} ms "
+          f"(into a database of up to {conn.execute('SELECT count(*) FROM links').fetchone()[0]} rows)")
+
+    # Import cost on the link path, from -X importtime (microseconds, cumulative), with
+    # bytecode cached as an installed package has it (this sandbox sets PYTHONDONTWRITEBYTECODE).
+    code = "import linkwrap.wrap.record, linkwrap.wrap.build"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": os.path.join(home, "pyc")}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", code], env=env,
+                          capture_output=True, text=True, check=True)
+    cumulative = {line.rsplit("|", 1)[1].strip(): int(line.split("|")[1]) for line in done.stderr.splitlines()
+                  if line.startswith("import time:") and line.split("|")[1].strip().isdigit()}
+    print(f"import of linkwrap.wrap.record: {cumulative['linkwrap.wrap.record'] / 1000:.2f} ms, "
+          f"linkwrap.wrap.build: {cumulative['linkwrap.wrap.build'] / 1000:.2f} ms (-X importtime, bytecode cached)")
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""`linkwrap log path|status|on|off|clear`: where the link records are, and whether links are recorded.
+
+off leaves a `logs-off` marker in the state directory (checked with one stat()
+per link, as simonw/llm's `logs off` does); on removes it, and also the
+once-only warning markers of earlier recording failures, so a recurring one
+is said again.
+"""
+import os
+
+from linkwrap import paths
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("action", choices=("path", "status", "on", "off", "clear"),
+                        help="path: print the database path; status: recording on/off, counts, size, "
+                             "pending records; on/off: start/stop recording links; clear: delete every record")
+
+
+def run(args) -> int:
+    return {"path": _path, "status": _status, "on": _on, "off": _off, "clear": _clear}[args.action]()
+
+
+def _path() -> int:
+    from linkwrap.store import db
+    print(db.path())
+    return 0
+
+
+def off_marker() -> str:
+    from linkwrap.wrap.record import OFF_MARKER
+    return os.path.join(paths.state_dir(), OFF_MARKER)
+
+
+def warned_markers() -> list:
+    from linkwrap.wrap import record
+    state = paths.state_dir()
+    found = []
+    try:
+        found += [os.path.join(state, n) for n in sorted(os.listdir(state)) if n.startswith(".warned-")]
+    except OSError:
+        pass
+    import errno
+    for kind in sorted(set(errno.errorcode.values()) | {"error"}):
+        m = record.fallback_marker(state, kind)
+        if os.path.exists(m):
+            found.append(m)
+    return found
+
+
+def _status() -> int:
+    from linkwrap.report.render import fmt_bytes
+    from linkwrap.store import db, queries, spool
+    state = paths.state_dir()
+    on = not os.path.exists(off_marker())
+    env_off = os.environ.get("LINKWRAP_LOG", "").lower() in ("off", "0", "no", "false")
+    print(f"Recording: {'on' if on and not env_off else 'off'}"
+          + (" (LINKWRAP_LOG is off in this shell)" if env_off and on else "")
+          + ("" if on else " (`linkwrap log on` starts it again)"))
+    print(f"Database: {db.path()}")
+    conn = db.open_store()
+    c = queries.counts(conn)
+    size = sum(os.path.getsize(db.path() + s) for s in ("", "-wal") if os.path.exists(db.path() + s))
+    print(f"Records: {c['links']} links in {c['builds']} builds, {fmt_bytes(size)}"
+          + (f", from {c['first_utc']} to {c['last_utc']}" if c["links"] else ""))
+    if spool.pending(state):
+        print(f"Waiting in the spool: {fmt_bytes(spool.pending(state))} (the database could not take them)")
+    for m in warned_markers():
+        kind = os.path.basename(m).split("warned-", 1)[1].split("-", 1)[0]
+        print(f"Recording failed at least once ({kind}); `linkwrap log on` resets this notice: {m}")
+    return 0
+
+
+def _on() -> int:
+    for m in [off_marker(), *warned_markers()]:
+        try:
+            os.unlink(m)
+        except FileNotFoundError:
+            pass
+    print(f"Link recording is on ({paths.state_dir()})")
+    return 0
+
+
+def _off() -> int:
+    os.makedirs(paths.state_dir(), exist_ok=True)
+    with open(off_marker(), "w", encoding="utf-8") as f:
+        f.write("linkwrap: links are not recorded while this file exists (`linkwrap log on`)\n")
+    print("Link recording is off (`linkwrap log on` starts it again)")
+    return 0
+
+
+def _clear() -> int:
+    """Delete links.db and the spool, under the ingestion lock."""
+    import fcntl
+    from linkwrap.store import db, spool
+    from linkwrap.wrap.record import SPOOL
+    state = paths.state_dir()
+    if not os.path.isdir(state):
+        print("No link records.")
+        return 0
+    fd = os.open(os.path.join(state, spool.LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        removed = 0
+        for name in (db.DB_NAME, db.DB_NAME + "-wal", db.DB_NAME + "-shm", SPOOL, spool.INGESTING):
+            try:
+                os.unlink(os.path.join(state, name))
+                removed += 1
+            except FileNotFoundError:
+                pass
+    finally:
+        os.close(fd)
+    print(f"Deleted the link records in {state}." if removed else "No link records.")
+    return 0

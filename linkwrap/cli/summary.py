@@ -1,0 +1,60 @@
+"""`linkwrap summary`: the links of the last build (or --build, --all, --since) as a table or --json."""
+import json
+import sys
+
+from linkwrap.errors import LinkwrapError, UsageError
+
+
+def add_arguments(parser) -> None:
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--build", metavar="ID", help="a build by number (from --all) or key")
+    which.add_argument("--all", action="store_true", help="every recorded build")
+    parser.add_argument("--since", metavar="WHEN",
+                        help="builds (and links) since WHEN: 30m, 2h, 3d, 1w or a UTC date 2026-05-01")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--ninja-log", metavar="FILE",
+                        help="read this .ninja_log for the build's linking share (default: ./.ninja_log "
+                             "when it belongs to the build)")
+
+
+def collect(args, db) -> dict:
+    from linkwrap.report import summary
+    from linkwrap.store import queries
+    since = summary.parse_since(args.since) if args.since else None
+    if args.build:
+        builds = [queries.find_build(db, args.build)]
+    elif args.all:
+        builds = queries.builds_since(db, since) if since else queries.all_builds(db)
+    elif since:
+        builds = queries.builds_since(db, since)
+    else:
+        last = queries.last_build(db)
+        builds = [last] if last else []
+    ninja = None
+    if len(builds) == 1:
+        ninja = summary.ninja_log_for(builds[0], args.ninja_log)
+    elif args.ninja_log:
+        raise UsageError("--ninja-log needs one build (the last one, or --build ID)")
+    since = since if not args.build else None
+    try:
+        return summary.summarize(db, builds, since_utc=since, ninja_log=ninja)
+    except LinkwrapError as e:
+        if args.ninja_log or ninja is None:
+            raise
+        # ./.ninja_log was only a guess: a bad one costs the share, not the summary.
+        from linkwrap.store.db import warn
+        warn(f"{e}; shown without the linking share")
+        return summary.summarize(db, builds, since_utc=since, ninja_log=None)
+
+
+def run(args) -> int:
+    from linkwrap.store import db as store
+    db = store.open_store()
+    data = collect(args, db)
+    if args.json:
+        json.dump(data, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        from linkwrap.report import render
+        render.render(data)
+    return 0

@@ -1,0 +1,132 @@
+"""links.db: the canonical store of link records (SQLite, WAL, busy timeout).
+
+connect(path) -> a migrated sqlite3 connection in autocommit mode (each
+write is an explicit short BEGIN IMMEDIATE transaction).
+open_store() is what every reading command calls: it ingests the spool first
+and copes with a database that is locked, read-only, full or corrupt by saying
+so in one line (to stderr) and carrying on with what can still be read; the
+spooled records then wait for the next command, so none is lost.
+"""
+import os
+import sqlite3
+import sys
+import time
+
+from linkwrap import paths
+from linkwrap.store import migrations, spool
+
+DB_NAME = "links.db"
+BUSY_TIMEOUT_S = 5.0
+
+
+def path() -> str:
+    return os.path.join(paths.state_dir(), DB_NAME)
+
+
+def connect(db_path=None, *, create=True) -> sqlite3.Connection:
+    db_path = db_path or path()
+    if create:
+        os.makedirs(os.path.dirname(db_path), exist_ok=True)
+    elif not os.path.exists(db_path):
+        raise FileNotFoundError(db_path)
+    conn = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+    if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    migrations.migrate(conn)
+    return conn
+
+
+def connect_readonly(db_path=None) -> sqlite3.Connection:
+    """The database as it is, without writing (it may be on a read-only filesystem)."""
+    db_path = db_path or path()
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S,
+                           isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    conn.execute("SELECT count(*) FROM links").fetchone()
+    return conn
+
+
+def is_corrupt(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.DatabaseError) and (
+        "not a database" in text or "malformed" in text or "corrupt" in text)
+
+
+def warn(message: str) -> None:
+    print(f"linkwrap: warning: {message}", file=sys.stderr)
+
+
+def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
+    """A connection to links.db with the spool ingested; see the module docstring.
+
+    Returns an empty in-memory store when nothing can be read at all.
+    """
+    state = paths.state_dir()
+    db_path = os.path.join(state, DB_NAME)
+    try:
+        conn = connect(db_path)
+    except sqlite3.DatabaseError as e:
+        if is_corrupt(e):
+            conn = _replace_corrupt(db_path, e, warn)
+        else:
+            conn = _fallback(db_path, e, warn)
+        if conn is None:
+            return memory()
+    except OSError as e:
+        warn(f"cannot open {db_path}: {e.strerror or e}")
+        return memory()
+    if ingest:
+        try:
+            spool.ingest(conn, state)
+        except sqlite3.DatabaseError as e:
+            if is_corrupt(e):
+                conn.close()
+                conn = _replace_corrupt(db_path, e, warn) or memory()
+                try:
+                    spool.ingest(conn, state)
+                except (sqlite3.Error, OSError) as e2:
+                    warn(f"new link records stay in the spool for now: {e2}")
+            else:
+                warn(f"new link records stay in the spool for now ({db_path}: {e})")
+        except OSError as e:
+            warn(f"cannot read the link spool in {state}: {e.strerror or e}")
+    return conn
+
+
+def _fallback(db_path, exc, warn):
+    """Locked or read-only: read what is there, leave the spool for later."""
+    warn(f"cannot write {db_path} ({exc}); showing the records already in it, "
+         "new ones stay in the spool")
+    try:
+        return connect_readonly(db_path)
+    except sqlite3.Error:
+        return None
+
+
+def _replace_corrupt(db_path, exc, warn):
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    aside = f"{db_path}.corrupt-{stamp}"
+    try:
+        os.rename(db_path, aside)
+        for suffix in ("-wal", "-shm"):
+            if os.path.exists(db_path + suffix):
+                os.rename(db_path + suffix, aside + suffix)
+    except OSError as e:
+        warn(f"{db_path} is corrupt ({exc}) and cannot be moved aside: {e.strerror or e}")
+        return None
+    warn(f"{db_path} was corrupt ({exc}); moved it to {aside} and started a new one")
+    try:
+        return connect(db_path)
+    except (sqlite3.Error, OSError) as e:
+        warn(f"cannot create a new {db_path}: {e}")
+        return None
+
+
+def memory() -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    migrations.migrate(conn)
+    return conn

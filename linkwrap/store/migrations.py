@@ -1,0 +1,118 @@
+"""Numbered schema migrations for links.db (simonw/llm style).
+
+MIGRATIONS is the ordered list; each is a function m<NNN>_<what>(db) run once,
+inside the transaction that records its name in _linkwrap_migrations.
+Never edit an applied migration: add the next one. Column names carry units.
+"""
+MIGRATIONS = []
+
+
+def migration(fn):
+    MIGRATIONS.append(fn)
+    return fn
+
+TABLE = "_linkwrap_migrations"
+
+
+@migration
+def m001_initial(db):
+    db.execute("""
+        CREATE TABLE builds (
+            id INTEGER PRIMARY KEY,
+            build_key TEXT NOT NULL UNIQUE,   -- see linkwrap.wrap.build
+            tool TEXT,                        -- cargo | ninja | make | linkwrap run | ...
+            pid INTEGER,
+            command TEXT,
+            cwd TEXT,
+            started_utc TEXT,                 -- known for `linkwrap run`, else the first link's
+            finished_utc TEXT,
+            wall_ms REAL,                     -- the whole build, when known (linkwrap run)
+            exit_status INTEGER,
+            last_seen_utc TEXT                -- latest link or end of run: "the last build"
+        )""")
+    db.execute("""
+        CREATE TABLE links (
+            id INTEGER PRIMARY KEY,
+            record_uid TEXT NOT NULL UNIQUE,  -- makes ingestion idempotent
+            build_id INTEGER REFERENCES builds(id),
+            started_utc TEXT NOT NULL,        -- ISO 8601, milliseconds, Z
+            project_dir TEXT,
+            manifest_dir TEXT,
+            cwd TEXT,
+            pid INTEGER,
+            output_path TEXT,
+            output_kind TEXT,                 -- pie | exec | shared | static | ...
+            output_bytes INTEGER,
+            crate_name TEXT,                  -- or the output's file name outside Cargo
+            crate_kind TEXT,                  -- bin | build-script | proc-macro | test | cdylib | executable | shared-library
+            package_name TEXT,
+            primary_package INTEGER,
+            linker TEXT,                      -- mold | lld | bfd | ... | "as asked"
+            linker_version TEXT,
+            linker_version_text TEXT,
+            linker_path TEXT,
+            asked_fuse_ld TEXT,
+            flags_added TEXT,                 -- JSON list
+            write_mode TEXT,                  -- fresh | in-place
+            reasons TEXT,                     -- JSON list of sentences
+            fs_type TEXT,
+            fs_options TEXT,
+            kernel_release TEXT,
+            nlink_before INTEGER,
+            output_held INTEGER,
+            wall_ms REAL,
+            user_ms REAL,
+            sys_ms REAL,
+            peak_rss_kb INTEGER,
+            exit_status INTEGER,
+            input_count INTEGER,
+            input_bytes INTEGER,
+            overhead_ms REAL,
+            fell_back INTEGER NOT NULL DEFAULT 0,
+            first_exit_status INTEGER,
+            first_wall_ms REAL,
+            first_command TEXT,               -- JSON list
+            fault TEXT,
+            driver TEXT,
+            argv TEXT,                        -- JSON list, as received (replay)
+            args_expanded TEXT,               -- JSON list, when argv used @files
+            command TEXT                      -- JSON list, what was run
+        )""")
+
+
+@migration
+def m002_indexes(db):
+    db.execute("CREATE INDEX links_build ON links(build_id)")
+    db.execute("CREATE INDEX links_started ON links(started_utc)")
+    db.execute("CREATE INDEX builds_last_seen ON builds(last_seen_utc)")
+
+
+def migrate(db) -> list:
+    """Apply the migrations not yet applied; -> their names.
+
+    db: a sqlite3 connection in autocommit mode (isolation_level=None), so
+    each migration and its bookkeeping row share one explicit transaction;
+    BEGIN IMMEDIATE makes two commands migrating at once take turns.
+    """
+    import sqlite3
+    try:
+        done = {r[0] for r in db.execute(f"SELECT name FROM {TABLE}")}
+    except sqlite3.OperationalError:  # no such table: a blank database
+        done = set()
+    if all(fn.__name__ in done for fn in MIGRATIONS):
+        return []  # the usual case takes no write lock at all
+    db.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (name TEXT PRIMARY KEY, applied_utc TEXT)")
+    applied = []
+    for fn in MIGRATIONS:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if db.execute(f"SELECT 1 FROM {TABLE} WHERE name = ?", (fn.__name__,)).fetchone() is None:
+                fn(db)
+                db.execute(f"INSERT INTO {TABLE} (name, applied_utc) "
+                           "VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))", (fn.__name__,))
+                applied.append(fn.__name__)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+    return applied

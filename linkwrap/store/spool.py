@@ -1,0 +1,186 @@
+"""Move the links spool (written by linkwrap.wrap.record) into links.db.
+
+Input: <state_dir>/links.spool, frames of MAGIC + length + marshal(dict) + TRAILER.
+Output: rows in builds and links; the spool is emptied.
+
+Atomic and exactly-once: under an exclusive flock on links.lock (two commands
+ingesting at once take turns) the spool is renamed to links.spool.ingesting,
+then locked with os.lockf (the writers' lock) so a link that opened the old
+file before the rename has finished its single write, or will notice the
+rename and write a new spool. The rows go in one transaction and the file is
+removed after COMMIT; a crash in between leaves it to the next ingestion,
+where each record's uid (UNIQUE, INSERT OR IGNORE) keeps rows from doubling.
+"""
+import json
+import marshal
+import os
+import time
+
+from linkwrap.wrap.record import MAGIC, SPOOL, TRAILER
+
+INGESTING = SPOOL + ".ingesting"
+LOCK = "links.lock"
+
+# Record keys that hold tuples and become JSON text columns.
+_JSON_KEYS = ("flags_added", "reasons", "first_command", "argv", "args_expanded", "command")
+_BOOL_KEYS = ("primary_package", "output_held", "fell_back")
+LINK_COLUMNS = (
+    "record_uid", "build_id", "started_utc", "project_dir", "manifest_dir", "cwd", "pid",
+    "output_path", "output_kind", "output_bytes", "crate_name", "crate_kind", "package_name",
+    "primary_package", "linker", "linker_version", "linker_version_text", "linker_path",
+    "asked_fuse_ld", "flags_added", "write_mode", "reasons", "fs_type", "fs_options",
+    "kernel_release", "nlink_before", "output_held", "wall_ms", "user_ms", "sys_ms",
+    "peak_rss_kb", "exit_status", "input_count", "input_bytes", "overhead_ms", "fell_back",
+    "first_exit_status", "first_wall_ms", "first_command", "fault", "driver", "argv",
+    "args_expanded", "command",
+)
+
+
+def parse(data: bytes):
+    """-> (records, skipped_bytes). Torn or foreign bytes are skipped, never fatal."""
+    records, skipped, pos, n = [], 0, 0, len(data)
+    while pos < n:
+        start = data.find(MAGIC, pos)
+        if start < 0:
+            skipped += n - pos
+            break
+        skipped += start - pos
+        rec = None
+        if start + 8 <= n:
+            length = int.from_bytes(data[start + 4:start + 8], "little")
+            end = start + 8 + length
+            if end + len(TRAILER) <= n and data[end:end + len(TRAILER)] == TRAILER:
+                try:
+                    rec = marshal.loads(data[start + 8:end])
+                except (ValueError, EOFError, TypeError):
+                    rec = None
+                if isinstance(rec, dict) and "uid" in rec and "started_unix" in rec:
+                    records.append(rec)
+                    pos = end + len(TRAILER)
+                    continue
+        # Not a whole frame here: resynchronise on the next MAGIC.
+        skipped += 1
+        pos = start + 1
+    return records, skipped
+
+
+def utc_iso(unix: float) -> str:
+    ms = int(round((unix - int(unix)) * 1000))
+    secs = int(unix)
+    if ms == 1000:
+        secs, ms = secs + 1, 0
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{ms:03d}Z"
+
+
+def pending(state: str) -> int:
+    """Bytes waiting in the spool (for `linkwrap log status`)."""
+    total = 0
+    for name in (SPOOL, INGESTING):
+        try:
+            total += os.path.getsize(os.path.join(state, name))
+        except OSError:
+            pass
+    return total
+
+
+def ingest(db, state: str) -> int:
+    """Move every spooled record into db; -> how many rows were added.
+
+    Raises sqlite3.Error when the database cannot take them: the records then
+    stay on disk (links.spool.ingesting) for the next command.
+    """
+    import fcntl
+    spool, ingesting = os.path.join(state, SPOOL), os.path.join(state, INGESTING)
+    if not os.path.exists(spool) and not os.path.exists(ingesting):
+        return 0
+    lock_fd = os.open(os.path.join(state, LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        added = 0
+        # A leftover from an ingestion that died after its rename: its turn first.
+        if os.path.exists(ingesting):
+            added += _ingest_file(db, ingesting)
+        try:
+            os.rename(spool, ingesting)
+        except FileNotFoundError:
+            return added
+        added += _ingest_file(db, ingesting)
+        return added
+    finally:
+        os.close(lock_fd)
+
+
+def _ingest_file(db, path) -> int:
+    fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        # Waits for a writer that opened this file before the rename.
+        os.lockf(fd, os.F_LOCK, 0)
+        chunks = []
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                break
+            chunks.append(b)
+        records, _ = parse(b"".join(chunks))
+        added = insert(db, records)
+        os.unlink(path)
+        return added
+    finally:
+        os.close(fd)
+
+
+def insert(db, records) -> int:
+    """Insert records (dicts from the spool) in one transaction; -> rows added."""
+    if not records:
+        return 0
+    placeholders = ", ".join("?" for _ in LINK_COLUMNS)
+    sql = f"INSERT OR IGNORE INTO links ({', '.join(LINK_COLUMNS)}) VALUES ({placeholders})"
+    build_ids, spans = {}, {}
+    added = 0
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for rec in records:
+            started = utc_iso(rec["started_unix"])
+            key = rec.get("build_key") or "unknown"
+            if key not in build_ids:
+                build_ids[key] = upsert_build(db, key, tool=rec.get("build_tool"), pid=rec.get("build_pid"),
+                                              command=rec.get("build_command"), cwd=rec.get("build_cwd"))
+            build_id = build_ids[key]
+            first, last = spans.get(build_id, (started, started))
+            spans[build_id] = (min(first, started), max(last, started))
+            row = []
+            for col in LINK_COLUMNS:
+                if col == "record_uid":
+                    v = rec["uid"]
+                elif col == "build_id":
+                    v = build_id
+                elif col == "started_utc":
+                    v = started
+                else:
+                    v = rec.get(col)
+                    if col in _JSON_KEYS and v is not None:
+                        v = json.dumps(list(v))
+                    elif col in _BOOL_KEYS and v is not None:
+                        v = int(bool(v))
+                    elif col == "fell_back":
+                        v = 0  # NOT NULL: OR IGNORE would silently drop the row
+                row.append(v)
+            added += db.execute(sql, row).rowcount
+        # One update per build, not per link: its first link and its latest activity.
+        for build_id, (first, last) in spans.items():
+            db.execute("UPDATE builds SET last_seen_utc = max(coalesce(last_seen_utc, ''), ?), "
+                       "started_utc = CASE WHEN started_utc IS NULL OR started_utc > ? THEN ? "
+                       "ELSE started_utc END WHERE id = ?", (last, first, first, build_id))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return added
+
+
+def upsert_build(db, key, *, tool=None, pid=None, command=None, cwd=None) -> int:
+    db.execute("INSERT INTO builds (build_key, tool, pid, command, cwd) VALUES (?, ?, ?, ?, ?) "
+               "ON CONFLICT(build_key) DO UPDATE SET tool = coalesce(builds.tool, excluded.tool), "
+               "pid = coalesce(builds.pid, excluded.pid), command = coalesce(builds.command, excluded.command), "
+               "cwd = coalesce(builds.cwd, excluded.cwd)", (key, tool, pid, command, cwd))
+    return db.execute("SELECT id FROM builds WHERE build_key = ?", (key,)).fetchone()[0]

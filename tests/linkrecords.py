@@ -1,0 +1,56 @@
+"""Helpers for the link-record tests (store, report, record, summary/run/report/log CLIs).
+
+Links go through the real linkwrap-cc script and commands through the real
+`linkwrap` script (both by path), with whatever LINKWRAP_HOME the test set.
+"""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from conftest import script  # noqa: E402
+
+
+def lw(*argv, cwd=None, env=None, check=True):
+    """Run `linkwrap ARGV...`; -> CompletedProcess (text)."""
+    done = subprocess.run([script("linkwrap"), *map(str, argv)], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
+    if check:
+        assert done.returncode == 0, f"linkwrap {' '.join(argv)} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def summary_json(*argv, cwd=None, env=None) -> dict:
+    return json.loads(lw("summary", "--json", *argv, cwd=cwd, env=env).stdout)
+
+
+def cc_link(argv, cwd, env=None):
+    """One link through the real linkwrap-cc script."""
+    return subprocess.run([script("linkwrap-cc"), *argv], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, **(env or {})})
+
+
+def c_object(directory, name="hello", body='int main(void){return 0;}\n'):
+    """A compiled C object in directory; -> its path."""
+    src = os.path.join(str(directory), f"{name}.c")
+    with open(src, "w") as f:
+        f.write(body)
+    obj = os.path.join(str(directory), f"{name}.o")
+    subprocess.run(["cc", "-c", src, "-o", obj], check=True)
+    return obj
+
+
+def db_rows(home, sql="SELECT * FROM links ORDER BY id"):
+    """Rows of links.db under home, after ingesting the spool (as every reading command does)."""
+    env_home = os.environ.get("LINKWRAP_HOME")
+    os.environ["LINKWRAP_HOME"] = str(home)
+    try:
+        from linkwrap.store import db
+        conn = db.open_store()
+        return [dict(r) for r in conn.execute(sql)]
+    finally:
+        if env_home is None:
+            del os.environ["LINKWRAP_HOME"]
+        else:
+            os.environ["LINKWRAP_HOME"] = env_home

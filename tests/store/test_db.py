@@ -1,0 +1,119 @@
+"""links.db that is corrupt, read-only, locked or on a full disk: commands say so once, keep the records."""
+import contextlib
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+from linkwrap.store import db, spool
+from linkwrap.wrap import record
+
+
+def frame(uid):
+    return record.encode({"v": 1, "uid": uid, "started_unix": 1_800_000_000.0, "build_key": "k", "wall_ms": 1.0})
+
+
+def spool_some(state, *uids):
+    for uid in uids:
+        record.append(state, frame(uid))
+
+
+def uids(conn):
+    return sorted(r[0] for r in conn.execute("SELECT record_uid FROM links"))
+
+
+@contextlib.contextmanager
+def read_only_bind(path):
+    """The file itself becomes read-only (a real ro bind mount); the directory stays writable."""
+    subprocess.run(["mount", "-o", "bind,ro", path, path], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", path], check=True)
+
+
+def test_a_corrupt_database_is_moved_aside_and_recording_goes_on(lw_home):
+    state = str(lw_home)
+    (lw_home / "links.db").write_bytes(b"this is not sqlite" * 100)
+    spool_some(state, "a", "b")
+    said = []
+    conn = db.open_store(warn=said.append)
+    assert uids(conn) == ["a", "b"]
+    assert len(said) == 1 and "corrupt" in said[0]
+    aside = [n for n in os.listdir(state) if n.startswith("links.db.corrupt-")]
+    assert len(aside) == 1 and (lw_home / aside[0]).read_bytes().startswith(b"this is not sqlite")
+    # Said once: the next command finds a good database and says nothing.
+    said.clear()
+    assert uids(db.open_store(warn=said.append)) == ["a", "b"] and said == []
+
+
+def test_a_read_only_database_shows_what_it_has_and_keeps_new_records_in_the_spool(lw_home):
+    state = str(lw_home)
+    spool_some(state, "old")
+    db.open_store().close()
+    spool_some(state, "new1", "new2")
+    with read_only_bind(str(lw_home / "links.db")):
+        said = []
+        conn = db.open_store(warn=said.append)
+        assert uids(conn) == ["old"]
+        assert len(said) == 1 and "spool" in said[0]
+        conn.close()
+        assert spool.pending(state) > 0
+    # Writable again: nothing was lost.
+    assert uids(db.open_store()) == ["new1", "new2", "old"]
+    assert spool.pending(state) == 0
+
+
+HOLDER = textwrap.dedent("""
+    import sqlite3, sys, time
+    c = sqlite3.connect(sys.argv[1], isolation_level=None)
+    c.execute("BEGIN EXCLUSIVE")
+    print("locked", flush=True)
+    time.sleep(float(sys.argv[2]))
+""")
+
+
+def test_a_locked_database_waits_its_busy_timeout_then_keeps_records_for_later(lw_home):
+    state = str(lw_home)
+    db.open_store().close()
+    spool_some(state, "x")
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(lw_home / "links.db"), "8"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        said = []
+        conn = db.open_store(warn=said.append)
+        assert uids(conn) == []
+        assert len(said) == 1 and "locked" in said[0]
+    finally:
+        holder.kill()
+        holder.wait()
+    assert uids(db.open_store()) == ["x"]
+
+
+def test_a_full_disk_keeps_the_records_in_the_spool(lw_home, tmp_path, monkeypatch):
+    sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+    import mounts
+    with mounts.tmpfs_mount(tmp_path, "size=512k") as point:
+        state = os.path.join(point, "state")
+        monkeypatch.setenv("LINKWRAP_HOME", state)
+        os.makedirs(state)
+        db.open_store().close()
+        spool_some(state, *[f"r{i}" for i in range(20)])
+        filler = os.open(os.path.join(point, "filler"), os.O_WRONLY | os.O_CREAT)
+        try:
+            while True:
+                os.write(filler, b"\0" * 4096)
+        except OSError as e:
+            assert e.errno == 28  # ENOSPC: the disk is full now
+        finally:
+            os.close(filler)
+        said = []
+        conn = db.open_store(warn=said.append)
+        assert uids(conn) == []
+        assert len(said) == 1 and "full" in said[0], said
+        assert spool.pending(state) > 0
+        conn.close()
+        os.unlink(os.path.join(point, "filler"))
+        assert len(uids(db.open_store())) == 20

@@ -1,0 +1,66 @@
+"""Migrations: a blank database and an older one end with exactly the expected schema (llm test_migrate)."""
+import sqlite3
+
+from linkwrap.store import db, migrations
+
+EXPECTED_LINKS = {
+    "id": "INTEGER", "record_uid": "TEXT", "build_id": "INTEGER", "started_utc": "TEXT",
+    "project_dir": "TEXT", "manifest_dir": "TEXT", "cwd": "TEXT", "pid": "INTEGER",
+    "output_path": "TEXT", "output_kind": "TEXT", "output_bytes": "INTEGER", "crate_name": "TEXT",
+    "crate_kind": "TEXT", "package_name": "TEXT", "primary_package": "INTEGER", "linker": "TEXT",
+    "linker_version": "TEXT", "linker_version_text": "TEXT", "linker_path": "TEXT", "asked_fuse_ld": "TEXT",
+    "flags_added": "TEXT", "write_mode": "TEXT", "reasons": "TEXT", "fs_type": "TEXT", "fs_options": "TEXT",
+    "kernel_release": "TEXT", "nlink_before": "INTEGER", "output_held": "INTEGER", "wall_ms": "REAL",
+    "user_ms": "REAL", "sys_ms": "REAL", "peak_rss_kb": "INTEGER", "exit_status": "INTEGER",
+    "input_count": "INTEGER", "input_bytes": "INTEGER", "overhead_ms": "REAL", "fell_back": "INTEGER",
+    "first_exit_status": "INTEGER", "first_wall_ms": "REAL", "first_command": "TEXT", "fault": "TEXT",
+    "driver": "TEXT", "argv": "TEXT", "args_expanded": "TEXT", "command": "TEXT",
+}
+EXPECTED_BUILDS = {
+    "id": "INTEGER", "build_key": "TEXT", "tool": "TEXT", "pid": "INTEGER", "command": "TEXT", "cwd": "TEXT",
+    "started_utc": "TEXT", "finished_utc": "TEXT", "wall_ms": "REAL", "exit_status": "INTEGER",
+    "last_seen_utc": "TEXT",
+}
+EXPECTED_INDEXES = {"links_build", "links_started", "builds_last_seen"}
+
+
+def columns(conn, table):
+    return {r[1]: r[2] for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def indexes(conn):
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
+
+
+def test_a_blank_database_gets_exactly_the_expected_schema(tmp_path):
+    conn = db.connect(str(tmp_path / "links.db"))
+    assert columns(conn, "links") == EXPECTED_LINKS
+    assert columns(conn, "builds") == EXPECTED_BUILDS
+    assert indexes(conn) == EXPECTED_INDEXES
+    assert [r[0] for r in conn.execute("SELECT name FROM _linkwrap_migrations ORDER BY name")] == \
+        [m.__name__ for m in migrations.MIGRATIONS]
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_every_measure_column_names_its_unit():
+    units = ("_ms", "_kb", "_bytes", "_utc", "_count")
+    measures = {"wall_ms", "user_ms", "sys_ms", "peak_rss_kb", "output_bytes", "input_bytes",
+                "overhead_ms", "first_wall_ms", "started_utc", "input_count"}
+    assert all(c.endswith(units) for c in measures)
+    assert measures <= set(EXPECTED_LINKS)
+
+
+def test_an_older_database_is_brought_up_to_date_and_keeps_its_rows(tmp_path):
+    path = str(tmp_path / "links.db")
+    old = sqlite3.connect(path, isolation_level=None)
+    old.execute(f"CREATE TABLE {migrations.TABLE} (name TEXT PRIMARY KEY, applied_utc TEXT)")
+    migrations.m001_initial(old)  # the schema as the first release left it
+    old.execute(f"INSERT INTO {migrations.TABLE} VALUES ('m001_initial', '2026-01-01T00:00:00.000Z')")
+    old.execute("INSERT INTO links (record_uid, started_utc, wall_ms) VALUES ('u1', '2026-01-01T00:00:00.000Z', 12.5)")
+    old.close()
+
+    conn = db.connect(path)
+    assert columns(conn, "links") == EXPECTED_LINKS
+    assert indexes(conn) == EXPECTED_INDEXES
+    assert conn.execute("SELECT wall_ms FROM links WHERE record_uid = 'u1'").fetchone()[0] == 12.5
+    assert migrations.migrate(conn) == []  # nothing left to do, and running again is harmless

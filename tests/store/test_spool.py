@@ -1,0 +1,92 @@
+"""The spool: torn records are skipped, ingestion is exactly-once even with writers and ingesters racing."""
+import os
+import subprocess
+import sys
+import textwrap
+
+from linkwrap.store import db, spool
+from linkwrap.wrap import record
+
+
+def frame(uid, **extra):
+    return record.encode({"v": 1, "uid": uid, "started_unix": 1_800_000_000.0, "build_key": "k", **extra})
+
+
+def test_a_torn_last_record_and_garbage_cost_only_themselves():
+    data = frame("a") + b"garbage" + frame("b") + frame("c")[:-7]
+    records, skipped = spool.parse(data)
+    assert [r["uid"] for r in records] == ["a", "b"]
+    assert skipped == len(b"garbage") + len(frame("c")) - 7
+
+
+def test_a_torn_record_in_the_middle_does_not_swallow_the_next_one():
+    # A short write (disk full) followed by a later, whole record.
+    data = frame("a") + frame("torn", pad="x" * 500)[:40] + frame("b")
+    assert [r["uid"] for r in spool.parse(data)[0]] == ["a", "b"]
+
+
+def test_ingest_moves_records_into_the_database_and_empties_the_spool(lw_home):
+    state = str(lw_home)
+    for uid in ("u1", "u2", "u3"):
+        record.append(state, frame(uid, wall_ms=5.0, reasons=("r1",)))
+    conn = db.connect()
+    assert spool.ingest(conn, state) == 3
+    assert not os.path.exists(os.path.join(state, record.SPOOL))
+    assert spool.pending(state) == 0
+    rows = conn.execute("SELECT record_uid, wall_ms, reasons FROM links ORDER BY record_uid").fetchall()
+    assert [tuple(r) for r in rows] == [("u1", 5.0, '["r1"]'), ("u2", 5.0, '["r1"]'), ("u3", 5.0, '["r1"]')]
+    assert spool.ingest(conn, state) == 0
+
+
+def test_a_leftover_from_a_crashed_ingestion_is_taken_once(lw_home):
+    state = str(lw_home)
+    conn = db.connect()
+    record.append(state, frame("x1"))
+    spool.ingest(conn, state)
+    # The ingester died after COMMIT but before removing its file: the same records come back.
+    with open(os.path.join(state, spool.INGESTING), "wb") as f:
+        f.write(frame("x1") + frame("x2"))
+    record.append(state, frame("x3"))
+    assert spool.ingest(conn, state) == 2
+    assert sorted(r[0] for r in conn.execute("SELECT record_uid FROM links")) == ["x1", "x2", "x3"]
+
+
+WRITER = textwrap.dedent("""
+    import sys
+    from linkwrap.wrap import record
+    state, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    for i in range(n):
+        record.append(state, record.encode({"v": 1, "uid": f"{tag}-{i}", "started_unix": 1.8e9 + i,
+                                            "build_key": tag}))
+""")
+INGESTER = textwrap.dedent("""
+    import os, sys, time
+    from linkwrap.store import db, spool
+    state, stop = sys.argv[1], sys.argv[2]
+    conn = db.connect()
+    rounds = 0
+    while not os.path.exists(stop) or rounds < 3:
+        spool.ingest(conn, state)
+        rounds += 1
+        time.sleep(0.002)
+    print(rounds)
+""")
+
+
+def test_racing_writers_and_two_ingesters_lose_and_double_nothing(lw_home, tmp_path):
+    state, stop = str(lw_home), str(tmp_path / "stop")
+    db.connect().close()
+    env = {**os.environ, "LINKWRAP_HOME": state}
+    ingesters = [subprocess.Popen([sys.executable, "-c", INGESTER, state, stop], env=env, stdout=subprocess.PIPE)
+                 for _ in range(2)]
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, state, f"w{i}", "300"], env=env)
+               for i in range(6)]
+    assert [w.wait() for w in writers] == [0] * 6
+    open(stop, "w").close()
+    rounds = [int(p.communicate()[0]) for p in ingesters]
+    assert all(r >= 3 for r in rounds)
+    conn = db.connect()
+    spool.ingest(conn, state)
+    uids = [r[0] for r in conn.execute("SELECT record_uid FROM links")]
+    assert len(uids) == len(set(uids)) == 6 * 300
+    assert conn.execute("SELECT count(*) FROM builds").fetchone()[0] == 6

@@ -1,0 +1,65 @@
+"""Build grouping without Cargo's help: nearest cargo/ninja/make ancestor, or linkwrap run's id."""
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+from linkwrap.wrap import build
+
+PROBE = f"{sys.executable} -c 'from linkwrap.wrap import build; print(*build.identify(), sep=chr(9))'"
+
+
+def identities(path):
+    return [line.split("\t") for line in open(path).read().splitlines()]
+
+
+def test_every_step_of_one_ninja_run_is_one_build_and_the_next_run_another(tmp_path):
+    (tmp_path / "build.ninja").write_text(textwrap.dedent(f"""\
+        rule probe
+          command = {PROBE} > $out
+        build a.txt: probe
+        build b.txt: probe
+        """))
+    env = {k: v for k, v in os.environ.items() if k != build.ENV}
+    subprocess.run(["ninja", "-j2"], cwd=tmp_path, check=True, capture_output=True, env=env)
+    [a], [b] = identities(tmp_path / "a.txt"), identities(tmp_path / "b.txt")
+    assert a == b
+    key, tool, pid, command, cwd = a
+    assert tool == "ninja" and key.startswith(f"ninja:{pid}:") and command.startswith("ninja")
+    assert cwd == str(tmp_path)
+    subprocess.run(["ninja", "-t", "clean"], cwd=tmp_path, check=True, capture_output=True)
+    subprocess.run(["ninja"], cwd=tmp_path, check=True, capture_output=True, env=env)
+    assert identities(tmp_path / "a.txt")[0][0] != key
+
+
+def test_make_groups_its_recipes_even_through_a_shell(tmp_path):
+    (tmp_path / "Makefile").write_text(f"all: a b\na:\n\t{PROBE} > a.txt\nb:\n\tsh -c \"{PROBE}\" > b.txt\n")
+    env = {k: v for k, v in os.environ.items() if k != build.ENV}
+    subprocess.run(["make", "-s", "-j2"], cwd=tmp_path, check=True, env=env)
+    [a], [b] = identities(tmp_path / "a.txt"), identities(tmp_path / "b.txt")
+    assert a == b and a[1] == "make"
+
+
+def test_linkwrap_runs_id_wins_over_any_ancestor():
+    b = build.identify({build.ENV: "run:1:2:abc", "LINKWRAP_BUILD_CWD": "/src"})
+    assert (b.key, b.tool, b.cwd) == ("run:1:2:abc", "linkwrap run", "/src")
+
+
+def test_outside_any_build_the_link_groups_by_whoever_ran_it(tmp_path):
+    out = subprocess.run(["sh", "-c", PROBE], capture_output=True, text=True, check=True,
+                         env={k: v for k, v in os.environ.items() if k != build.ENV}).stdout
+    key, tool, pid, _, _ = out.rstrip("\n").split("\t")
+    assert tool == "sh" and key.startswith(f"sh:{pid}:")
+
+
+def test_a_process_name_with_spaces_and_parentheses_is_read_right(tmp_path):
+    odd = tmp_path / "x) (y z"
+    shutil.copy("/bin/sleep", odd)
+    p = subprocess.Popen([str(odd), "5"])
+    try:
+        name, ppid, start = build.read_stat(p.pid)
+        assert (name, ppid) == ("x) (y z", os.getpid()) and start > 0
+    finally:
+        p.kill()
+        p.wait()

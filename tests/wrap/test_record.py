@@ -1,0 +1,137 @@
+"""record.save: one record per link through the real linkwrap-cc, never a failed or noisy link."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+import mounts  # noqa: E402
+from conftest import script  # noqa: E402
+from linkrecords import c_object, cc_link, db_rows  # noqa: E402
+
+from linkwrap.wrap import args, policy, record  # noqa: E402
+from linkwrap.wrap.run import Outcome  # noqa: E402
+
+
+def test_a_real_c_link_gives_one_row_with_real_times(tmp_path, lw_home):
+    obj = c_object(tmp_path)
+    done = cc_link([obj, "-o", "hello"], tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    [row] = db_rows(lw_home)
+    assert row["wall_ms"] > 0 and row["user_ms"] + row["sys_ms"] > 0 and row["peak_rss_kb"] > 1000
+    assert row["overhead_ms"] > 0
+    assert row["output_path"] == str(tmp_path / "hello")
+    assert row["output_bytes"] == os.path.getsize(tmp_path / "hello")
+    assert (row["crate_name"], row["crate_kind"], row["exit_status"], row["fell_back"]) == \
+        ("hello", "executable", 0, 0)
+    assert row["input_count"] == 1 and row["input_bytes"] == os.path.getsize(obj)
+    assert row["kernel_release"] == os.uname().release
+    assert row["argv"] == f'["{obj}", "-o", "hello"]' and row["cwd"] == str(tmp_path)
+    assert row["started_utc"].endswith("Z") and row["record_uid"]
+    assert row["linker"] and row["write_mode"] in ("fresh", "in-place") and row["reasons"].startswith("[")
+
+
+def test_log_off_records_nothing_and_costs_one_stat(tmp_path, lw_home):
+    (lw_home / record.OFF_MARKER).write_text("")
+    obj = c_object(tmp_path)
+    assert cc_link([obj, "-o", "hello"], tmp_path).returncode == 0
+    assert not (lw_home / record.SPOOL).exists()
+
+
+def test_sixty_four_links_at_once_give_sixty_four_rows(tmp_path, lw_home):
+    obj = c_object(tmp_path)
+    procs = [subprocess.Popen([script("linkwrap-cc"), obj, "-o", f"out{i}"], cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for i in range(64)]
+    results = [(p.wait(), p.stdout.read(), p.stderr.read()) for p in procs]
+    assert all(r == (0, b"", b"") for r in results), results[:3]
+    rows = db_rows(lw_home)
+    assert sorted(r["output_path"] for r in rows) == sorted(str(tmp_path / f"out{i}") for i in range(64))
+    assert all(r["wall_ms"] > 0 for r in rows)
+
+
+@pytest.mark.parametrize("kind", ["read-only", "full"])
+def test_a_state_dir_that_cannot_take_records_costs_no_link_and_is_said_once(tmp_path, monkeypatch, kind):
+    obj = c_object(tmp_path)
+    opts = "ro,size=1m" if kind == "read-only" else "size=64k"
+    with mounts.tmpfs_mount(tmp_path, opts) as point:
+        if kind == "full":
+            fd = os.open(os.path.join(point, "filler"), os.O_WRONLY | os.O_CREAT)
+            try:
+                while True:
+                    os.write(fd, b"\0" * 4096)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+        monkeypatch.setenv("LINKWRAP_HOME", point)
+        first = cc_link([obj, "-o", "one"], tmp_path)
+        second = cc_link([obj, "-o", "two"], tmp_path)
+        assert first.returncode == second.returncode == 0
+        assert subprocess.run([str(tmp_path / "two")]).returncode == 0
+        assert first.stdout == second.stdout == ""
+        assert first.stderr.count("linkwrap: warning: cannot record links") == 1, first.stderr
+        assert len(first.stderr.splitlines()) == 1
+        assert second.stderr == ""
+        # The read-only dir could not hold its once-marker: it went to /tmp (and goes now).
+        fallback = record.fallback_marker(point, "EROFS")
+        assert os.path.exists(fallback) == (kind == "read-only")
+        if kind == "read-only":
+            os.unlink(fallback)
+
+
+def request(argv, cwd="/w"):
+    return args.parse(argv, "cc", {}, cwd=cwd)
+
+
+CARGO = {"CARGO_PKG_NAME": "demo", "CARGO_MANIFEST_DIR": "/w/demo"}
+SYSROOT = "/r/lib/rustlib/x86_64-unknown-linux-gnu/lib"
+
+
+@pytest.mark.parametrize("argv, env, expected", [
+    (["main.o", "-o", "app"], {}, ("app", "executable")),
+    (["-shared", "a.o", "-o", "libz.so.1"], {}, ("libz.so.1", "shared-library")),
+    (["x.o", "-o", "t/debug/build/demo-1/build_script_build-1"],
+     {**CARGO, "CARGO_CRATE_NAME": "build_script_build"}, ("demo", "build-script")),
+    (["-shared", "m.o", f"{SYSROOT}/libproc_macro-abc.rlib", "-o", "t/debug/deps/libderive-1.so"],
+     {**CARGO, "CARGO_CRATE_NAME": "derive"}, ("derive", "proc-macro")),
+    (["-shared", "m.o", f"{SYSROOT}/libstd-abc.rlib", "-o", "t/debug/deps/libplug.so"],
+     {**CARGO, "CARGO_CRATE_NAME": "plug"}, ("plug", "cdylib")),
+    (["m.o", f"{SYSROOT}/libtest-abc.rlib", "-o", "t/debug/deps/demo-1"],
+     {**CARGO, "CARGO_CRATE_NAME": "demo"}, ("demo", "test")),
+    (["m.o", "-o", "t/debug/deps/demo-1"],
+     {**CARGO, "CARGO_CRATE_NAME": "demo", "CARGO_BIN_NAME": "demo-cli"}, ("demo-cli", "bin")),
+    (["m.o", "-o", "t/debug/examples/hello-1"], {**CARGO, "CARGO_CRATE_NAME": "hello"}, ("hello", "example")),
+])
+def test_what_was_linked(argv, env, expected):
+    assert record.classify(request(argv), env) == expected
+
+
+def outcome(code=0, wall=10.0, command=("cc",)):
+    return Outcome(code, wall, 6.0, 2.0, 50_000, b"", b"", command, policy.FRESH, 1234 if code == 0 else None)
+
+
+def test_a_fall_back_is_recorded_with_both_attempts():
+    req = request(["a.o", "-o", "app"])
+    decision = policy.as_asked("mold 1.10.1 failed (exit 1); linked as asked")
+    started = time.perf_counter_ns() - 50_000_000  # the link began 50 ms ago
+    rec = record.make(req, None, decision, outcome(wall=20.0), started_ns=started,
+                      first_attempt=outcome(1, 15.0, ("cc", "-B/shim")), environ={})
+    assert rec["fell_back"] and rec["first_exit_status"] == 1 and rec["first_command"] == ("cc", "-B/shim")
+    assert rec["exit_status"] == 0 and rec["linker"] == "as asked"
+    # linkwrap's own time excludes both linker runs.
+    assert 14 <= rec["overhead_ms"] <= 16 + 5
+    assert rec["nlink_before"] is None and rec["fs_type"] is None  # no probe: unknown, not wrong
+
+
+def test_a_fault_is_recorded_with_its_reason():
+    req = request(["a.o", "-o", "app"])
+    decision = policy.as_asked("linkwrap fault while choosing a linker: OSError: boom")
+    rec = record.make(req, None, decision, outcome(), started_ns=time.perf_counter_ns(), environ={})
+    assert rec["fault"] == "linkwrap fault while choosing a linker: OSError: boom"
+
+
+def test_save_never_raises_and_notes_its_own_fault(lw_home):
+    assert record.save(None, None, None, None, started_ns=0) is None
+    assert "linkwrap fault while building the link record" in (lw_home / "linkwrap.log").read_text()
