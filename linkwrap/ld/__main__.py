@@ -1,0 +1,52 @@
+"""`linkwrap-ld` and `linkwrap ld`: run the linker on an ld command line, exit with its status.
+
+Errors are printed the way GNU ld prints them ("ld: ..." one per line) and
+exit 1, never with a traceback; an internal failure says so on one line.
+"""
+import sys
+
+
+def run(argv) -> int:
+    from linkwrap.ld.diag import Unsupported
+    from linkwrap.errors import LinkwrapError
+    prog = "linkwrap-ld"
+    try:
+        from linkwrap.ld.options import parse_args
+        opts = parse_args(argv)
+        if opts.version:
+            from linkwrap import __version__
+            print(f"linkwrap.ld {__version__} (compatible with GNU linkers)")
+            if not opts.inputs:
+                return 0
+        if not opts.inputs:
+            print(f"{prog}: no input files", file=sys.stderr)
+            return 1
+        from linkwrap.ld.driver import link
+        t = link(opts)
+        if opts.time_phases:
+            for label, ms in t.phases:
+                print(f"{prog}: {ms:8.1f} ms  {label}", file=sys.stderr)
+        return 0
+    except Unsupported as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 1
+    except LinkwrapError as e:
+        for line in str(e).splitlines():
+            print(f"{prog}: {line}" if not line.startswith(prog) else line, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # a bug in this linker: one line, and linkwrap falls back
+        import traceback
+        tb = traceback.extract_tb(e.__traceback__)[-1]
+        print(f"{prog}: internal error: {type(e).__name__}: {e} "
+              f"(at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})", file=sys.stderr)
+        return 1
+
+
+def main() -> None:
+    sys.exit(run(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+"""Diagnostics for the linker: GNU ld-style messages, collected, reported at checkpoints.
+
+Link errors (undefined symbols, relocation overflows, ...) are collected so
+that one run reports all of them; checkpoint() then raises LinkFailed whose
+str() is every message, one per line. Unsupported means "this linker cannot
+do that yet": one line naming what, so that linkwrap falls back to a real one.
+"""
+from linkwrap.errors import LinkwrapError
+
+
+class LinkFailed(LinkwrapError):
+    """The link has errors; str() is all of them, one per line."""
+
+
+class BadInput(LinkwrapError):
+    """An input file is malformed or unreadable (names the file)."""
+
+
+class Unsupported(LinkwrapError):
+    """A feature this linker does not implement yet (names it)."""
+
+    def __str__(self):
+        return f"not supported yet: {self.args[0]}"
+
+
+class Diagnostics:
+    """Collects error and warning lines; checkpoint() stops the link if any error was seen."""
+
+    def __init__(self):
+        self.errors = []
+        self.warnings = []
+
+    def error(self, msg: str) -> None:
+        self.errors.append(msg)
+
+    def warn(self, msg: str) -> None:
+        self.warnings.append(msg)
+
+    def checkpoint(self) -> None:
+        if self.errors:
+            raise LinkFailed("\n".join(self.errors))

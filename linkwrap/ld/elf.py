@@ -1,0 +1,131 @@
+"""ELF constants and struct layouts for x86-64 little-endian ELF64 (the only target).
+
+Input: nothing. Output: pre-compiled struct.Struct objects and named constants
+used by every other module of the linker.
+"""
+import struct
+
+EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
+SHDR = struct.Struct("<IIQQQQIIQQ")
+PHDR = struct.Struct("<IIQQQQQQ")
+SYM = struct.Struct("<IBBHQQ")
+RELA = struct.Struct("<QQq")
+DYN = struct.Struct("<qQ")
+U16 = struct.Struct("<H")
+U32 = struct.Struct("<I")
+I32 = struct.Struct("<i")
+U64 = struct.Struct("<Q")
+I64 = struct.Struct("<q")
+
+ELFMAG = b"\x7fELF"
+ET_REL, ET_EXEC, ET_DYN = 1, 2, 3
+EM_X86_64 = 62
+
+# section types
+SHT_NULL, SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_RELA, SHT_HASH, SHT_DYNAMIC = 0, 1, 2, 3, 4, 5, 6
+SHT_NOTE, SHT_NOBITS, SHT_REL, SHT_DYNSYM = 7, 8, 9, 11
+SHT_INIT_ARRAY, SHT_FINI_ARRAY, SHT_PREINIT_ARRAY, SHT_GROUP, SHT_SYMTAB_SHNDX = 14, 15, 16, 17, 18
+SHT_GNU_HASH = 0x6FFFFFF6
+SHT_GNU_VERDEF, SHT_GNU_VERNEED, SHT_GNU_VERSYM = 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF
+SHT_X86_64_UNWIND = 0x70000001
+SHT_LLVM_ADDRSIG = 0x6FFF4C03
+
+# section flags
+SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 0x1, 0x2, 0x4
+SHF_MERGE, SHF_STRINGS, SHF_INFO_LINK, SHF_LINK_ORDER = 0x10, 0x20, 0x40, 0x80
+SHF_GROUP, SHF_TLS, SHF_COMPRESSED = 0x200, 0x400, 0x800
+SHF_GNU_RETAIN = 0x200000
+SHF_EXCLUDE = 0x80000000
+GRP_COMDAT = 1
+
+SHN_UNDEF, SHN_ABS, SHN_COMMON, SHN_XINDEX = 0, 0xFFF1, 0xFFF2, 0xFFFF
+
+STB_LOCAL, STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 0, 1, 2, 10
+STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_SECTION, STT_FILE, STT_COMMON, STT_TLS = 0, 1, 2, 3, 4, 5, 6
+STT_GNU_IFUNC = 10
+STV_DEFAULT, STV_INTERNAL, STV_HIDDEN, STV_PROTECTED = 0, 1, 2, 3
+
+PT_NULL, PT_LOAD, PT_DYNAMIC, PT_INTERP, PT_NOTE, PT_PHDR, PT_TLS = 0, 1, 2, 3, 4, 6, 7
+PT_GNU_EH_FRAME, PT_GNU_STACK, PT_GNU_RELRO = 0x6474E550, 0x6474E551, 0x6474E552
+PF_X, PF_W, PF_R = 1, 2, 4
+
+DT_NULL, DT_NEEDED, DT_PLTRELSZ, DT_PLTGOT, DT_HASH, DT_STRTAB, DT_SYMTAB = 0, 1, 2, 3, 4, 5, 6
+DT_RELA, DT_RELASZ, DT_RELAENT, DT_STRSZ, DT_SYMENT, DT_INIT, DT_FINI = 7, 8, 9, 10, 11, 12, 13
+DT_SONAME, DT_DEBUG, DT_TEXTREL, DT_JMPREL, DT_PLTREL = 14, 21, 22, 23, 20
+DT_INIT_ARRAY, DT_FINI_ARRAY, DT_INIT_ARRAYSZ, DT_FINI_ARRAYSZ = 25, 26, 27, 28
+DT_FLAGS, DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ = 30, 32, 33
+DT_GNU_HASH = 0x6FFFFEF5
+DT_VERSYM, DT_RELACOUNT, DT_FLAGS_1 = 0x6FFFFFF0, 0x6FFFFFF9, 0x6FFFFFFB
+DT_VERDEF, DT_VERDEFNUM, DT_VERNEED, DT_VERNEEDNUM = 0x6FFFFFFC, 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF
+DF_BIND_NOW = 0x8
+DF_1_NOW, DF_1_PIE = 0x1, 0x08000000
+
+VER_NDX_LOCAL, VER_NDX_GLOBAL = 0, 1
+VERSYM_HIDDEN = 0x8000
+
+# x86-64 relocation types (psABI table 4.9 and the TLS document)
+R_X86_64_NONE = 0
+R_X86_64_64 = 1
+R_X86_64_PC32 = 2
+R_X86_64_GOT32 = 3
+R_X86_64_PLT32 = 4
+R_X86_64_COPY = 5
+R_X86_64_GLOB_DAT = 6
+R_X86_64_JUMP_SLOT = 7
+R_X86_64_RELATIVE = 8
+R_X86_64_GOTPCREL = 9
+R_X86_64_32 = 10
+R_X86_64_32S = 11
+R_X86_64_16 = 12
+R_X86_64_PC16 = 13
+R_X86_64_8 = 14
+R_X86_64_PC8 = 15
+R_X86_64_DTPMOD64 = 16
+R_X86_64_DTPOFF64 = 17
+R_X86_64_TPOFF64 = 18
+R_X86_64_TLSGD = 19
+R_X86_64_TLSLD = 20
+R_X86_64_DTPOFF32 = 21
+R_X86_64_GOTTPOFF = 22
+R_X86_64_TPOFF32 = 23
+R_X86_64_PC64 = 24
+R_X86_64_GOTOFF64 = 25
+R_X86_64_GOTPC32 = 26
+R_X86_64_SIZE32 = 32
+R_X86_64_SIZE64 = 33
+R_X86_64_GOTPC32_TLSDESC = 34
+R_X86_64_TLSDESC_CALL = 35
+R_X86_64_IRELATIVE = 37
+R_X86_64_GOTPCRELX = 41
+R_X86_64_REX_GOTPCRELX = 42
+
+RELOC_NAMES = {v: k for k, v in globals().items() if k.startswith("R_X86_64_")}
+
+PAGE = 0x1000
+
+
+def reloc_name(rtype: int) -> str:
+    return RELOC_NAMES.get(rtype, f"unknown relocation type {rtype}")
+
+
+def align_up(v: int, a: int) -> int:
+    return (v + a - 1) & ~(a - 1) if a > 1 else v
+
+
+def elf_hash(name: bytes) -> int:
+    """SysV ELF hash, used for vna_hash in .gnu.version_r."""
+    h = 0
+    for c in name:
+        h = ((h << 4) + c) & 0xFFFFFFFF
+        g = h & 0xF0000000
+        if g:
+            h ^= g >> 24
+        h &= ~g & 0xFFFFFFFF
+    return h
+
+
+def gnu_hash(name: bytes) -> int:
+    h = 5381
+    for c in name:
+        h = (h * 33 + c) & 0xFFFFFFFF
+    return h

@@ -1,0 +1,433 @@
+"""LAYOUT: sections -> Layout (output sections, segments, every address and file offset).
+
+Input: Options, Mode, Resolution, Liveness, Synthetics. Output: a frozen Layout.
+
+Input sections are binned into output sections by GNU ld's default script
+rules (.text.* -> .text, .rodata.* -> .rodata, .init_array.N sorted by
+priority, ...); every other name keeps its own output section. Output
+sections are grouped in five classes that become PT_LOAD segments, each
+starting on a fresh page (file offset = address - base, like ld's
+-z separate-code layout):
+
+  0 R    ELF and program headers, .interp, notes, dynamic symbol and relocation tables
+  1 RX   .init .plt .text ... .fini
+  2 R    .rodata ... .eh_frame_hdr .eh_frame .gcc_except_table
+  3 RW   RELRO: .tdata .tbss .init_array .fini_array .data.rel.ro .dynamic .got
+  4 RW   .got.plt .data ... .bss
+
+Class 3 ends on a page boundary, so PT_GNU_RELRO protects all of it. .tbss
+takes no address space: sections after it overlap its (per-thread) range.
+Non-alloc sections (.comment, .debug_*) follow, then the section headers.
+Linker-defined symbols (__init_array_start, _end, __start_SEC ...) get their
+values here.
+"""
+from dataclasses import dataclass
+
+from linkwrap.ld import elf
+
+_PREFIX_MAP = (
+    (".text.", ".text"), (".rodata.", ".rodata"), (".data.rel.ro.", ".data.rel.ro"), (".data.", ".data"),
+    (".bss.", ".bss"), (".tdata.", ".tdata"), (".tbss.", ".tbss"), (".init_array.", ".init_array"),
+    (".fini_array.", ".fini_array"), (".preinit_array.", ".preinit_array"),
+    (".gcc_except_table.", ".gcc_except_table"), (".ldata.", ".ldata"), (".lrodata.", ".lrodata"),
+    (".lbss.", ".lbss"),
+)
+
+# (class, rank) of known output sections; others are classified by their flags.
+_RANKS = {
+    ".interp": (0, 0), ".note.gnu.build-id": (0, 1), ".gnu.hash": (0, 3),
+    ".dynsym": (0, 4), ".dynstr": (0, 5), ".gnu.version": (0, 6), ".gnu.version_r": (0, 7),
+    ".rela.dyn": (0, 8), ".rela.plt": (0, 9),
+    ".init": (1, 0), ".plt": (1, 1), ".text": (1, 2), ".fini": (1, 9),
+    ".rodata": (2, 0), ".eh_frame_hdr": (2, 5), ".eh_frame": (2, 6), ".gcc_except_table": (2, 7),
+    ".tdata": (3, 0), ".tbss": (3, 1), ".preinit_array": (3, 2), ".init_array": (3, 3),
+    ".fini_array": (3, 4), ".data.rel.ro": (3, 5), ".dynamic": (3, 6), ".got": (3, 7),
+    ".got.plt": (4, 0), ".data": (4, 1), ".bss": (4, 8),
+}
+
+
+def output_name(sec) -> str:
+    n = sec.name
+    if not sec.flags & elf.SHF_ALLOC:
+        return n
+    if sec.flags & elf.SHF_TLS:
+        return ".tbss" if sec.type == elf.SHT_NOBITS else ".tdata"
+    for prefix, out in _PREFIX_MAP:
+        if n.startswith(prefix):
+            return out
+    return n
+
+
+def _init_priority(sec):
+    """.init_array.00101 -> 101; plain .init_array comes after every prioritised one."""
+    tail = sec.name.rsplit(".", 1)[-1]
+    return int(tail) if tail.isdigit() else 65536
+
+
+class OutputSection:
+    __slots__ = ("name", "type", "flags", "align", "members", "addr", "offset", "size", "index",
+                 "cls", "rank", "entsize", "link", "info", "first_input")
+
+    def __init__(self, name, cls, rank):
+        self.name = name
+        self.type = elf.SHT_NULL
+        self.flags = 0
+        self.align = 1
+        self.members = []
+        self.addr = 0
+        self.offset = 0
+        self.size = 0
+        self.index = 0
+        self.cls = cls
+        self.rank = rank
+        self.entsize = 0
+        self.link = None
+        self.info = 0
+        self.first_input = 0
+
+    def __repr__(self):
+        return f"OutputSection({self.name} @0x{self.addr:x} size 0x{self.size:x})"
+
+
+@dataclass(frozen=True)
+class Segment:
+    type: int
+    flags: int
+    offset: int
+    vaddr: int
+    filesz: int
+    memsz: int
+    align: int
+
+
+@dataclass(frozen=True)
+class Layout:
+    mode: object
+    synth: object
+    osecs: tuple              # every output section in file order (index 1..n in the section headers)
+    by_name: dict
+    segments: tuple
+    entry: int
+    tls_start: int
+    tls_end_tp: int           # end of the TLS block, aligned: the thread pointer's offset 0
+    file_size: int
+    shoff: int
+    shstrtab: bytes
+    shstr_offsets: dict
+
+    # --- addresses used by relocation recipes and synthetic sections ---
+    def osec(self, name):
+        return self.by_name[name]
+
+    @property
+    def got_base(self):
+        g = self.synth.got_plt
+        return g.addr if g is not None and g.osec is not None else 0
+
+    def got_slot(self, s):
+        return self.synth.got.addr + 8 * s.got
+
+    def gottp_slot(self, s):
+        return self.synth.got.addr + 8 * s.gottp
+
+    def tp_offset(self, addr):
+        return addr - self.tls_end_tp
+
+    def dtp_offset(self, addr):
+        return addr - self.tls_start
+
+    def real_addr(self, s):
+        sec = s.section
+        if sec is not None:
+            return sec.osec.addr + sec.out_off + s.value if sec.live and sec.osec is not None else 0
+        if s.dso is not None:
+            return 0
+        return s.value
+
+    def sym_addr(self, s):
+        """The address references to s resolve to: its PLT entry for IFUNCs and imported functions."""
+        if s.plt >= 0 and (s.type == elf.STT_GNU_IFUNC or (s.dso is not None and not s.copy)):
+            return self.synth.plt.entry_addr(s.plt)
+        return self.real_addr(s)
+
+    def shndx_of_addr(self, addr):
+        for o in self.osecs:
+            if o.flags & elf.SHF_ALLOC and o.addr <= addr < o.addr + max(o.size, 1):
+                return o.index
+        return elf.SHN_ABS
+
+
+# Symbols the linker defines when something references them (GNU ld's PROVIDE).
+LINKER_SYMBOLS = (
+    "__ehdr_start", "__executable_start", "_etext", "etext", "__etext", "_edata", "edata", "__bss_start",
+    "_end", "end", "__init_array_start", "__init_array_end", "__fini_array_start", "__fini_array_end",
+    "__preinit_array_start", "__preinit_array_end", "__rela_iplt_start", "__rela_iplt_end",
+    "_GLOBAL_OFFSET_TABLE_", "_DYNAMIC", "__GNU_EH_FRAME_HDR", "_TLS_MODULE_BASE_",
+)
+
+
+def reserve_linker_symbols(opts, mode, res):
+    """Mark referenced linker-defined symbols as defined (values come in compute())."""
+    names = set(LINKER_SYMBOLS)
+    if not mode.dynamic:
+        names.discard("_DYNAMIC")
+    secnames = {s.name for obj in res.objects for s in obj.sections if s is not None and s.live}
+    for name, s in res.symtab.items():
+        if s.file is not None or s.dso is not None:
+            continue
+        if name in names or ((name.startswith("__start_") and name[8:] in secnames) or
+                             (name.startswith("__stop_") and name[7:] in secnames)):
+            s.linker_defined = True
+
+
+def compute(opts, mode, res, live, synth) -> Layout:
+    osecs = {}
+
+    def osec_for(name, member):
+        o = osecs.get(name)
+        if o is None:
+            cls, rank = _classify(name, member, opts)
+            o = osecs[name] = OutputSection(name, cls, rank)
+            o.first_input = len(osecs)
+        return o
+
+    for sec in live.sections:
+        if opts.strip_debug and not sec.flags & elf.SHF_ALLOC and sec.name.startswith((".debug", ".zdebug")):
+            continue
+        if opts.strip_all and not sec.flags & elf.SHF_ALLOC and sec.name != ".comment":
+            continue
+        name = output_name(sec)
+        osec_for(name, sec).members.append(sec)
+    for syn in synth.all:
+        osec_for(syn.name, syn).members.append(syn)
+
+    # merge flags/types, sort init/fini arrays by priority, place members
+    for o in osecs.values():
+        if o.name in (".init_array", ".fini_array", ".preinit_array"):
+            o.members.sort(key=_init_priority)
+        if o.name == ".bss":
+            o.members.sort(key=lambda m: m.file is None)   # commons and copies after input .bss
+        progbits = False
+        for m in o.members:
+            o.flags |= m.flags & (elf.SHF_ALLOC | elf.SHF_WRITE | elf.SHF_EXECINSTR | elf.SHF_TLS |
+                                  elf.SHF_MERGE | elf.SHF_STRINGS | elf.SHF_INFO_LINK)
+            if m.type != elf.SHT_NOBITS:
+                progbits = True
+            o.align = max(o.align, m.align)
+        first = o.members[0]
+        o.type = first.type if first.type != elf.SHT_NOBITS or not progbits else elf.SHT_PROGBITS
+        if o.type == elf.SHT_NOBITS and progbits:
+            o.type = elf.SHT_PROGBITS
+        o.entsize = first.entsize if len(o.members) == 1 or o.flags & elf.SHF_MERGE else 0
+        if o.flags & elf.SHF_MERGE and any(m.entsize != o.entsize for m in o.members):
+            o.flags &= ~(elf.SHF_MERGE | elf.SHF_STRINGS)
+            o.entsize = 0
+        off = 0
+        for m in o.members:
+            off = elf.align_up(off, m.align)
+            m.osec = o
+            m.out_off = off
+            off += m.size if m.file is not None else m.size()
+        o.size = off
+        if first.file is None:
+            o.link = first.link
+            o.info = first.info
+            o.entsize = first.entsize
+
+    ordered = sorted(osecs.values(), key=lambda o: (o.cls, o.rank, o.first_input))
+    alloc = [o for o in ordered if o.flags & elf.SHF_ALLOC]
+    nonalloc = [o for o in ordered if not o.flags & elf.SHF_ALLOC]
+
+    # which program headers exist decides how big the headers are
+    classes = sorted({o.cls for o in alloc} | {0})
+    has = {o.name for o in alloc}
+    tls = [o for o in alloc if o.flags & elf.SHF_TLS]
+    notes = [o for o in alloc if o.type == elf.SHT_NOTE]
+    relro = opts.z_relro and any(o.cls == 3 for o in alloc)
+    ph_types = []
+    if mode.interp:
+        ph_types += [elf.PT_PHDR, elf.PT_INTERP]
+    ph_types += [elf.PT_LOAD] * len(classes)
+    if mode.dynamic:
+        ph_types.append(elf.PT_DYNAMIC)
+    if notes:
+        ph_types.append(elf.PT_NOTE)
+    if tls:
+        ph_types.append(elf.PT_TLS)
+    if ".eh_frame_hdr" in has:
+        ph_types.append(elf.PT_GNU_EH_FRAME)
+    ph_types.append(elf.PT_GNU_STACK)
+    if relro:
+        ph_types.append(elf.PT_GNU_RELRO)
+
+    base = mode.base
+    hdr_size = 64 + 56 * len(ph_types)
+    addr = base + hdr_size
+    seg_ranges = {}
+    prev_cls = 0
+    for o in alloc:
+        if o.cls != prev_cls:
+            addr = elf.align_up(addr, elf.PAGE)
+            prev_cls = o.cls
+        addr = elf.align_up(addr, o.align)
+        o.addr = addr
+        o.offset = addr - base
+        start, end_file, end_mem = seg_ranges.get(o.cls, (addr if o.cls else base, 0, 0))
+        if o.flags & elf.SHF_TLS and o.type == elf.SHT_NOBITS:
+            # .tbss: counted in PT_TLS, but later sections reuse its addresses
+            seg_ranges[o.cls] = (start, end_file, max(end_mem, addr))
+            continue
+        addr += o.size
+        if o.type != elf.SHT_NOBITS:
+            end_file = addr
+        seg_ranges[o.cls] = (start, end_file, max(end_mem, addr))
+    file_end = max((o.offset + (o.size if o.type != elf.SHT_NOBITS else 0) for o in alloc), default=hdr_size)
+    file_end = max(file_end, hdr_size)
+    for o in nonalloc:
+        file_end = elf.align_up(file_end, o.align)
+        o.addr = 0
+        o.offset = file_end
+        file_end += o.size if o.type != elf.SHT_NOBITS else 0
+
+    # section header string table and section indexes
+    out_osecs = alloc + nonalloc
+    shstr = bytearray(b"\0")
+    shstr_off = {}
+    for k, o in enumerate(out_osecs, 1):
+        o.index = k
+    for name in [o.name for o in out_osecs] + [".shstrtab"]:
+        if name not in shstr_off:
+            shstr_off[name] = len(shstr)
+            shstr += name.encode() + b"\0"
+    shstr_pos = file_end
+    file_end += len(shstr)
+    shoff = elf.align_up(file_end, 8)
+    file_size = shoff + 64 * (len(out_osecs) + 2)
+
+    # program headers
+    segs = []
+    by_name = {o.name: o for o in out_osecs}
+    if mode.interp:
+        segs.append(Segment(elf.PT_PHDR, elf.PF_R, 64, base + 64, hdr_size - 64, hdr_size - 64, 8))
+        it = by_name[".interp"]
+        segs.append(Segment(elf.PT_INTERP, elf.PF_R, it.offset, it.addr, it.size, it.size, 1))
+    for cls in classes:
+        start, end_file, end_mem = seg_ranges.get(cls, (base, base + hdr_size, base + hdr_size))
+        if cls == 0:
+            start = base
+            end_file = max(end_file, base + hdr_size)
+            end_mem = max(end_mem, end_file)
+        flags = {0: elf.PF_R, 1: elf.PF_R | elf.PF_X, 2: elf.PF_R, 3: elf.PF_R | elf.PF_W,
+                 4: elf.PF_R | elf.PF_W}[cls]
+        filesz = max(end_file - start, 0)
+        segs.append(Segment(elf.PT_LOAD, flags, start - base, start, filesz, end_mem - start, elf.PAGE))
+    if mode.dynamic:
+        d = by_name[".dynamic"]
+        segs.append(Segment(elf.PT_DYNAMIC, elf.PF_R | elf.PF_W, d.offset, d.addr, d.size, d.size, 8))
+    if notes:
+        n0, n1 = notes[0], notes[-1]
+        sz = n1.addr + n1.size - n0.addr
+        segs.append(Segment(elf.PT_NOTE, elf.PF_R, n0.offset, n0.addr, sz, sz, max(o.align for o in notes)))
+    tls_start = tls_end_tp = 0
+    if tls:
+        t0 = tls[0]
+        talign = max(o.align for o in tls)
+        tls_start = t0.addr
+        memsz = tls[-1].addr + tls[-1].size - tls_start
+        filesz = sum(o.size for o in tls if o.type != elf.SHT_NOBITS)
+        filesz = max((o.addr + o.size - tls_start for o in tls if o.type != elf.SHT_NOBITS), default=0)
+        tls_end_tp = tls_start + elf.align_up(memsz, talign)
+        segs.append(Segment(elf.PT_TLS, elf.PF_R, t0.offset, tls_start, filesz, memsz, talign))
+    if ".eh_frame_hdr" in has:
+        e = by_name[".eh_frame_hdr"]
+        segs.append(Segment(elf.PT_GNU_EH_FRAME, elf.PF_R, e.offset, e.addr, e.size, e.size, 4))
+    segs.append(Segment(elf.PT_GNU_STACK, elf.PF_R | elf.PF_W | (elf.PF_X if opts.z_execstack else 0),
+                        0, 0, 0, 0, 16))
+    if relro:
+        start, end_file, end_mem = seg_ranges[3]
+        sz = elf.align_up(end_mem, elf.PAGE) - start
+        segs.append(Segment(elf.PT_GNU_RELRO, elf.PF_R, start - base, start, sz, sz, 1))
+    assert len(segs) == len(ph_types), (segs, ph_types)
+
+    entry_sym = res.symtab.get(opts.entry)
+    lk = Layout(mode, synth, tuple(out_osecs), by_name, tuple(segs), 0, tls_start, tls_end_tp,
+                file_size, shoff, bytes(shstr), {**shstr_off, "#pos": shstr_pos})
+    _assign_linker_symbols(opts, mode, res, lk, seg_ranges, alloc)
+    entry = 0
+    if entry_sym is not None and entry_sym.defined:
+        entry = lk.sym_addr(entry_sym)
+    elif opts.entry.startswith("0x"):
+        entry = int(opts.entry, 16)
+    object.__setattr__(lk, "entry", entry)
+    return lk
+
+
+def _classify(name, m, opts):
+    if name in _RANKS:
+        cls, rank = _RANKS[name]
+        if name == ".got.plt" and opts.z_now:
+            return 3, 8
+        return cls, rank
+    f = m.flags
+    if not f & elf.SHF_ALLOC:
+        return 5, 0
+    if m.type == elf.SHT_NOTE:
+        return 0, 2
+    if f & elf.SHF_TLS:
+        return 3, 1 if m.type == elf.SHT_NOBITS else 0
+    if f & elf.SHF_EXECINSTR:
+        return 1, 5
+    if f & elf.SHF_WRITE:
+        if m.type == elf.SHT_INIT_ARRAY or m.type == elf.SHT_FINI_ARRAY or m.type == elf.SHT_PREINIT_ARRAY:
+            return 3, 3
+        return (4, 9) if m.type == elf.SHT_NOBITS else (4, 2)
+    return 2, 1
+
+
+def _assign_linker_symbols(opts, mode, res, lk, seg_ranges, alloc):
+    st = res.symtab
+    by = lk.by_name
+    base = mode.base
+    vals = {"__ehdr_start": base, "__executable_start": base}
+    if 1 in seg_ranges:
+        etext = seg_ranges[1][1]
+    else:
+        etext = base
+    vals["_etext"] = vals["etext"] = vals["__etext"] = etext
+    data_end = seg_ranges.get(4, seg_ranges.get(3, (base, base, base)))
+    vals["_edata"] = vals["edata"] = data_end[1] or data_end[0]
+    bss = by.get(".bss")
+    vals["__bss_start"] = bss.addr if bss is not None else vals["_edata"]
+    vals["_end"] = vals["end"] = max((o.addr + o.size for o in alloc), default=base)
+    fallback = seg_ranges.get(3, (base,))[0]
+    for arr in ("init_array", "fini_array", "preinit_array"):
+        o = by.get("." + arr)
+        vals[f"__{arr}_start"] = o.addr if o else fallback
+        vals[f"__{arr}_end"] = o.addr + o.size if o else fallback
+    rp = lk.synth.rela_plt
+    if not mode.pic and rp is not None and rp.osec is not None:
+        vals["__rela_iplt_start"] = rp.addr
+        vals["__rela_iplt_end"] = rp.addr + rp.size()
+    else:
+        # PIE: ld.so or _dl_relocate_static_pie applies IRELATIVE; apply_irel must find nothing
+        vals["__rela_iplt_start"] = vals["__rela_iplt_end"] = base
+    if lk.synth.got_plt is not None and lk.synth.got_plt.osec is not None:
+        vals["_GLOBAL_OFFSET_TABLE_"] = lk.synth.got_plt.addr
+    elif lk.synth.got is not None and lk.synth.got.osec is not None:
+        vals["_GLOBAL_OFFSET_TABLE_"] = lk.synth.got.addr
+    if lk.synth.dynamic is not None:
+        vals["_DYNAMIC"] = lk.synth.dynamic.addr
+    if lk.synth.eh_frame_hdr is not None:
+        vals["__GNU_EH_FRAME_HDR"] = lk.synth.eh_frame_hdr.addr
+    vals["_TLS_MODULE_BASE_"] = lk.tls_start
+    for name, s in st.items():
+        if not s.linker_defined:
+            continue
+        if name in vals:
+            s.value = vals[name]
+        elif name.startswith("__start_"):
+            o = by.get(name[8:])
+            s.value = o.addr if o else 0
+        elif name.startswith("__stop_"):
+            o = by.get(name[7:])
+            s.value = o.addr + o.size if o else 0

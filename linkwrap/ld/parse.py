@@ -1,0 +1,588 @@
+"""PARSE: command-line inputs -> Inputs (objects, archives, shared libraries, in order).
+
+Input: Options. Output: a frozen Inputs whose `items` list the command line's
+files in order, with glibc's linker scripts (libc.so: GROUP, AS_NEEDED, INPUT,
+OUTPUT_FORMAT) expanded in place. Relocatable objects get their section
+headers and symbol table read; archives only their index (members are parsed
+when resolution pulls them in); shared libraries their dynamic symbols and
+version definitions. Section bytes and relocations stay in the mmap until
+later passes ask for them.
+"""
+import mmap
+import os
+from dataclasses import dataclass
+
+from linkwrap.ld import elf
+from linkwrap.ld.diag import BadInput, Unsupported
+from linkwrap.ld.options import find_library
+
+
+class InputSection:
+    """One section of a relocatable object; placement fields are filled by layout."""
+    __slots__ = ("file", "index", "name", "type", "flags", "size", "align", "entsize", "offset",
+                 "info", "link", "rela", "data", "relocs", "live", "osec", "out_off", "fde_refs",
+                 "group_sig", "eh_records", "data_cies")
+
+    def __init__(self, file, index, name, sh):
+        self.file = file
+        self.index = index
+        self.name = name
+        _, self.type, self.flags, _, self.offset, self.size, self.link, self.info, align, self.entsize = sh
+        self.align = align or 1
+        self.rela = None          # (offset, size) of the SHT_RELA section that applies here
+        self.data = None          # bytes to copy; None means the file's bytes at offset
+        self.relocs = None        # decoded (r_offset, r_info, r_addend) tuples, or None
+        self.live = True
+        self.osec = None
+        self.out_off = 0
+        self.fde_refs = ()        # sections that this section's FDEs reference (LSDA): kept alive with it
+        self.group_sig = None
+        self.data_cies = ()
+
+    def bytes(self):
+        if self.data is not None:
+            return self.data
+        if self.type == elf.SHT_NOBITS:
+            return b""
+        return self.file.view[self.offset:self.offset + self.size]
+
+    def get_relocs(self):
+        if self.relocs is None:
+            if self.rela is None:
+                self.relocs = ()
+            else:
+                off, size = self.rela
+                self.relocs = list(elf.RELA.iter_unpack(self.file.view[off:off + size]))
+        return self.relocs
+
+    @property
+    def addr(self):
+        return self.osec.addr + self.out_off
+
+    def __repr__(self):
+        return f"{self.file.name}({self.name})"
+
+
+class ObjectFile:
+    """A relocatable object: sections, raw symbols, COMDAT groups."""
+
+    def __init__(self, name, view, archive=None):
+        self.name = name                # display name: path or lib.a(member.o)
+        self.view = view
+        self.archive = archive
+        self.sections = []
+        self.raw_syms = []              # (name, info, other, shndx, value, size)
+        self.first_global = 0
+        self.groups = []                # (signature, [section indices]) for COMDAT groups
+        self.syms = None                # filled by resolve: index -> Symbol
+        self.exec_stack = False
+        self.live = True
+        _parse_object(self)
+
+
+class SharedFile:
+    """A shared library: soname, defined dynamic symbols with their default versions."""
+
+    def __init__(self, name, view, as_needed):
+        self.name = name
+        self.view = view
+        self.as_needed = as_needed
+        self.soname = os.path.basename(name)
+        self.defs = {}                  # name -> (value, size, type, bind, version or None, shndx)
+        self.undefs = set()
+        self.by_value = {}              # value -> [names] (aliases, for copy relocations)
+        self.verdef_names = {}
+        self.section_aligns = []        # (start, end, align) of the library's sections
+        self.needed = False
+        _parse_shared(self)
+
+
+class Archive:
+    """An ar archive: its symbol index; members parsed on demand."""
+
+    def __init__(self, name, view, whole):
+        self.name = name
+        self.view = view
+        self.whole = whole
+        self.members = []               # (header offset, member name, data offset, size)
+        self.index = {}                 # symbol name -> header offset
+        self.loaded = {}                # header offset -> ObjectFile
+        _parse_archive(self)
+
+    def member(self, hdr_off):
+        obj = self.loaded.get(hdr_off)
+        if obj is None:
+            for h, mname, off, size in self.members:
+                if h == hdr_off:
+                    break
+            else:
+                raise BadInput(f"{self.name}: symbol index points to offset {hdr_off}, which is no member")
+            if self.view[off:off + 4] != elf.ELFMAG:
+                raise BadInput(f"{self.name}({mname}): member is not an ELF object")
+            obj = ObjectFile(f"{self.name}({mname})", self.view[off:off + size], self)
+            self.loaded[hdr_off] = obj
+        return obj
+
+
+@dataclass(frozen=True)
+class InputItem:
+    """One entry of the link order: kind is 'object', 'archive', 'shared', 'group-start' or 'group-end'."""
+    kind: str
+    file: object = None
+
+
+@dataclass(frozen=True)
+class Inputs:
+    items: tuple
+    exec_stack_requested: bool
+
+
+def read_inputs(opts, diag) -> Inputs:
+    items = []
+    for arg in opts.inputs:
+        if arg.kind in ("group-start", "group-end"):
+            items.append(InputItem(arg.kind))
+        elif arg.kind == "lib":
+            path = find_library(arg.name, opts, arg.static or opts.static)
+            if path is None:
+                diag.error(f"cannot find -l{arg.name}: No such file or directory")
+                continue
+            _read_file(path, arg, opts, items, diag, 0)
+        elif not os.path.exists(arg.name):
+            diag.error(f"cannot find {arg.name}: No such file or directory")
+        else:
+            _read_file(arg.name, arg, opts, items, diag, 0)
+    diag.checkpoint()
+    return Inputs(tuple(items), False)
+
+
+def _map(path):
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                return memoryview(b"")
+            return memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
+    except IsADirectoryError:
+        raise BadInput(f"{path}: is a directory") from None
+    except FileNotFoundError:
+        raise BadInput(f"cannot find {path}: No such file or directory") from None
+    except OSError as e:
+        raise BadInput(f"cannot open {path}: {e.strerror}") from None
+
+
+def _read_file(path, arg, opts, items, diag, depth):
+    view = _map(path)
+    head = bytes(view[:8])
+    if head[:4] == elf.ELFMAG:
+        if len(view) < 64:
+            raise BadInput(f"{path}: file truncated")
+        etype = elf.U16.unpack_from(view, 16)[0]
+        if etype == elf.ET_REL:
+            items.append(InputItem("object", ObjectFile(path, view)))
+        elif etype == elf.ET_DYN:
+            if opts.static:
+                raise BadInput(f"attempted static link of dynamic object `{path}'")
+            items.append(InputItem("shared", SharedFile(path, view, arg.as_needed)))
+        else:
+            raise BadInput(f"{path}: file format not recognized (ELF type {etype} is no object or library)")
+    elif head == b"!<arch>\n":
+        items.append(InputItem("archive", Archive(path, view, arg.whole_archive)))
+    elif head == b"!<thin>\n":
+        raise Unsupported(f"thin archive {path}")
+    else:
+        _read_script(path, bytes(view), arg, opts, items, diag, depth)
+
+
+# --- linker scripts: only the subset glibc and gcc ship -------------------------
+
+def _tokens(text):
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c.isspace() or c == ",":
+            i += 1
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        elif c in "();":
+            out.append(c)
+            i += 1
+        elif c == '"':
+            j = text.find('"', i + 1)
+            if j < 0:
+                j = n
+            out.append(text[i + 1:j])
+            i = j + 1
+        else:
+            j = i
+            while j < n and not text[j].isspace() and text[j] not in '(),;"':
+                j += 1
+            out.append(text[i:j])
+            i = j
+    return out
+
+
+def _read_script(path, data, arg, opts, items, diag, depth):
+    try:
+        text = data.decode("ascii")
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: file format not recognized") from None
+    if "\0" in text:
+        raise BadInput(f"{path}: file format not recognized")
+    toks = _tokens(text)
+    if not toks or toks[0] not in ("GROUP", "INPUT", "OUTPUT_FORMAT", "SEARCH_DIR", "OUTPUT_ARCH", "AS_NEEDED"):
+        if toks and toks[0] in ("SECTIONS", "MEMORY", "PHDRS", "ENTRY", "VERSION", "INCLUDE", "PROVIDE"):
+            raise Unsupported(f"linker script command {toks[0]} in {path}")
+        raise BadInput(f"{path}: file format not recognized")
+    if depth > 8:
+        raise BadInput(f"{path}: linker scripts nested too deeply")
+    i = 0
+
+    def parens():
+        nonlocal i
+        if i >= len(toks) or toks[i] != "(":
+            raise BadInput(f"{path}: syntax error in linker script near '{toks[i - 1]}'")
+        depth_ = 0
+        start = i + 1
+        while i < len(toks):
+            if toks[i] == "(":
+                depth_ += 1
+            elif toks[i] == ")":
+                depth_ -= 1
+                if depth_ == 0:
+                    i += 1
+                    return toks[start:i - 1]
+            i += 1
+        raise BadInput(f"{path}: syntax error in linker script: unbalanced parentheses")
+
+    base = os.path.dirname(path)
+    while i < len(toks):
+        cmd = toks[i]
+        i += 1
+        if cmd == ";":
+            continue
+        if cmd in ("OUTPUT_FORMAT", "OUTPUT_ARCH", "SEARCH_DIR"):
+            parens()
+        elif cmd in ("GROUP", "INPUT"):
+            body = parens()
+            if cmd == "GROUP":
+                items.append(InputItem("group-start"))
+            _script_inputs(path, base, body, arg, opts, items, diag, depth, False)
+            if cmd == "GROUP":
+                items.append(InputItem("group-end"))
+        else:
+            raise Unsupported(f"linker script command {cmd} in {path}")
+
+
+def _script_inputs(path, base, body, arg, opts, items, diag, depth, as_needed):
+    from dataclasses import replace
+    j = 0
+    while j < len(body):
+        t = body[j]
+        if t == "AS_NEEDED":
+            k = j + 2
+            level = 1
+            while k < len(body) and level:
+                level += {"(": 1, ")": -1}.get(body[k], 0)
+                k += 1
+            _script_inputs(path, base, body[j + 2:k - 1], arg, opts, items, diag, depth, True)
+            j = k
+            continue
+        sub = replace(arg, as_needed=arg.as_needed or as_needed)
+        if t.startswith("-l"):
+            p = find_library(t[2:], opts, arg.static or opts.static)
+            if p is None:
+                diag.error(f"cannot find {t}: No such file or directory")
+            else:
+                _read_file(p, sub, opts, items, diag, depth + 1)
+        else:
+            p = t
+            if not os.path.isabs(t) and not os.path.exists(t):
+                cands = [os.path.join(base, t)] + [os.path.join(d, t) for d in opts.lib_dirs]
+                p = next((c for c in cands if os.path.exists(c)), t)
+            if not os.path.exists(p):
+                diag.error(f"cannot find {t} (named in {path})")
+            else:
+                _read_file(p, sub, opts, items, diag, depth + 1)
+        j += 1
+
+
+# --- ELF relocatable objects -----------------------------------------------------
+
+_DROP_TYPES = {elf.SHT_NULL, elf.SHT_SYMTAB, elf.SHT_STRTAB, elf.SHT_RELA, elf.SHT_GROUP,
+               elf.SHT_SYMTAB_SHNDX, elf.SHT_LLVM_ADDRSIG}
+
+
+def _cstr(view, off):
+    end = off
+    # bytes.index on a small window is much faster than scanning the memoryview byte by byte
+    chunk = bytes(view[off:off + 256])
+    k = chunk.find(b"\0")
+    while k < 0:
+        end += len(chunk)
+        chunk = bytes(view[off:end + 4096])
+        k = chunk.find(b"\0")
+        if end + 4096 >= len(view) and k < 0:
+            return chunk.decode("utf-8", "replace")
+    return chunk[:k].decode("utf-8", "replace")
+
+
+class _Strtab:
+    """NUL-terminated strings of one string table section, decoded on demand."""
+    __slots__ = ("data",)
+
+    def __init__(self, view, off, size):
+        self.data = bytes(view[off:off + size])
+
+    def get(self, off):
+        d = self.data
+        end = d.find(b"\0", off)
+        return d[off:end if end >= 0 else len(d)].decode("utf-8", "replace")
+
+
+def _elf_header(obj):
+    v = obj.view
+    if len(v) < 64:
+        raise BadInput(f"{obj.name}: file truncated")
+    (ident, etype, machine, _, _, _, shoff, _, _, _, _, shentsize, shnum, shstrndx) = elf.EHDR.unpack_from(v, 0)
+    if ident[4] != 2 or ident[5] != 1:
+        raise BadInput(f"{obj.name}: file in wrong format (not 64-bit little-endian ELF)")
+    if machine != elf.EM_X86_64:
+        raise BadInput(f"{obj.name}: file in wrong format (machine {machine}, not x86-64)")
+    if shoff == 0 or shentsize != elf.SHDR.size:
+        raise BadInput(f"{obj.name}: file format not recognized (no section headers)")
+    if shoff + elf.SHDR.size > len(v):
+        raise BadInput(f"{obj.name}: file truncated (section headers at {shoff} past end of file)")
+    sh0 = elf.SHDR.unpack_from(v, shoff)
+    if shnum == 0:
+        shnum = sh0[5]
+    if shstrndx == elf.SHN_XINDEX:
+        shstrndx = sh0[6]
+    if shoff + shnum * elf.SHDR.size > len(v):
+        raise BadInput(f"{obj.name}: file truncated (section headers past end of file)")
+    shdrs = [elf.SHDR.unpack_from(v, shoff + k * elf.SHDR.size) for k in range(shnum)]
+    for k, sh in enumerate(shdrs):
+        if sh[1] != elf.SHT_NOBITS and sh[4] + sh[5] > len(v):
+            raise BadInput(f"{obj.name}: file truncated (section {k} extends past end of file)")
+    if shstrndx >= shnum:
+        raise BadInput(f"{obj.name}: bad section name table index {shstrndx}")
+    return etype, shdrs, shstrndx
+
+
+def _parse_object(obj):
+    etype, shdrs, shstrndx = _elf_header(obj)
+    v = obj.view
+    names = _Strtab(v, shdrs[shstrndx][4], shdrs[shstrndx][5])
+    sections = [None] * len(shdrs)
+    symtab_idx = None
+    xindex = None
+    for k, sh in enumerate(shdrs):
+        st = sh[1]
+        if st == elf.SHT_SYMTAB:
+            symtab_idx = k
+        elif st == elf.SHT_SYMTAB_SHNDX:
+            xindex = sh
+    for k, sh in enumerate(shdrs):
+        st = sh[1]
+        if k == 0 or st in _DROP_TYPES:
+            continue
+        name = names.get(sh[0])
+        flags = sh[2]
+        if st == elf.SHT_REL:
+            raise Unsupported(f"{obj.name}: SHT_REL section {name} (x86-64 objects use RELA)")
+        if flags & elf.SHF_EXCLUDE or name.startswith(".gnu.lto_") or name == ".llvmbc" or name == ".llvmcmd":
+            continue
+        if name == ".note.GNU-stack":
+            obj.exec_stack = bool(flags & elf.SHF_EXECINSTR)
+            continue
+        if name == ".note.gnu.property":
+            continue  # x86 ISA/CET property notes would need merging; GNU ld output without them is valid
+        if name.startswith(".gnu.warning"):
+            continue
+        if (name.startswith((".ctors", ".dtors")) and sh[5]) and flags & elf.SHF_ALLOC:
+            # they would have to be folded, reversed, into .init_array/.fini_array
+            raise Unsupported(f"{obj.name}: old-style constructor section {name}")
+        if flags & elf.SHF_COMPRESSED:
+            raise Unsupported(f"{obj.name}: compressed section {name}")
+        sections[k] = InputSection(obj, k, name, sh)
+    for k, sh in enumerate(shdrs):
+        if sh[1] == elf.SHT_RELA:
+            target = sh[7]
+            if target < len(sections) and sections[target] is not None:
+                sections[target].rela = (sh[4], sh[5])
+    obj.sections = sections
+    if symtab_idx is not None:
+        sh = shdrs[symtab_idx]
+        if sh[6] >= len(shdrs):
+            raise BadInput(f"{obj.name}: symbol table's string table index {sh[6]} out of range")
+        strs = _Strtab(v, shdrs[sh[6]][4], shdrs[sh[6]][5])
+        get = strs.get
+        raw = []
+        xs = None
+        if xindex is not None:
+            xs = memoryview(bytes(v[xindex[4]:xindex[4] + xindex[5]])).cast("I")
+        for k, (n, info, other, shndx, value, size) in enumerate(elf.SYM.iter_unpack(v[sh[4]:sh[4] + sh[5]])):
+            if shndx == elf.SHN_XINDEX and xs is not None:
+                shndx = xs[k]
+            raw.append((get(n) if n else "", info, other, shndx, value, size))
+        obj.raw_syms = raw
+        obj.first_global = sh[7]
+    for k, sh in enumerate(shdrs):
+        if sh[1] == elf.SHT_GROUP:
+            words = memoryview(bytes(v[sh[4]:sh[4] + sh[5]])).cast("I")
+            if not len(words) or not words[0] & elf.GRP_COMDAT:
+                continue
+            if sh[7] >= len(obj.raw_syms):
+                raise BadInput(f"{obj.name}: group section {k} names symbol {sh[7]}, out of range")
+            sym = obj.raw_syms[sh[7]]
+            sig = sym[0]
+            if sym[1] & 0xF == elf.STT_SECTION and sym[3] < len(shdrs):
+                sig = names.get(shdrs[sym[3]][0])
+            members = [m for m in words[1:]]
+            obj.groups.append((sig, members))
+            for m in members:
+                if m < len(sections) and sections[m] is not None:
+                    sections[m].group_sig = sig
+
+
+# --- archives -----------------------------------------------------------------------
+
+def _parse_archive(ar):
+    v = ar.view
+    n = len(v)
+    off = 8
+    longnames = b""
+    index_raw = None
+    index64 = False
+    while off < n:
+        if off + 60 > n:
+            if bytes(v[off:n]).strip(b"\n") == b"":
+                break
+            raise BadInput(f"{ar.name}: truncated archive (member header at offset {off} cut short)")
+        hdr = bytes(v[off:off + 60])
+        if hdr[58:60] != b"`\n":
+            raise BadInput(f"{ar.name}: malformed archive (bad member header at offset {off})")
+        try:
+            size = int(hdr[48:58].decode().strip() or 0)
+        except ValueError:
+            raise BadInput(f"{ar.name}: malformed archive (bad member size at offset {off})") from None
+        data = off + 60
+        if data + size > n:
+            raise BadInput(f"{ar.name}: truncated archive (member at offset {off} needs {size} bytes, "
+                           f"{n - data} left)")
+        raw_name = hdr[:16].decode("ascii", "replace").rstrip()
+        if raw_name == "/":
+            index_raw = (data, size)
+        elif raw_name == "/SYM64/":
+            index_raw, index64 = (data, size), True
+        elif raw_name == "//":
+            longnames = bytes(v[data:data + size])
+        else:
+            if raw_name.startswith("/") and raw_name[1:].isdigit():
+                p = int(raw_name[1:])
+                end = longnames.find(b"/\n", p)
+                mname = longnames[p:end if end >= 0 else None].decode("utf-8", "replace")
+            else:
+                mname = raw_name[:-1] if raw_name.endswith("/") else raw_name
+            ar.members.append((off, mname, data, size))
+        off = data + size + (size & 1)
+    if index_raw is not None:
+        d, size = index_raw
+        w = 8 if index64 else 4
+        fmt = ">Q" if index64 else ">I"
+        import struct
+        if size < w:
+            raise BadInput(f"{ar.name}: malformed archive symbol index")
+        count = struct.unpack_from(fmt, v, d)[0]
+        if w + count * w > size:
+            raise BadInput(f"{ar.name}: malformed archive symbol index (claims {count} symbols)")
+        offsets = struct.unpack_from(f">{count}{fmt[1]}", v, d + w)
+        names = bytes(v[d + w + count * w:d + size]).split(b"\0")
+        idx = ar.index
+        for k in range(count):
+            nm = names[k].decode("utf-8", "replace")
+            if nm not in idx:
+                idx[nm] = offsets[k]
+    elif ar.members:
+        _build_index(ar)
+
+
+def _build_index(ar):
+    """An archive without a symbol index (no ranlib): read every member's globals."""
+    for h, mname, off, size in ar.members:
+        if ar.view[off:off + 4] != elf.ELFMAG:
+            continue
+        obj = ar.member(h)
+        for name, info, other, shndx, value, sz in obj.raw_syms[obj.first_global:]:
+            if shndx != elf.SHN_UNDEF and name and name not in ar.index:
+                ar.index[name] = h
+
+
+# --- shared libraries ----------------------------------------------------------------
+
+def _parse_shared(so):
+    _, shdrs, shstrndx = _elf_header(so)
+    v = so.view
+    dynsym = versym = verdef = dynamic = None
+    for sh in shdrs:
+        t = sh[1]
+        if t == elf.SHT_DYNSYM:
+            dynsym = sh
+        elif t == elf.SHT_GNU_VERSYM:
+            versym = sh
+        elif t == elf.SHT_GNU_VERDEF:
+            verdef = sh
+        elif t == elf.SHT_DYNAMIC:
+            dynamic = sh
+        if sh[2] & elf.SHF_ALLOC:
+            so.section_aligns.append((sh[3], sh[3] + sh[5], sh[8] or 1))
+    if dynsym is None:
+        raise BadInput(f"{so.name}: shared library has no dynamic symbol table")
+    strs = _Strtab(v, shdrs[dynsym[6]][4], shdrs[dynsym[6]][5])
+    if dynamic is not None:
+        for tag, val in elf.DYN.iter_unpack(v[dynamic[4]:dynamic[4] + dynamic[5]]):
+            if tag == elf.DT_SONAME:
+                so.soname = strs.get(val)
+            elif tag == elf.DT_NULL:
+                break
+    vnames = {}
+    if verdef is not None:
+        off = verdef[4]
+        for _ in range(verdef[7]):
+            vd_version, vd_flags, vd_ndx, vd_cnt, vd_hash, vd_aux, vd_next = \
+                __import__("struct").unpack_from("<HHHHIII", v, off)
+            name_off = elf.U32.unpack_from(v, off + vd_aux)[0]
+            vnames[vd_ndx] = strs.get(name_off)
+            if not vd_next:
+                break
+            off += vd_next
+    so.verdef_names = vnames
+    vers = None
+    if versym is not None:
+        vers = memoryview(bytes(v[versym[4]:versym[4] + versym[5]])).cast("H")
+    defs = so.defs
+    by_value = so.by_value
+    get = strs.get
+    for k, (n, info, other, shndx, value, size) in enumerate(elf.SYM.iter_unpack(v[dynsym[4]:dynsym[4] + dynsym[5]])):
+        if k == 0:
+            continue
+        bind = info >> 4
+        if bind == elf.STB_LOCAL:
+            continue
+        name = get(n)
+        if shndx == elf.SHN_UNDEF:
+            so.undefs.add(name)
+            continue
+        ver = None
+        if vers is not None:
+            vi = vers[k]
+            if vi & elf.VERSYM_HIDDEN:
+                continue  # a non-default version (name@VER): only explicit requests bind to it
+            vi &= 0x7FFF
+            if vi >= 2:
+                ver = vnames.get(vi)
+        defs[name] = (value, size, info & 0xF, bind, ver, shndx)
+        if info & 0xF == elf.STT_OBJECT:
+            by_value.setdefault(value, []).append(name)

@@ -1,0 +1,138 @@
+"""RELOCATE: Layout -> the output image with every section copied and relocated.
+
+Input: Layout, Liveness. Output: a bytearray of the whole output file in which
+input sections are copied to their offsets and relocations are applied. The
+R_X86_64_64 relocations that the loader must finish (RELATIVE in a PIE,
+symbolic ones against shared-library symbols) are appended to .rela.dyn.
+
+Each relocation is one lookup in x86_64.RECIPES (width, overflow check,
+formula). Overflows and references into discarded sections are reported with
+their location (object, section and offset), all in one run. In non-alloc
+sections (.debug_*) a reference to a discarded section becomes 0, the way GNU
+ld writes it.
+"""
+from linkwrap.ld import elf
+from linkwrap.ld import x86_64
+from linkwrap.ld.scan import preemptible, where
+
+_PACK = {
+    (8, ""): elf.U64.pack_into, (4, "s"): elf.I32.pack_into, (4, "u"): elf.U32.pack_into,
+    (2, "s"): __import__("struct").Struct("<h").pack_into, (2, "u"): elf.U16.pack_into,
+    (1, "s"): __import__("struct").Struct("<b").pack_into, (1, "u"): __import__("struct").Struct("<B").pack_into,
+}
+_LIMITS = {(4, "s"): (-2**31, 2**31), (4, "u"): (0, 2**32), (2, "s"): (-2**15, 2**15), (2, "u"): (0, 2**16),
+           (1, "s"): (-128, 128), (1, "u"): (0, 256)}
+MASK64 = (1 << 64) - 1
+
+
+def apply_all(lk, live, diag) -> bytearray:
+    buf = bytearray(lk.file_size)
+    for o in lk.osecs:
+        if o.type == elf.SHT_NOBITS:
+            continue
+        for m in o.members:
+            if m.file is None:
+                continue   # synthetic: written by the writer
+            if m.type == elf.SHT_NOBITS:
+                continue
+            data = m.bytes()
+            start = o.offset + m.out_off
+            buf[start:start + len(data)] = data
+            if m.rela is not None or m.relocs:
+                _relocate_section(buf, lk, m, start, diag)
+    return buf
+
+
+def _relocate_section(buf, lk, sec, start, diag):
+    mode = lk.mode
+    pic = mode.pic
+    alloc = sec.flags & elf.SHF_ALLOC
+    sec_addr = sec.osec.addr + sec.out_off
+    syms = sec.file.syms
+    recipes = x86_64.RECIPES
+    rela = lk.synth.rela_dyn
+    sym_addr = lk.sym_addr
+    skip_next = False
+    for r_off, info, A in sec.get_relocs():
+        if skip_next:
+            skip_next = False
+            continue
+        rtype = info & 0xFFFFFFFF
+        r = recipes.get(rtype)
+        if r is None:
+            if not alloc:
+                diag.error(f"{where(sec, r_off)}: unsupported relocation {elf.reloc_name(rtype)}")
+            continue
+        s = syms[info >> 32]
+        loc = start + r_off
+        P = sec_addr + r_off
+        tsec = s.section
+        if tsec is not None and not tsec.live:
+            if not alloc:
+                continue   # debug info for a discarded function: leave 0
+            if s.is_local and tsec.group_sig is not None:
+                diag.error(f"{where(sec, r_off)}: relocation refers to a discarded COMDAT section "
+                           f"{tsec.name} of {tsec.file.name}")
+                continue
+            S = 0
+        elif s.is_local and tsec is not None:
+            S = tsec.osec.addr + tsec.out_off + s.value
+            if s.type == elf.STT_GNU_IFUNC:
+                S = sym_addr(s)
+        else:
+            S = sym_addr(s)
+        kind = r.kind
+        if kind == "abs64":
+            if alloc and not s.is_local and preemptible(s, mode):
+                rela.other.append((P, (s.dynidx << 32) | elf.R_X86_64_64, A))
+                elf.U64.pack_into(buf, loc, 0)
+                continue
+            v = (S + A) & MASK64
+            if alloc and pic and not (s.is_abs or (not s.defined and not s.is_local)):
+                rela.relative.append((P, v))
+            elf.U64.pack_into(buf, loc, v)
+            continue
+        if kind == "tlsgd":
+            form = x86_64.gd_call_form(buf, loc)
+            if form is None:
+                diag.error(f"{where(sec, r_off)}: R_X86_64_TLSGD not followed by the expected "
+                           f"__tls_get_addr call sequence")
+                continue
+            if not s.is_local and preemptible(s, mode):
+                x86_64.relax_gd_to_ie(buf, loc, P, lk.gottp_slot(s))
+            else:
+                x86_64.relax_gd_to_le(buf, loc, lk.tp_offset(S + A + 4))
+            skip_next = True
+            continue
+        if kind == "tlsld":
+            form = x86_64.ld_call_form(buf, loc)
+            if form is None:
+                diag.error(f"{where(sec, r_off)}: R_X86_64_TLSLD not followed by the expected "
+                           f"__tls_get_addr call sequence")
+                continue
+            x86_64.relax_ld_to_le(buf, loc, form)
+            skip_next = True
+            continue
+        if kind == "got" and rtype != elf.R_X86_64_GOTPCREL and alloc and s.defined and not s.is_ifunc \
+                and not (s.is_abs and pic) and (s.is_local or not preemptible(s, mode)) \
+                and x86_64.relax_gotpcrelx(buf, loc, S + A - P):
+            continue
+        if kind == "dtpoff" and alloc:
+            # after the local-dynamic sequence became local-exec, x@dtpoff is a TP offset
+            v = lk.tp_offset(S) + A
+        else:
+            v = r.calc(S, A, P, s, lk)
+        key = (r.size, r.check)
+        if r.check:
+            lo, hi = _LIMITS[key]
+            if not lo <= v < hi:
+                if r.check == "u" and -2**31 <= v < 0 and r.size == 4 and rtype == elf.R_X86_64_32:
+                    pass
+                diag.error(f"{where(sec, r_off)}: relocation truncated to fit: {r.name} against "
+                           f"`{s.name or (tsec.name if tsec else '')}' (value 0x{v & MASK64:x})")
+                continue
+        elif r.size == 8:
+            v &= MASK64
+        elif r.size == 0:
+            continue
+        _PACK[key if r.check else (8, "")](buf, loc, v)

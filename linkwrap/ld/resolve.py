@@ -1,0 +1,255 @@
+"""RESOLVE: Inputs -> Resolution (one Symbol per global name, the objects that are linked).
+
+Input: Inputs in command-line order. Output: a frozen Resolution.
+
+Rules (GNU ld's): files are taken in order; an archive member is pulled in
+only when it defines a symbol that is undefined (and strongly referenced) at
+that moment; --start-group ... --end-group repeats its archives until nothing
+new is pulled in. A definition in a relocatable object beats a common symbol,
+which beats a shared library's; strong beats weak; two strong definitions are
+an error. COMDAT groups: the first group with a signature wins and the
+sections of every later one are discarded. Shared libraries under
+--as-needed become DT_NEEDED only if a linked object references them.
+"""
+from dataclasses import dataclass
+
+from linkwrap.ld import elf
+
+
+class Symbol:
+    """A symbol. Globals are shared by every file that names them; locals belong to one object."""
+    __slots__ = ("name", "file", "section", "value", "size", "type", "bind", "visibility",
+                 "is_abs", "is_common", "dso", "version", "strong_ref", "is_local",
+                 "got", "gottp", "plt", "dynidx", "copy", "needs", "exported", "linker_defined")
+
+    def __init__(self, name):
+        self.name = name
+        self.file = None          # defining ObjectFile (None: undefined, from a DSO, or linker-defined)
+        self.section = None       # defining InputSection (None: absolute / undefined)
+        self.value = 0
+        self.size = 0
+        self.type = elf.STT_NOTYPE
+        self.bind = elf.STB_GLOBAL
+        self.visibility = elf.STV_DEFAULT
+        self.is_abs = False
+        self.is_common = False
+        self.dso = None           # SharedFile that defines it, when no object does
+        self.version = None       # the DSO's version name for it (GLIBC_2.2.5 ...)
+        self.strong_ref = False   # some object references it non-weakly
+        self.is_local = False
+        self.got = -1             # slot indexes, set by scan
+        self.gottp = -1
+        self.plt = -1
+        self.dynidx = -1
+        self.copy = False
+        self.needs = 0
+        self.exported = False
+        self.linker_defined = False
+
+    @property
+    def defined(self):
+        return self.file is not None or self.dso is not None or self.is_abs or self.linker_defined
+
+    @property
+    def is_ifunc(self):
+        return self.type == elf.STT_GNU_IFUNC and self.dso is None
+
+    def __repr__(self):
+        return f"Symbol({self.name})"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    symtab: dict                  # name -> Symbol (globals)
+    objects: tuple                # ObjectFiles that are linked, in order
+    dsos: tuple                   # SharedFiles, in order (needed or not)
+    dso_names: frozenset          # every name that some shared library defines or references
+    common: tuple                 # Symbols that are still common after resolution
+
+
+class _Resolver:
+    def __init__(self, diag):
+        self.diag = diag
+        self.symtab = {}
+        self.objects = []
+        self.dsos = []
+        self.dso_defs = {}        # name -> SharedFile, first library that defines it
+        self.undef = set()        # names undefined and strongly referenced right now
+        self.comdats = {}         # signature -> ObjectFile that owns it
+
+    def add_object(self, obj):
+        self.objects.append(obj)
+        for sig, members in obj.groups:
+            if sig in self.comdats:
+                for m in members:
+                    s = obj.sections[m] if m < len(obj.sections) else None
+                    if s is not None:
+                        s.live = False
+            else:
+                self.comdats[sig] = obj
+        secs = obj.sections
+        nsec = len(secs)
+        syms = []
+        symtab = self.symtab
+        first_global = obj.first_global
+        for k, (name, info, other, shndx, value, size) in enumerate(obj.raw_syms):
+            bind = info >> 4
+            stype = info & 0xF
+            if k < first_global or bind == elf.STB_LOCAL:
+                s = Symbol(name)
+                s.is_local = True
+                s.bind = elf.STB_LOCAL
+                s.type = stype
+                s.value = value
+                s.size = size
+                s.file = obj
+                if shndx == elf.SHN_ABS:
+                    s.is_abs = True
+                elif 0 < shndx < nsec and shndx < elf.SHN_ABS:
+                    s.section = secs[shndx]
+                syms.append(s)
+                continue
+            s = symtab.get(name)
+            if s is None:
+                s = symtab[name] = Symbol(name)
+                if name in self.dso_defs:
+                    self._bind_dso(s, self.dso_defs[name])
+            syms.append(s)
+            vis = other & 3
+            if vis and vis != elf.STV_DEFAULT and (s.visibility == elf.STV_DEFAULT or vis < s.visibility):
+                s.visibility = vis
+            if shndx == elf.SHN_UNDEF:
+                if bind != elf.STB_WEAK:
+                    s.strong_ref = True
+                    if not s.defined:
+                        self.undef.add(name)
+                if s.type == elf.STT_NOTYPE and not s.defined:
+                    s.type = stype
+                continue
+            if shndx == elf.SHN_COMMON:
+                self._define_common(s, obj, value, size, stype)
+                continue
+            sec = None
+            if shndx != elf.SHN_ABS:
+                sec = secs[shndx] if shndx < nsec else None
+                if sec is None or not sec.live:
+                    continue  # defined in a discarded COMDAT section: the kept copy defines it
+            self._define(s, obj, sec, value, size, stype, bind, shndx == elf.SHN_ABS)
+        obj.syms = syms
+
+    def _bind_dso(self, s, so):
+        value, size, stype, bind, ver, shndx = so.defs[s.name]
+        s.dso = so
+        s.version = ver
+        s.value = value
+        s.size = size
+        s.type = stype
+        s.bind = bind
+
+    def _define(self, s, obj, sec, value, size, stype, bind, is_abs):
+        if s.file is not None and not s.is_common:
+            if bind == elf.STB_WEAK:
+                return  # a weak definition never replaces an existing one
+            if s.bind != elf.STB_WEAK:
+                if bind != elf.STB_GNU_UNIQUE:
+                    self.diag.error(f"{obj.name}: multiple definition of `{s.name}'; "
+                                    f"{s.file.name}: first defined here")
+                return
+        elif s.is_common and bind == elf.STB_WEAK:
+            return
+        s.file = obj
+        s.section = sec
+        s.value = value
+        s.size = size
+        s.type = stype
+        s.bind = elf.STB_WEAK if bind == elf.STB_WEAK else elf.STB_GLOBAL
+        s.is_abs = is_abs
+        s.is_common = False
+        s.dso = None
+        s.version = None
+        self.undef.discard(s.name)
+
+    def _define_common(self, s, obj, align, size, stype):
+        if s.file is not None and not s.is_common:
+            return  # a real definition beats a tentative one
+        if s.is_common:
+            if size > s.size:
+                s.size = size
+                s.file = obj
+            s.value = max(s.value, align)
+            return
+        s.file = obj
+        s.section = None
+        s.is_common = True
+        s.value = align             # st_value of a common symbol is its alignment
+        s.size = size
+        s.type = elf.STT_OBJECT
+        s.bind = elf.STB_GLOBAL
+        s.dso = None
+        s.version = None
+        self.undef.discard(s.name)
+
+    def add_dso(self, so):
+        self.dsos.append(so)
+        symtab = self.symtab
+        dso_defs = self.dso_defs
+        for name in so.defs:
+            if name not in dso_defs:
+                dso_defs[name] = so
+                s = symtab.get(name)
+                if s is not None and not s.defined:
+                    self._bind_dso(s, so)
+                    self.undef.discard(name)
+
+    def pull_from_archive(self, ar) -> bool:
+        """Load members that define currently undefined symbols, to a fixed point."""
+        pulled = False
+        if ar.whole:
+            for h, mname, off, size in ar.members:
+                if h not in ar.loaded or ar.loaded[h].syms is None:
+                    if ar.view[off:off + 4] == elf.ELFMAG:
+                        self.add_object(ar.member(h))
+                        pulled = True
+            return pulled
+        index = ar.index
+        loaded = ar.loaded
+        while True:
+            progress = False
+            for name in list(self.undef):
+                h = index.get(name)
+                if h is None or name not in self.undef:
+                    continue
+                obj = loaded.get(h)
+                if obj is not None and obj.syms is not None:
+                    continue
+                self.add_object(ar.member(h))
+                progress = pulled = True
+            if not progress:
+                return pulled
+
+
+def resolve(opts, inputs, diag) -> Resolution:
+    r = _Resolver(diag)
+    items = inputs.items
+    group_stack = []
+    for pos, item in enumerate(items):
+        kind = item.kind
+        if kind == "object":
+            r.add_object(item.file)
+        elif kind == "archive":
+            r.pull_from_archive(item.file)
+        elif kind == "shared":
+            r.add_dso(item.file)
+        elif kind == "group-start":
+            group_stack.append(pos)
+        elif kind == "group-end" and group_stack:
+            start = group_stack.pop()
+            archives = [it.file for it in items[start:pos] if it.kind == "archive"]
+            while any([r.pull_from_archive(a) for a in archives]):
+                pass
+    dso_names = set()
+    for so in r.dsos:
+        dso_names.update(so.defs)
+        dso_names.update(so.undefs)
+    common = tuple(s for s in r.symtab.values() if s.is_common)
+    return Resolution(r.symtab, tuple(r.objects), tuple(r.dsos), frozenset(dso_names), common)

@@ -1,0 +1,780 @@
+"""Linker-made sections, each behind one small interface (after lld's SyntheticSection).
+
+    size()        bytes it occupies; fixed once created (called by layout)
+    is_needed()   whether it appears in the output at all
+    finalize(lk)  compute contents that depend on addresses (after layout)
+    write_to(buf, lk) -> int   write itself into the output image; returns bytes written,
+                  which the writer checks against size() (wild's "filled == reserved")
+
+Input: Options, Mode, Resolution, Liveness, Needs. Output: Synthetics, which
+also assigns GOT/PLT/dynamic-symbol indexes to symbols and places common
+symbols and copy relocations in .bss.
+
+Dynamic relocations: .rela.dyn holds RELATIVE first (DT_RELACOUNT lets ld.so
+do them fast), then GLOB_DAT, R_X86_64_64, TPOFF64 and COPY. .rela.plt holds
+JUMP_SLOT for imported functions and IRELATIVE for the executable's own IFUNCs;
+it runs after .rela.dyn, so IFUNC resolvers see relocated data. In a static
+non-PIE executable .rela.plt is glibc's .rela.iplt, found by apply_irel()
+through __rela_iplt_start/__rela_iplt_end.
+"""
+import hashlib
+import struct
+from dataclasses import dataclass
+
+from linkwrap.ld import elf
+from linkwrap.ld import x86_64
+from linkwrap.ld.scan import preemptible
+
+
+class Synthetic:
+    type = elf.SHT_PROGBITS
+    flags = elf.SHF_ALLOC
+    align = 8
+    entsize = 0
+    file = None
+    live = True
+    link = None       # another Synthetic whose output section index goes in sh_link
+    info = 0
+
+    def __init__(self, name):
+        self.name = name
+        self.osec = None
+        self.out_off = 0
+
+    @property
+    def addr(self):
+        return self.osec.addr + self.out_off
+
+    @property
+    def offset(self):
+        return self.osec.offset + self.out_off
+
+    def size(self) -> int:
+        raise NotImplementedError
+
+    def is_needed(self) -> bool:
+        return self.size() > 0
+
+    def finalize(self, lk) -> None:
+        pass
+
+    def write_to(self, buf, lk) -> int:
+        return 0
+
+    def __repr__(self):
+        return f"<synthetic {self.name}>"
+
+
+def _put(buf, off, data):
+    buf[off:off + len(data)] = data
+    return len(data)
+
+
+class Interp(Synthetic):
+    def __init__(self, path):
+        super().__init__(".interp")
+        self.align = 1
+        self.data = path.encode() + b"\0"
+
+    def size(self):
+        return len(self.data)
+
+    def write_to(self, buf, lk):
+        return _put(buf, self.offset, self.data)
+
+
+class Comment(Synthetic):
+    """'Linker: linkwrap.ld <version>' in .comment, as lld and mold identify themselves."""
+    flags = elf.SHF_MERGE | elf.SHF_STRINGS
+    align = 1
+    entsize = 1
+
+    def __init__(self):
+        super().__init__(".comment")
+        from linkwrap import __version__
+        self.data = f"Linker: linkwrap.ld {__version__}".encode() + b"\0"
+
+    def size(self):
+        return len(self.data)
+
+    def write_to(self, buf, lk):
+        return _put(buf, self.offset, self.data)
+
+
+class BuildId(Synthetic):
+    type = elf.SHT_NOTE
+    align = 4
+
+    def __init__(self, style):
+        super().__init__(".note.gnu.build-id")
+        self.style = style
+        if style.startswith("0x"):
+            self.desc_len = len(bytes.fromhex(style[2:]))
+        else:
+            self.desc_len = {"sha1": 20, "md5": 16, "uuid": 16}[style]
+
+    def size(self):
+        return 16 + self.desc_len
+
+    def write_to(self, buf, lk):
+        # name "GNU", type NT_GNU_BUILD_ID (3); the digest is filled by fill_digest() at the very end
+        head = struct.pack("<III", 4, self.desc_len, 3) + b"GNU\0"
+        return _put(buf, self.offset, head + b"\0" * self.desc_len)
+
+    def fill_digest(self, buf):
+        if self.style == "sha1":
+            d = hashlib.sha1(buf).digest()
+        elif self.style == "md5":
+            d = hashlib.md5(buf).digest()
+        elif self.style == "uuid":
+            import os
+            d = os.urandom(16)
+        else:
+            d = bytes.fromhex(self.style[2:])
+        buf[self.offset + 16:self.offset + 16 + self.desc_len] = d
+
+
+class DynStr(Synthetic):
+    type = elf.SHT_STRTAB
+    align = 1
+
+    def __init__(self):
+        super().__init__(".dynstr")
+        self.offsets = {"": 0}
+        self.data = bytearray(b"\0")
+
+    def add(self, s: str) -> int:
+        off = self.offsets.get(s)
+        if off is None:
+            off = self.offsets[s] = len(self.data)
+            self.data += s.encode() + b"\0"
+        return off
+
+    def size(self):
+        return len(self.data)
+
+    def is_needed(self):
+        return True
+
+    def write_to(self, buf, lk):
+        return _put(buf, self.offset, self.data)
+
+
+class DynSym(Synthetic):
+    """The null symbol, the imports (undefined, not hashed), then the defined exports (hashed)."""
+    type = elf.SHT_DYNSYM
+    entsize = 24
+    info = 1
+
+    def __init__(self, dynstr, imports, exports):
+        super().__init__(".dynsym")
+        self.link = dynstr
+        self.dynstr = dynstr
+        undefined = [s for s in imports if not s.copy]
+        defined = [s for s in imports if s.copy] + [s for s in exports if not s.copy]
+        self.symoffset = 1 + len(undefined)
+        self.nbuckets = max(1, len(defined) // 8 + 1) if defined else 1
+        defined.sort(key=lambda s: elf.gnu_hash(s.name.encode()) % self.nbuckets)
+        self.symbols = undefined + defined
+        for i, s in enumerate(self.symbols, 1):
+            s.dynidx = i
+            dynstr.add(s.name)
+
+    def size(self):
+        return 24 * (1 + len(self.symbols))
+
+    def is_needed(self):
+        return True
+
+    def write_to(self, buf, lk):
+        off = self.offset
+        out = bytearray(24)
+        for s in self.symbols:
+            name = self.dynstr.offsets[s.name]
+            if s.copy or (s.dso is None and s.defined):
+                stype = elf.STT_FUNC if s.type == elf.STT_GNU_IFUNC else s.type
+                bind = elf.STB_WEAK if s.bind == elf.STB_WEAK else elf.STB_GLOBAL
+                if s.section is not None:
+                    shndx = s.section.osec.index
+                elif s.is_abs:
+                    shndx = elf.SHN_ABS
+                else:
+                    shndx = lk.shndx_of_addr(lk.sym_addr(s))
+                out += elf.SYM.pack(name, (bind << 4) | stype, 0, shndx, lk.sym_addr(s), s.size)
+            else:
+                stype = elf.STT_FUNC if s.type == elf.STT_GNU_IFUNC else s.type
+                bind = elf.STB_GLOBAL if s.strong_ref else elf.STB_WEAK
+                out += elf.SYM.pack(name, (bind << 4) | stype, 0, 0, 0, 0)
+        return _put(buf, off, out)
+
+
+class GnuHash(Synthetic):
+    type = elf.SHT_GNU_HASH
+
+    def __init__(self, dynsym):
+        super().__init__(".gnu.hash")
+        self.link = dynsym
+        self.dynsym = dynsym
+        n = len(dynsym.symbols) + 1 - dynsym.symoffset
+        words = 1
+        while words * 64 < n * 12:     # about 12 bits per symbol keeps false positives low
+            words *= 2
+        self.bloom_words = words
+        self.count = n
+
+    def size(self):
+        return 16 + 8 * self.bloom_words + 4 * self.dynsym.nbuckets + 4 * self.count
+
+    def is_needed(self):
+        return True
+
+    def write_to(self, buf, lk):
+        ds = self.dynsym
+        nb, shift, words = ds.nbuckets, 26, self.bloom_words
+        hashed = ds.symbols[ds.symoffset - 1:]
+        hashes = [elf.gnu_hash(s.name.encode()) for s in hashed]
+        bloom = [0] * words
+        buckets = [0] * nb
+        chain = [0] * len(hashed)
+        for i, h in enumerate(hashes):
+            bloom[(h // 64) % words] |= (1 << (h % 64)) | (1 << ((h >> shift) % 64))
+            b = h % nb
+            if buckets[b] == 0:
+                buckets[b] = ds.symoffset + i
+            last = i + 1 == len(hashed) or hashes[i + 1] % nb != b
+            chain[i] = (h & ~1) | (1 if last else 0)
+        data = struct.pack(f"<IIII{words}Q{nb}I{len(chain)}I", nb, ds.symoffset, words, shift,
+                           *bloom, *buckets, *chain)
+        return _put(buf, self.offset, data)
+
+
+class VerNeed(Synthetic):
+    type = elf.SHT_GNU_VERNEED
+
+    def __init__(self, dynstr, dynsym, needed):
+        super().__init__(".gnu.version_r")
+        self.link = dynstr
+        per_file = {}
+        order = [so.soname for so in needed]
+        for s in dynsym.symbols:
+            if s.dso is not None and s.version:
+                per_file.setdefault(s.dso.soname, {})
+        self.index = {}
+        nxt = 2
+        for so in needed:
+            if so.soname not in per_file:
+                continue
+        for s in dynsym.symbols:
+            if s.dso is not None and s.version:
+                vers = per_file[s.dso.soname]
+                if s.version not in vers:
+                    vers[s.version] = nxt
+                    nxt += 1
+        self.files = [(f, per_file[f]) for f in order if f in per_file] + \
+                     [(f, v) for f, v in per_file.items() if f not in order]
+        for f, vers in self.files:
+            dynstr.add(f)
+            for v in vers:
+                dynstr.add(v)
+        self.dynstr = dynstr
+        self.info = len(self.files)
+
+    def version_index(self, s):
+        if s.dso is not None and s.version:
+            for f, vers in self.files:
+                if f == s.dso.soname:
+                    return vers[s.version]
+        return elf.VER_NDX_GLOBAL
+
+    def size(self):
+        return sum(16 + 16 * len(v) for _, v in self.files)
+
+    def write_to(self, buf, lk):
+        out = bytearray()
+        st = self.dynstr.offsets
+        for k, (f, vers) in enumerate(self.files):
+            nxt = 0 if k + 1 == len(self.files) else 16 + 16 * len(vers)
+            out += struct.pack("<HHIII", 1, len(vers), st[f], 16, nxt)
+            items = list(vers.items())
+            for j, (v, idx) in enumerate(items):
+                out += struct.pack("<IHHII", elf.elf_hash(v.encode()), 0, idx, st[v],
+                                   0 if j + 1 == len(items) else 16)
+        return _put(buf, self.offset, out)
+
+
+class VerSym(Synthetic):
+    type = elf.SHT_GNU_VERSYM
+    align = 2
+    entsize = 2
+
+    def __init__(self, dynsym, verneed):
+        super().__init__(".gnu.version")
+        self.link = dynsym
+        self.dynsym = dynsym
+        self.verneed = verneed
+
+    def size(self):
+        return 2 * (1 + len(self.dynsym.symbols))
+
+    def is_needed(self):
+        return self.verneed.size() > 0
+
+    def write_to(self, buf, lk):
+        vals = [0] + [self.verneed.version_index(s) for s in self.dynsym.symbols]
+        return _put(buf, self.offset, struct.pack(f"<{len(vals)}H", *vals))
+
+
+class RelaDyn(Synthetic):
+    type = elf.SHT_RELA
+    entsize = 24
+
+    def __init__(self, name, reserved, dynsym):
+        super().__init__(name)
+        self.reserved = reserved
+        self.link = dynsym
+        self.relative = []        # (offset, addend)
+        self.other = []           # (offset, info, addend)
+
+    def size(self):
+        return 24 * self.reserved
+
+    def write_to(self, buf, lk):
+        out = bytearray()
+        for off, add in sorted(self.relative):
+            out += elf.RELA.pack(off, elf.R_X86_64_RELATIVE, add)
+        for off, info, add in self.other:
+            out += elf.RELA.pack(off, info, add)
+        return _put(buf, self.offset, out)
+
+
+class Got(Synthetic):
+    flags = elf.SHF_ALLOC | elf.SHF_WRITE
+
+    def __init__(self, entries):
+        super().__init__(".got")
+        self.entries = entries
+        for i, (kind, s) in enumerate(entries):
+            if kind == "addr":
+                s.got = i
+            else:
+                s.gottp = i
+        self.values = []
+
+    def size(self):
+        return 8 * len(self.entries)
+
+    def finalize(self, lk):
+        mode = lk.mode
+        rela = lk.synth.rela_dyn
+        vals = self.values = []
+        for i, (kind, s) in enumerate(self.entries):
+            slot = self.addr + 8 * i
+            pre = not s.is_local and preemptible(s, mode)
+            if kind == "addr":
+                if pre:
+                    rela.other.append((slot, (s.dynidx << 32) | elf.R_X86_64_GLOB_DAT, 0))
+                    vals.append(0)
+                else:
+                    a = lk.sym_addr(s)
+                    if mode.pic and not (s.is_abs or not s.defined):
+                        rela.relative.append((slot, a))
+                    vals.append(a)
+            else:
+                if pre:
+                    rela.other.append((slot, (s.dynidx << 32) | elf.R_X86_64_TPOFF64, 0))
+                    vals.append(0)
+                else:
+                    vals.append(lk.tp_offset(lk.sym_addr(s)))
+
+    def write_to(self, buf, lk):
+        return _put(buf, self.offset, struct.pack(f"<{len(self.values)}q", *self.values))
+
+
+class GotPlt(Synthetic):
+    flags = elf.SHF_ALLOC | elf.SHF_WRITE
+
+    def __init__(self, plt_syms, needed):
+        super().__init__(".got.plt")
+        self.n = len(plt_syms)
+        self.needed = needed
+
+    def size(self):
+        return 8 * (3 + self.n)
+
+    def is_needed(self):
+        return self.needed or self.n > 0
+
+    def slot(self, i):
+        return self.addr + 8 * (3 + i)
+
+    def write_to(self, buf, lk):
+        vals = [lk.synth.dynamic.addr if lk.synth.dynamic else 0, 0, 0]
+        plt = lk.synth.plt
+        for i, s in enumerate(plt.symbols):
+            vals.append(lk.real_addr(s) if s.is_ifunc else plt.entry_addr(i) + 6)
+        return _put(buf, self.offset, struct.pack(f"<{len(vals)}Q", *vals))
+
+
+class Plt(Synthetic):
+    flags = elf.SHF_ALLOC | elf.SHF_EXECINSTR
+    align = 16
+
+    def __init__(self, symbols, lazy_header):
+        super().__init__(".plt")
+        self.symbols = symbols
+        self.header = 16 if lazy_header and any(not s.is_ifunc for s in symbols) else 0
+        for i, s in enumerate(symbols):
+            s.plt = i
+
+    def size(self):
+        return self.header + 16 * len(self.symbols)
+
+    def entry_addr(self, i):
+        return self.addr + self.header + 16 * i
+
+    def write_to(self, buf, lk):
+        got = lk.synth.got_plt
+        out = bytearray()
+        if self.header:
+            out += x86_64.plt0(got.addr, self.addr)
+        for i, s in enumerate(self.symbols):
+            out += x86_64.plt_entry(got.slot(i), self.entry_addr(i), i, self.addr, bool(self.header))
+        return _put(buf, self.offset, out)
+
+
+class RelaPlt(Synthetic):
+    type = elf.SHT_RELA
+    flags = elf.SHF_ALLOC | elf.SHF_INFO_LINK
+    entsize = 24
+
+    def __init__(self, plt, dynsym):
+        super().__init__(".rela.plt")
+        self.plt = plt
+        self.link = dynsym
+
+    def size(self):
+        return 24 * len(self.plt.symbols)
+
+    def write_to(self, buf, lk):
+        out = bytearray()
+        got = lk.synth.got_plt
+        for i, s in enumerate(self.plt.symbols):
+            if s.is_ifunc:
+                # the slot gets what the resolver returns; the addend is the resolver's address
+                out += elf.RELA.pack(got.slot(i), elf.R_X86_64_IRELATIVE, lk.real_addr(s))
+            else:
+                out += elf.RELA.pack(got.slot(i), (s.dynidx << 32) | elf.R_X86_64_JUMP_SLOT, 0)
+        return _put(buf, self.offset, out)
+
+
+class Dynamic(Synthetic):
+    type = elf.SHT_DYNAMIC
+    flags = elf.SHF_ALLOC | elf.SHF_WRITE
+    entsize = 16
+
+    def __init__(self, opts, mode, dynstr, needed, present, synth_flags):
+        super().__init__(".dynamic")
+        self.link = dynstr
+        tags = []
+        for so in needed:
+            tags.append((elf.DT_NEEDED, dynstr.add(so.soname)))
+        if opts.rpath:
+            tags.append((29, dynstr.add(":".join(opts.rpath))))  # DT_RUNPATH
+        for name, t in ((".init", elf.DT_INIT), (".fini", elf.DT_FINI)):
+            if name in present:
+                tags.append((t, name))
+        for name, t, tsz in ((".preinit_array", elf.DT_PREINIT_ARRAY, elf.DT_PREINIT_ARRAYSZ),
+                             (".init_array", elf.DT_INIT_ARRAY, elf.DT_INIT_ARRAYSZ),
+                             (".fini_array", elf.DT_FINI_ARRAY, elf.DT_FINI_ARRAYSZ)):
+            if name in present:
+                tags.append((t, name))
+                tags.append((tsz, name + "#size"))
+        tags += [(elf.DT_GNU_HASH, ".gnu.hash"), (elf.DT_STRTAB, ".dynstr"), (elf.DT_SYMTAB, ".dynsym"),
+                 (elf.DT_STRSZ, ".dynstr#size"), (elf.DT_SYMENT, 24), (elf.DT_DEBUG, 0)]
+        if synth_flags["plt"]:
+            tags += [(elf.DT_PLTGOT, ".got.plt"), (elf.DT_PLTRELSZ, ".rela.plt#size"), (elf.DT_PLTREL, elf.DT_RELA),
+                     (elf.DT_JMPREL, ".rela.plt")]
+        if synth_flags["rela"]:
+            tags += [(elf.DT_RELA, ".rela.dyn"), (elf.DT_RELASZ, ".rela.dyn#size"), (elf.DT_RELAENT, 24)]
+        if opts.z_now:
+            tags.append((elf.DT_FLAGS, elf.DF_BIND_NOW))
+        flags1 = (elf.DF_1_NOW if opts.z_now else 0) | (elf.DF_1_PIE if mode.pic else 0)
+        if flags1:
+            tags.append((elf.DT_FLAGS_1, flags1))
+        if synth_flags["verneed"]:
+            tags += [(elf.DT_VERNEED, ".gnu.version_r"), (elf.DT_VERNEEDNUM, synth_flags["verneed"]),
+                     (elf.DT_VERSYM, ".gnu.version")]
+        if synth_flags["rela"]:
+            tags.append((elf.DT_RELACOUNT, "#relcount"))
+        tags.append((elf.DT_NULL, 0))
+        self.tags = tags
+
+    def size(self):
+        return 16 * len(self.tags)
+
+    def is_needed(self):
+        return True
+
+    def write_to(self, buf, lk):
+        out = bytearray()
+        for tag, v in self.tags:
+            if isinstance(v, str):
+                if v == "#relcount":
+                    v = len(lk.synth.rela_dyn.relative)
+                elif v.endswith("#size"):
+                    v = lk.osec(v[:-5]).size
+                else:
+                    v = lk.osec(v).addr
+            out += elf.DYN.pack(tag, v)
+        return _put(buf, self.offset, out)
+
+
+class EhFrameHdr(Synthetic):
+    """.eh_frame_hdr: a sorted table (initial location -> FDE) for the unwinder's binary search."""
+    align = 4
+
+    def __init__(self, fde_count):
+        super().__init__(".eh_frame_hdr")
+        self.fde_count = fde_count
+
+    def size(self):
+        return 12 + 8 * self.fde_count
+
+    def write_to(self, buf, lk):
+        eh = lk.osec(".eh_frame")
+        entries = _fde_table(buf, eh.offset, eh.addr, eh.size)
+        if len(entries) != self.fde_count:
+            raise AssertionError(f".eh_frame_hdr: found {len(entries)} FDEs, reserved {self.fde_count}")
+        entries.sort()
+        hdr = self.addr
+        out = bytearray(struct.pack("<BBBBiI", 1, 0x1B, 0x03, 0x3B, eh.addr - (hdr + 4), len(entries)))
+        for pc, fde in entries:
+            out += struct.pack("<ii", pc - hdr, fde - hdr)
+        return _put(buf, self.offset, out)
+
+
+def _read_encoded(buf, pos, enc, addr_of_pos):
+    """A DW_EH_PE-encoded pointer at buf[pos] -> (value, size)."""
+    fmt = enc & 0x0F
+    if fmt == 0x00:
+        v, n = struct.unpack_from("<Q", buf, pos)[0], 8
+    elif fmt == 0x03:
+        v, n = struct.unpack_from("<I", buf, pos)[0], 4
+    elif fmt == 0x0B:
+        v, n = struct.unpack_from("<i", buf, pos)[0], 4
+    elif fmt == 0x04:
+        v, n = struct.unpack_from("<Q", buf, pos)[0], 8
+    elif fmt == 0x0C:
+        v, n = struct.unpack_from("<q", buf, pos)[0], 8
+    elif fmt == 0x02:
+        v, n = struct.unpack_from("<H", buf, pos)[0], 2
+    elif fmt == 0x0A:
+        v, n = struct.unpack_from("<h", buf, pos)[0], 2
+    else:
+        raise AssertionError(f"unsupported .eh_frame pointer encoding 0x{enc:x}")
+    if enc & 0x70 == 0x10:
+        v += addr_of_pos
+    return v & 0xFFFFFFFFFFFFFFFF, n
+
+
+def _uleb(buf, pos):
+    v = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return v, pos
+
+
+def _fde_table(buf, off, addr, size):
+    """(initial location, FDE address) for every FDE of the output .eh_frame."""
+    entries = []
+    cie_enc = {}
+    pos = off
+    end = off + size
+    while pos + 4 <= end:
+        length = struct.unpack_from("<I", buf, pos)[0]
+        if length == 0:
+            pos += 4
+            continue
+        cid = struct.unpack_from("<I", buf, pos + 4)[0]
+        if cid == 0:
+            p = pos + 9
+            aug_end = buf.index(0, p)
+            aug = bytes(buf[p:aug_end]).decode()
+            p = aug_end + 1
+            _, p = _uleb(buf, p)              # code alignment
+            _, p = _uleb(buf, p)              # data alignment (sleb, skipping works the same)
+            p += 1                            # return address register (version 1: one byte)
+            enc = 0
+            if aug.startswith("z"):
+                _, p = _uleb(buf, p)
+                for c in aug[1:]:
+                    if c == "R":
+                        enc = buf[p]
+                        p += 1
+                    elif c == "P":
+                        penc = buf[p]
+                        _, n = _read_encoded(buf, p + 1, penc, 0)
+                        p += 1 + n
+                    elif c == "L":
+                        p += 1
+            cie_enc[pos] = enc
+        else:
+            cie = pos + 4 - cid
+            enc = cie_enc.get(cie, 0)
+            pc, _ = _read_encoded(buf, pos + 8, enc, addr + (pos + 8 - off))
+            entries.append((pc, addr + (pos - off)))
+        pos += 4 + length
+    return entries
+
+
+class BssAlloc(Synthetic):
+    """Common symbols and copy-relocated data, placed at the end of .bss."""
+    type = elf.SHT_NOBITS
+    flags = elf.SHF_ALLOC | elf.SHF_WRITE
+    align = 1
+
+    def __init__(self, commons, copies, symtab):
+        super().__init__(".bss")
+        off = 0
+        for s in sorted(commons, key=lambda s: -s.value):
+            a = max(1, s.value)
+            off = elf.align_up(off, a)
+            self.align = max(self.align, a)
+            s.section, s.value, s.is_common = self, off, False
+            off += s.size
+        self.copies = []
+        self.primary = []         # the copies that get an R_X86_64_COPY (aliases share them)
+        done = {}
+        for s in copies:
+            so = s.dso
+            key = (so.name, s.value)
+            if key in done:
+                s.section, s.value, s.copy = self, done[key], True
+                continue
+            a = _copy_align(so, s.value)
+            off = elf.align_up(off, a)
+            self.align = max(self.align, a)
+            done[key] = off
+            orig = s.value
+            group = [s]
+            # aliases (environ/__environ): the library's own references must find the copy too;
+            # like GNU ld, the COPY relocation names the non-weak alias and that one is exported
+            primary = s
+            for name in so.by_value.get(orig, ()):
+                if name == s.name:
+                    continue
+                v, sz, t, b, ver, _ = so.defs[name]
+                a_sym = symtab.get(name)
+                if a_sym is not None and a_sym.file is not None:
+                    continue
+                if a_sym is None:
+                    if b == elf.STB_WEAK or primary.bind != elf.STB_WEAK:
+                        continue
+                    from linkwrap.ld.resolve import Symbol
+                    a_sym = symtab[name] = Symbol(name)
+                    a_sym.strong_ref = True
+                a_sym.dso, a_sym.version, a_sym.size, a_sym.type, a_sym.bind = so, ver, sz, t, b
+                group.append(a_sym)
+                if primary.bind == elf.STB_WEAK and b != elf.STB_WEAK:
+                    primary = a_sym
+            for g in group:
+                g.section, g.value, g.copy = self, off, True
+                if g not in self.copies:
+                    self.copies.append(g)
+            self.primary.append(primary)
+            off += s.size
+        self.total = off
+
+    def size(self):
+        return self.total
+
+    def finalize(self, lk):
+        rela = lk.synth.rela_dyn
+        for s in self.primary:
+            rela.other.append((lk.real_addr(s), (s.dynidx << 32) | elf.R_X86_64_COPY, 0))
+
+
+def _copy_align(so, value):
+    for start, end, align in so.section_aligns:
+        if start <= value < end:
+            a = min(align, 64)
+            break
+    else:
+        a = 16
+    while a > 1 and value % a:
+        a //= 2
+    return max(a, 1)
+
+
+@dataclass(frozen=True)
+class Synthetics:
+    all: tuple              # every synthetic section that is needed, in no particular order
+    dynsym: object = None
+    dynstr: object = None
+    dynamic: object = None
+    got: object = None
+    got_plt: object = None
+    plt: object = None
+    rela_dyn: object = None
+    rela_plt: object = None
+    eh_frame_hdr: object = None
+    build_id: object = None
+    bss: object = None
+    copies: tuple = ()
+
+
+def create(opts, mode, res, live, needs) -> Synthetics:
+    from linkwrap.ld.layout import output_name
+    bss = BssAlloc(res.common, needs.copies, res.symtab)
+    exports = []
+    imports = list(needs.dynsyms)
+    for s in bss.copies:
+        if s not in imports:
+            imports.append(s)
+    dynsym = dynstr = dynamic = verneed = None
+    got = Got(needs.got)
+    plt = Plt(list(needs.plt), mode.dynamic)
+    got_plt = GotPlt(needs.plt, needs.uses_got_base or bool(needs.plt) or mode.dynamic)
+    n_got_rel = sum(1 for kind, s in needs.got
+                    if (not s.is_local and preemptible(s, mode)) or
+                    (kind == "addr" and mode.pic and not (s.is_abs or not s.defined)))
+    n_dyn = needs.n_relative + needs.n_symbolic + n_got_rel + len(bss.primary)
+    out = [bss, got, plt, got_plt]
+    if mode.dynamic:
+        dynstr = DynStr()
+        for name, s in res.symtab.items():
+            if (s.file is not None and not s.is_local and s.visibility == elf.STV_DEFAULT and s.defined
+                    and not s.copy and (opts.export_dynamic or name in res.dso_names)):
+                exports.append(s)
+        dynsym = DynSym(dynstr, imports, exports)
+        verneed = VerNeed(dynstr, dynsym, needs.needed)
+        versym = VerSym(dynsym, verneed)
+        out += [dynstr, dynsym, verneed, versym, GnuHash(dynsym)]
+        if mode.interp:
+            out.append(Interp(opts.dynamic_linker))
+    rela_dyn = RelaDyn(".rela.dyn", n_dyn, dynsym)
+    rela_plt = RelaPlt(plt, dynsym)
+    out += [rela_dyn, rela_plt]
+    if mode.dynamic:
+        present = {output_name(s) for s in live.sections}
+        dynamic = Dynamic(opts, mode, dynstr, needs.needed, present,
+                          {"plt": rela_plt.size() > 0, "rela": n_dyn > 0,
+                           "verneed": verneed.info if verneed.size() else 0})
+        out.append(dynamic)
+    eh_hdr = None
+    if opts.eh_frame_hdr and live.eh_frames:
+        eh_hdr = EhFrameHdr(live.fde_count)
+        out.append(eh_hdr)
+    build_id = None
+    if opts.build_id:
+        build_id = BuildId(opts.build_id)
+        out.append(build_id)
+    if not opts.strip_all:
+        out.append(Comment())
+    needed_list = tuple(s for s in out if s.is_needed())
+    return Synthetics(needed_list, dynsym, dynstr, dynamic, got, got_plt, plt, rela_dyn, rela_plt,
+                      eh_hdr, build_id, bss, tuple(bss.copies))

@@ -1,0 +1,2 @@
+int square(int);
+int cube(int x) { return square(x) * x; }

@@ -1,0 +1,1 @@
+const char *who(void) { return "strong override"; }

@@ -1,0 +1,121 @@
+"""Bad inputs and link errors: GNU ld-style lines, exit status 1, never a traceback.
+
+Each bad input gets exactly one clear line naming the file; link errors are all
+reported in one run; what this linker does not do yet is named ("not supported
+yet: ...") so that linkwrap can fall back to a real linker.
+"""
+import os
+import subprocess
+
+import pytest
+
+from . import corpus
+
+
+def run_ld(args, cwd):
+    return subprocess.run([corpus.linkwrap_ld(), *args], capture_output=True, text=True, cwd=cwd)
+
+
+def error_lines(r):
+    assert "Traceback" not in r.stderr
+    return [l for l in r.stderr.splitlines() if l.strip()]
+
+
+@pytest.fixture
+def objs(tmp_path):
+    (tmp_path / "h.c").write_text('#include <stdio.h>\nint main(void){puts("hi");return 0;}\n')
+    subprocess.run(["gcc", "-c", "h.c"], cwd=tmp_path, check=True)
+    return tmp_path
+
+
+def test_garbage_object_is_one_line(objs):
+    (objs / "junk.o").write_bytes(os.urandom(3000).replace(b"\x7fELF", b"xxxx"))
+    r = run_ld(["-o", "out", "junk.o"], objs)
+    assert r.returncode == 1
+    assert error_lines(r) == ["linkwrap-ld: junk.o: file format not recognized"]
+    assert not (objs / "out").exists()
+
+
+def test_truncated_elf_object_is_one_line(objs):
+    data = (objs / "h.o").read_bytes()
+    (objs / "cut.o").write_bytes(data[:len(data) // 2])
+    r = run_ld(["-o", "out", "cut.o"], objs)
+    lines = error_lines(r)
+    assert r.returncode == 1 and len(lines) == 1
+    assert lines[0].startswith("linkwrap-ld: cut.o: file truncated")
+
+
+def test_truncated_archive_is_one_line(objs):
+    subprocess.run(["ar", "rcs", "libh.a", "h.o"], cwd=objs, check=True)
+    data = (objs / "libh.a").read_bytes()
+    (objs / "libcut.a").write_bytes(data[:len(data) - 100])
+    r = run_ld(["-o", "out", "libcut.a"], objs)
+    lines = error_lines(r)
+    assert r.returncode == 1 and len(lines) == 1
+    assert lines[0].startswith("linkwrap-ld: libcut.a: truncated archive")
+
+
+def test_every_undefined_symbol_is_reported_with_its_object(objs, tmp_path):
+    (objs / "u.c").write_text("int f1(void); int f2(void);\nint main(void){return f1()+f2();}\n")
+    (objs / "u2.c").write_text("int f3(void); int g(void){return f3();}\n")
+    subprocess.run(["gcc", "-c", "u.c", "u2.c"], cwd=objs, check=True)
+    shim = corpus.shim_dir(str(tmp_path))
+    r = subprocess.run(["gcc", f"-B{shim}", "u.o", "u2.o", "-o", "out"], capture_output=True, text=True, cwd=objs)
+    assert r.returncode == 1
+    lines = [l for l in error_lines(r) if l.startswith("linkwrap-ld:")]
+    assert lines == [
+        "linkwrap-ld: u.o: in function `main':(.text+0xa): undefined reference to `f1'",
+        "linkwrap-ld: u.o: in function `main':(.text+0x11): undefined reference to `f2'",
+        "linkwrap-ld: u2.o: in function `g':(.text+0x5): undefined reference to `f3'",
+    ]
+    assert not (objs / "out").exists()
+
+
+def test_duplicate_definition(objs):
+    (objs / "d1.c").write_text("int dup(void){return 1;}\n")
+    (objs / "d2.c").write_text("int dup(void){return 2;}\n")
+    subprocess.run(["gcc", "-c", "d1.c", "d2.c"], cwd=objs, check=True)
+    r = run_ld(["-o", "out", "d1.o", "d2.o"], objs)
+    assert r.returncode == 1
+    assert error_lines(r) == ["linkwrap-ld: d2.o: multiple definition of `dup'; d1.o: first defined here"]
+
+
+def test_pie_with_non_pic_object_names_the_relocation(objs, tmp_path):
+    (objs / "np.c").write_text("int x; int *p(void){return &x;}\nint main(void){return *p();}\n")
+    subprocess.run(["gcc", "-fno-pic", "-mcmodel=small", "-c", "np.c"], cwd=objs, check=True)
+    shim = corpus.shim_dir(str(tmp_path))
+    r = subprocess.run(["gcc", f"-B{shim}", "-pie", "np.o", "-o", "out"], capture_output=True, text=True, cwd=objs)
+    assert r.returncode == 1
+    lines = [l for l in error_lines(r) if l.startswith("linkwrap-ld:")]
+    assert lines and all("R_X86_64_32" in l and "recompile with -fPIE" in l for l in lines)
+
+
+@pytest.mark.parametrize("args, what", [
+    (["-shared", "h.o"], "not supported yet: -shared"),
+    (["-r", "h.o"], "not supported yet: -r"),
+    (["--script=x.ld", "h.o"], "not supported yet: option --script=x.ld"),
+    (["-m", "elf_i386", "h.o"], "not supported yet: emulation elf_i386"),
+])
+def test_unsupported_is_named_on_one_line(objs, args, what):
+    r = run_ld(["-o", "out", *args], objs)
+    lines = error_lines(r)
+    assert r.returncode == 1 and len(lines) == 1
+    assert lines[0].startswith(f"linkwrap-ld: {what}")
+
+
+def test_missing_library_and_file(objs):
+    r = run_ld(["-o", "out", "h.o", "-lnosuchlib", "nosuch.o"], objs)
+    assert r.returncode == 1
+    assert error_lines(r) == ["linkwrap-ld: cannot find -lnosuchlib: No such file or directory",
+                              "linkwrap-ld: cannot find nosuch.o: No such file or directory"]
+
+
+def test_output_replaced_atomically_and_hard_links_keep_old_contents(objs, tmp_path):
+    shim = corpus.shim_dir(str(tmp_path))
+    (objs / "out").write_bytes(b"old")
+    os.link(objs / "out", objs / "other-name")
+    r = subprocess.run(["gcc", f"-B{shim}", "h.o", "-o", "out"], capture_output=True, text=True, cwd=objs)
+    assert r.returncode == 0, r.stderr
+    assert (objs / "other-name").read_bytes() == b"old"
+    assert subprocess.run([str(objs / "out")], capture_output=True, text=True).stdout == "hi\n"
+    assert [p for p in os.listdir(objs) if "tmp" in p] == []
