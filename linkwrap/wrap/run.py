@@ -9,6 +9,7 @@ The linker's stdout and stderr go to memfds, not pipes: nothing can deadlock,
 and when a failed attempt is retried as the caller asked, its messages can be
 kept out of the build log.
 """
+import _signal  # not `signal`: that one imports enum (~3 ms)
 import os
 import time
 from collections import namedtuple
@@ -62,34 +63,125 @@ def command(request, decision, link_path) -> list:
 
 
 def execute(request, decision, environ=os.environ) -> Outcome:
+    """Run the link for this decision and carry out its write mode.
+
+    SIGINT, SIGTERM and SIGHUP that arrive while the linker runs are passed on
+    to it (it runs in its own process group); once it has exited the attempt is
+    finished or cleaned up and linkwrap dies of the same signal, as the caller
+    expects of an interrupted command.
+    """
     plan = output_mod.prepare(request, decision.write_mode)
-    argv = command(request, decision, plan.link_path)
+    forward = _Forward()
     rsp = None
     try:
+        argv = command(request, decision, plan.link_path)
         if request.used_response_file:
-            rsp, argv = _to_response_file(argv)
-        result = spawn(argv, linker_environment(environ))
-        output_bytes = output_mod.commit(plan, result[0] == 0)
+            rsp, argv = _to_response_file(argv, plan.work_dir)
+        with forward:
+            try:
+                result = list(spawn(argv, linker_environment(environ), forward))
+            except OSError as e:  # no such driver: fail as a shell would
+                msg = f"linkwrap: error: cannot run {argv[0]}: {e.strerror}\n".encode()
+                result = [127, 0.0, 0.0, 0.0, 0, b"", msg]
+        if forward.caught and result[0] != 0:
+            # Interrupted: FRESH keeps the old output untouched; IN_PLACE's is gone.
+            output_mod.abort(plan, linker_ran=True)
+            forward.die()
+        if forward.pgid is None:  # nothing ran: leave the output as it was
+            output_mod.abort(plan, linker_ran=False)
+            output_bytes = error = None
+        else:
+            # A link that finished despite a signal is complete: keep it, then stop.
+            ok, output_bytes, error = output_mod.commit(plan, result[0] == 0)
     except BaseException:
-        output_mod.abort(plan)
+        output_mod.abort(plan, linker_ran=forward.pgid is not None)
         raise
     finally:
-        if rsp:
-            try:
-                os.unlink(rsp)
-            except OSError:
-                pass
+        if rsp and not plan.work_dir:
+            _unlink(rsp)
+    if error:
+        result[0] = result[0] or 1
+        result[6] += error.encode()
+    if plan.link_path != plan.final:
+        # The linker's messages name our temporary path; the caller knows the real one.
+        result[5] = result[5].replace(plan.link_path.encode(), plan.final.encode())
+        result[6] = result[6].replace(plan.link_path.encode(), plan.final.encode())
+    if forward.caught:
+        forward.die()
     return Outcome(*result, tuple(argv), plan.mode, output_bytes)
 
 
-def spawn(argv, env):
+# Signals that mean "stop the build"; each is passed on to the linker's process group.
+_FORWARDED = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
+
+
+class _Forward:
+    """While the linker runs: pass termination signals on, remember the first."""
+
+    def __init__(self):
+        self.pgid = None
+        self.caught = None
+        self.saved = {}
+
+    def __enter__(self):
+        for sig in _FORWARDED:
+            try:
+                old = _signal.getsignal(sig)
+                if old == _signal.SIG_IGN:
+                    continue  # started with it ignored (nohup, `&`): so is the linker
+                _signal.signal(sig, self._handler)
+                self.saved[sig] = old
+            except (ValueError, OSError):
+                pass  # not the main thread: signals stay as they are
+        return self
+
+    def _handler(self, sig, frame):
+        if self.caught is None:
+            self.caught = sig
+        if self.pgid:
+            try:
+                os.killpg(self.pgid, sig)
+            except OSError:
+                pass
+
+    def started(self, pid):
+        self.pgid = pid
+        if self.caught:  # arrived between installing the handler and the spawn
+            self._handler(self.caught, None)
+
+    def __exit__(self, *exc):
+        for sig, old in self.saved.items():
+            try:
+                _signal.signal(sig, old if old is not None else _signal.SIG_DFL)
+            except (ValueError, OSError):
+                pass
+        return False
+
+    def die(self):
+        """Exit the conventional way for a command stopped by this signal."""
+        sig = self.caught
+        try:
+            _signal.signal(sig, _signal.SIG_DFL)
+            _signal.pthread_sigmask(_signal.SIG_UNBLOCK, [sig])
+            os.kill(os.getpid(), sig)
+        except (ValueError, OSError):
+            pass
+        os._exit(128 + sig)
+
+
+def spawn(argv, env, forward=None):
     """Run argv; -> (returncode, wall_ms, user_ms, sys_ms, peak_rss_kb, stdout, stderr)."""
     out_fd = os.memfd_create("linkwrap-stdout", os.MFD_CLOEXEC)
     err_fd = os.memfd_create("linkwrap-stderr", os.MFD_CLOEXEC)
     try:
         actions = [(os.POSIX_SPAWN_DUP2, out_fd, 1), (os.POSIX_SPAWN_DUP2, err_fd, 2)]
         started = time.perf_counter_ns()
-        pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions)
+        # Its own process group, so a forwarded signal reaches the driver, collect2
+        # and the linker alike; SIGPIPE/SIGXFSZ back to default (Python ignores them).
+        pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions, setpgroup=0,
+                              setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ))
+        if forward is not None:
+            forward.started(pid)
         while True:
             try:
                 _, status, ru = os.wait4(pid, 0)
@@ -117,13 +209,29 @@ def _read_all(fd) -> bytes:
         chunks.append(b)
 
 
-def _to_response_file(argv):
-    """Keep passing a response file when the caller needed one (ARG_MAX)."""
-    import tempfile
-    fd, path = tempfile.mkstemp(prefix="linkwrap-", suffix=".rsp")
+def _to_response_file(argv, work_dir=None):
+    """Keep passing a response file when the caller needed one (ARG_MAX).
+
+    It lives in the link's private directory when there is one, so it goes
+    with it whatever happens to this process.
+    """
+    text = "\n".join(args_mod.quote_response_arg(a) for a in argv[1:])
+    if work_dir:
+        path = os.path.join(work_dir, "linkwrap-args.rsp")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    else:
+        import tempfile
+        fd, path = tempfile.mkstemp(prefix="linkwrap-", suffix=".rsp")
     with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
-        f.write("\n".join(args_mod.quote_response_arg(a) for a in argv[1:]))
+        f.write(text)
     return path, [argv[0], "@" + path]
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def write_through(outcome) -> None:

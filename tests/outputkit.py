@@ -1,0 +1,206 @@
+"""Helpers for the output-safety tests (tests/wrap/test_output.py, test_run.py): real
+objects, the real linkwrap-cc with a forced linker, and catching a linker mid-write."""
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import script, tool
+from linkwrap.wrap import args, linkers
+from linkwrap.wrap.policy import Decision
+
+LINKERS = ["mold", "lld", "bfd"]
+STATIC = ["-nostdlib", "-static"]
+OVERFLOW = "-Wl,--defsym=far=0x123456789"  # R_X86_64_32 out of range: fails after mold opened the output
+
+
+def asm(tmp, name, text):
+    path = tmp / name
+    subprocess.run([tool("as"), "-o", str(path), "-"], input=text.encode(), check=True)
+    return path
+
+
+@pytest.fixture
+def objs(tmp_path):
+    """a.o links; bad.o links only until -Wl,--defsym=far=0x123456789 makes it overflow."""
+    a = asm(tmp_path, "a.o", ".globl _start\n_start: movl $_start, %eax; jmp _start\n")
+    b = asm(tmp_path, "bad.o", ".globl _start\n_start: movl $far, %eax\n")
+    c = asm(tmp_path, "c.o", ".globl _start\n_start: nop; movl $_start, %eax; jmp _start\n")
+    return a, b, c
+
+
+@pytest.fixture(scope="session")
+def big_obj(tmp_path_factory):
+    """A 256 MiB .data object (objcopy -I binary of random bytes) and an entry point."""
+    d = tmp_path_factory.mktemp("big")
+    with open(d / "big.bin", "wb") as f:
+        for _ in range(256):
+            f.write(os.urandom(1 << 20))
+    subprocess.run([tool("objcopy"), "-I", "binary", "-O", "elf64-x86-64", "-B", "i386:x86-64",
+                    "big.bin", "big.o"], cwd=d, check=True)
+    (d / "big.bin").unlink()
+    start = asm(d, "start.o", ".globl _start\n_start: jmp _start\n")
+    return [str(d / "big.o"), str(start)]
+
+
+def env_for(linker, tmp_path, **extra):
+    """linkwrap-cc's environment: a private LINKWRAP_HOME (set by lw_home) and the forced linker.
+
+    lld-16 is installed only as ld.lld-16: a bin dir with ld.lld lets `-fuse-ld=lld` find it.
+    """
+    bindir = tmp_path / "lld-bin"
+    if not bindir.exists():
+        bindir.mkdir()
+        os.symlink(tool("ld.lld-16"), bindir / "ld.lld")
+    return {**os.environ, "LINKWRAP_LINKER": linker, "PATH": f"{bindir}:{os.environ['PATH']}", **extra}
+
+
+def fuse(linker):
+    return f"-fuse-ld={linker}"
+
+
+def lw_cc(argv, cwd, linker, tmp_path, **kw):
+    return subprocess.run([script("linkwrap-cc"), *argv, fuse(linker)], cwd=cwd, capture_output=True,
+                          env=env_for(linker, tmp_path), **kw)
+
+
+def written_by(path) -> str:
+    """Which linker wrote this file, from its .comment section."""
+    text = subprocess.run(["readelf", "-p", ".comment", str(path)], capture_output=True, text=True).stdout
+    if "mold" in text:
+        return "mold"
+    if "LLD 16" in text:
+        return "lld"
+    if "LLD" in text:
+        return "other lld"
+    return "bfd"
+
+
+def identity(path):
+    """Inode number and birth time: an inode number alone can be reused at once on ext4."""
+    out = subprocess.run(["stat", "-c", "%i %w", str(path)], capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def read(path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def debris(d):
+    """Leftovers of a link (ours, mold's .mold-XXXXXX, lld's <out>.tmpXXXXXXX): there must be none."""
+    return [n for n in os.listdir(d) if n.startswith((".linkwrap", ".mold-")) or ".tmp" in n]
+
+
+def decision(name, mode):
+    found = linkers.discover()
+    return Decision(found[name], (), (), mode, ("test",))
+
+
+def request(argv, cwd):
+    return args.parse(list(argv), "gcc", cwd=str(cwd))
+
+
+def descendants(pid):
+    """Pids below `pid` (any depth), from /proc."""
+    children = {}
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(p))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+_LEFT_RUNNING = []  # (linkwrap-cc Popen, linker process group) of the current test
+
+
+@pytest.fixture(autouse=True)
+def no_stopped_links_left():
+    """A failed assertion must not leave a SIGSTOPped linker group (and a waiting linkwrap-cc) behind."""
+    yield
+    while _LEFT_RUNNING:
+        proc, group = _LEFT_RUNNING.pop()
+        for sig in (signal.SIGKILL, signal.SIGCONT):
+            try:
+                os.killpg(group, sig)
+            except OSError:
+                pass
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
+def stop_mid_write(d, proc, timeout=60, allow_end=False):
+    """Wait until the linker is writing its output in the private directory, then SIGSTOP
+    the linker's whole process group (the driver, collect2, the linker, mold's forked child)
+    so that it is caught mid-write. -> (the partial file, the group id)."""
+    top = d / ".linkwrap-tmp"
+    deadline = time.time() + timeout
+    group = None
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            assert allow_end, "the link ended before it could be interrupted"
+            return None
+        if group is None:
+            kids = children(proc.pid)
+            group = kids[0] if kids else None  # the driver leads the linker's process group
+            continue
+        if not _group_alive(group):
+            group = None  # that attempt is over; the next one has a new group
+            continue
+        for owner in (os.listdir(top) if top.exists() else []):
+            try:
+                names = os.listdir(top / owner)
+            except OSError:
+                continue
+            for n in names:
+                try:
+                    if (top / owner / n).stat().st_size > 0:
+                        _LEFT_RUNNING.append((proc, group))
+                        os.killpg(group, signal.SIGSTOP)
+                        return top / owner / n, group
+                except OSError:
+                    pass
+    raise AssertionError("no output appeared")
+
+
+def the_linker(root_pid):
+    """The deepest process below root_pid that is not the driver or collect2."""
+    procs = [p for p in descendants(root_pid) if comm(p) not in ("gcc", "cc", "collect2", "")]
+    assert procs, "no linker process found"
+    return procs[-1]
+
+
+def _group_alive(pgid):
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False

@@ -1,0 +1,188 @@
+"""run.execute: the driver command, spawning, and what SIGINT/SIGTERM during a link do.
+
+Signal tests run the real linkwrap-cc with real mold, lld-16 and GNU ld on a 256 MiB
+output; the linker's process group is stopped mid-write (SIGSTOP) so the signal
+lands while the output is half written, whatever the machine's speed.
+"""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from conftest import script
+from linkwrap.wrap import args, linkers, run
+from linkwrap.wrap.policy import FRESH, IN_PLACE, Decision, as_asked
+from outputkit import (LINKERS, STATIC, _group_alive, big_obj, debris, env_for, fuse, lw_cc,  # noqa: F401
+                         no_stopped_links_left, objs, read, stop_mid_write, written_by)
+
+STANDINS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "standins")
+
+
+def request(argv, cwd, driver="gcc"):
+    return args.parse(list(argv), driver, cwd=str(cwd))
+
+
+def decision(name, mode=FRESH, flags=()):
+    return Decision(linkers.discover()[name], tuple(flags), (), mode, ("test",))
+
+
+# --- the command -----------------------------------------------------------
+
+def test_command_as_asked_keeps_every_argument_but_the_output(tmp_path):
+    req = request(["-fuse-ld=lld", "a.o", "-o", "out", "-Wl,-z,now"], tmp_path)
+    assert run.command(req, as_asked("x"), "/t/out") == ["gcc", "-fuse-ld=lld", "a.o", "-o", "/t/out", "-Wl,-z,now"]
+
+
+def test_command_for_a_chosen_linker_puts_its_shim_first(tmp_path, lw_home):
+    req = request(["-fuse-ld=lld", "a.o", "-o", "out"], tmp_path)
+    cmd = run.command(req, decision("mold", flags=("--no-fork",)), "/t/out")
+    assert cmd[0] == "gcc" and cmd[1].startswith("-B") and os.path.realpath(cmd[1][2:] + "/ld") == "/usr/bin/mold"
+    assert cmd[2:] == ["a.o", "-o", "/t/out", "-Wl,--no-fork"]
+
+
+# --- spawning --------------------------------------------------------------
+
+def test_spawn_captures_output_status_and_rusage():
+    code, wall, user, sys_ms, rss, out, err = run.spawn(
+        ["sh", "-c", "echo out; echo err >&2; head -c 50000000 /dev/zero | tail -c 1 >/dev/null; exit 3"],
+        dict(os.environ))
+    assert (code, out, err) == (3, b"out\n", b"err\n")
+    assert wall > 0 and rss > 1000 and user + sys_ms >= 0
+
+
+def test_the_linker_runs_in_its_own_group_with_sigpipe_and_sigxfsz_default():
+    script_ = "grep -E '^SigIgn' /proc/self/status; ps -o pgid= -p $$"
+    code, *_, out, err = run.spawn(["sh", "-c", script_], dict(os.environ))
+    ign_line, pgid = out.decode().split("\n")[:2]
+    ignored = int(ign_line.split()[1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1)) and not ignored & (1 << (signal.SIGXFSZ - 1))
+    assert int(pgid) != os.getpgrp()
+
+
+def test_a_signal_killed_driver_reports_128_plus_n():
+    code, *_ = run.spawn(["sh", "-c", "kill -TERM $$"], dict(os.environ))
+    assert code == 128 + signal.SIGTERM
+
+
+def test_mold_run_preload_is_removed_from_the_linker_environment():
+    env = run.linker_environment({"LD_PRELOAD": "/usr/lib/mold/mold-wrapper.so:/x.so", "MOLD_PATH": "m", "A": "1"})
+    assert env == {"LD_PRELOAD": "/x.so", "A": "1"}
+
+
+def test_response_file_lives_in_the_private_directory_and_goes_with_it(tmp_path, lw_home):
+    (tmp_path / "args.rsp").write_text("a.o\n-o\nout\n")
+    record = tmp_path / "argv"
+    req = request(["@args.rsp"], tmp_path, driver=os.path.join(STANDINS, "record-driver"))
+    done = run.execute(req, as_asked("x"), {**os.environ, "RECORD_TO": str(record)})
+    # The stand-in writes no output: the "link" succeeded but there is nothing to move.
+    passed = record.read_text().splitlines()
+    assert len(passed) == 1 and passed[0].startswith(f"@{tmp_path}/.linkwrap-tmp/")
+    assert done.returncode == 1 and b"cannot move the output into place" in done.stderr
+    assert not os.path.exists(passed[0][1:]) and debris(tmp_path) == []
+
+
+def test_write_through_passes_bytes_unchanged(tmp_path):
+    code = textwrap.dedent("""
+        from linkwrap.wrap import run
+        o = run.Outcome(0, 0, 0, 0, 0, b"to stdout\\xff\\n", b"to stderr\\n", (), "fresh", None)
+        run.write_through(o)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    assert (done.stdout, done.stderr) == (b"to stdout\xff\n", b"to stderr\n")
+
+
+def test_handlers_are_put_back_after_the_link(tmp_path, lw_home, objs):
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    done = run.execute(request([*STATIC, str(objs[0]), "-o", "a.out"], tmp_path), decision("bfd"))
+    assert done.returncode == 0
+    assert {s: signal.getsignal(s) for s in before} == before
+
+
+# --- interrupting linkwrap-cc ----------------------------------------------
+
+def start_big_link(linker, d, tmp_path, big_obj, **popen):
+    return subprocess.Popen([script("linkwrap-cc"), *STATIC, *big_obj, "-o", "a.out", fuse(linker)], cwd=d,
+                            env=env_for(linker, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            **popen)
+
+
+def resume_until_done(proc, group, timeout=60):
+    """SIGCONT the stopped group until linkwrap-cc has exited: whenever linkwrap's
+    handler gets to forward the signal, the stopped linker then receives it."""
+    deadline = time.time() + timeout
+    while proc.poll() is None and time.time() < deadline:
+        try:
+            os.killpg(group, signal.SIGCONT)
+        except ProcessLookupError:
+            pass  # a fatal signal ends a stopped process too
+        time.sleep(0.01)
+    proc.communicate(timeout=5)
+
+
+def wait_gone(group, timeout=30):
+    deadline = time.time() + timeout
+    while _group_alive(group) and time.time() < deadline:
+        time.sleep(0.005)
+    return not _group_alive(group)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("linker", LINKERS)
+def test_signal_to_linkwrap_mid_link_keeps_the_old_output(tmp_path, lw_home, big_obj, linker, sig):
+    d = tmp_path / "out"
+    d.mkdir()
+    assert lw_cc([*STATIC, big_obj[1], "-o", "a.out"], d, linker, tmp_path).returncode == 0
+    os.link(d / "a.out", d / "b.out")  # two names: the write is fresh
+    old = read(d / "a.out")
+    proc = start_big_link(linker, d, tmp_path, big_obj)
+    partial, group = stop_mid_write(d, proc)
+    proc.send_signal(sig)
+    resume_until_done(proc, group)
+    assert proc.returncode == -sig  # died of that signal, as an interrupted command does
+    assert wait_gone(group, 5)  # the linker did not outlive it
+    assert read(d / "a.out") == old and read(d / "b.out") == old
+    assert debris(d) == []
+
+
+def test_interrupted_in_place_link_leaves_nothing_under_the_name(tmp_path, lw_home, big_obj):
+    """mold in place (a lone, cached output): interrupted, the half-overwritten inode goes."""
+    d = tmp_path / "out"
+    d.mkdir()
+    assert lw_cc([*STATIC, *big_obj, "-o", "a.out"], d, "mold", tmp_path).returncode == 0
+    ino = os.stat(d / "a.out").st_ino
+    proc = start_big_link("mold", d, tmp_path, big_obj)
+    partial, group = stop_mid_write(d, proc)
+    assert os.stat(partial).st_ino == ino  # in place: mold writes the old inode (moved aside)
+    proc.send_signal(signal.SIGTERM)
+    resume_until_done(proc, group)
+    assert proc.returncode == -signal.SIGTERM
+    assert wait_gone(group, 5)
+    assert not (d / "a.out").exists() and debris(d) == []
+
+
+def test_a_link_started_with_sigint_ignored_ignores_it(tmp_path, lw_home, big_obj):
+    """nohup / `cmd &` in a script: SIGINT stays ignored, by linkwrap and the linker."""
+    d = tmp_path / "out"
+    d.mkdir()
+    proc = start_big_link("bfd", d, tmp_path, big_obj,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    partial, group = stop_mid_write(d, proc)
+    proc.send_signal(signal.SIGINT)
+    os.killpg(group, signal.SIGINT)
+    resume_until_done(proc, group, timeout=120)
+    assert proc.returncode == 0
+    assert os.path.getsize(d / "a.out") > 256 << 20 and written_by(d / "a.out") == "bfd"
+    assert debris(d) == []
+
+
+def test_a_missing_driver_fails_with_127_and_leaves_the_output_alone(tmp_path, lw_home):
+    (tmp_path / "a.out").write_bytes(b"old")
+    req = request(["a.o", "-o", "a.out"], tmp_path, driver=str(tmp_path / "no-such-cc"))
+    for mode in (FRESH, IN_PLACE):
+        done = run.execute(req, decision("mold", mode))
+        assert done.returncode == 127 and b"cannot run" in done.stderr and b"No such file" in done.stderr
+        assert (tmp_path / "a.out").read_bytes() == b"old" and debris(tmp_path) == []
