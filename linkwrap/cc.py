@@ -6,18 +6,34 @@ linkwrap-launch: CMake's <LANG>_LINKER_LAUNCHER and ninja rule prefixes
 """
 import sys
 
+LAUNCH_USAGE = ("usage: linkwrap-launch [--] <compiler driver> <link arguments...>\n"
+                "Links through linkwrap: the driver (cc, c++, gcc…) and its whole link command line,\n"
+                "as CMake's <LANG>_LINKER_LAUNCHER and ninja link rules pass them.\n")
+
 
 def main() -> None:
-    from linkwrap.wrap.pipeline import main as link
-    sys.exit(link(sys.argv[1:]))
+    _run(sys.argv[1:], None)
 
 
 def launch_main() -> None:
     argv = sys.argv[1:]
     if argv[:1] == ["--"]:
         argv = argv[1:]
-    if not argv:
-        sys.stderr.write("linkwrap-launch: usage: linkwrap-launch <compiler driver> <link arguments...>\n")
-        sys.exit(2)
-    from linkwrap.wrap.pipeline import main as link
-    sys.exit(link(argv[1:], driver=argv[0]))
+    if not argv or argv[0] in ("-h", "--help"):
+        (sys.stdout if argv else sys.stderr).write(LAUNCH_USAGE)
+        sys.exit(0 if argv else 2)
+    _run(argv[1:], argv[0])
+
+
+def _run(argv, driver) -> None:
+    try:
+        from linkwrap.wrap.pipeline import main as link
+        code = link(argv, driver=driver)
+    except KeyboardInterrupt:
+        # ^C before the linker started: die of SIGINT quietly, as an interrupted cc would.
+        import os
+        import signal
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+        code = 130
+    sys.exit(code)

@@ -2,6 +2,8 @@
 
 note() returns the one-line reason that goes into the link's record; the
 traceback goes to $LINKWRAP_HOME/linkwrap.log (see `linkwrap log path`).
+warn_once() is for what the user must fix (a malformed linkwrap.toml): one
+line on stderr the first time, remembered by a marker file.
 """
 import os
 
@@ -21,3 +23,36 @@ def note(doing: str, exc: BaseException) -> str:
     except Exception:
         pass  # the log is a courtesy; the link goes on regardless
     return reason
+
+
+def warn_once(kind: str, message: str) -> None:
+    """Print `linkwrap: warning: <message>` unless this kind of warning was said before."""
+    try:
+        if first_time(kind):
+            os.write(2, f"linkwrap: warning: {message}\n".encode("utf-8", "replace"))
+    except BaseException:
+        pass
+
+
+def first_time(kind: str) -> bool:
+    """Create the once-marker for `kind`; False when it was already there.
+
+    The marker lives in the state dir, or in $TMPDIR when the state dir cannot
+    take it (read-only, full): better said again than never.
+    """
+    import binascii
+    from linkwrap import paths
+    state = paths.state_dir()
+    crc = binascii.crc32(state.encode("utf-8", "surrogateescape"))
+    tmp = os.environ.get("TMPDIR") or "/tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    for marker in (os.path.join(state, f".warned-{kind}"),
+                   os.path.join(tmp, f"linkwrap-{os.getuid()}-warned-{kind}-{crc:08x}")):
+        try:
+            os.close(os.open(marker, flags, 0o644))
+            return True
+        except FileExistsError:
+            return False
+        except OSError:
+            continue
+    return True

@@ -1,8 +1,16 @@
-#!@python@ -IS
+#!/bin/sh
 # @tag@
 # The entry point builds run: `@script@`, written by `linkwrap install`.
-# It starts Python without site-packages processing (-S), which costs 10-30 ms
-# per link, because the link path needs only the standard library and linkwrap.
+# It is both a shell script and a Python program. The shell part starts Python
+# without site-packages processing (-S: 10-30 ms per link saved; the link path
+# needs only the standard library and linkwrap), or, if that Python is gone,
+# links exactly as asked.
+''':'
+py=@python_sh@
+if [ -x "$py" ]; then exec "$py" -IS "$0" "$@"; fi
+echo "linkwrap: warning: $py is gone; linking without linkwrap (run \`linkwrap install\` again)" >&2
+@sh_fallback@
+'''
 import sys
 
 sys.path.insert(0, @package_parent@)

@@ -60,13 +60,9 @@ def collect(path=None) -> dict:
             place(kind, where, found, rules=found["rules"] if found else [])
     if targets:
         warnings = cargo.fights(sorted(set(targets)), cargo.configs_read(root or os.getcwd()))
-    scripts = {}
-    for name in ("linkwrap-cc", "linkwrap-launch"):
-        try:
-            scripts[name] = marker.script_path(name)
-        except LinkwrapError as e:
-            scripts[name] = None
-            warnings.append(str(e).splitlines()[0])
+    # The entry points `linkwrap install` writes from this interpreter (install/launcher.py).
+    from linkwrap.install import launcher
+    scripts = {name: launcher.fast_script(name, write=False) for name in ("linkwrap-cc", "linkwrap-launch")}
     return {"scripts": scripts, "places": places, "warnings": warnings}
 
 
@@ -80,7 +76,7 @@ def run(args) -> int:
         print(json.dumps(info, indent=2, sort_keys=True))
         return 0
     for name, where in info["scripts"].items():
-        print(f"{name + ':':17}{where or 'not found'}")
+        print(f"{name + ':':17}{where}" + ("" if os.path.exists(where) else " (not written yet: `linkwrap install` writes it)"))
     for p in info["places"]:
         if "error" in p:
             state = f"unreadable: {p['error']}"

@@ -6,7 +6,22 @@ exit 1, never with a traceback; an internal failure says so on one line.
 import sys
 
 
+USAGE = """usage: linkwrap-ld [options] file...
+linkwrap's own ELF linker: x86-64 Linux (glibc) executables, static, static-pie, PIE
+and non-PIE, with the command line gcc's collect2 passes to ld: -o, -L, -l,
+-Bstatic/-Bdynamic, --as-needed, -pie/-no-pie/-static/-static-pie, -z relro|now|noexecstack,
+--eh-frame-hdr, --build-id, --gc-sections, --start-group/--end-group, --whole-archive,
+-e, --hash-style, -m elf_x86_64, -dynamic-linker, @file; -plugin/-plugin-opt are ignored.
+What it cannot link yet (-shared, -r, TLSDESC, SECTIONS scripts…) it names and exits 1.
+  --version   print the version      --time   print each pass's wall time to stderr
+Through the wrapper: LINKWRAP_LINKER=python. See docs/ld.md.
+"""
+
+
 def run(argv) -> int:
+    if argv and argv[0] in ("-h", "--help"):
+        sys.stdout.write(USAGE)
+        return 0
     from linkwrap.ld.diag import Unsupported
     from linkwrap.errors import LinkwrapError
     prog = "linkwrap-ld"

@@ -9,6 +9,7 @@ import os
 import time
 
 from linkwrap import faults
+from linkwrap.errors import LinkwrapError
 from linkwrap.wrap import args, config, linkers, policy, probe, record, run
 
 
@@ -22,6 +23,9 @@ def main(argv, driver=None, environ=os.environ) -> int:
     except Exception as e:  # an unreadable @file: let the driver say so
         faults.note("reading the command line", e)
         return passthrough(argv, driver, environ)
+    if not request.inputs and request.output is None:
+        # `--version`, `-print-prog-name=ld`, `--help`…: a question to the driver, not a link.
+        return passthrough(argv, driver, environ)
 
     facts = decision = settings = None
     try:
@@ -33,15 +37,17 @@ def main(argv, driver=None, environ=os.environ) -> int:
         decision = policy.decide(request, facts, found, settings)
     except Exception as e:
         decision = policy.as_asked(faults.note("choosing a linker", e))
+        if isinstance(e, LinkwrapError):  # the user's to fix (a malformed linkwrap.toml): say it once
+            faults.warn_once(f"config-{_crc(str(e))}", f"{e}; linking as asked until it is fixed")
 
-    # Run it. Whatever linkwrap changed, a failure gets one more try as asked.
+    # Run it. A failure that may be linkwrap's doing gets one more try as asked.
     first = None
     try:
         outcome = run.execute(request, decision, environ)
     except Exception as e:
-        first, decision = None, policy.as_asked(faults.note(f"running {_label(decision)}", e))
+        decision = policy.as_asked(faults.note(f"running {_label(decision)}", e))
         outcome = run.execute(request, decision, environ)
-    if outcome.returncode != 0 and decision.changes_anything:
+    if outcome.returncode != 0 and decision.changes_anything and not _callers_error(decision, outcome):
         first = outcome
         decision = policy.as_asked(f"{_label(decision)} failed (exit {outcome.returncode}); linked as asked")
         outcome = run.execute(request, decision, environ)
@@ -51,6 +57,26 @@ def main(argv, driver=None, environ=os.environ) -> int:
     if settings is None or settings.record:
         record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first)
     return outcome.returncode
+
+
+# What every linker reports the same way: retrying with another would only say it twice.
+_CALLERS_ERRORS = (b"undefined reference to", b"undefined symbol:", b"multiple definition of",
+                   b"duplicate symbol:")
+
+
+def _callers_error(decision, outcome) -> bool:
+    """True when the failure is in the inputs, not in linkwrap's choice.
+
+    linkwrap's own linker is still young: its failures are always retried.
+    """
+    if decision.linker is None or decision.linker.name == "python" or outcome.returncode >= 128:
+        return False
+    return any(m in outcome.stderr for m in _CALLERS_ERRORS)
+
+
+def _crc(text: str) -> str:
+    import binascii
+    return f"{binascii.crc32(text.encode('utf-8', 'replace')):08x}"
 
 
 def _label(decision) -> str:

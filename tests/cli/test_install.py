@@ -16,7 +16,8 @@ def lw(*argv, cwd, env=None):
 
 def entry(name):
     """The fast entry point `linkwrap install` writes under LINKWRAP_HOME/bin (install/launcher.py)."""
-    return os.path.join(os.environ["LINKWRAP_HOME"], "bin", name)
+    from linkwrap.install import launcher
+    return launcher.fast_script(name, write=False)
 
 
 @pytest.fixture

@@ -13,9 +13,8 @@ def hello(tmp_path):
 
 def test_fast_entry_point_links_silently(tmp_path, lw_home):
     path = launcher.fast_script("linkwrap-cc")
-    assert path == str(lw_home / "bin" / "linkwrap-cc")
-    first = open(path).readline()
-    assert first.startswith("#!/") and first.rstrip().endswith(" -IS")
+    assert path.startswith(str(lw_home / "bin")) and path.endswith("/linkwrap-cc")
+    assert open(path).readline() == "#!/bin/sh\n"
     hello(tmp_path)
     done = subprocess.run([path, "h.o", "-o", "h"], cwd=tmp_path, capture_output=True, text=True)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
@@ -27,6 +26,26 @@ def test_writing_it_again_changes_nothing(lw_home):
     before = os.stat(path)
     assert launcher.fast_script("linkwrap-launch") == path
     assert os.stat(path).st_ino == before.st_ino and os.stat(path).st_mtime_ns == before.st_mtime_ns
+
+
+def test_a_deleted_interpreter_still_links_as_asked(tmp_path, lw_home):
+    path = launcher.fast_script("linkwrap-cc")
+    lines = open(path).read().splitlines(keepends=True)
+    gone = tmp_path / "gone-linkwrap-cc"
+    gone.write_text("".join("py=/deleted/venv/bin/python\n" if l.startswith("py=") else l for l in lines))
+    gone.chmod(0o755)
+    hello(tmp_path)
+    done = subprocess.run([str(gone), "h.o", "-o", "h"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0
+    assert done.stderr == ("linkwrap: warning: /deleted/venv/bin/python is gone; linking without linkwrap "
+                           "(run `linkwrap install` again)\n")
+    assert subprocess.run([str(tmp_path / "h")], capture_output=True, text=True).stdout == "hi\n"
+
+
+def test_each_interpreter_gets_its_own_entry_point(lw_home, monkeypatch):
+    mine = launcher.fast_script("linkwrap-cc", write=False)
+    monkeypatch.setattr(launcher.sys, "executable", "/some/other/venv/bin/python")
+    assert launcher.fast_script("linkwrap-cc", write=False) != mine
 
 
 def test_a_moved_linkwrap_still_links_as_asked(tmp_path, lw_home):

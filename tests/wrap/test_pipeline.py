@@ -46,12 +46,20 @@ def test_a_failing_link_fails_the_same_way_as_cc(tmp_path, lw_home, linkwrap_cc)
     (tmp_path / "u.c").write_text("int missing(void); int main(void){return missing();}\n")
     subprocess.run(["cc", "-c", "u.c"], cwd=tmp_path, check=True)
     direct = subprocess.run(["cc", "u.o", "-o", "direct"], cwd=tmp_path, capture_output=True, text=True)
-    done = link(linkwrap_cc, ["u.o", "-o", "wrapped"], tmp_path)
-    assert done.returncode == direct.returncode == 1
-    assert "undefined reference to `missing'" in done.stderr
-    assert not (tmp_path / "wrapped").exists()
-    # The message is the linker's own, passed through once (not once per attempt).
-    assert done.stderr.count("undefined reference to `missing'") == 1
+    for linker in ("mold", "lld", "bfd"):
+        done = link(linkwrap_cc, ["u.o", "-o", "wrapped"], tmp_path, LINKWRAP_LINKER=linker)
+        assert done.returncode == direct.returncode == 1
+        assert not (tmp_path / "wrapped").exists()
+        # The chosen linker's own message, passed through once: an undefined symbol is
+        # the caller's error, so it is not linked a second time "as asked".
+        assert done.stderr.count("missing") == 1, done.stderr
+        assert {"mold": "mold: error", "lld": "error: undefined symbol: missing", "bfd": "undefined reference"}[linker] in done.stderr
+
+
+def test_questions_to_the_driver_are_not_links(tmp_path, lw_home, linkwrap_cc):
+    done = link(linkwrap_cc, ["--version"], tmp_path)
+    assert done.returncode == 0 and done.stdout.startswith("cc (Debian")
+    assert not (lw_home / "links.spool").exists() and not list(lw_home.glob("*.spool*"))
 
 
 def test_fault_injected_into_the_probe_still_links(tmp_path, lw_home, linkwrap_cc, hello_obj):
