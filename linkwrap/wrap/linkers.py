@@ -30,26 +30,47 @@ CANDIDATES = {
     "gold": ("ld.gold",),
 }
 NAMES = ("mold", "wild", "lld", "rust-lld", "bfd", "gold", "python")
-_CACHE_FORMAT = 2
+_CACHE_FORMAT = 3
 
 
 def discover(request=None, environ=os.environ) -> dict:
     """{name: LinkerInfo} for every linker found. Never raises for a missing one."""
     path_dirs = [d for d in environ.get("PATH", os.defpath).split(os.pathsep) if d]
-    found = {}
-    for name, exes in CANDIDATES.items():
-        hit = _which_any(exes, path_dirs)
-        if name == "lld" and not hit:
-            hit = _find_lld(path_dirs)
-        if hit:
-            found[name] = hit
-    rust_lld = _rust_lld(request, path_dirs, environ)
+    cache = _load_cache()
+    found = _search_path(path_dirs, cache)
+    rust_lld = _rust_lld(request, path_dirs, cache)
     if rust_lld:
         found["rust-lld"] = rust_lld
     python_ld = _python_linker()
     if python_ld:
         found["python"] = python_ld
-    return _with_versions(found)
+    return _with_versions(found, cache)
+
+
+def _search_path(path_dirs, cache) -> dict:
+    """The linkers on PATH. Remembered per PATH and its directories' mtimes
+    (installing or removing a binary changes its directory's mtime), so a warm
+    link makes one stat() per PATH entry instead of listing directories."""
+    key = []
+    for d in path_dirs:
+        try:
+            key.append((d, os.stat(d).st_mtime_ns))
+        except OSError:
+            key.append((d, -1))
+    key = tuple(key)
+    hit = cache.get("search")
+    if hit and hit[0] == key:
+        return dict(hit[1])
+    found = {}
+    for name, exes in CANDIDATES.items():
+        path = _which_any(exes, path_dirs)
+        if name == "lld" and not path:
+            path = _find_lld(path_dirs)
+        if path:
+            found[name] = path
+    cache["search"] = (key, found)
+    cache["dirty"] = True
+    return dict(found)
 
 
 def _which_any(names, path_dirs):
@@ -76,14 +97,14 @@ def _find_lld(path_dirs):
     return best[1] if best else None
 
 
-def _rust_lld(request, path_dirs, environ):
+def _rust_lld(request, path_dirs, cache):
     if request is not None and request.rust_lld and os.access(request.rust_lld, os.X_OK):
         return request.rust_lld
     # rustc puts <sysroot>/lib/rustlib/<host>/bin on the linker's PATH.
     hit = _which_any(("rust-lld",), path_dirs)
     if hit:
         return hit
-    return _cached_sysroot_rust_lld(path_dirs)
+    return _cached_sysroot_rust_lld(path_dirs, cache)
 
 
 def _python_linker():
@@ -129,10 +150,9 @@ def _stamp(path):
     return (st.st_size, st.st_mtime_ns)
 
 
-def _with_versions(found: dict) -> dict:
-    cache = _load_cache()
+def _with_versions(found: dict, cache: dict) -> dict:
     versions = cache.setdefault("versions", {})
-    dirty = False
+    dirty = cache.pop("dirty", False)
     result = {}
     for name, path in found.items():
         try:
@@ -195,12 +215,11 @@ def parse_version(name: str, text: str):
     return tuple(int(x) for x in m.group(1).split("."))
 
 
-def _cached_sysroot_rust_lld(path_dirs):
+def _cached_sysroot_rust_lld(path_dirs, cache):
     """Ask `rustc --print sysroot` once per rustc binary (cached like versions)."""
     rustc = _which_any(("rustc",), path_dirs)
     if not rustc:
         return None
-    cache = _load_cache()
     sysroots = cache.setdefault("sysroot", {})
     try:
         stamp = _stamp(rustc)
@@ -220,7 +239,7 @@ def _cached_sysroot_rust_lld(path_dirs):
         candidate = os.path.join(root, "lib", "rustlib", triple, "bin", "rust-lld") if root and triple else ""
         entry = (stamp, candidate)
         sysroots[rustc] = entry
-        _store_cache(cache)
+        cache["dirty"] = True
     return entry[1] if entry[1] and os.access(entry[1], os.X_OK) else None
 
 

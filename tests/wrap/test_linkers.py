@@ -74,3 +74,15 @@ def test_shim_dir_points_every_name_at_the_linker(lw_home):
         assert os.path.realpath(os.path.join(d, n)) == os.path.realpath(info.path)
     assert sorted(os.listdir(d)) == sorted(["ld", "ld.lld", "ld.bfd", "ld.gold", "ld.mold", "ld.wild"])
     assert linkers.shim_dir(info) == d
+
+
+def test_a_linker_installed_later_is_found(tmp_path, lw_home):
+    """The PATH search is cached per directory mtime: a new binary must still be seen."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    env = {"PATH": str(bindir)}
+    assert "mold" not in linkers.discover(environ=env)
+    _recording_stand_in(bindir / "mold", tmp_path / "calls.log")
+    assert linkers.discover(environ=env)["mold"].version == (9, 9, 9)
+    (bindir / "mold").unlink()
+    assert "mold" not in linkers.discover(environ=env)
