@@ -80,6 +80,28 @@ def main():
             ma, mb = statistics.median(a), statistics.median(b)
             diffs = statistics.median(y - x for x, y in zip(a, b))
             print(f"{name:10s} {ma:10.1f} {mb:12.1f} {diffs:8.1f}")
+        breakdown(opts.runs)
+
+
+def breakdown(runs):
+    """Where the added time goes: the interpreter, the imports, and the rest."""
+    python = sys.executable
+    parent = os.path.dirname(os.path.dirname(os.path.abspath(__import__("linkwrap").__file__)))
+    steps = {
+        "/bin/sh start (the entry point's shell part)": ["/bin/sh", "-c", ":"],
+        "python -I -S start": [python, "-IS", "-c", "pass"],
+        "python -I -S + import the link path": [python, "-IS", "-c",
+                                                f"import sys; sys.path.insert(0, {parent!r}); import linkwrap.wrap.pipeline"],
+        "python with site (pip's console script)": [python, "-c", "import re"],
+    }
+    print("\nbreakdown (medians, ms):")
+    for label, cmd in steps.items():
+        times = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            subprocess.run(cmd, check=True)
+            times.append((time.perf_counter() - t) * 1000)
+        print(f"  {label:48s} {statistics.median(times):6.1f}")
 
 
 if __name__ == "__main__":
