@@ -68,3 +68,23 @@ def test_cargo_test_links_test_binaries(workspace, tmp_path, lw_home):
     done = cargo(workspace, "test", "--quiet", CARGO_TARGET_DIR=str(tmp_path / "target"), LINKWRAP_LINKER="mold")
     assert done.returncode == 0, done.stderr
     assert "binary_prints_the_greeting" in done.stdout or "test result: ok" in done.stdout
+
+
+def test_cargo_build_passes_with_a_fault_injected_into_linkwrap(workspace, tmp_path, lw_home):
+    """Fail-open: linkwrap's policy raising on every link must not fail the build."""
+    inject = tmp_path / "inject"
+    inject.mkdir()
+    # sitecustomize runs at interpreter start (pip's console script keeps site): it breaks the
+    # policy the way a bug would, for every link of the build.
+    (inject / "sitecustomize.py").write_text(
+        "import linkwrap.wrap.policy as p\n"
+        "def broken(*a, **k):\n    raise RuntimeError('injected policy fault')\n"
+        "p.decide = broken\n")
+    target = tmp_path / "target"
+    done = cargo(workspace, "build", "--quiet", CARGO_TARGET_DIR=str(target), PYTHONPATH=str(inject))
+    assert done.returncode == 0, done.stderr
+    assert "linkwrap" not in done.stderr
+    assert subprocess.run([str(target / "debug" / "app")], capture_output=True, text=True).stdout == EXPECTED_OUTPUT
+    log = (lw_home / "linkwrap.log").read_text()
+    # every link of the build hit the fault (binary, build script, proc-macro) and was linked as asked
+    assert log.count("injected policy fault") >= 3 * 2  # message and traceback line per link
