@@ -15,7 +15,8 @@ class UsageError(LinkwrapError):
 
 
 class ConfigError(LinkwrapError):
-    """A configuration file is malformed: message names the file and line."""
+    """A configuration file is malformed or unreadable, or LINKWRAP_LINKER names no linker: the message
+    is one line naming the file and line (or the variable)."""
 
 
 class InstallError(LinkwrapError):

@@ -3,7 +3,8 @@
 Input: the current directory (which project file applies), --profile or
 --output (which [profile.<name>] overrides apply) and the environment.
 Output: one line per value, `(source) key = value` with the value in TOML
-syntax; --json gives the same as an object. --init writes the commented
+syntax; --json gives the same as an object. A configuration error (a
+malformed or unreadable file, an unknown LINKWRAP_LINKER) is one line, exit 1. --init writes the commented
 template (templates/linkwrap.toml) as this project's linkwrap.toml.
 """
 import json
@@ -37,8 +38,9 @@ def run(args) -> int:
         environ["LINKWRAP_PROFILE"] = args.profile
     cwd = os.getcwd()
     request = args_mod.parse(["-o", args.output] if args.output else [], driver="cc", environ=environ, cwd=cwd)
-    settings = config_mod.load(request, environ)
-    report = describe(settings, cwd)
+    profile = (args.profile, "option --profile") if args.profile else None
+    settings = config_mod.load(request, environ, profile=profile)
+    report = describe(settings, cwd, environ)
     if args.json:
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -46,14 +48,24 @@ def run(args) -> int:
     files = report["files"]
     user_state = "" if files["user_exists"] else " (not present)"
     print(f"user file:    {files['user']}{user_state}")
-    print(f"project file: {files['project'] or 'none (searched from here up to the directory holding .git)'}")
+    print(f"project file: {files['project'] or _not_found(cwd)}")
+    if report["disabled"]:
+        print("LINKWRAP_DISABLE=1: linkwrap is off; every link runs exactly as asked, whatever follows")
     for key, entry in report["values"].items():
         print(f"({entry['source']}) {key} = {toml_value(entry['value'])}")
     return 0
 
 
-def describe(settings, cwd) -> dict:
-    """{files: {...}, profile, values: {key: {value, source}}} for a Config."""
+def _not_found(cwd) -> str:
+    """Where the search for linkwrap.toml looked, in words that are true for this cwd."""
+    end = config_mod.search_end(cwd)
+    where = f"{cwd}" if end == os.path.abspath(cwd) else f"{cwd} up to {end}"
+    git = ", which holds .git" if os.path.exists(os.path.join(end, ".git")) else ""
+    return f"none (searched {where}{git})"
+
+
+def describe(settings, cwd, environ=None) -> dict:
+    """{files: {...}, profile, disabled, values: {key: {value, source}}} for a Config."""
     src = settings.sources
     values = {
         "linker": (settings.forced, src.get("linker", "default")),
@@ -71,6 +83,7 @@ def describe(settings, cwd) -> dict:
         "files": {"user": user, "user_exists": os.path.isfile(user),
                   "project": config_mod.find_project_file(cwd)},
         "profile": settings.profile,
+        "disabled": (environ or {}).get("LINKWRAP_DISABLE") == "1",  # as pipeline.main checks it
         "values": {k: {"value": v, "source": s} for k, (v, s) in values.items()},
     }
 

@@ -9,7 +9,12 @@ Output: rich tables; --json prints a stable object:
    "mem_available_mb", "mem_limit_mb", "thp", "jobserver"},
    "decision": {"linker", "version", "path", "flags", "driver_flags", "write_mode", "reasons"},
    "linkers": {name: {"path", "version"}}, "config": {"profile", "files"}}
-A step that fails is reported the way the link would handle it: linked as asked, with the reason.
+  (plus "request.inputs" and "probe.output.cache_not_measured": why the page-cache share was not
+   measured, e.g. "< 8 MiB", else null).
+A configuration error (a malformed or unreadable linkwrap.toml, an unknown LINKWRAP_LINKER) is a
+one-line error, exit 1: every link runs as asked until it is fixed. A fault of linkwrap's own is
+reported the way the link would handle it: linked as asked, with the reason. LINKWRAP_DISABLE=1
+shows the facts and a decision of "as asked", as the link would do.
 """
 import argparse
 import json
@@ -54,21 +59,25 @@ def split_words(args):
 
 
 def build_request(output, link_args, kind, environ, cwd):
+    from linkwrap.errors import UsageError
     from linkwrap.wrap import args as args_mod
     driver = environ.get("LINKWRAP_CC") or "cc"
-    if link_args:
-        request = args_mod.parse(link_args, driver=driver, environ=environ, cwd=cwd)
-        if output:
-            request = request._replace(output=os.path.join(cwd, output))
-    else:
-        request = args_mod.parse(["-o", output or "a.out"], driver=driver, environ=environ, cwd=cwd)
+    try:
+        if link_args:
+            request = args_mod.parse(link_args, driver=driver, environ=environ, cwd=cwd)
+        else:
+            request = args_mod.parse(["-o", output or "a.out"], driver=driver, environ=environ, cwd=cwd)
+    except args_mod.ArgsError as e:  # an unreadable @file
+        raise UsageError(str(e)) from None
+    if link_args and output:
+        request = request._replace(output=os.path.join(cwd, output))
     if kind:
         request = request._replace(kind=kind)
     return request
 
 
 def explain(request, environ) -> dict:
-    """The report as a plain dict (what --json prints)."""
+    """The report as a plain dict (what --json prints). Raises ConfigError as config.load does."""
     from linkwrap.wrap import config, linkers, policy, probe
     facts = settings = None
     found = {}
@@ -76,15 +85,17 @@ def explain(request, environ) -> dict:
     try:
         settings = config.load(request, environ)
         found = linkers.discover(request, environ)
-    except ConfigError as e:
-        problems.append(f"configuration error: {e}")
+    except ConfigError:
+        raise  # the user's to fix: one line, exit 1 (the link itself runs as asked meanwhile)
     except Exception as e:
         problems.append(f"linkwrap fault while reading configuration or finding linkers: {type(e).__name__}: {e}")
     try:
         facts = probe.snapshot(request)
     except Exception as e:
         problems.append(f"linkwrap fault while probing: {type(e).__name__}: {e}")
-    if problems:
+    if environ.get("LINKWRAP_DISABLE") == "1":  # what pipeline.main checks first
+        decision = policy.as_asked("LINKWRAP_DISABLE=1: linkwrap is off, the link runs exactly as asked")
+    elif problems:
         decision = policy.as_asked("; ".join(problems) + " -> the link runs as asked")
     else:
         try:
@@ -94,7 +105,7 @@ def explain(request, environ) -> dict:
                                        " -> the link runs as asked")
     return {
         "request": {"output": request.output, "kind": request.kind, "cwd": request.cwd,
-                    "driver": request.driver, "fuse_ld": request.fuse_ld},
+                    "driver": request.driver, "fuse_ld": request.fuse_ld, "inputs": list(request.inputs)},
         "probe": probe_dict(facts),
         "decision": decision_dict(decision),
         "linkers": {name: {"path": info.path, "version": _dotted(info.version)} for name, info in found.items()},
@@ -103,6 +114,7 @@ def explain(request, environ) -> dict:
 
 
 def probe_dict(facts) -> dict:
+    from linkwrap.wrap.policy import cache_not_measured
     from linkwrap.wrap.probe import OutputFacts, Probe
     if facts is None:
         # Same keys, every fact unknown: the interface stays stable.
@@ -111,6 +123,8 @@ def probe_dict(facts) -> dict:
     else:
         d = facts._asdict()
         out = facts.output._asdict() if facts.output is not None else dict.fromkeys(OutputFacts._fields)
+    # null cached_fraction means either "not measured" (small or not a file) or "unknown": say which
+    out["cache_not_measured"] = cache_not_measured(OutputFacts(**{k: out[k] for k in OutputFacts._fields}))
     d["output"] = out
     d["kernel"] = _dotted(d.get("kernel"))
     return d
@@ -155,7 +169,7 @@ def _show(value) -> str:
     if value is False:
         return "no"
     if isinstance(value, float):
-        return f"{value:.0%}"
+        return f"{int(value * 100)}%"  # rounded down, as the policy's reasons are
     return str(value)
 
 
@@ -171,7 +185,21 @@ def render(report) -> None:
     facts = Table(title="Facts", title_justify="left", show_header=False, box=None, padding=(0, 2))
     facts.add_column(style="cyan")
     facts.add_column()
+    from linkwrap.wrap.policy import size_text
     out = p["output"]
+    regular = out.get("is_regular")
+    not_opened = "not checked (not a regular file)" if regular is False else None
+    cached = (f"not measured ({out['cache_not_measured']})" if out.get("cache_not_measured")
+              else _show(out["cached_fraction"]))
+    size = out.get("size")
+    inputs = req.get("inputs") or []
+    if not inputs:
+        input_text = "none given (no link arguments after --)"
+    else:
+        # probe.input_bytes skips inputs it cannot stat: say how many that was
+        missing = sum(not os.path.exists(os.path.join(req["cwd"] or "", i)) for i in inputs)
+        input_text = (f"{_show(p.get('input_bytes'))} ({len(inputs)} input file{'s' if len(inputs) != 1 else ''}"
+                      + (f", {missing} not found)" if missing else ")"))
     rows = [
         ("filesystem", _show(p["fs"]) + (f" ({escape(p['fs_options'])})" if p.get("fs_options") else "")),
         ("local filesystem", _show(p.get("fs_local"))),
@@ -181,16 +209,17 @@ def render(report) -> None:
     if out["exists"]:
         rows += [
             ("  regular file", _show(out.get("is_regular"))),
-            ("  size", _show(out.get("size")) + (" bytes" if out.get("size") is not None else "")),
+            ("  size", _show(size) if size is None else f"{size} bytes ({size_text(size)})"),
             ("  links (st_nlink)", _show(out["nlink"])),
-            ("  held by others", _show(out["held_by_others"])),
-            ("  in page cache", _show(out["cached_fraction"])),
+            ("  held by others", not_opened or _show(out["held_by_others"])),
+            ("  in page cache", cached),
         ]
     rows += [
-        ("input bytes", _show(p.get("input_bytes"))),
+        ("input bytes", input_text),
         ("CPUs usable", _show(p["cpus"])),
-        ("memory available", _show(p["mem_available_mb"]) + (" MB" if p["mem_available_mb"] is not None else "")),
-        ("memory limit (cgroup)", "none" if p.get("mem_limit_mb") is None else f"{p['mem_limit_mb']} MB"),
+        ("memory available", _show(p["mem_available_mb"]) + (" MiB" if p["mem_available_mb"] is not None else "")),
+        # None is "no limit" or "could not read the cgroup": the probe cannot tell them apart
+        ("memory limit (cgroup)", "none found" if p.get("mem_limit_mb") is None else f"{p['mem_limit_mb']} MiB"),
         ("huge pages", _show(p.get("thp"))),
         ("jobserver", _show(p.get("jobserver"))),
     ]

@@ -8,14 +8,17 @@ Layers, later wins: defaults, the user file (paths.user_config_file()), its
 [profile.<p>] table, the project file (linkwrap.toml in cwd or the nearest
 parent, stopping at a directory holding .git), its [profile.<p>] table, and
 the environment (LINKWRAP_LINKER, LINKWRAP_PROFILE). docs/policy.md lists the keys.
+A LINKWRAP_LINKER that names no linker linkwrap knows is a ConfigError too:
+a typo must not quietly mean "the usual choice".
 
-This runs on every link: tomllib costs ~10 ms to import, so a file is parsed
+This runs on every link: tomllib costs milliseconds to import, so a file is parsed
 only when it exists, and its validated contents are cached with marshal keyed
 on (path, size, mtime); a warm link imports no TOML parser. A malformed file
 raises ConfigError naming file and line (pipeline.py then links as asked).
 """
 import marshal
 import os
+import stat  # already imported by os: free
 from collections import namedtuple
 
 from linkwrap import paths
@@ -33,7 +36,7 @@ _CACHE_MAX_FILES = 64
 class Config(namedtuple("Config", [
     "prefer",        # tuple[str]: linker names, most preferred first
     "forbid",        # frozenset[str]
-    "forced",        # str | None: LINKWRAP_LINKER (lower-cased; may name no known linker)
+    "forced",        # str | None: LINKWRAP_LINKER, lower-cased; always one of LINKER_NAMES
     "extra_flags",   # dict[str, tuple[str]]: linker name -> extra linker flags
     "in_place",      # bool: allow in-place writes when every safety rule holds
     "record",        # bool: keep per-link records
@@ -52,20 +55,26 @@ def defaults() -> Config:
     return Config(DEFAULT_PREFER, frozenset(), None, {}, True, True, sources, None, ())
 
 
-def load(request=None, environ=None) -> Config:
-    """The merged configuration for this link; raises ConfigError for a malformed file."""
+def load(request=None, environ=None, profile=None) -> Config:
+    """The merged configuration for this link.
+
+    profile: (name, source) chosen by the caller (`linkwrap config --profile`),
+    which wins over LINKWRAP_PROFILE and the output path. Raises ConfigError for
+    a malformed or unreadable file and for an unknown LINKWRAP_LINKER.
+    """
     environ = os.environ if environ is None else environ
     cwd = getattr(request, "cwd", None) or os.getcwd()
     output = getattr(request, "output", None)
-    profile, profile_source = profile_for(output, environ)
+    profile, profile_source = profile or profile_for(output, environ)
     layers = []
     files = []
+    cache = []  # the marshal cache, read once per load (only when a file exists)
     user = paths.user_config_file()
     project = find_project_file(cwd)
     for kind, path in (("user file", user), ("project file", project)):
         if not path or (kind == "project file" and user and _same_file(path, user)):
             continue
-        table = read_file(path)
+        table = read_file(path, cache)
         if table is None:
             continue
         files.append(path)
@@ -95,11 +104,23 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=()) -> Co
             if "extra_flags" in settings:
                 extra[name] = tuple(settings["extra_flags"])
                 sources[f"linkers.{name}.extra_flags"] = label
-    forced = (environ.get("LINKWRAP_LINKER") or "").strip().lower() or None
+    forced = forced_linker(environ)
     if forced:
         sources["linker"] = ENV_LINKER
     sources["profile"] = profile_source
     return Config(prefer, forbid, forced, extra, in_place, record, sources, profile, files)
+
+
+def forced_linker(environ) -> str | None:
+    """LINKWRAP_LINKER, lower-cased; None when unset or blank; ConfigError when unknown."""
+    raw = (environ.get("LINKWRAP_LINKER") or "").strip()
+    if not raw:
+        return None
+    name = raw.lower()
+    if name not in LINKER_NAMES:
+        shown = raw if raw.isprintable() else repr(raw)[1:-1]  # the message stays one line
+        raise ConfigError(f"LINKWRAP_LINKER={shown}: not a linker linkwrap knows ({', '.join(LINKER_NAMES)})")
+    return name
 
 
 # --- which files -----------------------------------------------------------
@@ -109,15 +130,27 @@ def find_project_file(cwd: str) -> str | None:
 
     For Cargo links rustc runs the linker in the workspace root, so this is the
     workspace's file; for ninja/CMake it is the build directory and upwards.
+    Anything named linkwrap.toml counts (lexists): a directory or a dangling
+    symlink of that name is an error for read_file, not a reason to read a
+    file further up that the user did not mean.
     """
+    return _search(cwd)[0]
+
+
+def search_end(cwd: str) -> str:
+    """The last directory find_project_file looks in: the one holding .git, or /."""
+    return _search(cwd)[1]
+
+
+def _search(cwd):
     d = os.path.abspath(cwd)
     while True:
         candidate = os.path.join(d, FILE_NAME)
-        if os.path.isfile(candidate):
-            return candidate
+        if os.path.lexists(candidate):
+            return candidate, d
         parent = os.path.dirname(d)
         if parent == d or os.path.exists(os.path.join(d, ".git")):
-            return None
+            return None, d
         d = parent
 
 
@@ -177,15 +210,28 @@ def _cache_file() -> str:
     return os.path.join(paths.cache_dir(), "config.marshal")
 
 
-def read_file(path: str):
-    """The validated table of one file, None if it does not exist; ConfigError if malformed."""
+def read_file(path: str, _cache=None):
+    """The validated table of one file, None if it does not exist; ConfigError if malformed
+    or unreadable (a directory, a dangling symlink, no permission, not UTF-8)."""
     try:
         st = os.stat(path)
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):  # absent (a parent may be a file)
+        if os.path.islink(path):
+            raise ConfigError(f"{path}: cannot read: a symbolic link to a missing file") from None
         return None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        # Never open it: a FIFO would block the link.
+        what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise ConfigError(f"{path}: cannot read: {what}")
     # inode and ctime too: an edit within one mtime tick, or a file replaced by rename, is still seen
     stamp = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-    cache = _load_cache()
+    if _cache is None:
+        _cache = []
+    if not _cache:
+        _cache.append(_load_cache())
+    cache = _cache[0]
     entry = cache["files"].get(path)
     if entry is not None and entry[0] == stamp:
         table, error = entry[1], entry[2]

@@ -7,9 +7,14 @@ flags (only flags the detected version accepts), whether the linker may
 overwrite the output in place, and a short sentence per rule that fired.
 
 Unknown facts count against in-place writes and against version-gated
-flags. docs/policy.md gives each rule, the fact it rests on, and why.
+flags. A fact the probe does not measure (the page-cache share of an output
+under probe.CACHE_PROBE_MIN_BYTES) counts the same, but its reason says "not
+measured", never "unknown". docs/policy.md gives each rule, the fact it
+rests on, and why.
 """
 from collections import namedtuple
+
+from linkwrap.wrap.probe import CACHE_PROBE_MIN_BYTES
 
 IN_PLACE = "in-place"  # the linker may overwrite the existing inode: every hard link sees the new binary
 FRESH = "fresh"        # a new inode: the old one, and every other name for it, stays untouched
@@ -90,12 +95,10 @@ def decide(request, probe, linkers, config) -> Decision:
 
 def choose_linker(request, linkers, config, reasons):
     """LINKWRAP_LINKER, else the caller's own -fuse-ld=, else the preference order."""
+    # config.load refuses a LINKWRAP_LINKER that names no known linker.
     forced = getattr(config, "forced", None)
     if forced:
-        if forced not in KNOWN:
-            reasons.append(f"LINKWRAP_LINKER={forced} names no linker linkwrap knows "
-                           f"({', '.join(KNOWN)}); choosing as usual")
-        elif forced in linkers:
+        if forced in linkers:
             info = linkers[forced]
             reasons.append(f"LINKWRAP_LINKER={forced}: {info.label}")
             return info
@@ -114,7 +117,11 @@ def choose_linker(request, linkers, config, reasons):
         else:
             reasons.append(f"the command line asks for -fuse-ld={request.fuse_ld}, "
                            f"but {asked} is not installed")
-    prefer = tuple(getattr(config, "prefer", None) or KNOWN[:-1])
+    prefer = KNOWN[:-1] if config is None else tuple(config.prefer)
+    if not prefer:
+        where = config.sources.get("prefer", "configuration")
+        reasons.append(f"prefer = [] in {where}: no linker to choose; linking as asked")
+        return None
     order = ", ".join(prefer)
     skipped = []
     for name in prefer:
@@ -225,9 +232,15 @@ def write_mode(request, probe, info, config, reasons) -> str:
         reasons.append("no existing output -> fresh")
         return FRESH
     failed = []
-    if out.is_regular is not True:
-        failed.append("output is not a regular file" if out.is_regular is False else "output's type is unknown")
-    if out.nlink is None:
+    regular = out.is_regular
+    if regular is not True:
+        failed.append("output is not a regular file" if regular is False else "output's type is unknown")
+    # The probe opens only regular files: for anything else "held" and "cached"
+    # were never looked at (and a directory's st_nlink counts its subdirectories,
+    # not hard links); "not a regular file" already says fresh.
+    if regular is False:
+        pass
+    elif out.nlink is None:
         failed.append("output's link count is unknown")
     elif out.nlink != 1:
         failed.append(f"output has nlink={out.nlink} (a hard link, e.g. Cargo's uplifted copy)")
@@ -235,7 +248,9 @@ def write_mode(request, probe, info, config, reasons) -> str:
     if kind in ("shared", "relocatable"):
         failed.append(f"output is {'-shared' if kind == 'shared' else '-r'}: the kernel does not "
                       "guard mapped libraries and objects")
-    if out.held_by_others is None:
+    if regular is False:
+        pass
+    elif out.held_by_others is None:
         failed.append("unknown whether another process holds the output")
     elif out.held_by_others:
         failed.append("another process holds, maps or runs the output")
@@ -251,10 +266,18 @@ def write_mode(request, probe, info, config, reasons) -> str:
     elif not local:
         failed.append(f"{fs} is not a local filesystem")
     cached = out.cached_fraction
-    if cached is None:
+    unmeasured = cache_not_measured(out)
+    if regular is False:
+        pass
+    elif cached is None and unmeasured:
+        failed.append(f"output is {size_text(out.size)} ({unmeasured}): in place would save at most "
+                      f"{_max_gain_ms(out.size):.2f} ms, and its page-cache share is not measured")
+    elif cached is None:
         failed.append("share of the old output in the page cache unknown")
     elif cached < MIN_CACHED_FRACTION:
-        failed.append(f"only {cached:.0%} of the old output is cached (in place would read it back first)")
+        # Rounded down: 49.6 % must not read as the 50 % that would pass.
+        failed.append(f"only {int(cached * 100)}% of the old output is cached "
+                      "(in place would read it back first)")
     cpus = getattr(probe, "cpus", None)
     if info.name == "wild" and cpus == 1:
         failed.append("wild with 1 thread always unlinks")
@@ -263,3 +286,35 @@ def write_mode(request, probe, info, config, reasons) -> str:
         return FRESH
     reasons.append(f"output is a lone, unheld, cached {fs} file on kernel {_v(kernel)} -> in-place")
     return IN_PLACE
+
+
+# What in place saves on a warm output: 40-120 ms per GiB, an upper bound (seed 000).
+MAX_GAIN_MS_PER_GIB = 120
+
+
+def cache_not_measured(out):
+    """Why probe.cached_fraction did not measure this output ("< 8 MiB", "not a
+    regular file"), or None when it was measured or tried and failed."""
+    if out is None or out.exists is not True:
+        return None
+    if out.is_regular is False:
+        return "not a regular file"
+    if out.size is not None and out.size < CACHE_PROBE_MIN_BYTES:
+        return f"< {size_text(CACHE_PROBE_MIN_BYTES)}"
+    return None
+
+
+def _max_gain_ms(size) -> float:
+    # Rounded up to 0.01 ms: an upper bound stays one.
+    return -(-size * MAX_GAIN_MS_PER_GIB * 100 // (1 << 30)) / 100
+
+
+def size_text(n) -> str:
+    """Bytes for people, rounded down (8 MiB - 1 byte is "7.9 MiB", never "8.0 MiB")."""
+    if n is None:
+        return "of unknown size"
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            tenths = n * 10 >> shift
+            return f"{tenths // 10} {unit}" if tenths % 10 == 0 else f"{tenths / 10:.1f} {unit}"
+    return "1 byte" if n == 1 else f"{n} bytes"

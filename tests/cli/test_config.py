@@ -31,7 +31,7 @@ def show(project, *argv, env=None):
 def test_defaults_say_default(project, lw_home):
     out = show(project).stdout.splitlines()
     assert out[0] == f"user file:    {lw_home / 'config' / 'linkwrap.toml'} (not present)"
-    assert out[1].startswith("project file: none")
+    assert out[1] == f"project file: none (searched {project / 'src'} up to {project}, which holds .git)"
     assert '(default) prefer = ["mold", "wild", "lld", "rust-lld", "bfd", "gold"]' in out
     assert "(default) forbid = []" in out
     assert "(default) in_place = true" in out
@@ -61,6 +61,9 @@ def test_every_value_names_its_source(project, lw_home):
     assert f"(user file {user}) record = false" in out
     assert f'(user file {user}) linkers.lld.extra_flags = ["--icf=all"]' in out
     assert '(env LINKWRAP_LINKER) linker = "mold"' in out
+    # --profile is an option, not the environment: the source must say so
+    assert '(option --profile) profile = "release"' in out
+    out = show(project, env={"LINKWRAP_PROFILE": "release"}).stdout.splitlines()
     assert '(env LINKWRAP_PROFILE) profile = "release"' in out
 
 
@@ -89,6 +92,64 @@ def test_malformed_file_is_one_line_with_file_and_line(project):
     done = linkwrap("config", cwd=project)
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr == f"linkwrap: error: {project / 'linkwrap.toml'}:2: Invalid value (column 12)\n"
+
+
+def test_where_the_search_for_a_project_file_ended(tmp_path, lw_home):
+    # no .git anywhere above: the search goes to /, and the line must not claim a .git
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    done = linkwrap("config", cwd=bare)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1] == f"project file: none (searched {bare} up to /)"
+    (bare / ".git").mkdir()
+    assert linkwrap("config", cwd=bare).stdout.splitlines()[1] == f"project file: none (searched {bare}, which holds .git)"
+
+
+def test_linkwrap_disable_is_said(project):
+    lines = show(project, env={"LINKWRAP_DISABLE": "1"}).stdout.splitlines()
+    assert lines[2] == "LINKWRAP_DISABLE=1: linkwrap is off; every link runs exactly as asked, whatever follows"
+    assert json.loads(show(project, "--json", env={"LINKWRAP_DISABLE": "1"}).stdout)["disabled"] is True
+    assert json.loads(show(project, "--json").stdout)["disabled"] is False
+    assert not any(line.startswith("LINKWRAP_DISABLE") for line in show(project).stdout.splitlines())
+
+
+KNOWN_LIST = "mold, wild, lld, rust-lld, bfd, gold, python"
+
+
+@pytest.mark.parametrize("argv", [(), ("--json",)])
+def test_an_unknown_linkwrap_linker_is_an_error(project, argv):
+    done = linkwrap("config", *argv, cwd=project, env={"LINKWRAP_LINKER": "nonsense"})
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"linkwrap: error: LINKWRAP_LINKER=nonsense: not a linker linkwrap knows ({KNOWN_LIST})\n"
+
+
+def test_a_known_but_missing_linker_is_shown(project):
+    # wild is not installed here: that is for the policy to say (explain), not an error
+    assert '(env LINKWRAP_LINKER) linker = "wild"' in show(project, env={"LINKWRAP_LINKER": "wild"}).stdout
+
+
+@pytest.mark.parametrize("content, line, words", [
+    ('prefer = "mold"\n', 1, "'prefer' must be a list of linker names"),
+    ('in_place = "yes"\n', 1, "'in_place' must be true or false"),
+    ('record = true\nunknown_key = 1\n', 2, "unknown key 'unknown_key'"),
+    ('[unknown_table]\nx = 1\n', 1, "unknown key 'unknown_table'"),
+    ('[profile.release]\nin_place = true\nunknown_key = 1\n', 3, "unknown key 'profile.release.unknown_key'"),
+    (b'\x7fELF\x02\x01\x01\x00\xff\xff', 1, "not UTF-8 text"),
+    (None, None, "cannot read: a directory"),
+])
+def test_every_bad_file_is_one_line_exit_1(project, content, line, words):
+    path = project / "linkwrap.toml"
+    if content is None:
+        path.mkdir()
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    done = linkwrap("config", "--profile", "release", cwd=project / "src")
+    assert (done.returncode, done.stdout) == (1, "")
+    where = f"{path}:{line}: " if line else f"{path}: "
+    assert done.stderr.startswith(f"linkwrap: error: {where}") and words in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 
 def test_init_writes_the_template_once(project):

@@ -31,7 +31,7 @@ def test_json_keys_are_the_stable_interface(tmp_path, lw_home):
     assert {"probe", "decision"} <= set(data)
     p, d = data["probe"], data["decision"]
     assert {"fs", "fs_options", "kernel", "output", "cpus", "mem_available_mb"} <= set(p)
-    assert {"exists", "nlink", "held_by_others", "cached_fraction"} <= set(p["output"])
+    assert {"exists", "nlink", "held_by_others", "cached_fraction", "cache_not_measured"} <= set(p["output"])
     assert {"linker", "version", "flags", "write_mode", "reasons"} <= set(d)
     assert d["write_mode"] in ("in-place", "fresh")
     assert isinstance(d["flags"], list) and all(isinstance(f, str) for f in d["flags"])
@@ -44,7 +44,8 @@ def test_json_keys_are_the_stable_interface(tmp_path, lw_home):
     assert d["flags"] == ["--no-fork", f"--threads={p['cpus']}"]
     assert d["write_mode"] == "fresh" and d["reasons"][-1] == "no existing output -> fresh"
     assert data["request"] == {"output": str(tmp_path / "out"), "kind": "pie", "cwd": str(tmp_path),
-                               "driver": "cc", "fuse_ld": None}
+                               "driver": "cc", "fuse_ld": None, "inputs": []}
+    assert p["output"]["cache_not_measured"] is None    # nothing there to measure
 
 
 @pytest.mark.parametrize("fstype, options, expect_option", [
@@ -156,12 +157,90 @@ def test_profile_and_files_from_the_project(tmp_path, lw_home):
     assert data["decision"]["linker"] == "lld"
 
 
-def test_a_broken_config_is_explained_as_the_link_would_handle_it(tmp_path, lw_home):
-    (tmp_path / "linkwrap.toml").write_text('prefer = ["mold"]\nin_place = maybe\n')
-    d = explain("out", cwd=tmp_path)["decision"]
+KNOWN_LIST = "mold, wild, lld, rust-lld, bfd, gold, python"
+
+
+@pytest.mark.parametrize("json_flag", [(), ("--json",)])
+@pytest.mark.parametrize("setup, env, message", [
+    (lambda d: (d / "linkwrap.toml").write_text('prefer = ["mold"]\nin_place = maybe\n'), {},
+     "{d}/linkwrap.toml:2: Invalid value (column 12)"),
+    (lambda d: (d / "linkwrap.toml").write_text('prefer = "mold"\n'), {},
+     "{d}/linkwrap.toml:1: 'prefer' must be a list of linker names"),
+    (lambda d: (d / "linkwrap.toml").mkdir(), {}, "{d}/linkwrap.toml: cannot read: a directory"),
+    (lambda d: None, {"LINKWRAP_LINKER": "nonsense"},
+     f"LINKWRAP_LINKER=nonsense: not a linker linkwrap knows ({KNOWN_LIST})"),
+])
+def test_a_configuration_error_is_one_line_exit_1(tmp_path, lw_home, json_flag, setup, env, message):
+    """The same for a file and for LINKWRAP_LINKER, as `linkwrap config` says it (links run as asked)."""
+    (tmp_path / ".git").mkdir()
+    setup(tmp_path)
+    done = linkwrap("explain", *json_flag, "out", cwd=tmp_path, env=env)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"linkwrap: error: {message.format(d=tmp_path)}\n"
+
+
+def test_a_known_but_missing_forced_linker_chooses_as_usual(tmp_path, lw_home):
+    d = explain("out", cwd=tmp_path, env={"LINKWRAP_LINKER": "wild"})["decision"]
+    assert d["linker"] == "mold"
+    assert d["reasons"][0] == "LINKWRAP_LINKER=wild, but wild is not installed; choosing as usual"
+
+
+def test_linkwrap_disable_is_explained_as_the_link_would_do(tmp_path, lw_home):
+    d = explain("out", cwd=tmp_path, env={"LINKWRAP_DISABLE": "1"})["decision"]
     assert (d["linker"], d["flags"], d["write_mode"]) == (None, [], "fresh")
-    assert d["reasons"] == [f"configuration error: {tmp_path / 'linkwrap.toml'}:2: Invalid value (column 12)"
-                            " -> the link runs as asked"]
+    assert d["reasons"] == ["LINKWRAP_DISABLE=1: linkwrap is off, the link runs exactly as asked"]
+
+
+def test_a_small_output_says_not_measured(tmp_path, lw_home):
+    """The probe measures the page-cache share only from probe.CACHE_PROBE_MIN_BYTES (8 MiB) on:
+    below that explain must say "not measured", not "unknown". The decision stays fresh."""
+    out = tmp_path / "app"
+    out.write_bytes(os.urandom(1_200_000))
+    data = explain(out, cwd=tmp_path)
+    o, d = data["probe"]["output"], data["decision"]
+    assert (o["size"], o["cached_fraction"], o["cache_not_measured"]) == (1_200_000, None, "< 8 MiB")
+    assert d["write_mode"] == "fresh"
+    assert d["reasons"][-1] == ("output is 1.1 MiB (< 8 MiB): in place would save at most 0.14 ms, "
+                                "and its page-cache share is not measured -> fresh")
+    assert not any("unknown" in r for r in d["reasons"]), d["reasons"]
+    text = linkwrap("explain", out, cwd=tmp_path, env={"COLUMNS": "250"}).stdout
+    assert "in page cache          not measured (< 8 MiB)" in text, text
+    assert "1200000 bytes (1.1 MiB)" in text
+    # a big one is measured: no note, a share
+    big_file(out)
+    o = explain(out, cwd=tmp_path)["probe"]["output"]
+    assert o["cache_not_measured"] is None and o["cached_fraction"] >= 0.5
+
+
+def test_a_directory_as_output_is_not_judged_by_facts_never_looked_at(tmp_path, lw_home):
+    (tmp_path / "out" / "sub").mkdir(parents=True)     # st_nlink 3: subdirectories, not hard links
+    data = explain("out", cwd=tmp_path)
+    assert data["probe"]["output"]["is_regular"] is False
+    assert data["probe"]["output"]["cache_not_measured"] == "not a regular file"
+    assert [r for r in data["decision"]["reasons"] if r.endswith("-> fresh")] == ["output is not a regular file -> fresh"]
+    text = linkwrap("explain", "out", cwd=tmp_path, env={"COLUMNS": "250"}).stdout
+    assert "held by others         not checked (not a regular file)" in text, text
+    assert "in page cache          not measured (not a regular file)" in text, text
+
+
+def test_facts_say_what_was_looked_at(tmp_path, lw_home):
+    text = linkwrap("explain", "out", cwd=tmp_path, env={"COLUMNS": "250"}).stdout
+    assert "input bytes              none given (no link arguments after --)" in text, text
+    # the probe's None means "no limit" or "not readable": it cannot tell which
+    limit = text.split("memory limit (cgroup)")[1].split("\n")[0].strip()
+    assert limit == "none found" or (limit.endswith(" MiB") and limit[:-4].isdigit()), limit
+    assert " MB" not in text   # probe values are MiB
+    (tmp_path / "main.o").write_bytes(b"x" * 100)
+    text = linkwrap("explain", "--", "main.o", "gone.o", "-o", "out", cwd=tmp_path, env={"COLUMNS": "250"}).stdout
+    assert "input bytes              100 (2 input files, 1 not found)" in text, text
+
+
+def test_an_unreadable_response_file_is_one_line(tmp_path, lw_home):
+    (tmp_path / "args").mkdir()
+    done = linkwrap("explain", "--", "@args", "-o", "out", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.startswith("linkwrap: error: ") and done.stderr.count("\n") == 1, done.stderr
+    assert "args" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_tables_for_people(tmp_path, lw_home):

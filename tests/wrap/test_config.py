@@ -170,6 +170,15 @@ def test_linkwrap_profile_overrides_the_path(project):
     ('[profile.release]\nprefer = ["lld"]\nin_place = "no"\n', 3, "'profile.release.in_place' must be true or false"),
     ('[profile.release]\nprofile = {}\n', 2, "unknown key 'profile.release.profile'"),
     ('linkers.wild.extra_flags = "--gc-sections"\n', 1, "must be a list"),
+    # what a new user tried (issue: "a wrong type, an unknown key, an unknown table...")
+    ('prefer = "mold"\n', 1, "'prefer' must be a list of linker names"),
+    ('record = true\nin_place = "yes"\n', 2, "'in_place' must be true or false"),
+    ('[weird]\nx = 1\n', 1, "unknown key 'weird' (known: prefer, forbid, in_place, record, linkers, profile)"),
+    ('[profile.release]\nprefer = ["lld"]\nbogus = 1\n', 3, "unknown key 'profile.release.bogus'"),
+    ('profile = "release"\n', 1, "'profile' must be a table"),
+    ('[profile]\nrelease = 3\n', 2, "'profile.release' must be a table"),
+    ('[linkers]\nmold = "--icf=all"\n', 2, "'linkers.mold' must be a table"),
+    ('prefer = ["mold"]\x00\n', 1, "column"),
 ])
 def test_malformed_file_is_one_line_naming_file_and_line(project, text, line, words):
     path = project / "linkwrap.toml"
@@ -179,6 +188,93 @@ def test_malformed_file_is_one_line_naming_file_and_line(project, text, line, wo
     message = str(e.value)
     assert message.startswith(f"{path}:{line}: "), message
     assert words in message and "\n" not in message
+
+
+def test_binary_file_is_one_line(project):
+    path = project / "linkwrap.toml"
+    path.write_bytes(b'prefer = ["mold"]\n\xff\xfe\x00\x01garbage\n')
+    with pytest.raises(ConfigError) as e:
+        config.load(req(project), {})
+    assert str(e.value) == f"{path}:2: not UTF-8 text"
+
+
+@pytest.mark.parametrize("kind", ["directory", "dangling symlink", "fifo"])
+def test_an_unreadable_linkwrap_toml_is_an_error_not_skipped(project, kind):
+    """Root reads every file, so "unreadable" is made with a directory, a dangling symlink or
+    a FIFO of that name. The search must not walk past it to a parent's file, and a FIFO
+    must not be opened (it would block the link)."""
+    outer = project / "sub" / "linkwrap.toml"
+    outer.write_text('prefer = ["lld"]\n')        # the file the search would find next
+    path = project / "sub" / "deeper" / "linkwrap.toml"
+    if kind == "directory":
+        path.mkdir()
+        words = "cannot read: a directory"
+    elif kind == "dangling symlink":
+        path.symlink_to(project / "missing.toml")
+        words = "cannot read: a symbolic link to a missing file"
+    else:
+        os.mkfifo(path)
+        words = "cannot read: not a regular file"
+    assert config.find_project_file(str(path.parent)) == str(path)
+    for _ in range(2):   # and again from the cache
+        with pytest.raises(ConfigError) as e:
+            config.load(req(path.parent), {})
+        assert str(e.value) == f"{path}: {words}"
+
+
+def test_an_unreadable_user_file_is_an_error(project, lw_home):
+    user_file(lw_home).mkdir()
+    with pytest.raises(ConfigError) as e:
+        config.load(req(project), {})
+    assert str(e.value) == f"{lw_home / 'config' / 'linkwrap.toml'}: cannot read: a directory"
+
+
+def test_a_user_file_under_a_plain_file_is_absent(project, lw_home):
+    (lw_home / "config").write_text("not a directory")   # stat(config/linkwrap.toml): ENOTDIR
+    assert config.load(req(project), {}).files == ()
+
+
+# --- LINKWRAP_LINKER ------------------------------------------------------------
+
+KNOWN_LIST = "mold, wild, lld, rust-lld, bfd, gold, python"
+
+
+@pytest.mark.parametrize("value, forced", [("mold", "mold"), ("Rust-LLD", "rust-lld"), (" lld ", "lld"),
+                                           ("python", "python"), ("", None), ("  ", None)])
+def test_linkwrap_linker_known_names(project, value, forced):
+    c = config.load(req(project), {"LINKWRAP_LINKER": value})
+    assert c.forced == forced
+    assert c.sources["linker"] == ("env LINKWRAP_LINKER" if forced else "default")
+
+
+@pytest.mark.parametrize("value, shown", [("nonsense", "nonsense"), ("ld.lld", "ld.lld"), ("ld64", "ld64"),
+                                          ("mo\nld", "mo\\nld")])
+def test_an_unknown_linkwrap_linker_is_a_config_error(project, value, shown):
+    """Like `prefer = ["nosuch"]` in a file: an error, so the link runs as asked (pipeline.py)
+    instead of quietly using the usual choice."""
+    with pytest.raises(ConfigError) as e:
+        config.load(req(project), {"LINKWRAP_LINKER": value})
+    assert str(e.value) == f"LINKWRAP_LINKER={shown}: not a linker linkwrap knows ({KNOWN_LIST})"
+    assert "\n" not in str(e.value)
+
+
+def test_a_known_but_missing_linker_is_not_an_error(project):
+    # wild is not installed here: the policy says so and chooses as usual
+    c = config.load(req(project), {"LINKWRAP_LINKER": "wild"})
+    assert c.forced == "wild"
+
+
+def test_the_caller_can_name_the_profile(project):
+    (project / "linkwrap.toml").write_text('[profile.ci]\nin_place = false\n')
+    c = config.load(req(project, project / "target" / "debug" / "deps" / "x-1"), {"LINKWRAP_PROFILE": "rel"},
+                    profile=("ci", "option --profile"))
+    assert (c.profile, c.in_place, c.sources["profile"]) == ("ci", False, "option --profile")
+
+
+def test_search_end(project, tmp_path):
+    assert config.search_end(str(project / "sub" / "deeper")) == str(project)
+    (tmp_path / "bare" / "a").mkdir(parents=True)
+    assert config.search_end(str(tmp_path / "bare" / "a")) == "/"
 
 
 # --- the cache ----------------------------------------------------------------
@@ -273,6 +369,22 @@ def test_a_broken_linkwrap_toml_does_not_break_the_link(project, lw_home, hello_
     assert subprocess.run([str(project / "hello")], capture_output=True, text=True).stdout == "hello\n"
     # the fault is noted for the log, with file and line
     assert f"{project / 'linkwrap.toml'}:2: Invalid value" in (lw_home / "linkwrap.log").read_text()
+
+
+def test_an_unknown_linkwrap_linker_links_as_asked(project, lw_home, hello_obj):
+    """LINKWRAP_LINKER=nonsense used to mean mold, quietly. Now it is a configuration error:
+    the link runs exactly as asked (cc's default, GNU ld here), and the log says why."""
+    env = {**os.environ, "LINKWRAP_LINKER": "nonsense"}
+    done = subprocess.run([script("linkwrap-cc"), str(hello_obj), "-o", "hello"], cwd=project,
+                          capture_output=True, text=True, env=env)
+    message = f"LINKWRAP_LINKER=nonsense: not a linker linkwrap knows ({KNOWN_LIST})"
+    assert (done.returncode, done.stdout) == (0, "")
+    # pipeline.py may say it once on stderr; if it does, it is this one line
+    assert done.stderr in ("", f"linkwrap: warning: {message}; linking as asked until it is fixed\n"), done.stderr
+    assert subprocess.run([str(project / "hello")], capture_output=True, text=True).stdout == "hello\n"
+    text = subprocess.run(["readelf", "-p", ".comment", str(project / "hello")], capture_output=True, text=True).stdout
+    assert "mold" not in text, text
+    assert message in (lw_home / "linkwrap.log").read_text()
 
 
 @pytest.mark.parametrize("prefer, comment", [("lld", "LLD 16"), ("mold", "mold 1.10")])

@@ -27,8 +27,8 @@ def found(**versions):
 
 
 def output(**kw):
-    # A safe output: one name, nobody holds it, its pages are cached.
-    base = dict(exists=True, is_regular=True, size=1 << 20, nlink=1, inode=42, held_by_others=False,
+    # A safe output: one name, nobody holds it, its pages are cached (measured: >= 8 MiB).
+    base = dict(exists=True, is_regular=True, size=16 << 20, nlink=1, inode=42, held_by_others=False,
                 cached_fraction=1.0)
     base.update(kw)
     return OutputFacts(**base)
@@ -97,7 +97,10 @@ ALL = dict(mold=MOLD, wild=(0, 10, 0), lld=LLD, rust_lld=(22, 1, 2), bfd=(2, 40)
     (ALL, {"env": "python"}, None, "python", "LINKWRAP_LINKER=python"),
     (ALL, {"env": "gold", "forbid": ["gold"]}, None, "gold", "LINKWRAP_LINKER=gold"),
     ({"mold": MOLD, "lld": LLD}, {"env": "wild"}, None, "mold", "wild is not installed; choosing as usual"),
-    (ALL, {"env": "ld64"}, None, "mold", "LINKWRAP_LINKER=ld64 names no linker"),
+    # an empty preference list means what it says: nothing to choose
+    (ALL, {"prefer": []}, None, None, "prefer = [] in project file /w/linkwrap.toml: no linker to choose"),
+    (ALL, {"prefer": [], "env": "lld"}, None, "lld", "LINKWRAP_LINKER=lld"),
+    (ALL, {"prefer": []}, dict(fuse_ld="gold"), "gold", "the command line asks for -fuse-ld=gold"),
     # the caller's own -fuse-ld= beats the preference; rustc's injected one does not
     (ALL, {}, dict(fuse_ld="gold"), "gold", "the command line asks for -fuse-ld=gold"),
     (ALL, {}, dict(fuse_ld="lld", rust_lld="/rs/bin/rust-lld"), "mold", "first installed"),
@@ -223,7 +226,8 @@ def test_in_place_when_every_condition_holds():
     (dict(out=output(held_by_others=None)), "unknown whether another process holds"),
     (dict(out=output(cached_fraction=0.49)), "only 49% of the old output is cached"),
     (dict(out=output(cached_fraction=0.0)), "only 0%"),
-    (dict(out=output(cached_fraction=None)), "page cache unknown"),
+    (dict(out=output(cached_fraction=None, size=16 << 20)), "share of the old output in the page cache unknown"),
+    (dict(out=output(cached_fraction=None, size=None)), "share of the old output in the page cache unknown"),
     (dict(fs_local=False, fs="nfs"), "nfs is not a local filesystem"),
     (dict(fs_local=None), "unknown whether the filesystem is local"),
     (dict(kernel=None), "kernel version unknown"),
@@ -233,6 +237,54 @@ def test_each_unsafe_fact_means_fresh(change, reason):
     d = decide(pr=probe(out, **change))
     assert d.write_mode == FRESH
     assert has_reason(d, reason), d.reasons
+
+
+@pytest.mark.parametrize("size, words", [
+    (1_200_000, "output is 1.1 MiB (< 8 MiB): in place would save at most 0.14 ms, "
+                "and its page-cache share is not measured -> fresh"),
+    ((8 << 20) - 1, "output is 7.9 MiB (< 8 MiB): in place would save at most 0.94 ms"),
+    (4096, "output is 4 KiB (< 8 MiB): in place would save at most 0.01 ms"),
+    (0, "output is 0 bytes (< 8 MiB)"),
+])
+def test_a_small_output_says_its_cache_share_was_not_measured(size, words):
+    """probe.cached_fraction measures only outputs of CACHE_PROBE_MIN_BYTES or more: below that
+    None means "not measured", and the reason must say that, not "unknown". Still fresh."""
+    assert probe_mod.CACHE_PROBE_MIN_BYTES == 8 << 20
+    d = decide(pr=probe(output(size=size, cached_fraction=None)))
+    assert d.write_mode == FRESH
+    fresh = [r for r in d.reasons if r.endswith("-> fresh")]
+    assert len(fresh) == 1 and fresh[0].startswith(words), d.reasons
+    assert not has_reason(d, "unknown"), d.reasons
+    assert policy.cache_not_measured(output(size=size, cached_fraction=None)) == "< 8 MiB"
+
+
+def test_a_measured_output_has_no_not_measured_note():
+    assert policy.cache_not_measured(output(size=8 << 20, cached_fraction=None)) is None
+    assert policy.cache_not_measured(output(size=None, cached_fraction=None)) is None
+    assert policy.cache_not_measured(output(exists=False, size=None)) is None
+    assert policy.cache_not_measured(output(is_regular=False, size=4096)) == "not a regular file"
+
+
+def test_a_non_regular_output_is_not_judged_by_facts_the_probe_never_looked_at():
+    # probe.output_facts opens only regular files: held and cached stay None, and a
+    # directory's st_nlink counts subdirectories, not hard links.
+    out = OutputFacts(True, False, 4096, 2, 7, None, None)
+    d = decide(pr=probe(out))
+    assert d.write_mode == FRESH
+    assert [r for r in d.reasons if r.endswith("-> fresh")] == ["output is not a regular file -> fresh"]
+
+
+@pytest.mark.parametrize("cached, words", [(0.499, "only 49% of"), (0.0, "only 0% of"), (0.4, "only 40% of")])
+def test_cached_share_is_rounded_down_in_reasons(cached, words):
+    d = decide(pr=probe(output(cached_fraction=cached, size=64 << 20)))
+    assert d.write_mode == FRESH and has_reason(d, words), d.reasons
+
+
+@pytest.mark.parametrize("n, text", [(0, "0 bytes"), (1, "1 byte"), (1023, "1023 bytes"), (1024, "1 KiB"),
+                                     (1536, "1.5 KiB"), (1_200_000, "1.1 MiB"), ((8 << 20) - 1, "7.9 MiB"),
+                                     (8 << 20, "8 MiB"), (3 << 30, "3 GiB"), (None, "of unknown size")])
+def test_size_text_rounds_down(n, text):
+    assert policy.size_text(n) == text
 
 
 @pytest.mark.parametrize("kernel, mode", [
@@ -264,7 +316,7 @@ def test_shared_objects_and_relocatables_are_written_fresh(kind, mode):
 
 @pytest.mark.parametrize("cached, mode", [(0.49, FRESH), (0.5, IN_PLACE), (0.99, IN_PLACE)])
 def test_cached_fraction_boundary(cached, mode):
-    assert decide(pr=probe(output(cached_fraction=cached))).write_mode == mode
+    assert decide(pr=probe(output(cached_fraction=cached, size=16 << 20))).write_mode == mode
 
 
 def test_all_failed_conditions_are_listed():
