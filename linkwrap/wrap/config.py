@@ -16,11 +16,11 @@ only when it exists, and its validated contents are cached with marshal keyed
 on (path, size, mtime); a warm link imports no TOML parser. A malformed file
 raises ConfigError naming file and line (pipeline.py then links as asked).
 """
-import marshal
 import os
 import stat  # already imported by os: free
 from collections import namedtuple
 
+from linkwrap import cache as cache_mod
 from linkwrap import paths
 from linkwrap.errors import ConfigError
 
@@ -206,8 +206,7 @@ def profile_tables(profile) -> tuple:
 
 # --- reading one file, cached ----------------------------------------------
 
-def _cache_file() -> str:
-    return os.path.join(paths.cache_dir(), "config.marshal")
+CACHE_NAME = "config.marshal"
 
 
 def read_file(path: str, _cache=None):
@@ -266,26 +265,14 @@ def _read_text(path) -> str:
 
 
 def _load_cache() -> dict:
-    try:
-        with open(_cache_file(), "rb") as f:
-            data = marshal.load(f)
-        if isinstance(data, dict) and data.get("format") == _CACHE_FORMAT and isinstance(data.get("files"), dict):
-            return data
-    except (OSError, EOFError, ValueError, TypeError):
-        pass
-    return {"format": _CACHE_FORMAT, "files": {}}
+    data = cache_mod.load(CACHE_NAME, _CACHE_FORMAT)
+    if not isinstance(data.get("files"), dict):
+        data["files"] = {}
+    return data
 
 
 def _store_cache(data) -> None:
-    target = _cache_file()
-    try:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        tmp = f"{target}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            marshal.dump(data, f)
-        os.replace(tmp, target)
-    except (OSError, ValueError):
-        pass  # an unwritable cache only costs the next link a parse
+    cache_mod.store(CACHE_NAME, data)
 
 
 # --- parsing and validating ------------------------------------------------

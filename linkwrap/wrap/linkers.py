@@ -4,10 +4,10 @@ Finding them is a few stat() calls on PATH. Asking for versions means running
 each linker with --version, so the answers are cached (marshal, keyed on each
 binary's path, size and mtime): a warm link starts no --version process.
 """
-import marshal
 import os
 from collections import namedtuple
 
+from linkwrap import cache as cache_mod
 from linkwrap import paths
 
 
@@ -119,30 +119,12 @@ def _python_linker():
 
 # --- versions, cached ------------------------------------------------------
 
-def _cache_file():
-    return os.path.join(paths.cache_dir(), "linkers.marshal")
-
-
 def _load_cache():
-    try:
-        with open(_cache_file(), "rb") as f:
-            data = marshal.load(f)
-        return data if isinstance(data, dict) and data.get("format") == _CACHE_FORMAT else {}
-    except (OSError, EOFError, ValueError, TypeError):
-        return {}
+    return cache_mod.load("linkers.marshal", _CACHE_FORMAT)
 
 
 def _store_cache(data):
-    data["format"] = _CACHE_FORMAT
-    target = _cache_file()
-    try:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        tmp = f"{target}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            marshal.dump(data, f)
-        os.replace(tmp, target)
-    except OSError:
-        pass  # a cache we cannot write only costs the next link a --version run
+    cache_mod.store("linkers.marshal", data)
 
 
 def _stamp(path):
