@@ -40,6 +40,18 @@ def main():
           f"({spool_bytes / 2000:.0f} bytes per record with a 125-argument argv; no probe given, so the "
           f"120 input sizes are stat()ed, as when the probe faulted)")
 
+    # The two per-link additions of issue 5's follow-up: the start-up read and a fall-back's first error.
+    stderr = b"mold: fatal: unknown command line option: --frobnicate\ncollect2: error: ld returned 1 exit status\n"
+    for label, fn in (("startup_ms() (/proc/self/stat + CLOCK_BOOTTIME)", lambda: record.startup_ms(1_000_000)),
+                      ("first_error() of a 2-line stderr (fall-backs only)", lambda: record.first_error(stderr))):
+        each = []
+        for _ in range(5):
+            t = time.perf_counter_ns()
+            for _ in range(2000):
+                fn()
+            each.append((time.perf_counter_ns() - t) / 2000 / 1000)
+        print(f"{label}: median {statistics.median(each):.1f} µs per call")
+
     from linkwrap.store import db, spool
     conn = db.connect()
     per_k = []

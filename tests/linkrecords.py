@@ -14,8 +14,9 @@ from conftest import script  # noqa: E402
 
 def lw(*argv, cwd=None, env=None, check=True):
     """Run `linkwrap ARGV...`; -> CompletedProcess (text)."""
+    # No terminal on stdin: commands that would ask (log clear) behave as in a script, wherever pytest runs.
     done = subprocess.run([script("linkwrap"), *map(str, argv)], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})
+                          env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
     if check:
         assert done.returncode == 0, f"linkwrap {' '.join(argv)} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done
@@ -54,3 +55,13 @@ def db_rows(home, sql="SELECT * FROM links ORDER BY id"):
             del os.environ["LINKWRAP_HOME"]
         else:
             os.environ["LINKWRAP_HOME"] = env_home
+
+
+def spool_record(home, **fields):
+    """Append one hand-made record to the spool under home, as record.save would; -> its uid."""
+    import time
+    from linkwrap.wrap import record
+    rec = {"v": record.FORMAT, "uid": f"hand-{time.time_ns()}", "started_unix": time.time(), "exit_status": 0,
+           "wall_ms": 1.0, "fell_back": False, **fields}
+    record.append(str(home), record.encode(rec))
+    return rec["uid"]

@@ -4,6 +4,8 @@ off leaves a `logs-off` marker in the state directory (checked with one stat()
 per link, as simonw/llm's `logs off` does); on removes it, and also the
 once-only warning markers of earlier recording failures, so a recurring one
 is said again.
+clear deletes every record: on a terminal it asks first; elsewhere (a script,
+CI) it needs --yes, as there is nobody to ask.
 """
 import os
 
@@ -11,13 +13,19 @@ from linkwrap import paths
 
 
 def add_arguments(parser) -> None:
+    from linkwrap.cli.summary import reject_unknown
+    reject_unknown(parser)
     parser.add_argument("action", choices=("path", "status", "on", "off", "clear"),
                         help="path: print the database path; status: recording on/off, counts, size, "
-                             "pending records; on/off: start/stop recording links; clear: delete every record")
+                             "pending records; on/off: start/stop recording links; clear: delete every record "
+                             "(asks first; --yes when not on a terminal)")
+    parser.add_argument("--yes", "-y", action="store_true", help="clear without asking")
 
 
 def run(args) -> int:
-    return {"path": _path, "status": _status, "on": _on, "off": _off, "clear": _clear}[args.action]()
+    if args.action == "clear":
+        return _clear(args.yes)
+    return {"path": _path, "status": _status, "on": _on, "off": _off}[args.action]()
 
 
 def _path() -> int:
@@ -88,8 +96,8 @@ def _off() -> int:
     return 0
 
 
-def _clear() -> int:
-    """Delete links.db and the spool, under the ingestion lock."""
+def _clear(yes: bool) -> int:
+    """Delete links.db and the spool, under the ingestion lock, once the user said yes."""
     import fcntl
     from linkwrap.store import db, spool
     from linkwrap.wrap.record import SPOOL
@@ -97,6 +105,9 @@ def _clear() -> int:
     if not os.path.isdir(state):
         print("No link records.")
         return 0
+    if not yes and not _confirmed(state):
+        print("Nothing deleted.")
+        return 1
     fd = os.open(os.path.join(state, spool.LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -111,3 +122,25 @@ def _clear() -> int:
         os.close(fd)
     print(f"Deleted the link records in {state}." if removed else "No link records.")
     return 0
+
+
+def _confirmed(state) -> bool:
+    """Ask on the terminal; without one, --yes is the only way (raises UsageError)."""
+    import sys
+    from linkwrap.errors import UsageError
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError("`linkwrap log clear` deletes every link record and there is no terminal to ask "
+                         "on: add --yes to delete them")
+    what = "every link record"
+    try:
+        from linkwrap.report.render import plural
+        from linkwrap.store import db, queries
+        c = queries.counts(db.open_store())
+        what = f"{plural(c['links'], 'link record')} in {plural(c['builds'], 'build')}"
+    except Exception:  # a broken store can still be cleared
+        pass
+    try:
+        answer = input(f"Delete {what} in {state}? [y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")

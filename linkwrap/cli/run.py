@@ -3,8 +3,13 @@
 The build gets LINKWRAP_BUILD_ID in its environment, so every link under it
 (at any depth: cargo, ninja, make, scripts) is grouped into this build, and its
 wall time is measured here, which gives the share of it spent linking. The
-summary goes to stderr, after the build's own output; the exit status is the
-build command's (128+N when a signal N ended it).
+exit status is the build command's (128+N when a signal N ended it).
+
+Where things go: the human summary goes to stderr, after the build's own
+output, so that it never mixes into what the build prints on stdout (which a
+caller may be capturing). With --json the JSON is all that goes to stdout, so
+`linkwrap run --json -- make > links.json` is parseable: the build's own stdout
+is sent to stderr then.
 """
 import argparse
 import os
@@ -17,8 +22,17 @@ import time
 from linkwrap.errors import UsageError
 
 
+EPILOG = ("The summary table goes to stderr, after the build's own output, so that it never mixes "
+          "with what the build prints on stdout. With --json, stdout carries only the JSON (the "
+          "build's own stdout goes to stderr), so `linkwrap run --json -- make > links.json` works.")
+
+
 def add_arguments(parser) -> None:
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON (on stderr)")
+    from linkwrap.cli.summary import reject_unknown
+    reject_unknown(parser)
+    parser.epilog = EPILOG
+    parser.add_argument("--json", action="store_true",
+                        help="print the summary as JSON on stdout (the build's own stdout goes to stderr)")
     parser.add_argument("--quiet", "-q", action="store_true", help="print no summary; only record the build")
     # dest is not "command": cli.main keeps the subcommand's name there.
     parser.add_argument("build_command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
@@ -40,7 +54,8 @@ def run(args) -> int:
     old = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         try:
-            proc = subprocess.Popen(argv, env=env, restore_signals=True,
+            # --json: stdout is the JSON's alone, so the build's stdout joins its stderr.
+            proc = subprocess.Popen(argv, env=env, restore_signals=True, stdout=2 if args.json else None,
                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         except OSError as e:
             raise UsageError(f"cannot run {argv[0]}: {e.strerror or e}") from None
@@ -75,8 +90,8 @@ def _summarise(args, key, command, cwd, started_unix, wall_ms, code) -> None:
     data = summary.summarize(conn, [row], ninja_log=None)
     if args.json:
         import json
-        json.dump(data, sys.stderr, indent=2)
-        sys.stderr.write("\n")
+        json.dump(data, sys.stdout, indent=2)
+        sys.stdout.write("\n")
     else:
         from rich.console import Console
         from linkwrap.report import render

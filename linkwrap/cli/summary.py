@@ -5,7 +5,28 @@ import sys
 from linkwrap.errors import LinkwrapError, UsageError
 
 
+def reject_unknown(parser) -> None:
+    """Make this subcommand's parser say its own usage for an argument it does not know.
+
+    argparse hands a subparser's leftovers back to the top-level parser, whose
+    error then shows `linkwrap`'s usage, not the subcommand's. cli.main could
+    do this for every command (parse_known_args, then the subparser's error());
+    until it does, this parser checks its own leftovers. The subcommand's
+    arguments are all known here, as nothing follows them on the command line.
+    """
+    parse_known = parser.parse_known_args
+
+    def parse_known_args(args=None, namespace=None):
+        namespace, extras = parse_known(args, namespace)
+        if extras:
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+    parser.parse_known_args = parse_known_args
+
+
 def add_arguments(parser) -> None:
+    reject_unknown(parser)
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--build", metavar="ID", help="a build by number (from --all) or key")
     which.add_argument("--all", action="store_true", help="every recorded build")
@@ -13,8 +34,9 @@ def add_arguments(parser) -> None:
                         help="builds (and links) since WHEN: 30m, 2h, 3d, 1w or a UTC date 2026-05-01")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--ninja-log", metavar="FILE",
-                        help="read this .ninja_log for the build's linking share (default: ./.ninja_log "
-                             "when it belongs to the build)")
+                        help="read this .ninja_log for the build's linking share; used only when the build "
+                             "was run by ninja and the log's last run is that build's (default: ./.ninja_log, "
+                             "when ninja ran the build in this directory)")
 
 
 def collect(args, db) -> dict:
@@ -36,13 +58,15 @@ def collect(args, db) -> dict:
     elif args.ninja_log:
         raise UsageError("--ninja-log needs one build (the last one, or --build ID)")
     since = since if not args.build else None
+    from linkwrap.store.db import warn
+    # A log the user named and that is not this build's is said; ./.ninja_log is only a guess.
+    told = warn if args.ninja_log else None
     try:
-        return summary.summarize(db, builds, since_utc=since, ninja_log=ninja)
+        return summary.summarize(db, builds, since_utc=since, ninja_log=ninja, on_ninja_mismatch=told)
     except LinkwrapError as e:
         if args.ninja_log or ninja is None:
             raise
         # ./.ninja_log was only a guess: a bad one costs the share, not the summary.
-        from linkwrap.store.db import warn
         warn(f"{e}; shown without the linking share")
         return summary.summarize(db, builds, since_utc=since, ninja_log=None)
 

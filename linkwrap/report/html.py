@@ -8,7 +8,7 @@ red, fall-backs hatched), and its table of links, slowest first.
 import html
 
 from linkwrap.report.render import fmt_bytes, fmt_kb, fmt_ms, fmt_pct
-from linkwrap.report.summary import parse_utc
+from linkwrap.report.summary import fell_back, parse_utc
 
 PALETTE = ("#4e79a7", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#bab0ac", "#ff9da7")
 CSS = """
@@ -84,7 +84,9 @@ def timeline(build, colour_of, width=900, label_w=260, bar_h=16) -> str:
         fill = "#c0392b" if l["failed"] else colour_of.get(linker_name(l), PALETTE[0])
         tip = (f"{l['crate_name']} ({l['crate_kind']}): {fmt_ms(l['wall_ms'])} with {linker_name(l)}, "
                f"cpu {fmt_ms(l['cpu_ms'])}, peak RSS {fmt_kb(l['peak_rss_kb'])}, output {fmt_bytes(l['output_bytes'])}"
-               + (", FAILED" if l["failed"] else "") + (", fell back" if l["fell_back"] else ""))
+               + (", FAILED" if l["failed"] else "")
+               + (f", fell back: {l.get('first_linker') or '?'} said {l.get('first_error') or 'nothing'}"
+                  if l["fell_back"] else ""))
         out.append(f'<text x="{label_w - 6}" y="{y + bar_h - 5}" text-anchor="end">'
                    f'{e((l["crate_name"] or "?")[:30])} <tspan class="dim">{e(l["crate_kind"])}</tspan></text>')
         out.append(f'<rect class="link-bar" data-link-id="{l["id"]}" x="{x:.1f}" y="{y}" width="{w:.1f}" '
@@ -99,8 +101,14 @@ def timeline(build, colour_of, width=900, label_w=260, bar_h=16) -> str:
 def links_table(build) -> str:
     rows = []
     for l in build["links"]:
-        cls = ' class="bad"' if l["failed"] else (' class="warn"' if l["fell_back"] else "")
-        state = "failed" if l["failed"] else ("fell back" if l["fell_back"] else "ok")
+        cls = ' class="bad"' if l["failed"] else (' class="warn"' if fell_back(l) else "")
+        state = ("failed" if l["failed"] else "fell back" if l["fell_back"]
+                 else "as asked (fault)" if l["fault"] else "ok")
+        if l["fell_back"]:
+            # Which linker failed first, and why: the same words as `linkwrap summary`.
+            state += f' <span class=dim>({e(l.get("first_linker") or "?")}: {e(l.get("first_error") or "-")})</span>'
+        else:
+            state = e(state)
         rows.append(f"<tr{cls}><td>{e(l['crate_name'])} <span class=dim>{e(l['crate_kind'])}</span></td>"
                     f"<td>{e(linker_name(l))}</td><td>{e(l['write_mode'])}</td>"
                     f"<td class=n>{e(fmt_ms(l['wall_ms']))}</td><td class=n>{e(fmt_ms(l['cpu_ms']))}</td>"

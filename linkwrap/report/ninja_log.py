@@ -108,6 +108,7 @@ def link_share(path: str, link_outputs=()) -> dict:
     base = os.path.dirname(os.path.abspath(path))
     wanted = {os.path.normpath(p) for p in link_outputs if p}
     matched = [e for e in last if os.path.normpath(os.path.join(base, e.output)) in wanted]
+    found = {os.path.normpath(os.path.join(base, e.output)) for e in matched}
     guessed = not matched
     links = matched if matched else [e for e in last if looks_like_link(e.output)]
     # One edge with several outputs writes one line per output with the same times.
@@ -127,4 +128,6 @@ def link_share(path: str, link_outputs=()) -> dict:
         "link_sum_ms": float(sum(e - s for s, e, _ in link_edges)),
         "link_busy_ms": link_busy,
         "link_share": (link_busy / wall) if wall > 0 else None,
+        "links_matched": len(found),  # distinct link_outputs found in the last run
+        "last_end_ms": float(max((e.end_ms for e in last), default=0)),  # since that ninja run began
     }

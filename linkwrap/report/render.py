@@ -4,8 +4,12 @@ One build: its links slowest first, totals, the linking share, per-linker
 totals, failures and fall-backs. Several builds: one line per build, then totals.
 """
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console
+from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 
 def fmt_ms(ms) -> str:
@@ -46,16 +50,62 @@ def status(link) -> str:
     return "ok"
 
 
+# Shown after the name, so that `app` the build script, `app` the binary and
+# `app` the test can be told apart. A binary or a C executable is just its name.
+KIND_LABELS = {"build-script": "build script", "proc-macro": "proc-macro", "test": "test",
+               "example": "example", "cdylib": "cdylib"}
+
+
 def what(link) -> str:
-    return link["crate_name"] or "?"
+    name = link["crate_name"] or "?"
+    label = KIND_LABELS.get(link["crate_kind"] or "")
+    return f"{name} ({label})" if label else name
+
+
+def plural(n, word) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def build_title(b) -> str:
-    cmd = b["command"] or ""
-    if len(cmd) > 70:
-        cmd = cmd[:67] + "..."
+    """The build in one line of plain text: number, tool, links, command."""
+    parts = [f"build #{b['id']}", b["tool"] or "?", plural(b["totals"]["links"], "link")]
+    if b["command"]:
+        parts.append(b["command"])
+    return "  ".join(parts)
+
+
+def build_subtitle(b) -> str:
     when = (b["started_utc"] or "")[:19].replace("T", " ")
-    return f"build #{b['id']}  {b['tool'] or ''}  {cmd}  [dim]{when} UTC  {b['cwd'] or ''}[/]"
+    return "  ".join(p for p in (f"{when} UTC" if when else "", b["cwd"] or "") if p)
+
+
+def print_line(console: Console, text, style=None) -> None:
+    """One line that never wraps: what does not fit ends in an ellipsis."""
+    console.print(Text(text, style=style or ""), no_wrap=True, overflow="ellipsis", crop=True)
+
+
+def fit(console: Console, make_table, flexible: str, optional=(), least: int = 24):
+    """The table that fits the console: make_table(dropped) -> (Table, {column: natural width}).
+
+    The flexible column (the names) has priority: the optional columns go, in
+    order, while it would get fewer than `least` cells (or its natural width,
+    when that is less); then it gets all the room that is left, so rich folds or
+    ellipsizes it only when the terminal is narrower than the whole table.
+    """
+    dropped = []
+    for step in range(len(optional) + 1):
+        table, natural = make_table(tuple(dropped))
+        full = Measurement.get(console, console.options.update_width(100_000), table).maximum
+        excess = full - console.width
+        want = natural[flexible]
+        if excess <= 0:
+            return table
+        if want - excess >= min(want, least) or step == len(optional):
+            col = next(c for c in table.columns if c.header == flexible)
+            col.max_width = max(8, want - excess)
+            return table
+        dropped.append(optional[step])
+    return table  # not reached
 
 
 def linking_line(b) -> str | None:
@@ -71,29 +121,40 @@ def linking_line(b) -> str | None:
 
 def render_build(b, console: Console) -> None:
     t = b["totals"]
-    table = Table(title=build_title(b), title_justify="left", box=box.SIMPLE_HEAD, show_footer=True,
-                  pad_edge=False, collapse_padding=True)
-    # Numbers never wrap; the names give way (with an ellipsis) on a narrow terminal,
-    # and the kind column goes when there is no room for it.
-    wide = console.width >= 100
-    fixed = 62 + (13 if wide else 0) + 15
-    table.add_column("what", footer=f"{t['links']} links", no_wrap=True, overflow="ellipsis",
-                     max_width=max(8, console.width - fixed))
-    if wide:
-        table.add_column("kind", style="dim", no_wrap=True, overflow="ellipsis", max_width=12)
-    table.add_column("linker", no_wrap=True, overflow="ellipsis", max_width=14)
-    for name, footer in (("mode", ""), ("wall", fmt_ms(t["wall_ms"])), ("cpu", fmt_ms(t["cpu_ms"])),
-                         ("peak RSS", fmt_kb(t["peak_rss_kb"]) if t["links"] else "-"),
-                         ("output", fmt_bytes(t["output_bytes"]))):
-        table.add_column(name, justify="left" if name == "mode" else "right", footer=footer, no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    for l in b["links"]:
-        cells = [what(l)] + ([l["crate_kind"] or ""] if wide else []) + [
-            l["linker_version"] or l["linker"] or "?", l["write_mode"] or "-",
-            fmt_ms(l["wall_ms"]), fmt_ms(l["cpu_ms"]), fmt_kb(l["peak_rss_kb"]), fmt_bytes(l["output_bytes"]),
-            status(l)]
-        table.add_row(*cells)
-    console.print(table)
+    if not b["links"]:
+        # One line, not an empty table; what it is about comes after, where an ellipsis may cut it.
+        ran = (f" ({fmt_ms(b['wall_ms'])}, exit status {b['exit_status']})"
+               if b["wall_ms"] is not None and b["exit_status"] is not None else "")
+        print_line(console, f"no links recorded for this build #{b['id']}{ran}: {b['command'] or b['tool'] or '?'}")
+        return
+    print_line(console, build_title(b), "bold")
+    sub = build_subtitle(b)
+    if sub:
+        print_line(console, sub, "dim")
+    rows = [{"what": what(l), "linker": l["linker_version"] or l["linker"] or "?", "mode": l["write_mode"] or "-",
+             "wall": fmt_ms(l["wall_ms"]), "cpu": fmt_ms(l["cpu_ms"]), "peak RSS": fmt_kb(l["peak_rss_kb"]),
+             "output": fmt_bytes(l["output_bytes"]), "status": status(l)} for l in b["links"]]
+    footers = {"what": plural(t["links"], "link"), "linker": "", "mode": "", "wall": fmt_ms(t["wall_ms"]),
+               "cpu": fmt_ms(t["cpu_ms"]), "peak RSS": fmt_kb(t["peak_rss_kb"]),
+               "output": fmt_bytes(t["output_bytes"]), "status": ""}
+    columns = ("what", "linker", "mode", "wall", "cpu", "peak RSS", "output", "status")
+
+    def make(dropped):
+        table = Table(box=box.SIMPLE_HEAD, show_footer=True, pad_edge=False, collapse_padding=True)
+        shown = [c for c in columns if c not in dropped]
+        for c in shown:
+            if c == "what":
+                # Names wrap (folding a long one) rather than vanish; everything else stays on one line.
+                table.add_column(c, footer=footers[c], overflow="fold")
+            else:
+                table.add_column(c, footer=footers[c], no_wrap=True, overflow="ellipsis",
+                                 justify="right" if c in ("wall", "cpu", "peak RSS", "output") else "left")
+        for r in rows:
+            table.add_row(*[Text(r[c]) if c == "what" else r[c] for c in shown])
+        natural = {"what": max(cell_len(x) for x in [c for c in (r["what"] for r in rows)] + [footers["what"]])}
+        return table, natural
+
+    console.print(fit(console, make, "what", optional=("mode", "cpu", "output")))
     line = linking_line(b)
     if line:
         console.print(line)
@@ -102,42 +163,79 @@ def render_build(b, console: Console) -> None:
     if len(b["by_linker"]) > 1:
         parts = [f"{g['linker']}: {g['links']} × {fmt_ms(g['wall_ms'])}" for g in b["by_linker"]]
         console.print("By linker: " + ";  ".join(parts))
-    console.print(f"linkwrap's own time: {fmt_ms(t['overhead_ms'])} over {t['links']} links", style="dim")
+    for text in own_time_lines(t):
+        console.print(Text(text, style="dim"))
     for l in b["failures"]:
-        console.print(f"[red]failed[/]: {l['crate_name']} ({l['output_path']}) exit {l['exit_status']}")
-    for l in b["fell_back"]:
-        why = next((r for r in reversed(l["reasons"]) if "failed" in r), "")
-        console.print(f"[yellow]fell back[/]: {l['crate_name']}: {why or 'linked as asked after a failure'}")
+        console.print(Text.assemble(("failed", "red"), f": {what(l)} ({l['output_path'] or '-'}) "
+                                                       f"exit {l['exit_status']}"))
+    if b["fell_back"]:
+        console.print(Text(f"fall-backs ({len(b['fell_back'])}, linked again as asked):", style="yellow"))
+        for l in b["fell_back"]:
+            what_failed, why = fall_back_reason(l)
+            console.print(Padding(Text(f"{what(l)}: {what_failed}"), (0, 0, 0, 2), expand=False))
+            if why:
+                console.print(Padding(Text(why, style="dim"), (0, 0, 0, 4), expand=False))
+
+
+def fall_back_reason(link):
+    """-> (which linker failed, why), as far as the record says."""
+    if link["fell_back"]:
+        who = link.get("first_linker") or "the linker linkwrap chose"
+        return (f"{who} failed (exit {link['first_exit_status']})",
+                link.get("first_error") or "(it printed nothing on stderr)")
+    return "a fault of linkwrap's own", link["fault"]
+
+
+def own_time_lines(t) -> list:
+    """linkwrap's own time, with what each part measures (overhead_ms alone misses start-up)."""
+    n = t["links"]
+    inside = t["overhead_ms"]
+    if not t.get("startup_links"):
+        return ["linkwrap's own time (inside Python, excluding interpreter start-up):",
+                f"  {fmt_ms(inside)} over {plural(n, 'link')}, {fmt_ms(inside / n if n else 0)} per link"]
+    known = t["startup_links"]
+    start = t["startup_ms"] * n / known  # the links without a start-up figure, at the average of the others
+    measured = "" if known == n else f" ({known} of {n} measured)"
+    return [f"linkwrap's own time: {fmt_ms(start + inside)} over {plural(n, 'link')}, "
+            f"{fmt_ms((start + inside) / n)} per link",
+            f"  start-up (interpreter and imports): {fmt_ms(start)}, ±5 ms per link{measured}",
+            f"  inside Python (excluding interpreter start-up): {fmt_ms(inside)}"]
 
 
 def render_many(summary, console: Console) -> None:
-    table = Table(title="builds", title_justify="left", box=box.SIMPLE_HEAD, show_footer=True,
-                  pad_edge=False, collapse_padding=True)
     t = summary["totals"]
-    wide = console.width >= 110  # else the tool column goes and the command gives way
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("when (UTC)", no_wrap=True)
-    if wide:
-        table.add_column("tool", no_wrap=True, overflow="ellipsis", max_width=10)
-    table.add_column("command", no_wrap=True, overflow="ellipsis",
-                     max_width=max(8, console.width - (92 if wide else 72)))
-    table.add_column("links", justify="right", footer=str(t["links"]), no_wrap=True)
-    table.add_column("link wall", justify="right", footer=fmt_ms(t["wall_ms"]), no_wrap=True)
-    table.add_column("linking", justify="right", no_wrap=True)
-    table.add_column("peak RSS", justify="right", footer=fmt_kb(t["peak_rss_kb"]), no_wrap=True)
-    table.add_column("failed/fb", justify="right", footer=f"{t['failures']}/{t['fell_back']}",
-                     no_wrap=True)
-    for b in summary["builds"]:
+    builds = summary["builds"]
+    # Two-line header: the column holds "1/2", its name need not widen it.
+    columns = ("#", "when (UTC)", "tool", "command", "links", "link wall", "linking", "peak RSS", "failed/\nfell back")
+    footers = {"links": str(t["links"]), "link wall": fmt_ms(t["wall_ms"]), "peak RSS": fmt_kb(t["peak_rss_kb"]),
+               "failed/\nfell back": f"{t['failures']}/{t['fell_back']}"}
+    rows = []
+    for b in builds:
         bt = b["totals"]
         share = b["linking"]["link_share"] if b["linking"] else None
-        table.add_row(f"{b['id']}", (b["started_utc"] or "")[5:16].replace("T", " "),
-                      *([b["tool"] or ""] if wide else []), b["command"] or "", str(bt["links"]),
-                      fmt_ms(bt["wall_ms"]), fmt_pct(share), fmt_kb(bt["peak_rss_kb"]),
-                      f"{bt['failures']}/{bt['fell_back']}")
-    console.print(table)
+        rows.append({"#": str(b["id"]), "when (UTC)": (b["started_utc"] or "")[5:16].replace("T", " "),
+                     "tool": b["tool"] or "", "command": b["command"] or "", "links": str(bt["links"]),
+                     "link wall": fmt_ms(bt["wall_ms"]), "linking": fmt_pct(share),
+                     "peak RSS": fmt_kb(bt["peak_rss_kb"]),
+                     "failed/\nfell back": f"{bt['failures']}/{bt['fell_back']}"})
+
+    def make(dropped):
+        table = Table(title="builds", title_justify="left", box=box.SIMPLE_HEAD, show_footer=True,
+                      pad_edge=False, collapse_padding=True)
+        shown = [c for c in columns if c not in dropped]
+        for c in shown:
+            table.add_column(c, footer=footers.get(c, ""), no_wrap=True, overflow="ellipsis",
+                             justify="left" if c in ("when (UTC)", "tool", "command") else "right")
+        for r in rows:
+            table.add_row(*[Text(r[c]) if c in ("tool", "command") else r[c] for c in shown])
+        return table, {"command": max([cell_len(r["command"]) for r in rows] + [len("command")])}
+
+    console.print(fit(console, make, "command", optional=("tool", "peak RSS"), least=20))
     if summary["by_linker"]:
         parts = [f"{g['linker']}: {g['links']} × {fmt_ms(g['wall_ms'])}" for g in summary["by_linker"]]
         console.print("By linker: " + ";  ".join(parts))
+    for text in own_time_lines(t):
+        console.print(Text(text, style="dim"))
 
 
 def render(summary, console: Console | None = None) -> None:

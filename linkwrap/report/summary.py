@@ -4,7 +4,9 @@ Input: builds and links rows from links.db (linkwrap.store.queries), and
 optionally a .ninja_log. Output: {"builds": [BuildSummary...], "totals": {...}}
 where each BuildSummary holds its links slowest first, totals, per-linker
 totals, failures, fall-backs and, when known, the share of the build's wall
-time spent linking: from `linkwrap run`'s own timing, else from .ninja_log.
+time spent linking: from `linkwrap run`'s own timing, else from a .ninja_log
+whose last run is this ninja build's (ninja_share). "notes" says what the
+time figures measure.
 """
 import os
 import time
@@ -16,7 +18,22 @@ LINK_FIELDS = (
     "output_bytes", "linker", "linker_version", "write_mode", "wall_ms", "user_ms", "sys_ms",
     "peak_rss_kb", "exit_status", "fell_back", "first_exit_status", "fault", "overhead_ms",
     "input_bytes", "input_count", "fs_type", "kernel_release", "nlink_before", "cwd", "project_dir",
+    "first_linker", "first_error", "startup_ms",
 )
+
+# Printed with every summary's JSON: what the time figures measure.
+NOTES = {
+    "overhead_ms": "linkwrap's own time inside Python, per link: from the start of linkwrap's link code "
+                   "to the record, less the linker runs. It excludes the interpreter's start-up and imports "
+                   "(see startup_ms) and its shutdown.",
+    "startup_ms": "the interpreter's start-up and imports, per link: from the process's start (the kernel's "
+                  "start time, 10 ms ticks, so each figure is good to +-5 ms; a build's sum is unbiased) "
+                  "to the start of linkwrap's link code. null where it was not measured (older records).",
+    "fell_back": "links whose first attempt (with the linker linkwrap chose) failed and were linked again "
+                 "as asked, and links where a fault of linkwrap's own made it link as asked; "
+                 "first_linker and first_error say what failed and why.",
+    "failures": "links whose final exit status was not 0.",
+}
 
 
 def parse_utc(text: str) -> float:
@@ -43,10 +60,17 @@ def totals(links) -> dict:
         "overhead_ms": sum(l["overhead_ms"] or 0.0 for l in links),
         "peak_rss_kb": max((l["peak_rss_kb"] or 0 for l in links), default=0),
         "output_bytes": sum(l["output_bytes"] or 0 for l in links),
+        "startup_ms": sum(l.get("startup_ms") or 0.0 for l in links),
+        "startup_links": sum(1 for l in links if l.get("startup_ms") is not None),
         "failures": sum(1 for l in links if l["failed"]),
-        "fell_back": sum(1 for l in links if l["fell_back"]),
+        "fell_back": sum(1 for l in links if fell_back(l)),
         "faults": sum(1 for l in links if l["fault"]),
     }
+
+
+def fell_back(link) -> bool:
+    """Linked as asked after linkwrap's own choice failed, or after a fault of linkwrap's."""
+    return bool(link["fell_back"] or link["fault"])
 
 
 def by_linker(links) -> list:
@@ -68,7 +92,7 @@ def busy_ms(links) -> float:
     return union(spans)
 
 
-def build_summary(db, build, *, since_utc=None, ninja_log=None) -> dict:
+def build_summary(db, build, *, since_utc=None, ninja_log=None, on_ninja_mismatch=None) -> dict:
     rows = queries.links_since(db, build["id"], since_utc) if since_utc else queries.links_of(db, build["id"])
     links = [link_dict(r) for r in rows]
     share = None
@@ -78,8 +102,7 @@ def build_summary(db, build, *, since_utc=None, ninja_log=None) -> dict:
                  "link_sum_ms": sum(l["wall_ms"] or 0.0 for l in links),
                  "link_share": busy / build["wall_ms"] if build["wall_ms"] > 0 else None}
     elif ninja_log:
-        from linkwrap.report import ninja_log as nl
-        share = nl.link_share(ninja_log, [l["output_path"] for l in links])
+        share = ninja_share(build, links, ninja_log, on_mismatch=on_ninja_mismatch)
     return {
         "id": build["id"],
         "key": build["build_key"],
@@ -94,23 +117,84 @@ def build_summary(db, build, *, since_utc=None, ninja_log=None) -> dict:
         "by_linker": by_linker(links),
         "linking": share,
         "failures": [l for l in links if l["failed"]],
-        "fell_back": [l for l in links if l["fell_back"]],
+        "fell_back": [l for l in links if fell_back(l)],
         "links": links,
     }
 
 
-def summarize(db, builds, *, since_utc=None, ninja_log=None) -> dict:
-    summaries = [build_summary(db, b, since_utc=since_utc, ninja_log=ninja_log) for b in builds]
+def summarize(db, builds, *, since_utc=None, ninja_log=None, on_ninja_mismatch=None) -> dict:
+    """on_ninja_mismatch(sentence): told why ninja_log was not used (None: nothing is said)."""
+    summaries = [build_summary(db, b, since_utc=since_utc, ninja_log=ninja_log,
+                               on_ninja_mismatch=on_ninja_mismatch) for b in builds]
     if since_utc:
         summaries = [s for s in summaries if s["links"] or s["wall_ms"]]
     every = [l for s in summaries for l in s["links"]]
-    return {"builds": summaries, "totals": totals(every), "by_linker": by_linker(every)}
+    return {"builds": summaries, "totals": totals(every), "by_linker": by_linker(every), "notes": NOTES}
+
+
+# A .ninja_log's times and a link record's come from different clocks and moments
+# (ninja notes an edge after its command exits; mtimes may be coarse): this much slack.
+NINJA_SLACK_S = 2.0
+
+
+def ninja_share(build, links, path, *, on_mismatch=None):
+    """The linking share from a .ninja_log, only when its last run is this build; else None.
+
+    A .ninja_log says nothing of which build wrote it, and the one in a directory
+    may be from an earlier ninja run than the links being summarised. So it is
+    used only when all of these hold:
+    - the build's tool is ninja (its links ran under a ninja process);
+    - the log's last run spans the build's links: the log's mtime is when the
+      run wrote its last line, and its largest end_ms is how long after ninja's
+      start that was, so the run lasted from mtime - end_ms to mtime; every link
+      must lie inside that, give or take NINJA_SLACK_S;
+    - the counts are plausible: ninja logs only the edges that succeeded, so at
+      least half (and at least one) of the build's successful links must be
+      outputs in that run.
+    A log that cannot be read still raises NinjaLogError (the caller decides).
+    """
+    def mismatch(why):
+        if on_mismatch:
+            on_mismatch(f"{path} is not used for build #{build['id']}: {why}")
+        return None
+
+    if build["tool"] != "ninja":
+        return mismatch(f"that build was not run by ninja (it was run by {build['tool'] or 'an unknown tool'})")
+    from linkwrap.report import ninja_log as nl
+    share = nl.link_share(path, [l["output_path"] for l in links])
+    try:
+        mtime = os.stat(path).st_mtime
+    except OSError as e:
+        return mismatch(e.strerror or str(e))
+    timed = [l for l in links if l["started_utc"]]
+    if timed:
+        first = min(parse_utc(l["started_utc"]) for l in timed)
+        last_end = max(parse_utc(l["started_utc"]) + (l["wall_ms"] or 0.0) / 1000 for l in timed)
+        run_start = mtime - share["last_end_ms"] / 1000
+        if first < run_start - NINJA_SLACK_S or last_end > mtime + NINJA_SLACK_S:
+            return mismatch("its last run (ending " + _utc(mtime) + ") is not the run of that build's links "
+                            f"({_utc(first)} to {_utc(last_end)})")
+    succeeded = {os.path.normpath(l["output_path"]) for l in links if l["output_path"] and not l["failed"]}
+    needed = max(1, (len(succeeded) + 1) // 2)
+    if share["links_matched"] < needed:
+        return mismatch(f"its last run has {share['links_matched']} of that build's {len(succeeded)} "
+                        "linked outputs")
+    return share
+
+
+def _utc(unix: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(unix))
 
 
 def ninja_log_for(build, explicit=None, cwd=None):
-    """The .ninja_log to read: the one given, else ./.ninja_log when it is this build's."""
+    """The .ninja_log to try: the one given, else ./.ninja_log when the build ran here.
+
+    Whether it is this build's is ninja_share's question.
+    """
     if explicit:
         return explicit
+    if build["tool"] != "ninja":
+        return None
     cwd = cwd or os.getcwd()
     candidate = os.path.join(cwd, ".ninja_log")
     if not os.path.exists(candidate):

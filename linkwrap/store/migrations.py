@@ -87,6 +87,14 @@ def m002_indexes(db):
     db.execute("CREATE INDEX builds_last_seen ON builds(last_seen_utc)")
 
 
+@migration
+def m003_first_attempt_and_startup(db):
+    # Why a fall-back's first attempt failed, and the start-up that overhead_ms cannot see.
+    db.execute("ALTER TABLE links ADD COLUMN first_linker TEXT")  # e.g. "mold 1.10.1"
+    db.execute("ALTER TABLE links ADD COLUMN first_error TEXT")   # one line of its stderr, <= 300 chars
+    db.execute("ALTER TABLE links ADD COLUMN startup_ms REAL")    # process start -> pipeline.main, +-5 ms
+
+
 def migrate(db) -> list:
     """Apply the migrations not yet applied; -> their names.
 

@@ -4,8 +4,17 @@ import json
 from linkwrap.errors import UsageError
 
 
+# A build that linked something: at least one record names an output. A record
+# without one (`linkwrap-cc --help`, `cc -v` through the wrapper) is no link, and
+# must never make its own one-record "build" the last build.
+_LINKED = ("EXISTS (SELECT 1 FROM links WHERE links.build_id = builds.id "
+           "AND links.output_path IS NOT NULL AND links.output_path != '')")
+
+
 def last_build(db):
-    return db.execute("SELECT * FROM builds ORDER BY last_seen_utc DESC, id DESC LIMIT 1").fetchone()
+    """The latest build with at least one link that has an output."""
+    return db.execute(f"SELECT * FROM builds WHERE {_LINKED} "
+                      "ORDER BY last_seen_utc DESC, id DESC LIMIT 1").fetchone()
 
 
 def find_build(db, ref: str):
@@ -27,13 +36,18 @@ def find_build(db, ref: str):
     raise UsageError(f"no build {ref!r} in the records (see `linkwrap summary --all`)")
 
 
+# Listed builds: those that linked something, and those `linkwrap run` timed (a
+# build that linked nothing is still a build); not the records of non-links alone.
+_LISTED = f"({_LINKED} OR builds.wall_ms IS NOT NULL)"
+
+
 def builds_since(db, since_utc: str):
-    return db.execute("SELECT * FROM builds WHERE last_seen_utc >= ? ORDER BY last_seen_utc, id",
-                      (since_utc,)).fetchall()
+    return db.execute(f"SELECT * FROM builds WHERE last_seen_utc >= ? AND {_LISTED} "
+                      "ORDER BY last_seen_utc, id", (since_utc,)).fetchall()
 
 
 def all_builds(db):
-    return db.execute("SELECT * FROM builds ORDER BY last_seen_utc, id").fetchall()
+    return db.execute(f"SELECT * FROM builds WHERE {_LISTED} ORDER BY last_seen_utc, id").fetchall()
 
 
 def links_of(db, build_id: int):

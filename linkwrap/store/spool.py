@@ -32,7 +32,7 @@ LINK_COLUMNS = (
     "kernel_release", "nlink_before", "output_held", "wall_ms", "user_ms", "sys_ms",
     "peak_rss_kb", "exit_status", "input_count", "input_bytes", "overhead_ms", "fell_back",
     "first_exit_status", "first_wall_ms", "first_command", "fault", "driver", "argv",
-    "args_expanded", "command",
+    "args_expanded", "command", "first_linker", "first_error", "startup_ms",
 )
 
 

@@ -1,8 +1,13 @@
 """`linkwrap log path|status|on|off|clear`."""
 import os
+import pty
+import select
+import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+from conftest import script  # noqa: E402
 from linkrecords import c_object, cc_link, lw  # noqa: E402
 
 
@@ -22,7 +27,7 @@ def test_path_status_off_on_clear(tmp_path, lw_home):
     assert cc_link([obj, "-o", "c"], tmp_path).returncode == 0
     assert "Records: 2 links in 1 builds" in lw("log", "status", cwd=tmp_path).stdout
 
-    assert "Deleted" in lw("log", "clear", cwd=tmp_path).stdout
+    assert "Deleted" in lw("log", "clear", "--yes", cwd=tmp_path).stdout
     assert not (lw_home / "links.db").exists()
     assert "Records: 0 links" in lw("log", "status", cwd=tmp_path).stdout
 
@@ -37,3 +42,49 @@ def test_a_recording_failure_shows_in_status_until_log_on(tmp_path, lw_home):
 def test_an_unknown_action_is_a_usage_error(tmp_path, lw_home):
     done = lw("log", "backup", cwd=tmp_path, check=False)
     assert done.returncode == 2 and "invalid choice" in done.stderr
+
+
+def test_clear_without_a_terminal_needs_yes_and_keeps_the_records(tmp_path, lw_home):
+    obj = c_object(tmp_path)
+    assert cc_link([obj, "-o", "a"], tmp_path).returncode == 0
+    done = lw("log", "clear", cwd=tmp_path, check=False)  # stdin is not a terminal here
+    assert done.returncode == 1 and "add --yes" in done.stderr and done.stderr.startswith("linkwrap: error:")
+    assert "Records: 1 links" in lw("log", "status", cwd=tmp_path).stdout
+
+
+def on_a_terminal(argv, answer, cwd):
+    """Run `linkwrap ARGV` on a real pseudo-terminal, answer its question; -> (exit status, screen text)."""
+    main, sub = pty.openpty()
+    proc = subprocess.Popen([script("linkwrap"), *argv], stdin=sub, stdout=sub, stderr=sub, cwd=cwd,
+                            close_fds=True)
+    os.close(sub)
+    seen, answered, deadline = b"", False, time.monotonic() + 30
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([main], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:  # EIO: the other side closed
+                break
+            if not chunk:
+                break
+            seen += chunk
+        if not answered and b"[y/N]" in seen:
+            os.write(main, answer + b"\n")
+            answered = True
+        if proc.poll() is not None and not ready:
+            break
+    os.close(main)
+    return proc.wait(timeout=30), seen.decode("utf-8", "replace")
+
+
+def test_clear_on_a_terminal_asks_first(tmp_path, lw_home):
+    obj = c_object(tmp_path)
+    assert cc_link([obj, "-o", "a"], tmp_path).returncode == 0
+    code, screen = on_a_terminal(["log", "clear"], b"n", tmp_path)
+    assert f"Delete 1 link record in 1 build in {lw_home}? [y/N]" in screen
+    assert code == 1 and "Nothing deleted." in screen
+    assert (lw_home / "links.db").exists()
+    code, screen = on_a_terminal(["log", "clear"], b"y", tmp_path)
+    assert code == 0 and "Deleted the link records" in screen
+    assert not (lw_home / "links.db").exists()

@@ -79,3 +79,14 @@ def test_an_unwritable_target_is_a_one_line_error(tmp_path, lw_home):
     done = lw("report", "--html", str(tmp_path / "no" / "such" / "dir" / "r.html"), cwd=tmp_path, check=False)
     assert done.returncode == 1 and done.stderr.startswith("linkwrap: error: cannot write")
     assert "Traceback" not in done.stderr
+
+
+def test_a_fall_back_shows_which_linker_failed_and_why(tmp_path, lw_home):
+    (tmp_path / "f.c").write_text("int f(void){return 1;}\n")
+    subprocess.run(["cc", "-fPIC", "-c", "f.c"], cwd=tmp_path, check=True)
+    done = subprocess.run([script("linkwrap-cc"), "-shared", "f.o", "-o", "libf.so"], cwd=tmp_path,
+                          env={**os.environ, "LINKWRAP_LINKER": "python"})
+    assert done.returncode == 0
+    page = lw("report", "--html", "-", cwd=tmp_path).stdout
+    assert page.count('class="warn"') == 1 and "fell back <span class=dim>(python " in page
+    assert "linkwrap-ld: not supported yet: -shared" in page

@@ -1,4 +1,5 @@
 """`linkwrap run -- <build>`: every link under it is one build, its summary follows, its exit status passes."""
+import json
 import os
 import sys
 
@@ -40,3 +41,22 @@ def test_run_without_a_command_or_with_a_missing_one_is_a_one_line_error(tmp_pat
     done = lw("run", "--", "no-such-build-tool-xyz", cwd=tmp_path, check=False)
     assert done.returncode == 1 and "cannot run no-such-build-tool-xyz" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_run_json_is_all_that_goes_to_stdout(tmp_path, lw_home):
+    makefile(tmp_path)
+    # Not -s: make echoes its recipes on stdout, which --json sends to stderr.
+    done = lw("run", "--json", "--", "make", "-j2", cwd=tmp_path)
+    data = json.loads(done.stdout)
+    [b] = data["builds"]
+    assert b["tool"] == "linkwrap run" and b["totals"]["links"] == 2 and "notes" in data
+    assert "m.o -o a" in done.stderr  # the build's own output, kept apart
+    assert "--json" in lw("run", "--help", cwd=tmp_path).stdout
+    assert "stdout carries only the JSON" in " ".join(lw("run", "--help", cwd=tmp_path).stdout.split())
+
+
+def test_a_run_without_links_says_so_in_one_line(tmp_path, lw_home):
+    done = lw("run", "--", "sh", "-c", "exit 0", cwd=tmp_path, env={"COLUMNS": "100"})
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("no links recorded for this build #"), done.stderr
+    assert lines[0].endswith("exit status 0): sh -c 'exit 0'")

@@ -4,10 +4,12 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
+import json
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 from conftest import script  # noqa: E402
-from linkrecords import c_object, cc_link, lw, summary_json  # noqa: E402
+from linkrecords import c_object, cc_link, db_rows, lw, spool_record, summary_json  # noqa: E402
 
 
 def make_cargo_project(root):
@@ -86,7 +88,18 @@ def test_a_cargo_build_lists_every_link_with_real_times(tmp_path, lw_home):
 
     # The table shows the same build; a second build (after a change) becomes "the last build".
     table = lw("summary", cwd=root, env={"LINKWRAP_HOME": str(lw_home), "COLUMNS": "150"}).stdout
-    assert "demo_derive" in table and "proc-macro" in table and "build-script" in table and "3 links" in table
+    assert "demo_derive (proc-macro)" in table and "demo (build script)" in table and "3 links" in table
+    # On 80 columns: whole names with their kind, a header that does not wrap, nothing wider.
+    narrow = lw("summary", cwd=root, env={"LINKWRAP_HOME": str(lw_home), "COLUMNS": "80"}).stdout
+    lines = narrow.splitlines()
+    assert all(len(line) <= 80 for line in lines), narrow
+    assert lines[0].startswith(f"build #{b['id']}  cargo  3 links  ") and "cargo" in lines[0]
+    names = {line.split("  ")[0].strip() for line in lines}
+    assert {"demo (build script)", "demo", "demo_derive (proc-macro)"} <= names, narrow
+    assert "linkwrap's own time:" in narrow and "start-up (interpreter and imports)" in narrow
+    assert "inside Python (excluding interpreter start-up)" in narrow
+    assert "overhead_ms" in data["notes"] and "start-up" in data["notes"]["overhead_ms"]
+    assert all(l["startup_ms"] > 0 for l in b["links"])
     (root / "demo/src/main.rs").write_text('demo_derive::answer!();\nfn main() { println!("{}", answer()); }\n')
     assert subprocess.run(["cargo", "build", "--offline"], cwd=root, env=env, capture_output=True).returncode == 0
     last = summary_json(cwd=root, env={"LINKWRAP_HOME": str(lw_home)})["builds"][0]
@@ -162,16 +175,113 @@ def test_a_ninja_build_is_one_build_and_its_ninja_log_gives_the_linking_share(tm
     assert "from .ninja_log v5" in out
 
 
-def test_a_bad_ninja_log_given_is_an_error_and_a_bad_one_found_is_a_warning(tmp_path, lw_home):
-    obj = c_object(tmp_path)
+def ninja_links(tmp_path, n=3):
+    """A real ninja build of n programs, each linked through linkwrap-cc."""
+    for i in range(n):
+        (tmp_path / f"p{i}.c").write_text("int main(void){return 0;}\n")
+    rules = "".join(f"build p{i}.o: cc p{i}.c\nbuild p{i}: link p{i}.o\n" for i in range(n))
+    (tmp_path / "build.ninja").write_text(
+        "rule cc\n  command = cc -c $in -o $out\n"
+        f"rule link\n  command = {script('linkwrap-cc')} $in -o $out\n"
+        "rule note\n  command = echo note > $out\n"
+        "build note.txt: note\n" + rules)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LINKWRAP_BUILD")}
-    (tmp_path / ".ninja_log").write_text("# ninja log v5\nnot a line\n0\t1\t2\tx\th\n")
-    # A link run from a shell in this directory: the build's cwd is here, so ./.ninja_log is read.
-    assert subprocess.run(["sh", "-c", f"cd {tmp_path} && {script('linkwrap-cc')} {obj} -o a"],
-                          env=env).returncode == 0
+    subprocess.run(["ninja", *[f"p{i}" for i in range(n)]], cwd=tmp_path, check=True, capture_output=True, env=env)
+    return env
+
+
+def test_a_bad_ninja_log_given_is_an_error_and_a_bad_one_found_is_a_warning(tmp_path, lw_home):
+    ninja_links(tmp_path)
+    bad = len((tmp_path / ".ninja_log").read_text().splitlines()) + 1
+    with open(tmp_path / ".ninja_log", "a") as f:
+        f.write("not a line\n0\t1\t2\tx\th\n")  # a damaged log of this very build
     found = lw("summary", cwd=tmp_path)
-    assert "linkwrap: warning:" in found.stderr and ".ninja_log:2: expected 5 tab-separated fields" in found.stderr
-    assert "1 links" in found.stdout
+    assert "linkwrap: warning:" in found.stderr and f".ninja_log:{bad}: expected 5 tab-separated" in found.stderr
+    assert "3 links" in found.stdout and "Linking:" not in found.stdout
     given = lw("summary", "--ninja-log", ".ninja_log", cwd=tmp_path, check=False)
     assert given.returncode == 1 and given.stderr.strip() == \
-        "linkwrap: error: .ninja_log:2: expected 5 tab-separated fields (start_ms, end_ms, mtime, output, hash)"
+        f"linkwrap: error: .ninja_log:{bad}: expected 5 tab-separated fields (start_ms, end_ms, mtime, output, hash)"
+
+
+def test_a_script_linking_beside_an_older_ninja_log_says_nothing_about_ninja(tmp_path, lw_home):
+    ninja_links(tmp_path)
+    obj = c_object(tmp_path, "m")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LINKWRAP_BUILD")}
+    loop = f"cd {tmp_path} && for i in $(seq 30); do {script('linkwrap-cc')} {obj} -o s$i || exit 1; done"
+    assert subprocess.run(["sh", "-c", loop], env=env).returncode == 0
+    [b] = summary_json(cwd=tmp_path)["builds"]
+    assert b["tool"] == "sh" and b["totals"]["links"] == 30 and b["linking"] is None
+    out = lw("summary", cwd=tmp_path, env={"COLUMNS": "120"})
+    assert "ninja" not in out.stdout and "Linking:" not in out.stdout and out.stderr == ""
+    # Named by hand, the log is still not this build's: said on stderr, and not used.
+    given = lw("summary", "--json", "--ninja-log", ".ninja_log", cwd=tmp_path)
+    assert json.loads(given.stdout)["builds"][0]["linking"] is None
+    assert given.stderr.startswith("linkwrap: warning: .ninja_log is not used for build #") and \
+        "not run by ninja (it was run by sh)" in given.stderr
+
+
+def test_a_later_ninja_run_that_linked_nothing_takes_the_log_away_from_the_earlier_build(tmp_path, lw_home):
+    env = ninja_links(tmp_path)
+    [b] = summary_json(cwd=tmp_path)["builds"]
+    assert b["linking"]["link_edges"] == 3  # the log's last run is this build's
+    subprocess.run(["ninja", "note.txt"], cwd=tmp_path, check=True, capture_output=True, env=env)
+    [again] = summary_json(cwd=tmp_path)["builds"]
+    assert again["id"] == b["id"] and again["linking"] is None
+    assert "Linking:" not in lw("summary", cwd=tmp_path).stdout
+
+
+def test_a_record_without_an_output_never_becomes_the_last_build(tmp_path, lw_home):
+    obj = c_object(tmp_path)
+    assert cc_link([obj, "-o", "a"], tmp_path).returncode == 0
+    [linked] = summary_json(cwd=tmp_path)["builds"]
+    # `linkwrap-cc --help` as an older pipeline recorded it: no output, a build of its own, later.
+    spool_record(lw_home, build_key="sh:1:2:x", build_tool="sh", argv=("--help",), output_path=None,
+                 started_unix=time.time() + 5)
+    [last] = summary_json(cwd=tmp_path)["builds"]
+    assert last["id"] == linked["id"] and last["totals"]["links"] == 1
+    assert [b["id"] for b in summary_json("--all", cwd=tmp_path)["builds"]] == [linked["id"]]
+
+
+def test_the_counts_of_failures_and_fall_backs_are_the_records(tmp_path, lw_home):
+    (tmp_path / "f.c").write_text("int f(void){return 1;}\n")
+    subprocess.run(["cc", "-fPIC", "-c", "f.c"], cwd=tmp_path, check=True)
+    obj = c_object(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LINKWRAP_BUILD")}
+    steps = (f"{script('linkwrap-cc')} {obj} -o ok; "
+             f"LINKWRAP_LINKER=python {script('linkwrap-cc')} -shared f.o -o libf.so; "  # falls back
+             f"{script('linkwrap-cc')} missing.o -o nope 2>/dev/null; "                    # fails
+             "true")
+    assert subprocess.run(["sh", "-c", f"cd {tmp_path} && {steps}"], env=env).returncode == 0
+    rows = db_rows(lw_home)
+    failed = sum(1 for r in rows if r["exit_status"] != 0)
+    fell_back = sum(1 for r in rows if r["fell_back"] or r["fault"])
+    # The failed link fell back too: its chosen linker failed, and so did the link as asked.
+    assert (len(rows), failed, fell_back) == (3, 1, 2)
+    [b] = summary_json(cwd=tmp_path)["builds"]
+    assert (b["totals"]["failures"], b["totals"]["fell_back"]) == (failed, fell_back)
+    fb = {l["crate_name"]: l for l in b["fell_back"]}
+    assert sorted(fb) == ["libf.so", "nope"]
+    assert fb["libf.so"]["first_linker"].startswith("python ")
+    assert "not supported yet: -shared" in fb["libf.so"]["first_error"]
+    assert "missing.o" in fb["nope"]["first_error"]
+    table = lw("summary", cwd=tmp_path, env={"COLUMNS": "80"}).stdout
+    assert "fall-backs (2, linked again as asked):" in table and "libf.so: python " in table
+    assert "linkwrap-ld: not supported yet: -shared" in table
+    assert "failed: nope" in table
+    # A second build, so that --all shows the builds table and its failed/fell back column.
+    assert subprocess.run(["sh", "-c", f"cd {tmp_path} && {script('linkwrap-cc')} {obj} -o two"],
+                          env=env).returncode == 0
+    many = lw("summary", "--all", cwd=tmp_path, env={"COLUMNS": "80"}).stdout
+    row = next(line for line in many.splitlines() if line.strip().startswith(f"{b['id']} "))
+    assert row.split()[-1] == f"{failed}/{fell_back}", many
+
+
+def test_an_unknown_option_shows_the_summary_usage(tmp_path, lw_home):
+    done = lw("summary", "--frob", cwd=tmp_path, check=False)
+    assert done.returncode == 2
+    assert done.stderr.startswith("usage: linkwrap summary ") and \
+        "linkwrap summary: error: unrecognized arguments: --frob" in done.stderr
+    for argv in (("report", "--html", "x.html", "--frob"), ("log", "status", "--frob"),
+                 ("run", "--frob", "--", "true")):
+        done = lw(*argv, cwd=tmp_path, check=False)
+        assert done.returncode == 2 and done.stderr.startswith(f"usage: linkwrap {argv[0]} "), done.stderr

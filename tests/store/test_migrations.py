@@ -15,6 +15,7 @@ EXPECTED_LINKS = {
     "input_count": "INTEGER", "input_bytes": "INTEGER", "overhead_ms": "REAL", "fell_back": "INTEGER",
     "first_exit_status": "INTEGER", "first_wall_ms": "REAL", "first_command": "TEXT", "fault": "TEXT",
     "driver": "TEXT", "argv": "TEXT", "args_expanded": "TEXT", "command": "TEXT",
+    "first_linker": "TEXT", "first_error": "TEXT", "startup_ms": "REAL",
 }
 EXPECTED_BUILDS = {
     "id": "INTEGER", "build_key": "TEXT", "tool": "TEXT", "pid": "INTEGER", "command": "TEXT", "cwd": "TEXT",
@@ -45,7 +46,7 @@ def test_a_blank_database_gets_exactly_the_expected_schema(tmp_path):
 def test_every_measure_column_names_its_unit():
     units = ("_ms", "_kb", "_bytes", "_utc", "_count")
     measures = {"wall_ms", "user_ms", "sys_ms", "peak_rss_kb", "output_bytes", "input_bytes",
-                "overhead_ms", "first_wall_ms", "started_utc", "input_count"}
+                "overhead_ms", "first_wall_ms", "started_utc", "input_count", "startup_ms"}
     assert all(c.endswith(units) for c in measures)
     assert measures <= set(EXPECTED_LINKS)
 
@@ -64,3 +65,20 @@ def test_an_older_database_is_brought_up_to_date_and_keeps_its_rows(tmp_path):
     assert indexes(conn) == EXPECTED_INDEXES
     assert conn.execute("SELECT wall_ms FROM links WHERE record_uid = 'u1'").fetchone()[0] == 12.5
     assert migrations.migrate(conn) == []  # nothing left to do, and running again is harmless
+
+
+def test_a_database_from_before_first_error_gains_the_new_columns_as_null(tmp_path):
+    path = str(tmp_path / "links.db")
+    old = sqlite3.connect(path, isolation_level=None)
+    old.execute(f"CREATE TABLE {migrations.TABLE} (name TEXT PRIMARY KEY, applied_utc TEXT)")
+    for fn in (migrations.m001_initial, migrations.m002_indexes):
+        fn(old)
+        old.execute(f"INSERT INTO {migrations.TABLE} VALUES (?, '2026-01-01T00:00:00.000Z')", (fn.__name__,))
+    old.execute("INSERT INTO links (record_uid, started_utc, fell_back, first_exit_status) "
+                "VALUES ('u1', '2026-01-01T00:00:00.000Z', 1, 1)")
+    old.close()
+
+    conn = db.connect(path)
+    assert columns(conn, "links") == EXPECTED_LINKS
+    row = conn.execute("SELECT fell_back, first_exit_status, first_error, first_linker, startup_ms FROM links").fetchone()
+    assert tuple(row) == (1, 1, None, None, None)

@@ -135,3 +135,72 @@ def test_a_fault_is_recorded_with_its_reason():
 def test_save_never_raises_and_notes_its_own_fault(lw_home):
     assert record.save(None, None, None, None, started_ns=0) is None
     assert "linkwrap fault while building the link record" in (lw_home / "linkwrap.log").read_text()
+
+
+@pytest.mark.parametrize("stderr, expected", [
+    # The Python linker refusing what it cannot do yet.
+    (b"linkwrap-ld: not supported yet: -shared (shared library output)\n"
+     b"collect2: error: ld returned 1 exit status\n", "linkwrap-ld: not supported yet: -shared (shared library output)"),
+    # mold's fatal line, before gcc's closing collect2 line.
+    (b"mold: fatal: unknown command line option: --frobnicate\ncollect2: error: ld returned 1 exit status\n",
+     "mold: fatal: unknown command line option: --frobnicate"),
+    (b"ld.lld: error: unable to find library -lnope\ncollect2: error: ld returned 1 exit status\n",
+     "ld.lld: error: unable to find library -lnope"),
+    # GNU ld says why without any of the words: the last line that is not collect2's.
+    (b"/usr/bin/ld: cannot find -lnope: No such file or directory\ncollect2: error: ld returned 1 exit status\n",
+     "/usr/bin/ld: cannot find -lnope: No such file or directory"),
+    (b"/usr/bin/ld: m.o: in function `main':\nm.c:(.text+0x5): undefined reference to `nope'\n"
+     b"collect2: error: ld returned 1 exit status\n", "m.c:(.text+0x5): undefined reference to `nope'"),
+    # Nothing but collect2's line: that is all there is to say.
+    (b"collect2: error: ld returned 1 exit status\n", "collect2: error: ld returned 1 exit status"),
+    (b"\n  \n", None),
+    (b"", None),
+    (b"\xff\xfe broken bytes: fatal\n", "\ufffd\ufffd broken bytes: fatal"),
+])
+def test_first_error_is_the_line_that_says_why(stderr, expected):
+    assert record.first_error(stderr) == expected
+
+
+def test_first_error_is_cut_to_300_characters():
+    line = record.first_error(b"mold: fatal: " + b"x" * 1000 + b"\n")
+    assert len(line) == record.FIRST_ERROR_CHARS and line.startswith("mold: fatal: xxx") and line.endswith("…")
+
+
+def test_the_failed_linker_comes_from_the_pipelines_reason():
+    assert record.failed_linker(("linkwrap picked mold", "mold 1.10.1 failed (exit 1); linked as asked")) == \
+        "mold 1.10.1"
+    assert record.failed_linker(("LINKWRAP_LINKER=mold: mold 1.10.1",)) is None
+
+
+def test_a_real_fall_back_keeps_why_the_first_attempt_failed(tmp_path, lw_home):
+    # The Python linker does not do shared libraries yet: forced onto a -shared link it
+    # fails, and the link is done again as asked.
+    (tmp_path / "f.c").write_text("int f(void){return 1;}\n")
+    subprocess.run(["cc", "-fPIC", "-c", "f.c"], cwd=tmp_path, check=True)
+    done = cc_link(["-shared", "f.o", "-o", "libf.so"], tmp_path, env={"LINKWRAP_LINKER": "python"})
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")  # the failed attempt's words are kept out
+    [row] = db_rows(lw_home)
+    assert (row["fell_back"], row["first_exit_status"], row["exit_status"], row["linker"]) == (1, 1, 0, "as asked")
+    assert row["first_linker"].startswith("python ")
+    assert row["first_error"].startswith("linkwrap-ld: not supported yet: -shared")
+
+
+def test_start_up_is_the_time_from_the_process_start_to_linkwraps_code(tmp_path, lw_home):
+    """startup_ms covers what overhead_ms cannot: the interpreter's start and imports."""
+    python = os.path.realpath(sys.executable)
+    bare = []
+    for _ in range(3):  # the same interpreter doing nothing: a floor for any start-up
+        t = time.perf_counter()
+        subprocess.run([python, "-c", "pass"], check=True)
+        bare.append((time.perf_counter() - t) * 1000)
+    obj = c_object(tmp_path)
+    t = time.perf_counter()
+    assert cc_link([obj, "-o", "hello"], tmp_path).returncode == 0
+    whole_ms = (time.perf_counter() - t) * 1000
+    [row] = db_rows(lw_home)
+    print(f"bare interpreter {min(bare):.1f} ms; link process {whole_ms:.1f} ms = start-up "
+          f"{row['startup_ms']:.1f} + inside {row['overhead_ms']:.1f} + linker {row['wall_ms']:.1f} + exit")
+    # Each figure is good to +-5 ms (10 ms clock ticks). Start-up does what a bare start does
+    # (whose figure also holds the spawn and the exit, hence only half of it as the floor).
+    assert row["startup_ms"] >= min(bare) / 2
+    assert row["startup_ms"] + row["overhead_ms"] + row["wall_ms"] <= whole_ms + 5

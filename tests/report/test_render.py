@@ -1,0 +1,107 @@
+"""The summary as a person reads it on an 80-column terminal: whole names with their kind, a one-line
+header, counts that match the records, linkwrap's own time labelled for what it measures."""
+import io
+
+from rich.console import Console
+
+from linkwrap.report import render, summary
+
+
+def link(i, name, kind, **kw):
+    base = {"id": i, "started_utc": f"2026-05-01T10:00:0{i}.000Z", "crate_name": name, "crate_kind": kind,
+            "output_path": f"/w/target/debug/{name}", "output_bytes": 4_500_000, "linker": "mold",
+            "linker_version": "mold 1.10.1", "write_mode": "in-place", "wall_ms": 123.4, "cpu_ms": 120.0,
+            "peak_rss_kb": 150_000, "exit_status": 0, "failed": False, "fell_back": False,
+            "first_exit_status": None, "first_linker": None, "first_error": None, "fault": None,
+            "overhead_ms": 2.0, "startup_ms": 28.0}
+    return {**base, **kw}
+
+
+def build_of(links, **kw):
+    b = {"id": 3, "tool": "cargo", "command": "/root/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/bin/cargo "
+         "build --offline --workspace --all-targets", "cwd": "/work/a/project", "started_utc": "2026-05-01T10:00:00.000Z",
+         "wall_ms": None, "exit_status": None, "linking": None, "links": links, **kw}
+    b["totals"], b["by_linker"] = summary.totals(links), summary.by_linker(links)
+    b["failures"] = [l for l in links if l["failed"]]
+    b["fell_back"] = [l for l in links if summary.fell_back(l)]
+    return b
+
+
+def shown(*builds, width=80) -> str:
+    console = Console(width=width, file=io.StringIO(), record=True, color_system=None)
+    every = [l for b in builds for l in b["links"]]
+    render.render({"builds": list(builds), "totals": summary.totals(every), "by_linker": summary.by_linker(every)},
+                  console)
+    return "\n".join(line.rstrip() for line in console.export_text().splitlines()) + "\n"
+
+
+APP = [link(1, "app", "build-script"), link(2, "app", "bin"), link(3, "app", "test"),
+       link(4, "greet_macros", "proc-macro")]
+
+
+def test_on_80_columns_names_keep_their_kind_and_the_header_is_one_line():
+    text = shown(build_of(APP))
+    lines = text.splitlines()
+    assert all(len(line.rstrip()) <= 80 for line in lines), text
+    assert lines[0].startswith("build #3  cargo  4 links  /root/") and lines[0].rstrip().endswith("…")
+    assert lines[1].strip() == "2026-05-01 10:00:00 UTC  /work/a/project"
+    rows = {line.split("  ")[0].strip() for line in lines}
+    assert {"app (build script)", "app", "app (test)", "greet_macros (proc-macro)"} <= rows, text
+    for column in ("linker", "wall", "peak RSS", "status"):
+        assert column in text
+
+
+def test_one_link_is_one_link():
+    text = shown(build_of(APP[:1]))
+    assert text.splitlines()[0].startswith("build #3  cargo  1 link  ")
+    assert "1 link " in text and "1 links" not in text
+
+
+def test_a_long_name_is_whole_when_there_is_room_and_folds_only_when_not():
+    name = "a_crate_with_a_really_quite_long_name_indeed"
+    wide = shown(build_of([link(1, name, "proc-macro")]), width=160)
+    assert f"{name} (proc-macro)" in wide
+    narrow = shown(build_of([link(1, name, "proc-macro")]), width=80)
+    assert name[:20] in narrow and "(proc-macro)" in narrow  # folded onto the next line, not cut to 8
+
+
+def test_fall_backs_say_which_linker_failed_and_why():
+    links = [link(1, "app", "bin"),
+             link(2, "greet_macros", "proc-macro", fell_back=True, first_exit_status=1, linker="as asked",
+                  linker_version=None, first_linker="python 0.1.0",
+                  first_error="linkwrap-ld: not supported yet: -shared (shared library output)"),
+             link(3, "tool", "bin", fault="linkwrap fault while choosing a linker: OSError: boom",
+                  linker="as asked", linker_version=None)]
+    text = shown(build_of(links))
+    after = text[text.index("fall-backs (2, linked again as asked):"):]
+    assert "greet_macros (proc-macro): python 0.1.0 failed (exit 1)\n" in after
+    assert "    linkwrap-ld: not supported yet: -shared (shared library output)" in after
+    assert "tool: a fault of linkwrap's own\n" in after and "OSError: boom" in after
+
+
+def test_linkwraps_own_time_says_what_it_measures():
+    text = shown(build_of(APP))
+    assert "linkwrap's own time: 120 ms over 4 links, 30 ms per link" in text
+    assert "start-up (interpreter and imports): 112 ms, ±5 ms per link" in text
+    assert "inside Python (excluding interpreter start-up): 8.0 ms" in text
+    # Records from before start-up was measured: only the inside figure, labelled as such.
+    old = shown(build_of([link(1, "app", "bin", startup_ms=None)]))
+    assert "linkwrap's own time (inside Python, excluding interpreter start-up):\n  2.0 ms over 1 link" in old
+
+
+def test_a_build_with_no_links_is_one_line():
+    text = shown(build_of([], tool="linkwrap run", command="make -s", wall_ms=1200.0, exit_status=0))
+    assert text.splitlines() == ["no links recorded for this build #3 (1.20 s, exit status 0): make -s"]
+
+
+def test_the_builds_table_counts_failures_and_fall_backs_from_the_records():
+    one = build_of([link(1, "a", "bin"), link(2, "b", "bin", failed=True, exit_status=1),
+                    link(3, "c", "bin", fell_back=True, first_exit_status=1)])
+    two = build_of([link(4, "d", "bin", fault="linkwrap fault: x"), link(5, "e", "bin")], id=4)
+    text = shown(one, two)
+    assert "failed/" in text and "fell back" in text
+    lines = text.splitlines()
+    rows = [line.split() for line in lines if line.startswith((" 3 ", " 4 "))]
+    assert [(r[0], r[-1]) for r in rows] == [("3", "1/1"), ("4", "0/1")], text
+    footer = lines[lines.index(next(l for l in lines if l.startswith(" 4 "))) + 2].split()
+    assert footer == ["5", "617", "ms", "1/2"], text
