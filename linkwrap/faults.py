@@ -40,14 +40,10 @@ def first_time(kind: str) -> bool:
     The marker lives in the state dir, or in $TMPDIR when the state dir cannot
     take it (read-only, full): better said again than never.
     """
-    import binascii
     from linkwrap import paths
     state = paths.state_dir()
-    crc = binascii.crc32(state.encode("utf-8", "surrogateescape"))
-    tmp = os.environ.get("TMPDIR") or "/tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-    for marker in (os.path.join(state, f".warned-{kind}"),
-                   os.path.join(tmp, f"linkwrap-{os.getuid()}-warned-{kind}-{crc:08x}")):
+    for marker in (os.path.join(state, f".warned-{kind}"), fallback_marker(state, kind)):
         try:
             os.close(os.open(marker, flags, 0o644))
             return True
@@ -56,3 +52,11 @@ def first_time(kind: str) -> bool:
         except OSError:
             continue
     return True
+
+
+def fallback_marker(state: str, kind: str) -> str:
+    """Where the once-marker goes when the state dir cannot hold it."""
+    import binascii
+    crc = binascii.crc32(state.encode("utf-8", "surrogateescape"))
+    tmp = os.environ.get("TMPDIR") or "/tmp"
+    return os.path.join(tmp, f"linkwrap-{os.getuid()}-warned-{kind}-{crc:08x}")

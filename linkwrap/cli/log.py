@@ -9,12 +9,10 @@ CI) it needs --yes, as there is nobody to ask.
 """
 import os
 
-from linkwrap import paths
+from linkwrap import faults, paths
 
 
 def add_arguments(parser) -> None:
-    from linkwrap.cli.summary import reject_unknown
-    reject_unknown(parser)
     parser.add_argument("action", choices=("path", "status", "on", "off", "clear"),
                         help="path: print the database path; status: recording on/off, counts, size, "
                              "pending records; on/off: start/stop recording links; clear: delete every record "
@@ -49,7 +47,7 @@ def warned_markers() -> list:
         pass
     import errno
     for kind in sorted(set(errno.errorcode.values()) | {"error"}):
-        m = record.fallback_marker(state, kind)
+        m = faults.fallback_marker(state, kind)
         if os.path.exists(m):
             found.append(m)
     return found

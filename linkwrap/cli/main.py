@@ -30,12 +30,14 @@ VERBATIM = {"launch", "ld"}
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser; .subparsers maps each command to its own parser."""
     parser = argparse.ArgumentParser(
         prog="linkwrap", description="Fast and safe linking on Linux: picks the linker per link, keeps outputs safe, records what linking costs.")
     parser.add_argument("--version", action="version", version=f"linkwrap {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.subparsers = {}
     for name, (_, help_text) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = parser.subparsers[name] = sub.add_parser(name, help=help_text, description=help_text)
         if name not in VERBATIM:
             _module(name).add_arguments(p)
         else:
@@ -54,9 +56,13 @@ def main(argv=None) -> int:
         if argv and argv[0] in VERBATIM:
             code = _module(argv[0]).run_verbatim(argv[1:])
         else:
-            args = build_parser().parse_args(argv)
+            parser = build_parser()
+            args, extras = parser.parse_known_args(argv)
+            if extras:
+                # argparse would show `linkwrap`'s usage: show the command's own.
+                (parser.subparsers.get(args.command) or parser).error(f"unrecognized arguments: {' '.join(extras)}")
             if not args.command:
-                build_parser().print_help()
+                parser.print_help()
                 code = 0
             else:
                 code = _module(args.command).run(args)

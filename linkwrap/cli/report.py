@@ -7,8 +7,6 @@ DEFAULT_BUILDS = 20
 
 
 def add_arguments(parser) -> None:
-    from linkwrap.cli.summary import reject_unknown
-    reject_unknown(parser)
     parser.add_argument("--html", metavar="FILE", required=True, help="write the page here ('-' for stdout)")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--build", metavar="ID", help="only this build (number or key)")

@@ -28,8 +28,6 @@ EPILOG = ("The summary table goes to stderr, after the build's own output, so th
 
 
 def add_arguments(parser) -> None:
-    from linkwrap.cli.summary import reject_unknown
-    reject_unknown(parser)
     parser.epilog = EPILOG
     parser.add_argument("--json", action="store_true",
                         help="print the summary as JSON on stdout (the build's own stdout goes to stderr)")

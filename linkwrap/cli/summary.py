@@ -5,28 +5,7 @@ import sys
 from linkwrap.errors import LinkwrapError, UsageError
 
 
-def reject_unknown(parser) -> None:
-    """Make this subcommand's parser say its own usage for an argument it does not know.
-
-    argparse hands a subparser's leftovers back to the top-level parser, whose
-    error then shows `linkwrap`'s usage, not the subcommand's. cli.main could
-    do this for every command (parse_known_args, then the subparser's error());
-    until it does, this parser checks its own leftovers. The subcommand's
-    arguments are all known here, as nothing follows them on the command line.
-    """
-    parse_known = parser.parse_known_args
-
-    def parse_known_args(args=None, namespace=None):
-        namespace, extras = parse_known(args, namespace)
-        if extras:
-            parser.error(f"unrecognized arguments: {' '.join(extras)}")
-        return namespace, extras
-
-    parser.parse_known_args = parse_known_args
-
-
 def add_arguments(parser) -> None:
-    reject_unknown(parser)
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--build", metavar="ID", help="a build by number (from --all) or key")
     which.add_argument("--all", action="store_true", help="every recorded build")

@@ -132,7 +132,7 @@ def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, n
         "first_wall_ms": first_attempt.wall_ms if first_attempt else None,
         "first_command": tuple(first_attempt.command) if first_attempt else None,
         "first_error": first_error(first_attempt.stderr) if first_attempt else None,
-        "first_linker": failed_linker(decision.reasons) if first_attempt else None,
+        "first_linker": first_attempt.linker if first_attempt else None,
         "startup_ms": startup_ms(now_ns - started_ns),
         "fault": fault,
         "driver": request.driver,
@@ -170,19 +170,6 @@ def first_error(stderr) -> str | None:
             line = candidate
             break
     return line if len(line) <= FIRST_ERROR_CHARS else line[:FIRST_ERROR_CHARS - 1] + "…"
-
-
-def failed_linker(reasons) -> str | None:
-    """The linker whose attempt failed, from the pipeline's reason for the retry.
-
-    pipeline.main words it "<linker label> failed (exit N); linked as asked";
-    the retried decision no longer holds that linker, so this is where it is.
-    """
-    for reason in reasons:
-        at = reason.find(" failed (exit ")
-        if at > 0 and reason.endswith("linked as asked"):
-            return reason[:at]
-    return None
 
 
 _START_UP_LIMIT_MS = 10_000.0
@@ -304,36 +291,10 @@ def append(state, frame, _tries=3) -> None:
 
 def _warn_once(state, err) -> None:
     import errno as errno_mod
+    from linkwrap import faults
     kind = errno_mod.errorcode.get(err.errno, "error") if err.errno else "error"
-    message = (f"linkwrap: warning: cannot record links in {state} ({err.strerror or err}); "
-               f"links are not affected; said once (see `linkwrap log status`)\n")
-    try:
-        if not _first_time(state, kind):
-            return
-        os.write(2, message.encode("utf-8", "replace"))
-    except BaseException:
-        pass
-
-
-def _first_time(state, kind) -> bool:
-    """Create the once-marker; False when it was already there."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-    for marker in (os.path.join(state, f".warned-{kind}"), fallback_marker(state, kind)):
-        try:
-            os.close(os.open(marker, flags, 0o644))
-            return True
-        except FileExistsError:
-            return False
-        except OSError:
-            continue
-    return True  # nowhere to remember it: better said again than never
-
-
-def fallback_marker(state, kind) -> str:
-    import binascii
-    crc = binascii.crc32(state.encode("utf-8", "surrogateescape"))
-    tmp = os.environ.get("TMPDIR") or "/tmp"
-    return os.path.join(tmp, f"linkwrap-{os.getuid()}-warned-{kind}-{crc:08x}")
+    faults.warn_once(kind, f"cannot record links in {state} ({err.strerror or err}); "
+                           f"links are not affected; said once (see `linkwrap log status`)")
 
 
 def _fault(doing, exc) -> None:

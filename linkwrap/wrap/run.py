@@ -30,6 +30,7 @@ class Outcome(namedtuple("Outcome", [
     "command",      # tuple[str]: what was run
     "write_mode",   # str: the write mode that was applied
     "output_bytes", # int | None: size of the output after a successful link
+    "linker",       # str | None: the linker that ran ("mold 1.10.1"), None when run as asked
 ])):
     __slots__ = ()
 
@@ -108,7 +109,8 @@ def execute(request, decision, environ=os.environ) -> Outcome:
         result[6] = result[6].replace(plan.link_path.encode(), plan.final.encode())
     if forward.caught:
         forward.die()
-    return Outcome(*result, tuple(argv), plan.mode, output_bytes)
+    return Outcome(*result, tuple(argv), plan.mode, output_bytes,
+                   decision.linker.label if decision.linker else None)
 
 
 # Signals that mean "stop the build"; each is passed on to the linker's process group.

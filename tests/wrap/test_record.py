@@ -11,6 +11,7 @@ import mounts  # noqa: E402
 from conftest import script  # noqa: E402
 from linkrecords import c_object, cc_link, db_rows  # noqa: E402
 
+from linkwrap import faults  # noqa: E402
 from linkwrap.wrap import args, policy, record  # noqa: E402
 from linkwrap.wrap.run import Outcome  # noqa: E402
 
@@ -75,7 +76,7 @@ def test_a_state_dir_that_cannot_take_records_costs_no_link_and_is_said_once(tmp
         assert len(first.stderr.splitlines()) == 1
         assert second.stderr == ""
         # The read-only dir could not hold its once-marker: it went to /tmp (and goes now).
-        fallback = record.fallback_marker(point, "EROFS")
+        fallback = faults.fallback_marker(point, "EROFS")
         assert os.path.exists(fallback) == (kind == "read-only")
         if kind == "read-only":
             os.unlink(fallback)
@@ -109,7 +110,8 @@ def test_what_was_linked(argv, env, expected):
 
 
 def outcome(code=0, wall=10.0, command=("cc",)):
-    return Outcome(code, wall, 6.0, 2.0, 50_000, b"", b"", command, policy.FRESH, 1234 if code == 0 else None)
+    return Outcome(code, wall, 6.0, 2.0, 50_000, b"", b"", command, policy.FRESH, 1234 if code == 0 else None,
+                   "mold 1.10.1")
 
 
 def test_a_fall_back_is_recorded_with_both_attempts():
@@ -164,12 +166,6 @@ def test_first_error_is_the_line_that_says_why(stderr, expected):
 def test_first_error_is_cut_to_300_characters():
     line = record.first_error(b"mold: fatal: " + b"x" * 1000 + b"\n")
     assert len(line) == record.FIRST_ERROR_CHARS and line.startswith("mold: fatal: xxx") and line.endswith("…")
-
-
-def test_the_failed_linker_comes_from_the_pipelines_reason():
-    assert record.failed_linker(("linkwrap picked mold", "mold 1.10.1 failed (exit 1); linked as asked")) == \
-        "mold 1.10.1"
-    assert record.failed_linker(("LINKWRAP_LINKER=mold: mold 1.10.1",)) is None
 
 
 def test_a_real_fall_back_keeps_why_the_first_attempt_failed(tmp_path, lw_home):
