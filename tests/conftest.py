@@ -2,6 +2,7 @@
 (scripts/install-test-deps installs them)."""
 import os
 import shutil
+import subprocess
 import sysconfig
 
 import pytest
@@ -38,3 +39,12 @@ def tool(name: str) -> str:
 @pytest.fixture
 def linkwrap_cc():
     return script("linkwrap-cc")
+
+
+@pytest.fixture
+def hello_obj(tmp_path):
+    """hello.o in tmp_path: a C program that prints "hello"."""
+    src = tmp_path / "hello.c"
+    src.write_text('#include <stdio.h>\nint main(void){puts("hello");return 0;}\n')
+    subprocess.run(["cc", "-c", str(src), "-o", str(tmp_path / "hello.o")], check=True)
+    return tmp_path / "hello.o"

@@ -348,14 +348,6 @@ def test_template_is_valid_and_every_example_line_is_too():
 
 # --- on the link path: fail-open ------------------------------------------------
 
-@pytest.fixture
-def hello_obj(tmp_path):
-    src = tmp_path / "hello.c"
-    src.write_text('#include <stdio.h>\nint main(void){puts("hello");return 0;}\n')
-    subprocess.run(["cc", "-c", str(src), "-o", str(tmp_path / "hello.o")], check=True)
-    return tmp_path / "hello.o"
-
-
 def test_a_broken_linkwrap_toml_does_not_break_the_link(project, lw_home, hello_obj):
     (project / "linkwrap.toml").write_text('prefer = ["mold"]\nin_place = maybe\n')
     done = subprocess.run([script("linkwrap-cc"), str(hello_obj), "-o", "hello"], cwd=project,

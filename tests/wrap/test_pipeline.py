@@ -9,14 +9,6 @@ STANDINS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "standins")
 GCC_LD = "/root/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld"
 
 
-@pytest.fixture
-def hello_obj(tmp_path):
-    src = tmp_path / "hello.c"
-    src.write_text('#include <stdio.h>\nint main(void){puts("hello");return 0;}\n')
-    subprocess.run(["cc", "-c", str(src), "-o", str(tmp_path / "hello.o")], check=True)
-    return tmp_path / "hello.o"
-
-
 def link(linkwrap_cc, argv, cwd, **env):
     return subprocess.run([linkwrap_cc, *argv], capture_output=True, text=True, cwd=cwd,
                           env={**os.environ, **env})

@@ -432,14 +432,6 @@ from linkwrap.wrap import linkers as linkers_mod, probe as probe_mod, run  # noq
 STANDINS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "standins")
 
 
-@pytest.fixture
-def hello_obj(tmp_path):
-    src = tmp_path / "hello.c"
-    src.write_text('#include <stdio.h>\nint main(void){puts("hello");return 0;}\n')
-    subprocess.run(["cc", "-c", str(src), "-o", str(tmp_path / "hello.o")], check=True)
-    return tmp_path / "hello.o"
-
-
 def link_as_decided(cwd, argv, env):
     req = args.parse(argv, driver="cc", environ=env, cwd=str(cwd))
     d = policy.decide(req, probe_mod.snapshot(req), linkers_mod.discover(req, env), config.load(req, env))
