@@ -19,6 +19,9 @@ def add_arguments(parser) -> None:
                         help="with --ninja: the link rules to prefix (default: every rule that links)")
     parser.add_argument("--inherits", metavar="PRESET",
                         help="with --cmake on a source directory: the configure preset linkwrap's preset inherits")
+    parser.add_argument("--console-script", action="store_true",
+                        help="point builds at pip's console script instead of linkwrap's faster entry point "
+                             "(which skips site-packages processing: 10-30 ms per link)")
 
 
 def add_common(parser) -> None:
@@ -34,9 +37,6 @@ def add_common(parser) -> None:
     parser.add_argument("--ninja", nargs="?", const="build.ninja", metavar="FILE",
                         help="a hand-written ninja file (default: build.ninja)")
     parser.add_argument("--dry-run", action="store_true", help="show the change, write nothing")
-    parser.add_argument("--console-script", action="store_true",
-                        help="point builds at pip's console script instead of linkwrap's faster entry point "
-                             "(which skips site-packages processing: 10-30 ms per link)")
 
 
 def which(args) -> str:
@@ -84,6 +84,14 @@ def show_or_apply(change, dry_run: bool) -> bool:
     return change.changes_anything
 
 
+def carry_out(change, dry_run: bool, remember) -> None:
+    """Show (--dry-run) or apply a change; once applied, remember() notes the place and the change is said."""
+    show_or_apply(change, dry_run)
+    if not dry_run:
+        remember()
+        say(change.said)
+
+
 def cargo_file(args):
     """(config path, project root or None) the Cargo path works on."""
     from linkwrap.install import cargo
@@ -118,27 +126,19 @@ def run(args) -> int:
     if kind == "ninja":
         from linkwrap.install import ninja
         path = os.path.abspath(args.ninja)
-        change = ninja.plan_install(path, launcher, args.rule)
-        show_or_apply(change, args.dry_run)
-        if not args.dry_run:
-            marker.remember("ninja", path)
-            say(change.said)
+        carry_out(ninja.plan_install(path, launcher, args.rule), args.dry_run,
+                  lambda: marker.remember("ninja", path))
         return 0
     from linkwrap.install import cmake
     folder = os.path.abspath(args.cmake)
     if cmake.classify(folder) == "build":
         if args.inherits:
             raise UsageError("--inherits is for a source directory (CMakeUserPresets.json), not a build directory")
-        change = cmake.plan_cache_install(folder, launcher, force=args.force)
-        show_or_apply(change, args.dry_run)
+        carry_out(cmake.plan_cache_install(folder, launcher, force=args.force), args.dry_run,
+                  lambda: marker.remember("cmake-cache", folder))
         if not args.dry_run:
-            marker.remember("cmake-cache", folder)
-            say(change.said)
             warn(cmake.check_generated(folder, launcher))
         return 0
     change = cmake.plan_presets_install(folder, launcher, inherits=args.inherits)
-    show_or_apply(change, args.dry_run)
-    if not args.dry_run:
-        marker.remember("cmake-presets", change.path)
-        say(change.said)
+    carry_out(change, args.dry_run, lambda: marker.remember("cmake-presets", change.path))
     return 0

@@ -6,7 +6,7 @@ Same places as install: the Cargo project (default), --global, --cmake DIR,
 """
 import os
 
-from linkwrap.cli.install import add_common, cargo_file, say, show_or_apply, which
+from linkwrap.cli.install import add_common, cargo_file, carry_out, say, show_or_apply, which
 
 
 def add_arguments(parser) -> None:
@@ -32,26 +32,15 @@ def run(args) -> int:
     if kind == "ninja":
         from linkwrap.install import ninja
         path = os.path.abspath(args.ninja)
-        change = ninja.plan_uninstall(path)
-        show_or_apply(change, args.dry_run)
-        if not args.dry_run:
-            marker.forget("ninja", path)
-            say(change.said)
+        carry_out(ninja.plan_uninstall(path), args.dry_run, lambda: marker.forget("ninja", path))
         return 0
     from linkwrap.install import cmake
     folder = os.path.abspath(args.cmake)
     if cmake.classify(folder) == "build":
-        change = cmake.plan_cache_uninstall(folder)
-        show_or_apply(change, args.dry_run)
-        if not args.dry_run:
-            marker.forget("cmake-cache", folder)
-            say(change.said)
+        carry_out(cmake.plan_cache_uninstall(folder), args.dry_run, lambda: marker.forget("cmake-cache", folder))
         return 0
     change = cmake.plan_presets_uninstall(folder)
-    show_or_apply(change, args.dry_run)
-    if not args.dry_run:
-        marker.forget("cmake-presets", change.path)
-        say(change.said)
+    carry_out(change, args.dry_run, lambda: marker.forget("cmake-presets", change.path))
     return 0
 
 
