@@ -55,13 +55,27 @@ def parse(data: bytes):
                 except (ValueError, EOFError, TypeError):
                     rec = None
                 if isinstance(rec, dict) and "uid" in rec and "started_unix" in rec:
-                    records.append(rec)
+                    records.append({k: _storable(v) for k, v in rec.items()})
                     pos = end + len(TRAILER)
                     continue
         # Not a whole frame here: resynchronise on the next MAGIC.
         skipped += 1
         pos = start + 1
     return records, skipped
+
+
+def _storable(value):
+    """Paths need not be UTF-8 (their undecodable bytes arrive as surrogate escapes),
+    SQLite text must be: such bytes are shown as U+FFFD, and the record is kept."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    if isinstance(value, (tuple, list)):
+        return type(value)(_storable(v) for v in value)
+    return value
 
 
 def utc_iso(unix: float) -> str:

@@ -44,13 +44,14 @@ def main(argv, driver=None, environ=os.environ) -> int:
     first = None
     try:
         outcome = run.execute(request, decision, environ)
+        if outcome.returncode != 0 and decision.changes_anything and not _callers_error(decision, outcome):
+            first = outcome
+            decision = policy.as_asked(f"{_label(decision)} failed (exit {outcome.returncode}); linked as asked")
+            outcome = run.execute(request, decision, environ)
     except Exception as e:
-        decision = policy.as_asked(faults.note(f"running {_label(decision)}", e))
-        outcome = run.execute(request, decision, environ)
-    if outcome.returncode != 0 and decision.changes_anything and not _callers_error(decision, outcome):
-        first = outcome
-        decision = policy.as_asked(f"{_label(decision)} failed (exit {outcome.returncode}); linked as asked")
-        outcome = run.execute(request, decision, environ)
+        # linkwrap cannot even run the link (a bug, an odd path): become the driver, untouched.
+        faults.note(f"running {_label(decision)}", e)
+        return passthrough(argv, driver, environ)
 
     # Beyond this point the link is over: nothing below may change its result.
     run.write_through(outcome)

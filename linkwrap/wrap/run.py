@@ -10,6 +10,7 @@ and when a failed attempt is retried as the caller asked, its messages can be
 kept out of the build log.
 """
 import _signal  # not `signal`: that one imports enum (~3 ms)
+import errno
 import os
 import time
 from collections import namedtuple
@@ -81,9 +82,15 @@ def execute(request, decision, environ=os.environ) -> Outcome:
         with forward:
             try:
                 result = list(spawn(argv, linker_environment(environ), forward))
-            except OSError as e:  # no such driver: fail as a shell would
-                msg = f"linkwrap: error: cannot run {argv[0]}: {e.strerror}\n".encode()
+            except OSError as e:
+                if e.errno not in _CANNOT_RUN:
+                    raise  # not the driver's fault (EMFILE, E2BIG…): the pipeline links as asked
+                # no such driver: fail as a shell would
+                msg = f"linkwrap: error: cannot run {argv[0]}: {e.strerror}\n".encode("utf-8", "replace")
                 result = [127, 0.0, 0.0, 0.0, 0, b"", msg]
+        if rsp:  # before commit: nothing of ours may be carried next to the output
+            _unlink(rsp)
+            rsp = None
         if forward.caught and result[0] != 0:
             # Interrupted: FRESH keeps the old output untouched; IN_PLACE's is gone.
             output_mod.abort(plan, linker_ran=True)
@@ -98,20 +105,24 @@ def execute(request, decision, environ=os.environ) -> Outcome:
         output_mod.abort(plan, linker_ran=forward.pgid is not None)
         raise
     finally:
-        if rsp and not plan.work_dir:
+        if rsp:
             _unlink(rsp)
     if error:
         result[0] = result[0] or 1
-        result[6] += error.encode()
+        result[6] += error.encode("utf-8", "surrogateescape")
     if plan.link_path != plan.final:
         # The linker's messages name our temporary path; the caller knows the real one.
-        result[5] = result[5].replace(plan.link_path.encode(), plan.final.encode())
-        result[6] = result[6].replace(plan.link_path.encode(), plan.final.encode())
+        tmp, final = os.fsencode(plan.link_path), os.fsencode(plan.final)  # paths need not be UTF-8
+        result[5] = result[5].replace(tmp, final)
+        result[6] = result[6].replace(tmp, final)
     if forward.caught:
         forward.die()
     return Outcome(*result, tuple(argv), plan.mode, output_bytes,
                    decision.linker.label if decision.linker else None)
 
+
+# posix_spawnp errors that mean the driver itself cannot be run (a shell's 127).
+_CANNOT_RUN = (errno.ENOENT, errno.EACCES, errno.ENOTDIR, errno.ENOEXEC)
 
 # Signals that mean "stop the build"; each is passed on to the linker's process group.
 _FORWARDED = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)

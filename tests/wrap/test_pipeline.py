@@ -97,3 +97,24 @@ def test_forced_linker_is_used(tmp_path, lw_home, linkwrap_cc, hello_obj):
     done = link(linkwrap_cc, [str(hello_obj), "-o", "hello"], tmp_path, LINKWRAP_LINKER="mold")
     assert done.returncode == 0, done.stderr
     assert "mold" in comment(tmp_path / "hello")
+
+
+def test_paths_that_are_not_utf8(tmp_path, lw_home, linkwrap_cc, hello_obj):
+    """Linux paths are bytes: an output in a Latin-1 named directory links, and is recorded."""
+    odd = os.path.join(os.fsencode(tmp_path), b"d\xe9j\xe0")
+    os.mkdir(odd)
+    out = os.path.join(odd, b"out\xff")
+    done = subprocess.run([os.fsencode(linkwrap_cc), os.fsencode(hello_obj), b"-o", out], capture_output=True)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert subprocess.run([out], capture_output=True).stdout == b"hello\n"
+    summary = subprocess.run([os.path.join(os.path.dirname(linkwrap_cc), "linkwrap"), "summary", "--json"],
+                             capture_output=True, text=True)
+    assert summary.returncode == 0, summary.stderr
+    assert "out\\ufffd" in summary.stdout or "out\ufffd" in summary.stdout
+
+
+def test_no_response_file_is_left_beside_an_output_whose_name_prefixes_it(tmp_path, lw_home, linkwrap_cc, hello_obj):
+    (tmp_path / "a.rsp").write_text(f"{hello_obj}\n-o\nlink\n")
+    done = link(linkwrap_cc, ["@a.rsp"], tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.rsp", "hello.c", "hello.o", "link"]
