@@ -117,4 +117,4 @@ def test_no_response_file_is_left_beside_an_output_whose_name_prefixes_it(tmp_pa
     (tmp_path / "a.rsp").write_text(f"{hello_obj}\n-o\nlink\n")
     done = link(linkwrap_cc, ["@a.rsp"], tmp_path)
     assert (done.returncode, done.stderr) == (0, "")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.rsp", "hello.c", "hello.o", "link"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.rsp", "hello.c", "hello.o", "link", "lw-home"]
