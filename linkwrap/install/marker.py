@@ -111,8 +111,10 @@ def read_bytes(path: str) -> bytes | None:
 
 def write_atomic(path: str, data: bytes) -> None:
     """Replace path's contents all at once: a crash leaves the old file or the
-    new one, never half of it. Keeps the old file's mode."""
-    folder = os.path.dirname(os.path.abspath(path))
+    new one, never half of it. Keeps the old file's mode, and a symlink stays a
+    symlink (dotfile managers link ~/.cargo/config.toml): its target is written."""
+    path = os.path.realpath(path)
+    folder = os.path.dirname(path)
     tmp = os.path.join(folder, f".{os.path.basename(path)}.linkwrap-{os.getpid()}.tmp")
     try:
         mode = os.stat(path).st_mode & 0o7777

@@ -137,3 +137,18 @@ def test_ninja_and_cmake_paths_round_trip(tmp_path, lw_home):
     assert "configure preset 'linkwrap'" in done.stdout
     assert lw("uninstall", "--cmake", str(src), cwd=tmp_path).returncode == 0
     assert not (src / "CMakeUserPresets.json").exists()
+
+
+def test_a_symlinked_config_stays_a_symlink(project, tmp_path):
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / "cargo-config.toml"
+    real.write_text("# mine\n[build]\njobs = 2\n")
+    original = real.read_bytes()
+    (project / ".cargo").mkdir()
+    link = project / ".cargo" / "config.toml"
+    link.symlink_to(real)
+    assert lw("install", cwd=project).returncode == 0
+    assert link.is_symlink() and entry("linkwrap-cc") in real.read_text()
+    assert lw("uninstall", cwd=project).returncode == 0
+    assert link.is_symlink() and real.read_bytes() == original
