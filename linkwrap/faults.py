@@ -1,7 +1,7 @@
 """linkwrap's own faults: kept in a log file, never shown during a link.
 
 note() returns the one-line reason that goes into the link's record; the
-traceback goes to $LINKWRAP_HOME/linkwrap.log (see `linkwrap log path`).
+traceback goes to <state dir>/linkwrap.log (`linkwrap log status` names it).
 warn_once() is for what the user must fix (a malformed linkwrap.toml): one
 line on stderr the first time, remembered by a marker file.
 """
@@ -16,7 +16,9 @@ def note(doing: str, exc: BaseException) -> str:
         from linkwrap import __version__, paths
         path = paths.log_file()
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        text = "".join(traceback.format_exception(exc))
+        from linkwrap.errors import LinkwrapError
+        # A LinkwrapError is a message for the user, not a bug: no traceback to keep.
+        text = "" if isinstance(exc, LinkwrapError) else "".join(traceback.format_exception(exc))
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         with open(path, "a", encoding="utf-8") as f:
             f.write(f"--- {stamp} linkwrap {__version__} pid {os.getpid()}\n{reason}\n{text}\n")

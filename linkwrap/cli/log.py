@@ -72,7 +72,11 @@ def _status() -> int:
         print(f"Waiting in the spool: {fmt_bytes(spool.pending(state))} (the database could not take them)")
     for m in warned_markers():
         kind = os.path.basename(m).split("warned-", 1)[1].split("-", 1)[0]
+        if kind == "config":  # pipeline.py's notice of a malformed linkwrap.toml, not a recording failure
+            continue
         print(f"Recording failed at least once ({kind}); `linkwrap log on` resets this notice: {m}")
+    if os.path.exists(paths.log_file()):
+        print(f"linkwrap's own faults (tracebacks): {paths.log_file()}, {fmt_bytes(os.path.getsize(paths.log_file()))}")
     return 0
 
 

@@ -35,10 +35,12 @@ def main(argv, driver=None, environ=os.environ) -> int:
         facts = probe.snapshot(request, environ)
         # Pure: which linker, which flags, how to write the output, and why.
         decision = policy.decide(request, facts, found, settings)
+    except LinkwrapError as e:
+        # The user's to fix (a malformed linkwrap.toml): said once on stderr, noted without a traceback.
+        faults.warn_once(f"config-{_crc(str(e))}", f"{e}; linking as asked until it is fixed")
+        decision = policy.as_asked(faults.note("choosing a linker", e))
     except Exception as e:
         decision = policy.as_asked(faults.note("choosing a linker", e))
-        if isinstance(e, LinkwrapError):  # the user's to fix (a malformed linkwrap.toml): say it once
-            faults.warn_once(f"config-{_crc(str(e))}", f"{e}; linking as asked until it is fixed")
 
     # Run it. A failure that may be linkwrap's doing gets one more try as asked.
     first = None

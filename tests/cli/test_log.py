@@ -88,3 +88,13 @@ def test_clear_on_a_terminal_asks_first(tmp_path, lw_home):
     code, screen = on_a_terminal(["log", "clear"], b"y", tmp_path)
     assert code == 0 and "Deleted the link records" in screen
     assert not (lw_home / "links.db").exists()
+
+
+def test_status_names_the_fault_log_and_not_config_notices_as_recording_failures(tmp_path, lw_home):
+    (lw_home / "linkwrap.log").write_text("--- a fault\n")
+    (lw_home / ".warned-config-0123abcd").write_text("")
+    from linkrecords import lw
+    done = lw("log", "status")
+    assert done.returncode == 0, done.stderr
+    assert f"linkwrap's own faults (tracebacks): {lw_home / 'linkwrap.log'}" in done.stdout
+    assert "Recording failed" not in done.stdout
