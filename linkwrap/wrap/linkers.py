@@ -28,6 +28,7 @@ CANDIDATES = {
     "lld": ("ld.lld",),            # plus ld.lld-NN, newest first (see _find_lld)
     "bfd": ("ld.bfd",),
     "gold": ("ld.gold",),
+    "rust-lld": ("rust-lld",),     # on PATH when rustc runs the link
 }
 NAMES = ("mold", "wild", "lld", "rust-lld", "bfd", "gold", "python")
 _CACHE_FORMAT = 3
@@ -38,7 +39,8 @@ def discover(request=None, environ=os.environ) -> dict:
     path_dirs = [d for d in environ.get("PATH", os.defpath).split(os.pathsep) if d]
     cache = _load_cache()
     found = _search_path(path_dirs, cache)
-    rust_lld = _rust_lld(request, path_dirs, cache)
+    rust_lld = _rust_lld(request, found, path_dirs, cache)
+    found.pop("rust-lld", None)
     if rust_lld:
         found["rust-lld"] = rust_lld
     python_ld = _python_linker()
@@ -97,13 +99,17 @@ def _find_lld(path_dirs):
     return best[1] if best else None
 
 
-def _rust_lld(request, path_dirs, cache):
+def _rust_lld(request, found, path_dirs, cache):
+    """rust-lld: where rustc's injected -B said, else on PATH (rustc puts
+    <sysroot>/lib/rustlib/<host>/bin there), else, for the commands only, where
+    `rustc --print sysroot` says. A link rustc did not make never runs rustc:
+    rustup would resolve a toolchain for that directory, maybe download one."""
     if request is not None and request.rust_lld and os.access(request.rust_lld, os.X_OK):
         return request.rust_lld
-    # rustc puts <sysroot>/lib/rustlib/<host>/bin on the linker's PATH.
-    hit = _which_any(("rust-lld",), path_dirs)
-    if hit:
-        return hit
+    if found.get("rust-lld"):
+        return found["rust-lld"]
+    if request is not None:
+        return None
     return _cached_sysroot_rust_lld(path_dirs, cache)
 
 

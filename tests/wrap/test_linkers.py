@@ -86,3 +86,17 @@ def test_a_linker_installed_later_is_found(tmp_path, lw_home):
     assert linkers.discover(environ=env)["mold"].version == (9, 9, 9)
     (bindir / "mold").unlink()
     assert "mold" not in linkers.discover(environ=env)
+
+
+def test_a_link_rustc_did_not_make_never_runs_rustc(tmp_path, lw_home):
+    """rustup resolves a toolchain per directory (and may download one): C links must not ask it."""
+    from linkwrap.wrap import args
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    log = tmp_path / "rustc.log"
+    (bindir / "rustc").write_text(f'#!/bin/sh\necho "$@" >> {log}\nexit 1\n')  # a recording stand-in
+    (bindir / "rustc").chmod(0o755)
+    env = {"PATH": f"{bindir}:/usr/bin:/bin"}
+    request = args.parse(["hello.o", "-o", "hello"], environ=env, cwd=str(tmp_path))
+    assert "rust-lld" not in linkers.discover(request, env)
+    assert not log.exists()
