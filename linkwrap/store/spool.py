@@ -135,6 +135,9 @@ def _ingest_file(db, path) -> int:
             if not b:
                 break
             chunks.append(b)
+        # Read: let waiting writers go now, not after the database (up to its 5 s busy timeout).
+        # They find the spool renamed under them and append to a new one.
+        os.lockf(fd, os.F_ULOCK, 0)
         records, _ = parse(b"".join(chunks))
         added = insert(db, records)
         os.unlink(path)
