@@ -16,13 +16,21 @@ def main() -> None:
 
 
 def launch_main() -> None:
+    usage = launch_usage(sys.argv[1:], "linkwrap-launch")
+    if usage is not None:
+        sys.exit(usage)
     argv = sys.argv[1:]
-    if argv[:1] == ["--"]:
-        argv = argv[1:]
-    if not argv or argv[0] in ("-h", "--help"):
-        (sys.stdout if argv else sys.stderr).write(LAUNCH_USAGE)
-        sys.exit(0 if argv else 2)
+    argv = argv[1:] if argv[:1] == ["--"] else argv
     _run(argv[1:], argv[0])
+
+
+def launch_usage(argv, prog):
+    """For -h/--help or no driver: print the usage; -> the exit status. None: a link to run."""
+    argv = argv[1:] if argv[:1] == ["--"] else argv
+    if argv and argv[0] not in ("-h", "--help"):
+        return None
+    (sys.stdout if argv else sys.stderr).write(LAUNCH_USAGE.replace("linkwrap-launch", prog))
+    return 0 if argv else 2
 
 
 def _run(argv, driver) -> None:
