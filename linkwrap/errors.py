@@ -21,7 +21,3 @@ class ConfigError(LinkwrapError):
 
 class InstallError(LinkwrapError):
     """install/uninstall refused; the message carries the hint."""
-
-
-class LinkerNotFound(LinkwrapError):
-    """The linker the policy chose is not on this machine any more."""

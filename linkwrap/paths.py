@@ -1,15 +1,20 @@
 """Where linkwrap keeps its state, cache and configuration.
 
-Computed here with os.environ alone because this runs on every link and
-importing platformdirs costs ~20 ms; tests/test_paths.py checks that the
-answers equal platformdirs' on this platform.
+On Linux computed here with os.environ alone, because this runs on every link
+and importing platformdirs costs ~20 ms; tests/test_paths.py checks that the
+answers equal platformdirs'. Elsewhere platformdirs answers.
 """
 import os
+import sys
 
 APP = "linkwrap"
 
 
 def _xdg(var: str, default: str) -> str:
+    if not sys.platform.startswith("linux"):
+        import platformdirs
+        return {"XDG_STATE_HOME": platformdirs.user_state_dir, "XDG_CACHE_HOME": platformdirs.user_cache_dir,
+                "XDG_CONFIG_HOME": platformdirs.user_config_dir}[var](APP)
     value = os.environ.get(var, "")
     # platformdirs treats an empty or relative XDG variable as unset.
     if not value.strip() or not os.path.isabs(value):

@@ -107,6 +107,7 @@ def explain(request, environ) -> dict:
         "request": {"output": request.output, "kind": request.kind, "cwd": request.cwd,
                     "driver": request.driver, "fuse_ld": request.fuse_ld, "inputs": list(request.inputs)},
         "probe": probe_dict(facts),
+        "held_by": holders(request.output) if facts is not None and facts.output.held_by_others else [],
         "decision": decision_dict(decision),
         "linkers": {name: {"path": info.path, "version": _dotted(info.version)} for name, info in found.items()},
         "config": {"profile": getattr(settings, "profile", None), "files": list(getattr(settings, "files", ()))},
@@ -128,6 +129,38 @@ def probe_dict(facts) -> dict:
     d["output"] = out
     d["kernel"] = _dotted(d.get("kernel"))
     return d
+
+
+def holders(path) -> list:
+    """Who holds the output: "pid N (name)" for each other process that has it open,
+    mapped or running. The probe only knows *that* someone does (a lease attempt,
+    a few µs on every link); naming them means walking every process (psutil),
+    which is for this command, not for the link."""
+    import psutil
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+
+    def same(p):
+        try:
+            s = os.stat(p)
+            return (s.st_dev, s.st_ino) == (st.st_dev, st.st_ino)
+        except (OSError, TypeError, ValueError):
+            return False
+
+    found = []
+    for proc in psutil.process_iter(["pid", "name"]):
+        if proc.pid == os.getpid():
+            continue
+        try:
+            hit = (same(proc.exe()) or any(same(f.path) for f in proc.open_files())
+                   or any(same(m.path) for m in proc.memory_maps(grouped=True)))
+        except (psutil.Error, OSError):
+            continue
+        if hit:
+            found.append(f"pid {proc.pid} ({proc.info['name']})")
+    return found
 
 
 def decision_dict(decision) -> dict:
@@ -211,7 +244,8 @@ def render(report) -> None:
             ("  regular file", _show(out.get("is_regular"))),
             ("  size", _show(size) if size is None else f"{size} bytes ({size_text(size)})"),
             ("  links (st_nlink)", _show(out["nlink"])),
-            ("  held by others", not_opened or _show(out["held_by_others"])),
+            ("  held by others", not_opened or _show(out["held_by_others"])
+             + (f": {', '.join(report['held_by'])}" if report.get("held_by") else "")),
             ("  in page cache", cached),
         ]
     rows += [

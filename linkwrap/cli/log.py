@@ -38,7 +38,6 @@ def off_marker() -> str:
 
 
 def warned_markers() -> list:
-    from linkwrap.wrap import record
     state = paths.state_dir()
     found = []
     try:

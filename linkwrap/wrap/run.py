@@ -17,7 +17,6 @@ from collections import namedtuple
 
 from linkwrap.wrap import args as args_mod
 from linkwrap.wrap import output as output_mod
-from linkwrap.wrap.policy import FRESH
 
 
 class Outcome(namedtuple("Outcome", [
@@ -259,4 +258,4 @@ def write_through(outcome) -> None:
             view = view[n:]
 
 
-__all__ = ["Outcome", "execute", "command", "spawn", "write_through", "FRESH"]
+__all__ = ["Outcome", "execute", "command", "spawn", "write_through"]

@@ -256,3 +256,29 @@ def test_bad_usage_is_one_line(tmp_path, lw_home):
     done = linkwrap("explain", "out", "stray", cwd=tmp_path)
     assert done.returncode == 1
     assert done.stderr == "linkwrap: error: unexpected arguments: stray (link arguments go after --)\n"
+
+
+def test_names_the_processes_that_hold_the_output(tmp_path, lw_home):
+    prog = tmp_path / "prog"
+    prog.write_bytes(open("/bin/sleep", "rb").read())
+    prog.chmod(0o755)
+    assert explain("prog", cwd=tmp_path)["held_by"] == []
+    running = subprocess.Popen([str(prog), "60"])
+    mapper = subprocess.Popen([sys.executable, "-c", (
+        "import mmap, sys, time\n"
+        "f = open(sys.argv[1], 'rb'); m = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)\n"
+        "f.close(); print('ready', flush=True); time.sleep(60)\n"), str(prog)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert mapper.stdout.readline() == "ready\n"
+        for _ in range(50):  # until the kernel shows the sleeper running the file
+            report = explain("prog", cwd=tmp_path)
+            if len(report["held_by"]) == 2:
+                break
+        assert report["probe"]["output"]["held_by_others"] is True
+        assert f"pid {running.pid} (prog)" in report["held_by"]
+        assert {h.split()[1] for h in report["held_by"]} == {str(running.pid), str(mapper.pid)}
+    finally:
+        running.kill()
+        mapper.kill()
+        running.wait()
+        mapper.wait()
