@@ -45,14 +45,18 @@ def main(argv, driver=None, environ=os.environ) -> int:
     # Run it. A failure that may be linkwrap's doing gets one more try as asked.
     first = None
     try:
-        outcome = run.execute(request, decision, environ)
+        try:
+            outcome = run.execute(request, decision, environ)
+        except Exception as e:  # e.g. no room for the -B directory: link as asked
+            decision = policy.as_asked(faults.note(f"running {_label(decision)}", e))
+            outcome = run.execute(request, decision, environ)
         if outcome.returncode != 0 and decision.changes_anything and not _callers_error(decision, outcome):
             first = outcome
             decision = policy.as_asked(f"{_label(decision)} failed (exit {outcome.returncode}); linked as asked")
             outcome = run.execute(request, decision, environ)
     except Exception as e:
-        # linkwrap cannot even run the link (a bug, an odd path): become the driver, untouched.
-        faults.note(f"running {_label(decision)}", e)
+        # linkwrap cannot even run the link as asked (a bug, an odd path): become the driver, untouched.
+        faults.note("running the link as asked", e)
         return passthrough(argv, driver, environ)
 
     # Beyond this point the link is over: nothing below may change its result.

@@ -445,7 +445,11 @@ def test_installed_linkers_accept_every_flag(tmp_path, lw_home, hello_obj, name,
     env = {**os.environ, "LINKWRAP_LINKER": name}
     # an existing output so that the write-mode rules run too
     (tmp_path / "hello").write_bytes(b"old")
-    d, done = link_as_decided(tmp_path, [str(hello_obj), "-o", "hello"], env)
+    argv = [str(hello_obj), "-o", "hello"]
+    if name == "rust-lld":  # rust-lld is found where rustc says, as rustc >= 1.90 says it
+        sysroot = subprocess.run(["rustc", "--print", "sysroot"], capture_output=True, text=True).stdout.strip()
+        argv += [f"-B{sysroot}/lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld", "-fuse-ld=lld"]
+    d, done = link_as_decided(tmp_path, argv, env)
     assert d.linker.name == name
     assert (done.returncode, done.stderr) == (0, ""), (d.linker_flags, done.stderr)
     assert subprocess.run([str(tmp_path / "hello")], capture_output=True, text=True).stdout == "hello\n"
