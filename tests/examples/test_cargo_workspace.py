@@ -88,3 +88,24 @@ def test_cargo_build_passes_with_a_fault_injected_into_linkwrap(workspace, tmp_p
     log = (lw_home / "linkwrap.log").read_text()
     # every link of the build hit the fault (binary, build script, proc-macro) and was linked as asked
     assert log.count("injected policy fault") >= 3 * 2  # message and traceback line per link
+
+
+def test_summary_lists_every_link_of_the_build(workspace, tmp_path, lw_home):
+    """`linkwrap summary --json` after a build of the example: the binary, the build script and the
+    proc-macro, each with real times; after `cargo test`, the test executables too."""
+    import json
+    target = tmp_path / "target"
+    assert cargo(workspace, "build", "--quiet", CARGO_TARGET_DIR=str(target)).returncode == 0
+    summary = subprocess.run([script("linkwrap"), "summary", "--json"], cwd=workspace, capture_output=True, text=True)
+    assert summary.returncode == 0, summary.stderr
+    [build] = json.loads(summary.stdout)["builds"]
+    kinds = sorted((link["crate_name"], link["crate_kind"]) for link in build["links"])
+    assert kinds == [("app", "bin"), ("app", "build-script"), ("greet_macros", "proc-macro")]
+    for link in build["links"]:
+        assert link["wall_ms"] > 0 and link["user_ms"] + link["sys_ms"] > 0 and link["peak_rss_kb"] > 1000
+        assert link["exit_status"] == 0 and link["linker"] == "mold" and link["write_mode"] == "fresh"
+    assert cargo(workspace, "test", "--quiet", "--no-run", CARGO_TARGET_DIR=str(target)).returncode == 0
+    summary = subprocess.run([script("linkwrap"), "summary", "--json"], cwd=workspace, capture_output=True, text=True)
+    [build] = json.loads(summary.stdout)["builds"]
+    tests = [link for link in build["links"] if link["crate_kind"] == "test"]
+    assert len(tests) >= 3  # app's unit tests, tests/runs.rs, greet's unit tests (and greet_macros')
