@@ -62,6 +62,14 @@ def what(link) -> str:
     return f"{name} ({label})" if label else name
 
 
+def short_command(command) -> str:
+    """`/root/.rustup/toolchains/…/bin/cargo build` reads as `cargo build`: the path is in --json."""
+    if not command:
+        return ""
+    first, _, rest = command.partition(" ")
+    return (first.rsplit("/", 1)[-1] + (" " + rest if rest else "")) if first else command
+
+
 def plural(n, word) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
@@ -70,7 +78,7 @@ def build_title(b) -> str:
     """The build in one line of plain text: number, tool, links, command."""
     parts = [f"build #{b['id']}", b["tool"] or "?", plural(b["totals"]["links"], "link")]
     if b["command"]:
-        parts.append(b["command"])
+        parts.append(short_command(b["command"]))
     return "  ".join(parts)
 
 
@@ -214,7 +222,7 @@ def render_many(summary, console: Console) -> None:
         bt = b["totals"]
         share = b["linking"]["link_share"] if b["linking"] else None
         rows.append({"#": str(b["id"]), "when (UTC)": (b["started_utc"] or "")[5:16].replace("T", " "),
-                     "tool": b["tool"] or "", "command": b["command"] or "", "links": str(bt["links"]),
+                     "tool": b["tool"] or "", "command": short_command(b["command"]), "links": str(bt["links"]),
                      "link wall": fmt_ms(bt["wall_ms"]), "linking": fmt_pct(share),
                      "peak RSS": fmt_kb(bt["peak_rss_kb"]),
                      "failed/\nfell back": f"{bt['failures']}/{bt['fell_back']}"})

@@ -43,7 +43,11 @@ def test_on_80_columns_names_keep_their_kind_and_the_header_is_one_line():
     text = shown(build_of(APP))
     lines = text.splitlines()
     assert all(len(line.rstrip()) <= 80 for line in lines), text
-    assert lines[0].startswith("build #3  cargo  4 links  /root/") and lines[0].rstrip().endswith("…")
+    # the command as people typed it (the path of cargo is in --json), whole when it fits
+    assert lines[0].rstrip() == "build #3  cargo  4 links  cargo build --offline --workspace --all-targets"
+    long = shown(build_of(APP, command="/usr/bin/cargo build " + " ".join(f"--features f{i}" for i in range(20))))
+    assert long.splitlines()[0].startswith("build #3  cargo  4 links  cargo build --features f0")
+    assert long.splitlines()[0].rstrip().endswith("…") and len(long.splitlines()[0].rstrip()) <= 80
     assert lines[1].strip() == "2026-05-01 10:00:00 UTC  /work/a/project"
     rows = {line.split("  ")[0].strip() for line in lines}
     assert {"app (build script)", "app", "app (test)", "greet_macros (proc-macro)"} <= rows, text
