@@ -64,14 +64,14 @@ def read_stat(pid):
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
-    except OSError:
+        # comm may contain spaces and parentheses: it ends at the last ')'.
+        close = data.rfind(b")")
+        name = data[data.find(b"(") + 1:close].decode("utf-8", "replace")
+        fields = data[close + 2:].split()
+        # fields[0] is state (field 3); ppid is field 4, starttime field 22.
+        return name, int(fields[1]), int(fields[19])
+    except (OSError, ValueError, IndexError):
         return None
-    # comm may contain spaces and parentheses: it ends at the last ')'.
-    close = data.rfind(b")")
-    name = data[data.find(b"(") + 1:close].decode("utf-8", "replace")
-    fields = data[close + 2:].split()
-    # fields[0] is state (field 3); ppid is field 4, starttime field 22.
-    return name, int(fields[1]), int(fields[19])
 
 
 def _cmdline(pid):

@@ -57,13 +57,10 @@ def owner_tag() -> str:
 
 
 def _start_time(pid):
-    """Field 22 of /proc/<pid>/stat (after the parenthesised command name)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-        return int(data[data.rindex(b")") + 2:].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
+    """The process's start (clock ticks since boot), or None when it is gone."""
+    from linkwrap.wrap.build import read_stat
+    stat = read_stat(pid)
+    return stat[2] if stat else None
 
 
 def _space() -> str:

@@ -34,6 +34,8 @@ import marshal
 import os
 import time
 
+from linkwrap.wrap import probe as _probe
+
 SPOOL = "links.spool"
 OFF_MARKER = "logs-off"
 MAGIC = b"LWr\x01"
@@ -125,7 +127,7 @@ def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, n
         "exit_status": outcome.returncode,
         "input_count": len(request.inputs),
         "input_bytes": probe.input_bytes if probe is not None and probe.input_bytes is not None
-        else _input_bytes(request),
+        else _probe.input_bytes(request),
         "overhead_ms": max(0.0, elapsed_ms - linker_runs_ms),
         "fell_back": first_attempt is not None,
         "first_exit_status": first_attempt.returncode if first_attempt else None,
@@ -192,19 +194,15 @@ def startup_ms(since_main_ns: int) -> float | None:
     benchmarks), which has no start-up of its own to measure.
     """
     try:
-        fd = os.open("/proc/self/stat", os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            data = os.read(fd, 4096)
-        finally:
-            os.close(fd)
+        from linkwrap.wrap.build import read_stat
+        ticks = read_stat("self")[2]
         now_boot_ns = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
-        ticks = int(data[data.rfind(b")") + 2:].split()[19])
         hz = os.sysconf("SC_CLK_TCK")
         started_boot_ns = ticks * 1_000_000_000 // hz + 500_000_000 // hz  # the middle of the tick
         # CLOCK_MONOTONIC (perf_counter) and CLOCK_BOOTTIME tick alike but for suspend,
         # so main's start on the boot clock is now minus the time since main began.
         ms = (now_boot_ns - since_main_ns - started_boot_ns) / 1e6
-    except (OSError, ValueError, IndexError, AttributeError):
+    except (OSError, ValueError, IndexError, AttributeError, TypeError):  # TypeError: no /proc
         return None
     if ms > _START_UP_LIMIT_MS:
         return None
@@ -244,16 +242,6 @@ def classify(request, environ=os.environ):
     if "/examples/" in output:
         return crate, "example"
     return crate, "bin"
-
-
-def _input_bytes(request):
-    total = 0
-    for p in request.inputs:
-        try:
-            total += os.stat(os.path.join(request.cwd, p)).st_size
-        except OSError:
-            pass
-    return total
 
 
 # --- the spool --------------------------------------------------------------
