@@ -231,29 +231,11 @@ def write_mode(request, probe, info, config, reasons) -> str:
     if not out.exists:
         reasons.append("no existing output -> fresh")
         return FRESH
-    failed = []
-    regular = out.is_regular
-    if regular is not True:
-        failed.append("output is not a regular file" if regular is False else "output's type is unknown")
-    # The probe opens only regular files: for anything else "held" and "cached"
-    # were never looked at (and a directory's st_nlink counts its subdirectories,
-    # not hard links); "not a regular file" already says fresh.
-    if regular is False:
-        pass
-    elif out.nlink is None:
-        failed.append("output's link count is unknown")
-    elif out.nlink != 1:
-        failed.append(f"output has nlink={out.nlink} (a hard link, e.g. Cargo's uplifted copy)")
+    failed = _output_failures(out)
     kind = getattr(request, "kind", None)
     if kind in ("shared", "relocatable"):
         failed.append(f"output is {'-shared' if kind == 'shared' else '-r'}: the kernel does not "
                       "guard mapped libraries and objects")
-    if regular is False:
-        pass
-    elif out.held_by_others is None:
-        failed.append("unknown whether another process holds the output")
-    elif out.held_by_others:
-        failed.append("another process holds, maps or runs the output")
     kernel = getattr(probe, "kernel", None)
     if kernel is None:
         failed.append("kernel version unknown")
@@ -265,19 +247,6 @@ def write_mode(request, probe, info, config, reasons) -> str:
         failed.append("unknown whether the filesystem is local")
     elif not local:
         failed.append(f"{fs} is not a local filesystem")
-    cached = out.cached_fraction
-    unmeasured = cache_not_measured(out)
-    if regular is False:
-        pass
-    elif cached is None and unmeasured:
-        failed.append(f"output is {size_text(out.size)} ({unmeasured}): in place would save at most "
-                      f"{_max_gain_ms(out.size):.2f} ms, and its page-cache share is not measured")
-    elif cached is None:
-        failed.append("share of the old output in the page cache unknown")
-    elif cached < MIN_CACHED_FRACTION:
-        # Rounded down: 49.6 % must not read as the 50 % that would pass.
-        failed.append(f"only {int(cached * 100)}% of the old output is cached "
-                      "(in place would read it back first)")
     cpus = getattr(probe, "cpus", None)
     if info.name == "wild" and cpus == 1:
         failed.append("wild with 1 thread always unlinks")
@@ -286,6 +255,34 @@ def write_mode(request, probe, info, config, reasons) -> str:
         return FRESH
     reasons.append(f"output is a lone, unheld, cached {fs} file on kernel {_v(kernel)} -> in-place")
     return IN_PLACE
+
+
+def _output_failures(out) -> list:
+    """What, in the existing output's own facts, rules an in-place write out."""
+    if out.is_regular is False:
+        # The probe opens only regular files: whether it is held or cached was never
+        # looked at, and a directory's st_nlink counts its subdirectories.
+        return ["output is not a regular file"]
+    failed = [] if out.is_regular else ["output's type is unknown"]
+    if out.nlink is None:
+        failed.append("output's link count is unknown")
+    elif out.nlink != 1:
+        failed.append(f"output has nlink={out.nlink} (a hard link, e.g. Cargo's uplifted copy)")
+    if out.held_by_others is None:
+        failed.append("unknown whether another process holds the output")
+    elif out.held_by_others:
+        failed.append("another process holds, maps or runs the output")
+    cached, unmeasured = out.cached_fraction, cache_not_measured(out)
+    if cached is None and unmeasured:
+        failed.append(f"output is {size_text(out.size)} ({unmeasured}): in place would save at most "
+                      f"{_max_gain_ms(out.size):.2f} ms, and its page-cache share is not measured")
+    elif cached is None:
+        failed.append("share of the old output in the page cache unknown")
+    elif cached < MIN_CACHED_FRACTION:
+        # Rounded down: 49.6 % must not read as the 50 % that would pass.
+        failed.append(f"only {int(cached * 100)}% of the old output is cached "
+                      "(in place would read it back first)")
+    return failed
 
 
 # What in place saves on a warm output: 40-120 ms per GiB, an upper bound (seed 000).
