@@ -1,4 +1,4 @@
-"""wild's flags, end to end through linkwrap-cc, against the recording stand-in.
+"""policy.py for wild: its flags by version, end to end through linkwrap-cc, against the recording stand-in.
 
 wild cannot be installed here. tests/standins/wild.py is a RECORDING STAND-IN, not wild:
 it logs its argv, rejects what the real wild of that version rejects (reference §1.1:
