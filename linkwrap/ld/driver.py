@@ -2,12 +2,16 @@
 
 Input: Options. Output: the executable at options.output, and Timings (wall
 time per pass). Each pass is a module of its own and hands a frozen result
-to the next; user-facing errors are collected in Diagnostics and reported
+to the next; a later pass never changes an earlier pass's records (input
+sections, Symbols, libraries): what it decides about them is in its own
+result (Liveness.alive, Needs, the synthetic sections' index tables,
+Layout.osec_of/addr_of/linker_values). The buffers a result owns are filled in
+place (the synthetic sections' contents at finalize, .rela.dyn's lists, the
+output image). User-facing errors are collected in Diagnostics and reported
 together at the checkpoints.
 """
 import time
 
-from linkwrap.ld import elf
 from linkwrap.ld.diag import Diagnostics
 
 
@@ -38,16 +42,17 @@ def link(opts, diag=None) -> Timings:
         # objects, archive indexes, shared libraries; glibc's linker scripts expanded in place
         inputs = parse.read_inputs(opts, diag)
     with t.phase("Resolve symbols"):
-        # pull archive members, pick each symbol's definition, drop duplicate COMDAT groups
+        # pull archive members, pick each symbol's definition, drop duplicate COMDAT groups,
+        # decide DT_NEEDED (--as-needed); referenced linker-defined symbols (_end, __start_SEC...)
+        # count as defined from here
         res = resolve.resolve(opts, inputs, diag)
     diag.checkpoint()  # duplicate definitions
-    # Beyond this point, no input file is added.
+    # Beyond this point, no input file is added and no Symbol changes.
     mode = _mode(opts, res)
     with t.phase("Garbage-collect sections"):
-        # mark live sections (all of them without --gc-sections); drop FDEs of dead functions
+        # the set of live sections (all but COMDAT losers without --gc-sections); .eh_frame
+        # rewritten into new records without the FDEs of dead functions
         live = gc.mark_live(opts, res, diag)
-    # Linker-defined symbols (__init_array_start, _end, __start_SEC...) count as defined from here.
-    layout.reserve_linker_symbols(opts, mode, res)
     with t.phase("Scan relocations"):
         # decide GOT slots, PLT entries, copy relocations and dynamic symbols; find undefined symbols
         needs = scan.scan(opts, mode, res, live, diag)
@@ -57,14 +62,16 @@ def link(opts, diag=None) -> Timings:
         synth = synthetic.create(opts, mode, res, live, needs)
     with t.phase("Compute layout"):
         # bin sections into output sections and segments; assign addresses and file offsets
+        # (Layout's own tables: osec_of, addr_of, linker_values)
         lk = layout.compute(opts, mode, res, live, synth)
     # At this point, memory layout is fixed: every symbol address and file offset is known.
     with t.phase("Finalize synthetic sections"):
+        # address-dependent contents (GOT values, COPY/GLOB_DAT relocations) into their own buffers
         for syn in synth.all:
             syn.finalize(lk)
     with t.phase("Apply relocations"):
         # copy every section into the image and patch it; R_X86_64_64 in a PIE -> .rela.dyn
-        image = relocate.apply_all(lk, live, diag)
+        image = relocate.apply_all(res, lk, live, diag)
     diag.checkpoint()  # relocation overflows, with their locations
     with t.phase("Write output"):
         # linker-made sections, headers, build-id; temporary file renamed over the output
@@ -73,7 +80,8 @@ def link(opts, diag=None) -> Timings:
 
 
 def _mode(opts, res):
+    from linkwrap.ld.resolve import is_dynamic
     from linkwrap.ld.scan import Mode
-    dynamic = bool(opts.pie or res.dsos)
+    dynamic = is_dynamic(opts, res.dsos)
     interp = bool(res.dsos) and not opts.no_dynamic_linker
     return Mode(pic=opts.pie, dynamic=dynamic, interp=interp, base=0 if opts.pie else 0x400000)

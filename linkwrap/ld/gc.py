@@ -1,4 +1,4 @@
-"""GC: Resolution -> Liveness. Marks the sections that are kept; splits .eh_frame into records.
+"""GC: Resolution -> Liveness. Which sections are kept; .eh_frame cut to the kept functions.
 
 This file implements a mark-sweep garbage collector for --gc-sections. The
 vertices are sections and the edges are relocations. Roots are the entry
@@ -10,6 +10,11 @@ keeps its LSDA alive only when the function it describes is alive.
 Without --gc-sections every section is kept except COMDAT duplicates. In both
 cases each .eh_frame is then rewritten without the FDEs of dropped functions
 (their CIE pointers adjusted), which is what lets .eh_frame_hdr be exact.
+
+Input: Options, Resolution. Output: a frozen Liveness: the set of live input
+sections (`sec in live`), and the list layout bins, where each .eh_frame is a
+new EhFrame record standing in for the InputSection parse made (which stays
+as it was).
 """
 from dataclasses import dataclass
 
@@ -17,12 +22,61 @@ from linkwrap.ld import elf
 from linkwrap.ld.diag import Unsupported
 
 
+class EhFrame:
+    """One input .eh_frame as the output gets it: the records kept, their relocations moved along.
+
+    Stands in for `input` in Liveness.sections. Symbols and relocations still name
+    `input`; layout gives both the same address.
+    """
+    __slots__ = ("input", "file", "name", "type", "flags", "size", "align", "entsize", "rela", "relocs",
+                 "data", "group_sig")
+
+    def __init__(self, sec, data, relocs):
+        self.input = sec
+        self.file = sec.file
+        self.name = sec.name
+        self.type = sec.type
+        self.flags = sec.flags
+        self.entsize = sec.entsize
+        self.rela = sec.rela
+        self.group_sig = sec.group_sig
+        self.data = data
+        self.relocs = relocs
+        self.size = len(data)
+        # Padding between .eh_frame pieces would read as a zero terminator to an
+        # unwinder walking registered frames (static executables): records are 4-aligned.
+        self.align = 4 if self.size % 4 == 0 else sec.align
+
+    def bytes(self):
+        return self.data
+
+    def get_relocs(self):
+        return self.relocs
+
+    def __repr__(self):
+        return f"{self.file.name}({self.name})"
+
+
 @dataclass(frozen=True)
 class Liveness:
-    sections: tuple           # live InputSections (ALLOC and not), in input order
-    eh_frames: tuple          # the live .eh_frame InputSections, already rewritten
+    alive: frozenset          # live InputSections (ALLOC and not); `sec in liveness` asks this
+    sections: tuple           # what layout places, in input order: live InputSections, EhFrames for .eh_frame
+    eh_frames: tuple          # the EhFrames, in input order
     fde_count: int            # FDEs kept in all of them (sizes .eh_frame_hdr)
     removed: tuple            # sections dropped by --gc-sections (for --print-gc-sections)
+
+    def __contains__(self, sec):
+        return sec in self.alive
+
+
+class _Split:
+    """An .eh_frame cut into records (gc's working data, not part of the result)."""
+    __slots__ = ("data", "records", "cies_relocs")
+
+    def __init__(self, data, records, cies_relocs):
+        self.data = data
+        self.records = records            # (offset, total length, is_cie, relocs, described section)
+        self.cies_relocs = cies_relocs    # relocations of each CIE (personality routines)
 
 
 _ROOT_PREFIXES = (".init_array", ".fini_array", ".preinit_array", ".ctors", ".dtors", ".jcr", ".note")
@@ -33,51 +87,61 @@ def _is_c_ident(name):
 
 
 def mark_live(opts, res, diag) -> Liveness:
-    objects = res.objects
-    eh = []
-    split = []
-    fde_count = 0
-    for obj in objects:
+    discarded = res.discarded
+    syms_of = res.syms
+    kept = []           # sections resolution kept, in input order
+    eh_at = []          # index in kept of each .eh_frame
+    splits = {}         # .eh_frame InputSection -> _Split, or None: taken whole (only counted)
+    fde_refs = {}       # section -> sections its FDEs reference (LSDA): kept alive with it
+    for obj in res.objects:
+        secs = obj.sections
         # Only objects that lost sections (COMDAT duplicates, or any with --gc-sections) need
         # their .eh_frame cut into records and rewritten; the others are just counted.
-        whole = not opts.gc_sections and all(s is None or s.live for s in obj.sections)
-        for sec in obj.sections:
-            if sec is not None and sec.live and sec.name == ".eh_frame":
-                eh.append(sec)
-                if whole:
-                    fde_count += _count_fdes(sec)
-                else:
-                    _split_eh_frame(sec)
-                    split.append(sec)
-    removed = ()
+        whole = not opts.gc_sections and not (discarded and any(s in discarded for s in secs))
+        for sec in secs:
+            if sec is None or sec in discarded:
+                continue
+            if sec.name == ".eh_frame":
+                eh_at.append(len(kept))
+                splits[sec] = None if whole else _split_eh_frame(sec, syms_of[obj], fde_refs)
+            kept.append(sec)
     if opts.gc_sections:
-        removed = _collect(opts, res)
-    for sec in split:
-        fde_count += _drop_dead_fdes(sec)
-    live = tuple(s for obj in objects for s in obj.sections if s is not None and s.live)
-    return Liveness(live, tuple(eh), fde_count, removed)
+        alive, removed = _collect(opts, res, kept, splits, fde_refs)
+    else:
+        alive, removed = frozenset(kept), ()
+    frames = {}
+    fde_count = 0
+    for sec, split in splits.items():
+        if split is None:
+            fde_count += _count_fdes(sec)
+            frames[sec] = EhFrame(sec, sec.bytes(), sec.get_relocs())
+        else:
+            frames[sec], n = _drop_dead_fdes(sec, split, alive)
+            fde_count += n
+    sections = list(kept)
+    for k in eh_at:
+        sections[k] = frames[kept[k]]
+    if opts.gc_sections:
+        sections = [s for s in sections if s in alive or s.__class__ is EhFrame]
+    return Liveness(alive, tuple(sections), tuple(frames.values()), fde_count, removed)
 
 
-def _collect(opts, res):
+def _collect(opts, res, kept, splits, fde_refs):
+    """Mark from the roots; -> (live sections, sections removed)."""
     symtab = res.symtab
+    syms_of = res.syms
     work = []
-    candidates = []
-    cand = set()
+    candidates = [sec for sec in kept if sec.flags & elf.SHF_ALLOC and sec.name != ".eh_frame"]
+    # non-alloc (debug) sections are kept; .eh_frame is filtered by FDE
+    cand = set(candidates)
+    alive = set(kept)
+    alive.difference_update(cand)
 
     def mark(sec):
-        if sec is not None and not sec.live and sec in cand:
-            sec.live = True
+        if sec is not None and sec not in alive and sec in cand:
+            alive.add(sec)
             work.append(sec)
 
-    for obj in res.objects:
-        for sec in obj.sections:
-            if sec is None or not sec.live:
-                continue
-            if not sec.flags & elf.SHF_ALLOC or sec.name == ".eh_frame":
-                continue  # non-alloc (debug) sections are kept; .eh_frame is filtered by FDE
-            sec.live = False
-            candidates.append(sec)
-            cand.add(sec)
     roots = []
     entry = symtab.get(opts.entry)
     if entry is not None and entry.section is not None:
@@ -95,23 +159,22 @@ def _collect(opts, res):
     for sec in roots:
         mark(sec)
     # the live .eh_frame's CIEs reference personality routines; FDEs are handled per function
-    for obj in res.objects:
-        for sec in obj.sections:
-            if sec is not None and sec.name == ".eh_frame" and sec.live and sec.data_cies:
-                for rec_relocs in sec.data_cies:
-                    for r in rec_relocs:
-                        mark(obj.syms[r[1] >> 32].section)
+    for sec, split in splits.items():
+        if split is not None and split.cies_relocs:
+            syms = syms_of[sec.file]
+            for rec_relocs in split.cies_relocs:
+                for r in rec_relocs:
+                    mark(syms[r[1] >> 32].section)
     while work:
         sec = work.pop()
-        syms = sec.file.syms
+        syms = syms_of[sec.file]
         for r_off, info, add in sec.get_relocs():
-            s = syms[info >> 32]
-            t = s.section
-            if t is not None and not t.live:
+            t = syms[info >> 32].section
+            if t is not None and t not in alive:
                 mark(t)
-        for t in sec.fde_refs:
+        for t in fde_refs.get(sec, ()):
             mark(t)
-    return tuple(s for s in candidates if not s.live)
+    return frozenset(alive), tuple(s for s in candidates if s not in alive)
 
 
 def _count_fdes(sec) -> int:
@@ -126,16 +189,13 @@ def _count_fdes(sec) -> int:
         if length and unpack(data, off + 4)[0]:
             count += 1
         off += 4 + length
-    if sec.size % 4 == 0:
-        sec.align = 4   # see _drop_dead_fdes
     return count
 
 
-def _split_eh_frame(sec):
+def _split_eh_frame(sec, syms, fde_refs) -> _Split:
     """Cut .eh_frame into CIE and FDE records; note which section each FDE describes."""
     data = bytes(sec.bytes())
     relocs = sorted(sec.get_relocs())
-    syms = sec.file.syms
     records = []     # (offset, length_total, is_cie, relocs, target section)
     cies_relocs = []
     off = 0
@@ -168,24 +228,21 @@ def _split_eh_frame(sec):
             if target is not None and len(rels) > 1:
                 # the LSDA (and anything else) the FDE points to lives as long as the function
                 extra = [syms[r[1] >> 32].section for r in rels if r[0] != off + 8]
-                target.fde_refs = tuple(target.fde_refs) + tuple(t for t in extra if t is not None)
+                fde_refs[target] = fde_refs.get(target, ()) + tuple(t for t in extra if t is not None)
         records.append((off, total, cie_id == 0, rels, target))
         off += total
-    sec.data = data
-    sec.relocs = relocs
-    sec.data_cies = cies_relocs
-    sec.eh_records = records
+    return _Split(data, records, cies_relocs)
 
 
-def _drop_dead_fdes(sec) -> int:
-    """Rewrite sec.data/sec.relocs without FDEs of dead functions; return FDEs kept."""
-    data = sec.data
+def _drop_dead_fdes(sec, split, alive):
+    """-> (EhFrame without the FDEs of dead functions, FDEs kept)."""
+    data = split.data
     out = bytearray()
     new_relocs = []
     cie_map = {}
     kept = 0
-    for off, total, is_cie, rels, target in sec.eh_records:
-        if not is_cie and (target is None or not target.live):
+    for off, total, is_cie, rels, target in split.records:
+        if not is_cie and (target is None or target not in alive):
             continue
         new_off = len(out)
         out += data[off:off + total]
@@ -200,11 +257,4 @@ def _drop_dead_fdes(sec) -> int:
         delta = new_off - off
         for r_off, info, add in rels:
             new_relocs.append((r_off + delta, info, add))
-    sec.data = bytes(out)
-    sec.relocs = new_relocs
-    sec.size = len(out)
-    # Padding between .eh_frame pieces would read as a zero terminator to an
-    # unwinder walking registered frames (static executables): records are 4-aligned.
-    if sec.size % 4 == 0:
-        sec.align = 4
-    return kept
+    return EhFrame(sec, bytes(out), new_relocs), kept

@@ -1,6 +1,10 @@
 """LAYOUT: sections -> Layout (output sections, segments, every address and file offset).
 
-Input: Options, Mode, Resolution, Liveness, Synthetics. Output: a frozen Layout.
+Input: Options, Mode, Resolution, Liveness, Synthetics (all only read). Output:
+a frozen Layout. Where each input or synthetic section went is the Layout's
+own tables (osec_of: section -> OutputSection; addr_of: section -> address),
+and so are the linker-defined symbols' values (linker_values); input
+sections and Symbols are not written to.
 
 Input sections are binned into output sections by GNU ld's default script
 rules (.text.* -> .text, .rodata.* -> .rodata, .init_array.N sorted by
@@ -21,7 +25,7 @@ Non-alloc sections (.comment, .debug_*) follow, then the section headers.
 Linker-defined symbols (__init_array_start, _end, __start_SEC ...) get their
 values here.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from linkwrap.ld import elf
 
@@ -65,7 +69,8 @@ def _init_priority(sec):
 
 
 class OutputSection:
-    __slots__ = ("name", "type", "flags", "align", "members", "addr", "offset", "size", "index",
+    """Layout's own record; filled while compute() runs, not changed after."""
+    __slots__ = ("name", "type", "flags", "align", "members", "offsets", "addr", "offset", "size", "index",
                  "cls", "rank", "entsize", "link", "info", "first_input")
 
     def __init__(self, name, cls, rank):
@@ -73,7 +78,8 @@ class OutputSection:
         self.type = elf.SHT_NULL
         self.flags = 0
         self.align = 1
-        self.members = []
+        self.members = []         # input sections (EhFrames for .eh_frame) and Synthetics
+        self.offsets = []         # offset of each member inside this output section
         self.addr = 0
         self.offset = 0
         self.size = 0
@@ -114,21 +120,32 @@ class Layout:
     shoff: int
     shstrtab: bytes
     shstr_offsets: dict
+    osec_of: dict             # input/synthetic section -> its OutputSection; absent: not in the output
+    addr_of: dict             # input/synthetic section -> its address (an .eh_frame's under both records)
+    linker_values: dict       # linker-defined symbol name -> value
+    got_addr: int             # address of .got (0 without one)
+    plt_base: int             # address of the first PLT entry after PLT0
+    plt_index: dict           # Symbol -> PLT entry (Plt.index)
+    bss_addr: int             # address of the BssAlloc section
+    bss_placed: dict          # Symbol -> offset in it (commons, copies: BssAlloc.placed)
 
     # --- addresses used by relocation recipes and synthetic sections ---
     def osec(self, name):
         return self.by_name[name]
 
+    def offset_of(self, sec):
+        o = self.osec_of[sec]
+        return o.offset + self.addr_of[sec] - o.addr
+
     @property
     def got_base(self):
-        g = self.synth.got_plt
-        return g.addr if g is not None and g.osec is not None else 0
+        return self.addr_of.get(self.synth.got_plt, 0)
 
     def got_slot(self, s):
-        return self.synth.got.addr + 8 * s.got
+        return self.got_addr + 8 * self.synth.got.index[s]
 
     def gottp_slot(self, s):
-        return self.synth.got.addr + 8 * s.gottp
+        return self.got_addr + 8 * self.synth.got.tp_index[s]
 
     def tp_offset(self, addr):
         return addr - self.tls_end_tp
@@ -139,15 +156,24 @@ class Layout:
     def real_addr(self, s):
         sec = s.section
         if sec is not None:
-            return sec.osec.addr + sec.out_off + s.value if sec.live and sec.osec is not None else 0
+            try:
+                return self.addr_of[sec] + s.value
+            except KeyError:
+                return 0                  # discarded (COMDAT, gc) or stripped
+        off = self.bss_placed.get(s)
+        if off is not None:
+            return self.bss_addr + off
         if s.dso is not None:
             return 0
+        if s.linker_defined:
+            return self.linker_values.get(s.name, 0)
         return s.value
 
     def sym_addr(self, s):
         """The address references to s resolve to: its PLT entry for IFUNCs and imported functions."""
-        if s.plt >= 0 and (s.type == elf.STT_GNU_IFUNC or (s.dso is not None and not s.copy)):
-            return self.synth.plt.entry_addr(s.plt)
+        if s in self.plt_index and (s.type == elf.STT_GNU_IFUNC or
+                                    (s.dso is not None and s not in self.synth.copied)):
+            return self.plt_base + 16 * self.plt_index[s]
         return self.real_addr(s)
 
     def shndx_of_addr(self, addr):
@@ -155,29 +181,6 @@ class Layout:
             if o.flags & elf.SHF_ALLOC and o.addr <= addr < o.addr + max(o.size, 1):
                 return o.index
         return elf.SHN_ABS
-
-
-# Symbols the linker defines when something references them (GNU ld's PROVIDE).
-LINKER_SYMBOLS = (
-    "__ehdr_start", "__executable_start", "_etext", "etext", "__etext", "_edata", "edata", "__bss_start",
-    "_end", "end", "__init_array_start", "__init_array_end", "__fini_array_start", "__fini_array_end",
-    "__preinit_array_start", "__preinit_array_end", "__rela_iplt_start", "__rela_iplt_end",
-    "_GLOBAL_OFFSET_TABLE_", "_DYNAMIC", "__GNU_EH_FRAME_HDR", "_TLS_MODULE_BASE_",
-)
-
-
-def reserve_linker_symbols(opts, mode, res):
-    """Mark referenced linker-defined symbols as defined (values come in compute())."""
-    names = set(LINKER_SYMBOLS)
-    if not mode.dynamic:
-        names.discard("_DYNAMIC")
-    secnames = {s.name for obj in res.objects for s in obj.sections if s is not None and s.live}
-    for name, s in res.symtab.items():
-        if s.file is not None or s.dso is not None:
-            continue
-        if name in names or ((name.startswith("__start_") and name[8:] in secnames) or
-                             (name.startswith("__stop_") and name[7:] in secnames)):
-            s.linker_defined = True
 
 
 def compute(opts, mode, res, live, synth) -> Layout:
@@ -223,10 +226,10 @@ def compute(opts, mode, res, live, synth) -> Layout:
             o.flags &= ~(elf.SHF_MERGE | elf.SHF_STRINGS)
             o.entsize = 0
         off = 0
+        offsets = o.offsets
         for m in o.members:
             off = elf.align_up(off, m.align)
-            m.osec = o
-            m.out_off = off
+            offsets.append(off)
             off += m.size if m.file is not None else m.size()
         o.size = off
         if first.file is None:
@@ -304,6 +307,18 @@ def compute(opts, mode, res, live, synth) -> Layout:
     shoff = elf.align_up(file_end, 8)
     file_size = shoff + 64 * (len(out_osecs) + 2)
 
+    addr_of = {}
+    osec_of = {}
+    for o in out_osecs:
+        a = o.addr
+        addr_of.update(zip(o.members, [a + off for off in o.offsets]))
+        osec_of.update(dict.fromkeys(o.members, o))
+    # symbols and relocations name the InputSection an EhFrame stands in for
+    for e in live.eh_frames:
+        if e in addr_of:
+            addr_of[e.input] = addr_of[e]
+            osec_of[e.input] = osec_of[e]
+
     # program headers
     segs = []
     by_name = {o.name: o for o in out_osecs}
@@ -349,16 +364,18 @@ def compute(opts, mode, res, live, synth) -> Layout:
         segs.append(Segment(elf.PT_GNU_RELRO, elf.PF_R, start - base, start, sz, sz, 1))
     assert len(segs) == len(ph_types), (segs, ph_types)
 
-    entry_sym = res.symtab.get(opts.entry)
+    linker_values = _linker_values(mode, res, synth, by_name, addr_of, seg_ranges, alloc, tls_start)
+    plt = synth.plt
+    plt_base = addr_of[plt] + plt.header if plt in addr_of else 0
     lk = Layout(mode, synth, tuple(out_osecs), by_name, tuple(segs), 0, tls_start, tls_end_tp,
-                file_size, shoff, bytes(shstr), {**shstr_off, "#pos": shstr_pos})
-    _assign_linker_symbols(opts, mode, res, lk, seg_ranges, alloc)
-    entry = 0
+                file_size, shoff, bytes(shstr), {**shstr_off, "#pos": shstr_pos},
+                osec_of, addr_of, linker_values, addr_of.get(synth.got, 0), plt_base, plt.index,
+                addr_of.get(synth.bss, 0), synth.bss.placed)
+    entry_sym = res.symtab.get(opts.entry)
     if entry_sym is not None and entry_sym.defined:
-        entry = lk.sym_addr(entry_sym)
+        lk = replace(lk, entry=lk.sym_addr(entry_sym))
     elif opts.entry.startswith("0x"):
-        entry = int(opts.entry, 16)
-    object.__setattr__(lk, "entry", entry)
+        lk = replace(lk, entry=int(opts.entry, 16))
     return lk
 
 
@@ -384,9 +401,8 @@ def _classify(name, m, opts):
     return 2, 1
 
 
-def _assign_linker_symbols(opts, mode, res, lk, seg_ranges, alloc):
-    st = res.symtab
-    by = lk.by_name
+def _linker_values(mode, res, synth, by, addr_of, seg_ranges, alloc, tls_start):
+    """-> {name: value} for the linker-defined symbols (resolve marked which are referenced)."""
     base = mode.base
     vals = {"__ehdr_start": base, "__executable_start": base}
     if 1 in seg_ranges:
@@ -404,30 +420,29 @@ def _assign_linker_symbols(opts, mode, res, lk, seg_ranges, alloc):
         o = by.get("." + arr)
         vals[f"__{arr}_start"] = o.addr if o else fallback
         vals[f"__{arr}_end"] = o.addr + o.size if o else fallback
-    rp = lk.synth.rela_plt
-    if not mode.pic and rp is not None and rp.osec is not None:
-        vals["__rela_iplt_start"] = rp.addr
-        vals["__rela_iplt_end"] = rp.addr + rp.size()
+    rp = synth.rela_plt
+    if not mode.pic and rp is not None and rp in addr_of:
+        vals["__rela_iplt_start"] = addr_of[rp]
+        vals["__rela_iplt_end"] = addr_of[rp] + rp.size()
     else:
         # PIE: ld.so or _dl_relocate_static_pie applies IRELATIVE; apply_irel must find nothing
         vals["__rela_iplt_start"] = vals["__rela_iplt_end"] = base
-    if lk.synth.got_plt is not None and lk.synth.got_plt.osec is not None:
-        vals["_GLOBAL_OFFSET_TABLE_"] = lk.synth.got_plt.addr
-    elif lk.synth.got is not None and lk.synth.got.osec is not None:
-        vals["_GLOBAL_OFFSET_TABLE_"] = lk.synth.got.addr
-    if lk.synth.dynamic is not None:
-        vals["_DYNAMIC"] = lk.synth.dynamic.addr
-    if lk.synth.eh_frame_hdr is not None:
-        vals["__GNU_EH_FRAME_HDR"] = lk.synth.eh_frame_hdr.addr
-    vals["_TLS_MODULE_BASE_"] = lk.tls_start
-    for name, s in st.items():
-        if not s.linker_defined:
+    if synth.got_plt is not None and synth.got_plt in addr_of:
+        vals["_GLOBAL_OFFSET_TABLE_"] = addr_of[synth.got_plt]
+    elif synth.got is not None and synth.got in addr_of:
+        vals["_GLOBAL_OFFSET_TABLE_"] = addr_of[synth.got]
+    if synth.dynamic is not None:
+        vals["_DYNAMIC"] = addr_of[synth.dynamic]
+    if synth.eh_frame_hdr is not None:
+        vals["__GNU_EH_FRAME_HDR"] = addr_of[synth.eh_frame_hdr]
+    vals["_TLS_MODULE_BASE_"] = tls_start
+    for name, s in res.symtab.items():
+        if not s.linker_defined or name in vals:
             continue
-        if name in vals:
-            s.value = vals[name]
-        elif name.startswith("__start_"):
+        if name.startswith("__start_"):
             o = by.get(name[8:])
-            s.value = o.addr if o else 0
+            vals[name] = o.addr if o else 0
         elif name.startswith("__stop_"):
             o = by.get(name[7:])
-            s.value = o.addr + o.size if o else 0
+            vals[name] = o.addr + o.size if o else 0
+    return vals

@@ -18,10 +18,15 @@ from linkwrap.ld.options import find_library
 
 
 class InputSection:
-    """One section of a relocatable object; placement fields are filled by layout."""
+    """One section of a relocatable object, as the file describes it.
+
+    Later passes never change these fields: liveness is gc's Liveness, placement
+    is layout's Layout, and gc's rewritten .eh_frame is a new record (gc.EhFrame).
+    get_relocs() decodes the relocations once and caches them (a pure function of
+    the file's bytes, so the cache changes no value any pass sees).
+    """
     __slots__ = ("file", "index", "name", "type", "flags", "size", "align", "entsize", "offset",
-                 "info", "link", "rela", "data", "relocs", "live", "osec", "out_off", "fde_refs",
-                 "group_sig", "eh_records", "data_cies")
+                 "info", "link", "rela", "relocs", "group_sig")
 
     def __init__(self, file, index, name, sh):
         self.file = file
@@ -30,18 +35,10 @@ class InputSection:
         _, self.type, self.flags, _, self.offset, self.size, self.link, self.info, align, self.entsize = sh
         self.align = align or 1
         self.rela = None          # (offset, size) of the SHT_RELA section that applies here
-        self.data = None          # bytes to copy; None means the file's bytes at offset
-        self.relocs = None        # decoded (r_offset, r_info, r_addend) tuples, or None
-        self.live = True
-        self.osec = None
-        self.out_off = 0
-        self.fde_refs = ()        # sections that this section's FDEs reference (LSDA): kept alive with it
+        self.relocs = None        # decoded (r_offset, r_info, r_addend) tuples, once asked for
         self.group_sig = None
-        self.data_cies = ()
 
     def bytes(self):
-        if self.data is not None:
-            return self.data
         if self.type == elf.SHT_NOBITS:
             return b""
         return self.file.view[self.offset:self.offset + self.size]
@@ -54,10 +51,6 @@ class InputSection:
                 off, size = self.rela
                 self.relocs = list(elf.RELA.iter_unpack(self.file.view[off:off + size]))
         return self.relocs
-
-    @property
-    def addr(self):
-        return self.osec.addr + self.out_off
 
     def __repr__(self):
         return f"{self.file.name}({self.name})"
@@ -74,9 +67,7 @@ class ObjectFile:
         self.raw_syms = []              # (name, info, other, shndx, value, size)
         self.first_global = 0
         self.groups = []                # (signature, [section indices]) for COMDAT groups
-        self.syms = None                # filled by resolve: index -> Symbol
         self.exec_stack = False
-        self.live = True
         _parse_object(self)
 
 
@@ -93,12 +84,11 @@ class SharedFile:
         self.by_value = {}              # value -> [names] (aliases, for copy relocations)
         self.verdef_names = {}
         self.section_aligns = []        # (start, end, align) of the library's sections
-        self.needed = False
         _parse_shared(self)
 
 
 class Archive:
-    """An ar archive: its symbol index; members parsed on demand."""
+    """An ar archive: its symbol index; members parsed on demand (member())."""
 
     def __init__(self, name, view, whole):
         self.name = name
@@ -106,10 +96,11 @@ class Archive:
         self.whole = whole
         self.members = []               # (header offset, member name, data offset, size)
         self.index = {}                 # symbol name -> header offset
-        self.loaded = {}                # header offset -> ObjectFile
+        self.loaded = {}                # header offset -> ObjectFile parsed to build a missing index
         _parse_archive(self)
 
     def member(self, hdr_off):
+        """The member at hdr_off, parsed now (resolve keeps track of what it pulled in)."""
         obj = self.loaded.get(hdr_off)
         if obj is None:
             for h, mname, off, size in self.members:
@@ -120,7 +111,6 @@ class Archive:
             if self.view[off:off + 4] != elf.ELFMAG:
                 raise BadInput(f"{self.name}({mname}): member is not an ELF object")
             obj = ObjectFile(f"{self.name}({mname})", self.view[off:off + size], self)
-            self.loaded[hdr_off] = obj
         return obj
 
 
@@ -514,7 +504,7 @@ def _build_index(ar):
     for h, mname, off, size in ar.members:
         if ar.view[off:off + 4] != elf.ELFMAG:
             continue
-        obj = ar.member(h)
+        obj = ar.loaded[h] = ar.member(h)
         for name, info, other, shndx, value, sz in obj.raw_syms[obj.first_global:]:
             if shndx != elf.SHN_UNDEF and name and name not in ar.index:
                 ar.index[name] = h

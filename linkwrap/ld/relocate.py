@@ -1,9 +1,11 @@
 """RELOCATE: Layout -> the output image with every section copied and relocated.
 
-Input: Layout, Liveness. Output: a bytearray of the whole output file in which
-input sections are copied to their offsets and relocations are applied. The
-R_X86_64_64 relocations that the loader must finish (RELATIVE in a PIE,
-symbolic ones against shared-library symbols) are appended to .rela.dyn.
+Input: Resolution, Layout, Liveness (only read). Output: a bytearray of the
+whole output file in which input sections are copied to their offsets and
+relocations are applied. The R_X86_64_64 relocations that the loader must
+finish (RELATIVE in a PIE, symbolic ones against shared-library symbols) are
+appended to .rela.dyn's lists (the buffers it writes out; their count was
+reserved by scan).
 
 Each relocation is one lookup in x86_64.RECIPES (width, overflow check,
 formula). Overflows and references into discarded sections are reported with
@@ -25,32 +27,34 @@ _LIMITS = {(4, "s"): (-2**31, 2**31), (4, "u"): (0, 2**32), (2, "s"): (-2**15, 2
 MASK64 = (1 << 64) - 1
 
 
-def apply_all(lk, live, diag) -> bytearray:
+def apply_all(res, lk, live, diag) -> bytearray:
     buf = bytearray(lk.file_size)
+    syms_of = res.syms
     for o in lk.osecs:
         if o.type == elf.SHT_NOBITS:
             continue
-        for m in o.members:
+        for m, out_off in zip(o.members, o.offsets):
             if m.file is None:
                 continue   # synthetic: written by the writer
             if m.type == elf.SHT_NOBITS:
                 continue
             data = m.bytes()
-            start = o.offset + m.out_off
+            start = o.offset + out_off
             buf[start:start + len(data)] = data
             if m.rela is not None or m.relocs:
-                _relocate_section(buf, lk, m, start, diag)
+                _relocate_section(buf, lk, m, start, o.addr + out_off, syms_of[m.file], live.alive, diag)
     return buf
 
 
-def _relocate_section(buf, lk, sec, start, diag):
+def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag):
     mode = lk.mode
     pic = mode.pic
     alloc = sec.flags & elf.SHF_ALLOC
-    sec_addr = sec.osec.addr + sec.out_off
-    syms = sec.file.syms
     recipes = x86_64.RECIPES
     rela = lk.synth.rela_dyn
+    copied = lk.synth.copied
+    dynidx = lk.synth.dynsym.index if lk.synth.dynsym is not None else {}
+    addr_get = lk.addr_of.get
     sym_addr = lk.sym_addr
     skip_next = False
     for r_off, info, A in sec.get_relocs():
@@ -61,30 +65,33 @@ def _relocate_section(buf, lk, sec, start, diag):
         r = recipes.get(rtype)
         if r is None:
             if not alloc:
-                diag.error(f"{where(sec, r_off)}: unsupported relocation {elf.reloc_name(rtype)}")
+                diag.error(f"{where(sec, r_off, syms)}: unsupported relocation {elf.reloc_name(rtype)}")
             continue
         s = syms[info >> 32]
         loc = start + r_off
         P = sec_addr + r_off
         tsec = s.section
-        if tsec is not None and not tsec.live:
+        a = None if tsec is None else addr_get(tsec)
+        if a is not None:
+            # defined in an output section: bound here; only an IFUNC goes through its PLT entry
+            S = a + s.value
+            if s.type == elf.STT_GNU_IFUNC:
+                S = sym_addr(s)
+        elif tsec is not None and tsec not in alive:
+            # discarded (COMDAT loser, gc); a live section without an address was stripped (-S/-s)
             if not alloc:
                 continue   # debug info for a discarded function: leave 0
             if s.is_local and tsec.group_sig is not None:
-                diag.error(f"{where(sec, r_off)}: relocation refers to a discarded COMDAT section "
+                diag.error(f"{where(sec, r_off, syms)}: relocation refers to a discarded COMDAT section "
                            f"{tsec.name} of {tsec.file.name}")
                 continue
             S = 0
-        elif s.is_local and tsec is not None:
-            S = tsec.osec.addr + tsec.out_off + s.value
-            if s.type == elf.STT_GNU_IFUNC:
-                S = sym_addr(s)
         else:
             S = sym_addr(s)
         kind = r.kind
         if kind == "abs64":
-            if alloc and not s.is_local and preemptible(s, mode):
-                rela.other.append((P, (s.dynidx << 32) | elf.R_X86_64_64, A))
+            if alloc and not s.is_local and preemptible(s, mode, copied):
+                rela.other.append((P, (dynidx[s] << 32) | elf.R_X86_64_64, A))
                 elf.U64.pack_into(buf, loc, 0)
                 continue
             v = (S + A) & MASK64
@@ -95,10 +102,10 @@ def _relocate_section(buf, lk, sec, start, diag):
         if kind == "tlsgd":
             form = x86_64.gd_call_form(buf, loc)
             if form is None:
-                diag.error(f"{where(sec, r_off)}: R_X86_64_TLSGD not followed by the expected "
+                diag.error(f"{where(sec, r_off, syms)}: R_X86_64_TLSGD not followed by the expected "
                            f"__tls_get_addr call sequence")
                 continue
-            if not s.is_local and preemptible(s, mode):
+            if not s.is_local and preemptible(s, mode, copied):
                 x86_64.relax_gd_to_ie(buf, loc, P, lk.gottp_slot(s))
             else:
                 x86_64.relax_gd_to_le(buf, loc, lk.tp_offset(S + A + 4))
@@ -107,14 +114,14 @@ def _relocate_section(buf, lk, sec, start, diag):
         if kind == "tlsld":
             form = x86_64.ld_call_form(buf, loc)
             if form is None:
-                diag.error(f"{where(sec, r_off)}: R_X86_64_TLSLD not followed by the expected "
+                diag.error(f"{where(sec, r_off, syms)}: R_X86_64_TLSLD not followed by the expected "
                            f"__tls_get_addr call sequence")
                 continue
             x86_64.relax_ld_to_le(buf, loc, form)
             skip_next = True
             continue
         if kind == "got" and rtype != elf.R_X86_64_GOTPCREL and alloc and s.defined and not s.is_ifunc \
-                and not (s.is_abs and pic) and (s.is_local or not preemptible(s, mode)) \
+                and not (s.is_abs and pic) and (s.is_local or not preemptible(s, mode, copied)) \
                 and x86_64.relax_gotpcrelx(buf, loc, S + A - P):
             continue
         if kind == "dtpoff" and alloc:
@@ -128,7 +135,7 @@ def _relocate_section(buf, lk, sec, start, diag):
             if not lo <= v < hi:
                 if r.check == "u" and -2**31 <= v < 0 and r.size == 4 and rtype == elf.R_X86_64_32:
                     pass
-                diag.error(f"{where(sec, r_off)}: relocation truncated to fit: {r.name} against "
+                diag.error(f"{where(sec, r_off, syms)}: relocation truncated to fit: {r.name} against "
                            f"`{s.name or (tsec.name if tsec else '')}' (value 0x{v & MASK64:x})")
                 continue
         elif r.size == 8:

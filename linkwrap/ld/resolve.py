@@ -1,6 +1,10 @@
 """RESOLVE: Inputs -> Resolution (one Symbol per global name, the objects that are linked).
 
-Input: Inputs in command-line order. Output: a frozen Resolution.
+Input: Options, Inputs in command-line order. Output: a frozen Resolution. The
+parse records (objects, sections, libraries) are only read: what resolve
+decides about them (each object's symbol list, discarded COMDAT sections,
+DT_NEEDED libraries) is in the Resolution. Symbols are resolve's own records;
+no later pass changes them.
 
 Rules (GNU ld's): files are taken in order; an archive member is pulled in
 only when it defines a symbol that is undefined (and strongly referenced) at
@@ -10,6 +14,9 @@ which beats a shared library's; strong beats weak; two strong definitions are
 an error. COMDAT groups: the first group with a signature wins and the
 sections of every later one are discarded. Shared libraries under
 --as-needed become DT_NEEDED only if a linked object references them.
+Last, the linker-defined symbols something references (_end,
+__init_array_start, __start_SEC ...) are marked defined; layout gives them
+their values.
 """
 from dataclasses import dataclass
 
@@ -19,8 +26,7 @@ from linkwrap.ld import elf
 class Symbol:
     """A symbol. Globals are shared by every file that names them; locals belong to one object."""
     __slots__ = ("name", "file", "section", "value", "size", "type", "bind", "visibility",
-                 "is_abs", "is_common", "dso", "version", "strong_ref", "is_local",
-                 "got", "gottp", "plt", "dynidx", "copy", "needs", "exported", "linker_defined")
+                 "is_abs", "is_common", "dso", "version", "strong_ref", "is_local", "linker_defined")
 
     def __init__(self, name):
         self.name = name
@@ -37,14 +43,7 @@ class Symbol:
         self.version = None       # the DSO's version name for it (GLIBC_2.2.5 ...)
         self.strong_ref = False   # some object references it non-weakly
         self.is_local = False
-        self.got = -1             # slot indexes, set by scan
-        self.gottp = -1
-        self.plt = -1
-        self.dynidx = -1
-        self.copy = False
-        self.needs = 0
-        self.exported = False
-        self.linker_defined = False
+        self.linker_defined = False  # the linker gives it a value (_end, __start_SEC ...)
 
     @property
     def defined(self):
@@ -65,6 +64,23 @@ class Resolution:
     dsos: tuple                   # SharedFiles, in order (needed or not)
     dso_names: frozenset          # every name that some shared library defines or references
     common: tuple                 # Symbols that are still common after resolution
+    syms: dict                    # ObjectFile -> list of its Symbols, by symbol index (locals included)
+    discarded: frozenset          # InputSections of COMDAT groups that lost (an earlier group won)
+    needed: tuple                 # SharedFiles that become DT_NEEDED, in command-line order
+
+
+# Symbols the linker defines when something references them (GNU ld's PROVIDE); layout sets the values.
+LINKER_SYMBOLS = (
+    "__ehdr_start", "__executable_start", "_etext", "etext", "__etext", "_edata", "edata", "__bss_start",
+    "_end", "end", "__init_array_start", "__init_array_end", "__fini_array_start", "__fini_array_end",
+    "__preinit_array_start", "__preinit_array_end", "__rela_iplt_start", "__rela_iplt_end",
+    "_GLOBAL_OFFSET_TABLE_", "_DYNAMIC", "__GNU_EH_FRAME_HDR", "_TLS_MODULE_BASE_",
+)
+
+
+def is_dynamic(opts, dsos) -> bool:
+    """The output has .dynamic: a PIE, or it links a shared library."""
+    return bool(opts.pie or dsos)
 
 
 class _Resolver:
@@ -76,15 +92,19 @@ class _Resolver:
         self.dso_defs = {}        # name -> SharedFile, first library that defines it
         self.undef = set()        # names undefined and strongly referenced right now
         self.comdats = {}         # signature -> ObjectFile that owns it
+        self.discarded = set()    # sections of COMDAT groups that lost
+        self.syms = {}            # ObjectFile -> [Symbol] by symbol index
+        self.pulled = {}          # Archive -> header offsets of the members already added
 
     def add_object(self, obj):
         self.objects.append(obj)
+        discarded = self.discarded
         for sig, members in obj.groups:
             if sig in self.comdats:
                 for m in members:
                     s = obj.sections[m] if m < len(obj.sections) else None
                     if s is not None:
-                        s.live = False
+                        discarded.add(s)
             else:
                 self.comdats[sig] = obj
         secs = obj.sections
@@ -132,10 +152,10 @@ class _Resolver:
             sec = None
             if shndx != elf.SHN_ABS:
                 sec = secs[shndx] if shndx < nsec else None
-                if sec is None or not sec.live:
+                if sec is None or sec in discarded:
                     continue  # defined in a discarded COMDAT section: the kept copy defines it
             self._define(s, obj, sec, value, size, stype, bind, shndx == elf.SHN_ABS)
-        obj.syms = syms
+        self.syms[obj] = syms
 
     def _bind_dso(self, s, so):
         value, size, stype, bind, ver, shndx = so.defs[s.name]
@@ -204,24 +224,23 @@ class _Resolver:
     def pull_from_archive(self, ar) -> bool:
         """Load members that define currently undefined symbols, to a fixed point."""
         pulled = False
+        done = self.pulled.setdefault(ar, set())
         if ar.whole:
             for h, mname, off, size in ar.members:
-                if h not in ar.loaded or ar.loaded[h].syms is None:
+                if h not in done:
                     if ar.view[off:off + 4] == elf.ELFMAG:
+                        done.add(h)
                         self.add_object(ar.member(h))
                         pulled = True
             return pulled
         index = ar.index
-        loaded = ar.loaded
         while True:
             progress = False
             for name in list(self.undef):
                 h = index.get(name)
-                if h is None or name not in self.undef:
+                if h is None or name not in self.undef or h in done:
                     continue
-                obj = loaded.get(h)
-                if obj is not None and obj.syms is not None:
-                    continue
+                done.add(h)
                 self.add_object(ar.member(h))
                 progress = pulled = True
             if not progress:
@@ -252,4 +271,44 @@ def resolve(opts, inputs, diag) -> Resolution:
         dso_names.update(so.defs)
         dso_names.update(so.undefs)
     common = tuple(s for s in r.symtab.values() if s.is_common)
-    return Resolution(r.symtab, tuple(r.objects), tuple(r.dsos), frozenset(dso_names), common)
+    _reserve_linker_symbols(opts, r)
+    needed = _decide_needed(r)
+    return Resolution(r.symtab, tuple(r.objects), tuple(r.dsos), frozenset(dso_names), common,
+                      r.syms, frozenset(r.discarded), needed)
+
+
+def _is_c_ident(name):
+    return bool(name) and name.replace("_", "a").isalnum() and not name[0].isdigit()
+
+
+def _reserve_linker_symbols(opts, r):
+    """Referenced linker-defined symbols count as defined from here (values come in layout)."""
+    names = set(LINKER_SYMBOLS)
+    if not is_dynamic(opts, r.dsos):
+        names.discard("_DYNAMIC")
+    discarded = r.discarded
+    secnames = {s.name for obj in r.objects for s in obj.sections if s is not None and s not in discarded}
+    for name, s in r.symtab.items():
+        if s.file is not None or s.dso is not None:
+            continue
+        # __start_SEC/__stop_SEC only for C-identifier names (GNU ld's rule); gc keeps those sections
+        if name in names or ((name.startswith("__start_") and name[8:] in secnames and _is_c_ident(name[8:])) or
+                             (name.startswith("__stop_") and name[7:] in secnames and _is_c_ident(name[7:]))):
+            s.linker_defined = True
+
+
+def _decide_needed(r):
+    """--as-needed: a library is DT_NEEDED if a linked object references one of its symbols non-weakly."""
+    wanted = {s.dso for s in r.symtab.values() if s.dso is not None and s.strong_ref}
+    needed = []
+    for so in r.dsos:
+        if not so.as_needed:
+            wanted.add(so)
+        if so in wanted and all(so.soname != n.soname for n in needed):
+            needed.append(so)
+    for s in r.symtab.values():
+        if s.dso is not None and s.dso not in wanted:
+            s.dso = None         # only weak references: it stays an undefined weak
+            s.version = None
+            s.value = 0
+    return tuple(needed)

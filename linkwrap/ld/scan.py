@@ -1,6 +1,6 @@
 """SCAN: live sections' relocations -> Needs (GOT, PLT, copy relocations, dynamic symbols).
 
-Input: Options, Mode, Resolution, Liveness. Output: a frozen Needs that sizes
+Input: Options, Mode, Resolution, Liveness (all only read). Output: a frozen Needs that sizes
 every linker-made table before layout: the GOT slots (address and TP-offset
 kinds), PLT entries (imports from shared libraries and local IFUNCs), copy
 relocations, the dynamic symbol list, and how many dynamic relocations each
@@ -34,23 +34,25 @@ class Needs:
     plt: tuple           # Symbols with a PLT entry, in entry order
     copies: tuple        # Symbols copied into .bss (copy relocations)
     dynsyms: tuple       # Symbols in .dynsym after the null entry, imports first
-    needed: tuple        # SharedFiles that become DT_NEEDED, in command-line order
     n_relative: int      # RELATIVE relocations the relocate pass will emit for R_X86_64_64
     n_symbolic: int      # R_X86_64_64 against preemptible symbols
     uses_got_base: bool  # something references _GLOBAL_OFFSET_TABLE_ or GOT-relative values
     tls_get_addr_relaxed: bool
 
 
-def preemptible(s, mode):
-    if s.dso is not None and not s.copy:
-        return True
+def preemptible(s, mode, copied=frozenset()):
+    """copied: the symbols synthetic placed in .bss by copy relocations (bound here after all)."""
+    if s.dso is not None:
+        return s not in copied
     return (mode.interp and not s.is_local and not s.defined and s.visibility == elf.STV_DEFAULT)
 
 
-def where(sec, off):
-    """'obj.o: in function `f': (.text+0x1c)' like GNU ld (the function when one covers the offset)."""
+def where(sec, off, syms):
+    """'obj.o: in function `f': (.text+0x1c)' like GNU ld (the function when one covers the offset).
+
+    syms: the Symbols of sec's object (Resolution.syms)."""
     fn = None
-    for s in sec.file.syms or ():
+    for s in syms or ():
         if s.section is sec and s.type == elf.STT_FUNC and s.value <= off < s.value + max(s.size, 1):
             fn = s.name
             break
@@ -58,27 +60,10 @@ def where(sec, off):
     return f"{head}({sec.name}+0x{off:x})"
 
 
-def decide_needed(res):
-    """--as-needed: a library is DT_NEEDED if a linked object references one of its symbols non-weakly."""
-    for s in res.symtab.values():
-        if s.dso is not None and s.strong_ref:
-            s.dso.needed = True
-    needed = []
-    for so in res.dsos:
-        if not so.as_needed:
-            so.needed = True
-        if so.needed and all(so.soname != n.soname for n in needed):
-            needed.append(so)
-    for s in res.symtab.values():
-        if s.dso is not None and not s.dso.needed:
-            s.dso = None         # only weak references: it stays an undefined weak
-            s.version = None
-            s.value = 0
-    return tuple(needed)
-
-
 def scan(opts, mode, res, live, diag) -> Needs:
-    needed = decide_needed(res)
+    need = {}            # Symbol -> NEED_* bits
+    get = need.get
+    syms_of = res.syms
     got_syms = []
     plt_syms = []
     copies = []
@@ -96,7 +81,7 @@ def scan(opts, mode, res, live, diag) -> Needs:
         relocs = sec.get_relocs()
         if not relocs:
             continue
-        syms = sec.file.syms
+        syms = syms_of[sec.file]
         writable = sec.flags & elf.SHF_WRITE
         skip_next = False
         for off, info, add in relocs:
@@ -104,76 +89,76 @@ def scan(opts, mode, res, live, diag) -> Needs:
                 skip_next = False
                 t = syms[info >> 32]
                 if t.dso is not None and info & 0xFFFFFFFF == elf.R_X86_64_PLT32:
-                    t.needs |= NEED_PLT | NEED_DYNSYM   # GNU ld keeps __tls_get_addr's PLT entry
+                    need[t] = get(t, 0) | NEED_PLT | NEED_DYNSYM   # GNU ld keeps __tls_get_addr's PLT entry
                 continue
             rtype = info & 0xFFFFFFFF
             r = RECIPES.get(rtype)
             if r is None:
-                diag.error(f"{where(sec, off)}: unsupported relocation {elf.reloc_name(rtype)}")
+                diag.error(f"{where(sec, off, syms)}: unsupported relocation {elf.reloc_name(rtype)}")
                 continue
             s = syms[info >> 32]
             if not s.is_local and not s.defined and s.strong_ref:
                 key = (s.name, sec.file)
                 if key not in reported:
                     reported.add(key)
-                    diag.error(f"{where(sec, off)}: undefined reference to `{s.name}'")
+                    diag.error(f"{where(sec, off, syms)}: undefined reference to `{s.name}'")
                 continue
             kind = r.kind
             if s.is_ifunc and kind != "size":
-                s.needs |= NEED_PLT
+                need[s] = get(s, 0) | NEED_PLT
             pre = not s.is_local and preemptible(s, mode)
             if kind == "pc":
                 if pre:
                     if s.type == elf.STT_OBJECT and s.dso is not None:
-                        s.needs |= NEED_COPY
+                        need[s] = get(s, 0) | NEED_COPY
                     elif s.dso is not None or rtype == elf.R_X86_64_PLT32:
-                        s.needs |= NEED_PLT | NEED_DYNSYM
+                        need[s] = get(s, 0) | NEED_PLT | NEED_DYNSYM
             elif kind == "abs64":
                 if pre:
                     if not writable:
-                        diag.error(f"{where(sec, off)}: relocation R_X86_64_64 against `{s.name}' in "
+                        diag.error(f"{where(sec, off, syms)}: relocation R_X86_64_64 against `{s.name}' in "
                                    f"read-only section needs a text relocation")
-                    s.needs |= NEED_DYNSYM
+                    need[s] = get(s, 0) | NEED_DYNSYM
                     abs64_pre[s] = abs64_pre.get(s, 0) + 1
                 elif pic and not _absolute(s, mode):
                     if not writable:
-                        diag.error(f"{where(sec, off)}: relocation R_X86_64_64 against `{s.name or sec.name}' "
+                        diag.error(f"{where(sec, off, syms)}: relocation R_X86_64_64 against `{s.name or sec.name}' "
                                    f"in read-only section `{sec.name}' needs a text relocation")
                     n_relative += 1
             elif kind == "abs32":
                 if pic and not _absolute(s, mode):
-                    diag.error(f"{where(sec, off)}: relocation {r.name} against `{s.name or sec.name}' can not "
+                    diag.error(f"{where(sec, off, syms)}: relocation {r.name} against `{s.name or sec.name}' can not "
                                f"be used when making a PIE object; recompile with -fPIE")
                 elif pre:
-                    s.needs |= (NEED_COPY if s.type == elf.STT_OBJECT else NEED_PLT | NEED_DYNSYM)
+                    need[s] = get(s, 0) | (NEED_COPY if s.type == elf.STT_OBJECT else NEED_PLT | NEED_DYNSYM)
             elif kind == "got":
-                s.needs |= NEED_GOT
+                need[s] = get(s, 0) | NEED_GOT
                 if pre:
-                    s.needs |= NEED_DYNSYM
+                    need[s] = get(s, 0) | NEED_DYNSYM
             elif kind == "gottp":
-                s.needs |= NEED_GOTTP
+                need[s] = get(s, 0) | NEED_GOTTP
                 if pre:
-                    s.needs |= NEED_DYNSYM
+                    need[s] = get(s, 0) | NEED_DYNSYM
             elif kind == "tpoff":
                 if pre:
-                    diag.error(f"{where(sec, off)}: relocation {r.name} against `{s.name}' can not be used: "
+                    diag.error(f"{where(sec, off, syms)}: relocation {r.name} against `{s.name}' can not be used: "
                                f"it is defined in a shared library")
             elif kind == "tlsgd":
                 if pre:
-                    s.needs |= NEED_GOTTP | NEED_DYNSYM
+                    need[s] = get(s, 0) | NEED_GOTTP | NEED_DYNSYM
                 skip_next = relaxed = True   # the __tls_get_addr call disappears with the relaxation
             elif kind == "tlsld":
                 skip_next = relaxed = True
             elif kind == "gotbase":
                 uses_got_base = True
     for s, n in abs64_pre.items():
-        if s.needs & NEED_COPY:
+        if get(s, 0) & NEED_COPY:
             n_relative += n if pic else 0   # the copy lives in the executable: bound here
         else:
             n_symbolic += n
     # Copy relocations bring the symbol (and its aliases) into the executable.
     for s in res.symtab.values():
-        n = s.needs
+        n = get(s)
         if not n:
             continue
         if n & NEED_COPY and s.dso is not None:
@@ -193,20 +178,28 @@ def scan(opts, mode, res, live, diag) -> Needs:
     for s in res.symtab.values():
         if s.dso is not None and s not in listed:
             imports.append(s)
-    # local symbols with GOT/PLT needs (static functions referenced via GOTPCREL)
+    # local symbols with GOT/PLT needs (static functions referenced via GOTPCREL),
+    # in object order, then symbol order
+    by_file = {}
+    for s in need:
+        if s.is_local:
+            by_file.setdefault(s.file, []).append(s)
     for obj in res.objects:
-        for s in obj.syms or ():
-            if s.is_local and s.needs:
-                if s.needs & NEED_GOT:
-                    got_syms.append(("addr", s))
-                if s.needs & NEED_GOTTP:
-                    got_syms.append(("tp", s))
-                if s.needs & NEED_PLT and s.is_ifunc:
-                    plt_syms.append(s)
-                s.needs = 0   # counted once even if listed in two places
+        mine = by_file.get(obj)
+        if mine is None:
+            continue
+        pos = {s: k for k, s in enumerate(syms_of[obj])}
+        for s in sorted(mine, key=pos.__getitem__):
+            n = need[s]
+            if n & NEED_GOT:
+                got_syms.append(("addr", s))
+            if n & NEED_GOTTP:
+                got_syms.append(("tp", s))
+            if n & NEED_PLT and s.is_ifunc:
+                plt_syms.append(s)
     if "_GLOBAL_OFFSET_TABLE_" in res.symtab:
         uses_got_base = True
-    return Needs(tuple(got_syms), tuple(plt_syms), tuple(copies), tuple(imports), needed,
+    return Needs(tuple(got_syms), tuple(plt_syms), tuple(copies), tuple(imports),
                  n_relative, n_symbolic, uses_got_base, relaxed)
 
 

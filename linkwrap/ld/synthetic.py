@@ -6,9 +6,11 @@
     write_to(buf, lk) -> int   write itself into the output image; returns bytes written,
                   which the writer checks against size() (wild's "filled == reserved")
 
-Input: Options, Mode, Resolution, Liveness, Needs. Output: Synthetics, which
-also assigns GOT/PLT/dynamic-symbol indexes to symbols and places common
-symbols and copy relocations in .bss.
+Input: Options, Mode, Resolution, Liveness, Needs (all only read). Output:
+Synthetics. The GOT/PLT/dynamic-symbol index of each symbol is kept by the
+section that owns the slot (Got.index, Got.tp_index, Plt.index, DynSym.index),
+and BssAlloc.placed holds where common symbols and copy-relocated data sit in
+.bss: no Symbol is changed. Addresses come from the Layout (lk.addr_of[section]).
 
 Dynamic relocations: .rela.dyn holds RELATIVE first (DT_RELACOUNT lets ld.so
 do them fast), then GLOB_DAT, R_X86_64_64, TPOFF64 and COPY. .rela.plt holds
@@ -32,22 +34,11 @@ class Synthetic:
     align = 8
     entsize = 0
     file = None
-    live = True
     link = None       # another Synthetic whose output section index goes in sh_link
     info = 0
 
     def __init__(self, name):
         self.name = name
-        self.osec = None
-        self.out_off = 0
-
-    @property
-    def addr(self):
-        return self.osec.addr + self.out_off
-
-    @property
-    def offset(self):
-        return self.osec.offset + self.out_off
 
     def size(self) -> int:
         raise NotImplementedError
@@ -80,7 +71,7 @@ class Interp(Synthetic):
         return len(self.data)
 
     def write_to(self, buf, lk):
-        return _put(buf, self.offset, self.data)
+        return _put(buf, lk.offset_of(self), self.data)
 
 
 class Comment(Synthetic):
@@ -98,7 +89,7 @@ class Comment(Synthetic):
         return len(self.data)
 
     def write_to(self, buf, lk):
-        return _put(buf, self.offset, self.data)
+        return _put(buf, lk.offset_of(self), self.data)
 
 
 class BuildId(Synthetic):
@@ -119,9 +110,9 @@ class BuildId(Synthetic):
     def write_to(self, buf, lk):
         # name "GNU", type NT_GNU_BUILD_ID (3); the digest is filled by fill_digest() at the very end
         head = struct.pack("<III", 4, self.desc_len, 3) + b"GNU\0"
-        return _put(buf, self.offset, head + b"\0" * self.desc_len)
+        return _put(buf, lk.offset_of(self), head + b"\0" * self.desc_len)
 
-    def fill_digest(self, buf):
+    def fill_digest(self, buf, lk):
         if self.style == "sha1":
             d = hashlib.sha1(buf).digest()
         elif self.style == "md5":
@@ -131,7 +122,8 @@ class BuildId(Synthetic):
             d = os.urandom(16)
         else:
             d = bytes.fromhex(self.style[2:])
-        buf[self.offset + 16:self.offset + 16 + self.desc_len] = d
+        off = lk.offset_of(self)
+        buf[off + 16:off + 16 + self.desc_len] = d
 
 
 class DynStr(Synthetic):
@@ -157,7 +149,7 @@ class DynStr(Synthetic):
         return True
 
     def write_to(self, buf, lk):
-        return _put(buf, self.offset, self.data)
+        return _put(buf, lk.offset_of(self), self.data)
 
 
 class DynSym(Synthetic):
@@ -166,18 +158,20 @@ class DynSym(Synthetic):
     entsize = 24
     info = 1
 
-    def __init__(self, dynstr, imports, exports):
+    def __init__(self, dynstr, imports, exports, copied):
         super().__init__(".dynsym")
         self.link = dynstr
         self.dynstr = dynstr
-        undefined = [s for s in imports if not s.copy]
-        defined = [s for s in imports if s.copy] + [s for s in exports if not s.copy]
+        self.copied = copied
+        undefined = [s for s in imports if s not in copied]
+        defined = [s for s in imports if s in copied] + [s for s in exports if s not in copied]
         self.symoffset = 1 + len(undefined)
         self.nbuckets = max(1, len(defined) // 8 + 1) if defined else 1
         defined.sort(key=lambda s: elf.gnu_hash(s.name.encode()) % self.nbuckets)
         self.symbols = undefined + defined
+        self.index = {}           # Symbol -> its .dynsym index
         for i, s in enumerate(self.symbols, 1):
-            s.dynidx = i
+            self.index[s] = i
             dynstr.add(s.name)
 
     def size(self):
@@ -187,15 +181,19 @@ class DynSym(Synthetic):
         return True
 
     def write_to(self, buf, lk):
-        off = self.offset
+        off = lk.offset_of(self)
         out = bytearray(24)
+        copied = self.copied
+        bss_placed = lk.synth.bss.placed
         for s in self.symbols:
             name = self.dynstr.offsets[s.name]
-            if s.copy or (s.dso is None and s.defined):
+            if s in copied or (s.dso is None and s.defined):
                 stype = elf.STT_FUNC if s.type == elf.STT_GNU_IFUNC else s.type
                 bind = elf.STB_WEAK if s.bind == elf.STB_WEAK else elf.STB_GLOBAL
                 if s.section is not None:
-                    shndx = s.section.osec.index
+                    shndx = lk.osec_of[s.section].index
+                elif s in bss_placed:
+                    shndx = lk.osec_of[lk.synth.bss].index
                 elif s.is_abs:
                     shndx = elf.SHN_ABS
                 else:
@@ -245,7 +243,7 @@ class GnuHash(Synthetic):
             chain[i] = (h & ~1) | (1 if last else 0)
         data = struct.pack(f"<IIII{words}Q{nb}I{len(chain)}I", nb, ds.symoffset, words, shift,
                            *bloom, *buckets, *chain)
-        return _put(buf, self.offset, data)
+        return _put(buf, lk.offset_of(self), data)
 
 
 class VerNeed(Synthetic):
@@ -299,7 +297,7 @@ class VerNeed(Synthetic):
             for j, (v, idx) in enumerate(items):
                 out += struct.pack("<IHHII", elf.elf_hash(v.encode()), 0, idx, st[v],
                                    0 if j + 1 == len(items) else 16)
-        return _put(buf, self.offset, out)
+        return _put(buf, lk.offset_of(self), out)
 
 
 class VerSym(Synthetic):
@@ -321,7 +319,7 @@ class VerSym(Synthetic):
 
     def write_to(self, buf, lk):
         vals = [0] + [self.verneed.version_index(s) for s in self.dynsym.symbols]
-        return _put(buf, self.offset, struct.pack(f"<{len(vals)}H", *vals))
+        return _put(buf, lk.offset_of(self), struct.pack(f"<{len(vals)}H", *vals))
 
 
 class RelaDyn(Synthetic):
@@ -344,7 +342,7 @@ class RelaDyn(Synthetic):
             out += elf.RELA.pack(off, elf.R_X86_64_RELATIVE, add)
         for off, info, add in self.other:
             out += elf.RELA.pack(off, info, add)
-        return _put(buf, self.offset, out)
+        return _put(buf, lk.offset_of(self), out)
 
 
 class Got(Synthetic):
@@ -353,12 +351,14 @@ class Got(Synthetic):
     def __init__(self, entries):
         super().__init__(".got")
         self.entries = entries
+        self.index = {}           # Symbol -> slot holding its address
+        self.tp_index = {}        # Symbol -> slot holding its TP offset
         for i, (kind, s) in enumerate(entries):
             if kind == "addr":
-                s.got = i
+                self.index[s] = i
             else:
-                s.gottp = i
-        self.values = []
+                self.tp_index[s] = i
+        self.values = []          # slot contents, filled by finalize
 
     def size(self):
         return 8 * len(self.entries)
@@ -366,13 +366,16 @@ class Got(Synthetic):
     def finalize(self, lk):
         mode = lk.mode
         rela = lk.synth.rela_dyn
-        vals = self.values = []
+        copied = lk.synth.copied
+        dynidx = lk.synth.dynsym.index if lk.synth.dynsym is not None else {}
+        vals = self.values
+        base = lk.addr_of[self]
         for i, (kind, s) in enumerate(self.entries):
-            slot = self.addr + 8 * i
-            pre = not s.is_local and preemptible(s, mode)
+            slot = base + 8 * i
+            pre = not s.is_local and preemptible(s, mode, copied)
             if kind == "addr":
                 if pre:
-                    rela.other.append((slot, (s.dynidx << 32) | elf.R_X86_64_GLOB_DAT, 0))
+                    rela.other.append((slot, (dynidx[s] << 32) | elf.R_X86_64_GLOB_DAT, 0))
                     vals.append(0)
                 else:
                     a = lk.sym_addr(s)
@@ -381,13 +384,13 @@ class Got(Synthetic):
                     vals.append(a)
             else:
                 if pre:
-                    rela.other.append((slot, (s.dynidx << 32) | elf.R_X86_64_TPOFF64, 0))
+                    rela.other.append((slot, (dynidx[s] << 32) | elf.R_X86_64_TPOFF64, 0))
                     vals.append(0)
                 else:
                     vals.append(lk.tp_offset(lk.sym_addr(s)))
 
     def write_to(self, buf, lk):
-        return _put(buf, self.offset, struct.pack(f"<{len(self.values)}q", *self.values))
+        return _put(buf, lk.offset_of(self), struct.pack(f"<{len(self.values)}q", *self.values))
 
 
 class GotPlt(Synthetic):
@@ -404,15 +407,15 @@ class GotPlt(Synthetic):
     def is_needed(self):
         return self.needed or self.n > 0
 
-    def slot(self, i):
-        return self.addr + 8 * (3 + i)
+    def slot(self, lk, i):
+        return lk.addr_of[self] + 8 * (3 + i)
 
     def write_to(self, buf, lk):
-        vals = [lk.synth.dynamic.addr if lk.synth.dynamic else 0, 0, 0]
+        vals = [lk.addr_of[lk.synth.dynamic] if lk.synth.dynamic else 0, 0, 0]
         plt = lk.synth.plt
         for i, s in enumerate(plt.symbols):
-            vals.append(lk.real_addr(s) if s.is_ifunc else plt.entry_addr(i) + 6)
-        return _put(buf, self.offset, struct.pack(f"<{len(vals)}Q", *vals))
+            vals.append(lk.real_addr(s) if s.is_ifunc else plt.entry_addr(lk, i) + 6)
+        return _put(buf, lk.offset_of(self), struct.pack(f"<{len(vals)}Q", *vals))
 
 
 class Plt(Synthetic):
@@ -423,23 +426,23 @@ class Plt(Synthetic):
         super().__init__(".plt")
         self.symbols = symbols
         self.header = 16 if lazy_header and any(not s.is_ifunc for s in symbols) else 0
-        for i, s in enumerate(symbols):
-            s.plt = i
+        self.index = {s: i for i, s in enumerate(symbols)}   # Symbol -> its PLT entry
 
     def size(self):
         return self.header + 16 * len(self.symbols)
 
-    def entry_addr(self, i):
-        return self.addr + self.header + 16 * i
+    def entry_addr(self, lk, i):
+        return lk.addr_of[self] + self.header + 16 * i
 
     def write_to(self, buf, lk):
         got = lk.synth.got_plt
         out = bytearray()
+        addr = lk.addr_of[self]
         if self.header:
-            out += x86_64.plt0(got.addr, self.addr)
+            out += x86_64.plt0(lk.addr_of[got], addr)
         for i, s in enumerate(self.symbols):
-            out += x86_64.plt_entry(got.slot(i), self.entry_addr(i), i, self.addr, bool(self.header))
-        return _put(buf, self.offset, out)
+            out += x86_64.plt_entry(got.slot(lk, i), self.entry_addr(lk, i), i, addr, bool(self.header))
+        return _put(buf, lk.offset_of(self), out)
 
 
 class RelaPlt(Synthetic):
@@ -458,13 +461,14 @@ class RelaPlt(Synthetic):
     def write_to(self, buf, lk):
         out = bytearray()
         got = lk.synth.got_plt
+        dynsym = lk.synth.dynsym
         for i, s in enumerate(self.plt.symbols):
             if s.is_ifunc:
                 # the slot gets what the resolver returns; the addend is the resolver's address
-                out += elf.RELA.pack(got.slot(i), elf.R_X86_64_IRELATIVE, lk.real_addr(s))
+                out += elf.RELA.pack(got.slot(lk, i), elf.R_X86_64_IRELATIVE, lk.real_addr(s))
             else:
-                out += elf.RELA.pack(got.slot(i), (s.dynidx << 32) | elf.R_X86_64_JUMP_SLOT, 0)
-        return _put(buf, self.offset, out)
+                out += elf.RELA.pack(got.slot(lk, i), (dynsym.index[s] << 32) | elf.R_X86_64_JUMP_SLOT, 0)
+        return _put(buf, lk.offset_of(self), out)
 
 
 class Dynamic(Synthetic):
@@ -526,7 +530,7 @@ class Dynamic(Synthetic):
                 else:
                     v = lk.osec(v).addr
             out += elf.DYN.pack(tag, v)
-        return _put(buf, self.offset, out)
+        return _put(buf, lk.offset_of(self), out)
 
 
 class EhFrameHdr(Synthetic):
@@ -546,11 +550,11 @@ class EhFrameHdr(Synthetic):
         if len(entries) != self.fde_count:
             raise AssertionError(f".eh_frame_hdr: found {len(entries)} FDEs, reserved {self.fde_count}")
         entries.sort()
-        hdr = self.addr
+        hdr = lk.addr_of[self]
         out = bytearray(struct.pack("<BBBBiI", 1, 0x1B, 0x03, 0x3B, eh.addr - (hdr + 4), len(entries)))
         for pc, fde in entries:
             out += struct.pack("<ii", pc - hdr, fde - hdr)
-        return _put(buf, self.offset, out)
+        return _put(buf, lk.offset_of(self), out)
 
 
 def _read_encoded(buf, pos, enc, addr_of_pos):
@@ -632,19 +636,24 @@ def _fde_table(buf, off, addr, size):
 
 
 class BssAlloc(Synthetic):
-    """Common symbols and copy-relocated data, placed at the end of .bss."""
+    """Common symbols and copy-relocated data, placed at the end of .bss.
+
+    placed: Symbol -> offset in this section (commons, copies and their aliases);
+    copied: the symbols a copy relocation brings into the executable."""
     type = elf.SHT_NOBITS
     flags = elf.SHF_ALLOC | elf.SHF_WRITE
     align = 1
 
     def __init__(self, commons, copies, symtab):
         super().__init__(".bss")
+        placed = self.placed = {}
+        copied = set()
         off = 0
         for s in sorted(commons, key=lambda s: -s.value):
-            a = max(1, s.value)
+            a = max(1, s.value)     # a common symbol's st_value is its alignment
             off = elf.align_up(off, a)
             self.align = max(self.align, a)
-            s.section, s.value, s.is_common = self, off, False
+            placed[s] = off
             off += s.size
         self.copies = []
         self.primary = []         # the copies that get an R_X86_64_COPY (aliases share them)
@@ -653,7 +662,8 @@ class BssAlloc(Synthetic):
             so = s.dso
             key = (so.name, s.value)
             if key in done:
-                s.section, s.value, s.copy = self, done[key], True
+                placed[s] = done[key]
+                copied.add(s)
                 continue
             a = _copy_align(so, s.value)
             off = elf.align_up(off, a)
@@ -669,24 +679,27 @@ class BssAlloc(Synthetic):
                     continue
                 v, sz, t, b, ver, _ = so.defs[name]
                 a_sym = symtab.get(name)
-                if a_sym is not None and a_sym.file is not None:
-                    continue
+                if a_sym is not None and a_sym.dso is not so:
+                    continue            # defined by an object, or bound elsewhere: not this copy's alias
                 if a_sym is None:
                     if b == elf.STB_WEAK or primary.bind != elf.STB_WEAK:
                         continue
+                    # no object names it: a Symbol of this section's own, for .dynsym
                     from linkwrap.ld.resolve import Symbol
-                    a_sym = symtab[name] = Symbol(name)
+                    a_sym = Symbol(name)
                     a_sym.strong_ref = True
-                a_sym.dso, a_sym.version, a_sym.size, a_sym.type, a_sym.bind = so, ver, sz, t, b
+                    a_sym.dso, a_sym.version, a_sym.size, a_sym.type, a_sym.bind = so, ver, sz, t, b
                 group.append(a_sym)
                 if primary.bind == elf.STB_WEAK and b != elf.STB_WEAK:
                     primary = a_sym
             for g in group:
-                g.section, g.value, g.copy = self, off, True
+                placed[g] = off
+                copied.add(g)
                 if g not in self.copies:
                     self.copies.append(g)
             self.primary.append(primary)
             off += s.size
+        self.copied = frozenset(copied)
         self.total = off
 
     def size(self):
@@ -694,8 +707,8 @@ class BssAlloc(Synthetic):
 
     def finalize(self, lk):
         rela = lk.synth.rela_dyn
-        for s in self.primary:
-            rela.other.append((lk.real_addr(s), (s.dynidx << 32) | elf.R_X86_64_COPY, 0))
+        for s in self.primary:     # copies exist only with shared libraries, so with .dynsym
+            rela.other.append((lk.real_addr(s), (lk.synth.dynsym.index[s] << 32) | elf.R_X86_64_COPY, 0))
 
 
 def _copy_align(so, value):
@@ -725,11 +738,13 @@ class Synthetics:
     build_id: object = None
     bss: object = None
     copies: tuple = ()
+    copied: frozenset = frozenset()   # symbols bound to their copy in .bss (no longer preemptible)
 
 
 def create(opts, mode, res, live, needs) -> Synthetics:
     from linkwrap.ld.layout import output_name
     bss = BssAlloc(res.common, needs.copies, res.symtab)
+    copied = bss.copied
     exports = []
     imports = list(needs.dynsyms)
     for s in bss.copies:
@@ -740,7 +755,7 @@ def create(opts, mode, res, live, needs) -> Synthetics:
     plt = Plt(list(needs.plt), mode.dynamic)
     got_plt = GotPlt(needs.plt, needs.uses_got_base or bool(needs.plt) or mode.dynamic)
     n_got_rel = sum(1 for kind, s in needs.got
-                    if (not s.is_local and preemptible(s, mode)) or
+                    if (not s.is_local and preemptible(s, mode, copied)) or
                     (kind == "addr" and mode.pic and not (s.is_abs or not s.defined)))
     n_dyn = needs.n_relative + needs.n_symbolic + n_got_rel + len(bss.primary)
     out = [bss, got, plt, got_plt]
@@ -748,10 +763,10 @@ def create(opts, mode, res, live, needs) -> Synthetics:
         dynstr = DynStr()
         for name, s in res.symtab.items():
             if (s.file is not None and not s.is_local and s.visibility == elf.STV_DEFAULT and s.defined
-                    and not s.copy and (opts.export_dynamic or name in res.dso_names)):
+                    and s not in copied and (opts.export_dynamic or name in res.dso_names)):
                 exports.append(s)
-        dynsym = DynSym(dynstr, imports, exports)
-        verneed = VerNeed(dynstr, dynsym, needs.needed)
+        dynsym = DynSym(dynstr, imports, exports, copied)
+        verneed = VerNeed(dynstr, dynsym, res.needed)
         versym = VerSym(dynsym, verneed)
         out += [dynstr, dynsym, verneed, versym, GnuHash(dynsym)]
         if mode.interp:
@@ -761,7 +776,7 @@ def create(opts, mode, res, live, needs) -> Synthetics:
     out += [rela_dyn, rela_plt]
     if mode.dynamic:
         present = {output_name(s) for s in live.sections}
-        dynamic = Dynamic(opts, mode, dynstr, needs.needed, present,
+        dynamic = Dynamic(opts, mode, dynstr, res.needed, present,
                           {"plt": rela_plt.size() > 0, "rela": n_dyn > 0,
                            "verneed": verneed.info if verneed.size() else 0})
         out.append(dynamic)
@@ -777,4 +792,4 @@ def create(opts, mode, res, live, needs) -> Synthetics:
         out.append(Comment())
     needed_list = tuple(s for s in out if s.is_needed())
     return Synthetics(needed_list, dynsym, dynstr, dynamic, got, got_plt, plt, rela_dyn, rela_plt,
-                      eh_hdr, build_id, bss, tuple(bss.copies))
+                      eh_hdr, build_id, bss, tuple(bss.copies), copied)

@@ -15,7 +15,7 @@ from linkwrap.ld import elf
 
 def write_output(opts, mode, lk, buf, synth) -> None:
     for syn in synth.all:
-        if syn.osec is None:
+        if syn not in lk.osec_of:
             continue
         n = syn.write_to(buf, lk)
         want = syn.size() if syn.type != elf.SHT_NOBITS else 0
@@ -23,7 +23,7 @@ def write_output(opts, mode, lk, buf, synth) -> None:
             raise AssertionError(f"{syn.name}: wrote {n} bytes, layout reserved {want}")
     _headers(opts, mode, lk, buf)
     if synth.build_id is not None:
-        synth.build_id.fill_digest(buf)
+        synth.build_id.fill_digest(buf, lk)
     _save(opts.output, buf)
 
 
@@ -41,10 +41,10 @@ def _headers(opts, mode, lk, buf):
     off = lk.shoff + 64
     names = lk.shstr_offsets
     for o in lk.osecs:
-        link = o.link.osec.index if o.link is not None and o.link.osec is not None else 0
+        link = lk.osec_of[o.link].index if o.link is not None and o.link in lk.osec_of else 0
         info = o.info
-        if o.name == ".rela.plt" and lk.synth.got_plt is not None and lk.synth.got_plt.osec is not None:
-            info = lk.synth.got_plt.osec.index
+        if o.name == ".rela.plt" and lk.synth.got_plt is not None and lk.synth.got_plt in lk.osec_of:
+            info = lk.osec_of[lk.synth.got_plt].index
         elf.SHDR.pack_into(buf, off, names[o.name], o.type, o.flags, o.addr, o.offset, o.size, link, info,
                            o.align, o.entsize)
         off += 64
