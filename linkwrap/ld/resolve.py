@@ -90,7 +90,9 @@ class _Resolver:
         self.objects = []
         self.dsos = []
         self.dso_defs = {}        # name -> SharedFile, first library that defines it
-        self.undef = set()        # names undefined and strongly referenced right now
+        # names undefined and strongly referenced right now; a dict, not a set: archive members
+        # are pulled in first-reference order, so the output never depends on the hash seed
+        self.undef = {}
         self.comdats = {}         # signature -> ObjectFile that owns it
         self.discarded = set()    # sections of COMDAT groups that lost
         self.syms = {}            # ObjectFile -> [Symbol] by symbol index
@@ -142,7 +144,7 @@ class _Resolver:
                 if bind != elf.STB_WEAK:
                     s.strong_ref = True
                     if not s.defined:
-                        self.undef.add(name)
+                        self.undef[name] = None
                 if s.type == elf.STT_NOTYPE and not s.defined:
                     s.type = stype
                 continue
@@ -187,7 +189,7 @@ class _Resolver:
         s.is_common = False
         s.dso = None
         s.version = None
-        self.undef.discard(s.name)
+        self.undef.pop(s.name, None)
 
     def _define_common(self, s, obj, align, size, stype):
         if s.file is not None and not s.is_common:
@@ -207,7 +209,7 @@ class _Resolver:
         s.bind = elf.STB_GLOBAL
         s.dso = None
         s.version = None
-        self.undef.discard(s.name)
+        self.undef.pop(s.name, None)
 
     def add_dso(self, so):
         self.dsos.append(so)
@@ -219,7 +221,7 @@ class _Resolver:
                 s = symtab.get(name)
                 if s is not None and not s.defined:
                     self._bind_dso(s, so)
-                    self.undef.discard(name)
+                    self.undef.pop(name, None)
 
     def pull_from_archive(self, ar) -> bool:
         """Load members that define currently undefined symbols, to a fixed point."""
