@@ -20,6 +20,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import median_us  # noqa: E402
+
 PROJECT_TEXT = """\
 prefer = ["mold", "lld"]
 forbid = ["gold"]
@@ -42,18 +45,6 @@ config.load(request, {})
 t2 = time.perf_counter_ns()
 print("tomllib" in sys.modules, t1 - t0, t2 - t1)
 """
-
-
-def median_us(fn, runs, warmup=50):
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(runs):
-        t = time.perf_counter_ns()
-        fn()
-        samples.append(time.perf_counter_ns() - t)
-    samples.sort()
-    return statistics.median(samples) / 1000, samples[int(len(samples) * 0.9)] / 1000
 
 
 def fresh_us(cwd, env, runs, cold):

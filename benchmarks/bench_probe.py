@@ -17,19 +17,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import median_us  # noqa: E402
+
 from linkwrap.wrap import args, probe
-
-
-def median_us(fn, runs, warmup=20):
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(runs):
-        t = time.perf_counter_ns()
-        fn()
-        samples.append(time.perf_counter_ns() - t)
-    samples.sort()
-    return statistics.median(samples) / 1000, samples[int(len(samples) * 0.9)] / 1000
 
 
 def fresh_us(code, env, runs=15):

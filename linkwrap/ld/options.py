@@ -223,21 +223,19 @@ def parse_args(argv) -> Options:
     return Options(inputs=tuple(inputs), lib_dirs=tuple(lib_dirs), rpath=tuple(rpath), **kw)
 
 
+# -z keyword -> (Options field, value). Anything not here and not ignored is named as unsupported.
+_Z_WORDS = {
+    "now": ("z_now", True), "lazy": ("z_now", False),
+    "relro": ("z_relro", True), "norelro": ("z_relro", False),
+    "execstack": ("z_execstack", True), "noexecstack": ("z_execstack", False),
+    "text": ("z_text", True),
+}
+
+
 def _z(kw, word):
-    if word == "now":
-        kw["z_now"] = True
-    elif word == "lazy":
-        kw["z_now"] = False
-    elif word == "relro":
-        kw["z_relro"] = True
-    elif word == "norelro":
-        kw["z_relro"] = False
-    elif word == "execstack":
-        kw["z_execstack"] = True
-    elif word == "noexecstack":
-        kw["z_execstack"] = False
-    elif word == "text":
-        kw["z_text"] = True
+    if word in _Z_WORDS:
+        field_name, value = _Z_WORDS[word]
+        kw[field_name] = value
     elif word in _Z_IGNORED or word.startswith(("max-page-size=", "common-page-size=")) and word.endswith("=4096"):
         pass
     else:
