@@ -235,8 +235,8 @@ def classify(request, environ=os.environ):
                 takes_libtest = True
     if request.kind == "shared":
         return crate, "proc-macro" if takes_proc_macro else "cdylib"
-    if takes_libtest and not environ.get("CARGO_BIN_NAME"):
-        return crate, "test"
+    if takes_libtest:  # a test harness, a binary's own unit tests included (CARGO_BIN_NAME is set there too)
+        return environ.get("CARGO_BIN_NAME") or crate, "test"
     if environ.get("CARGO_BIN_NAME"):
         return environ["CARGO_BIN_NAME"], "bin"
     if "/examples/" in output:

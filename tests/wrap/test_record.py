@@ -103,6 +103,9 @@ SYSROOT = "/r/lib/rustlib/x86_64-unknown-linux-gnu/lib"
      {**CARGO, "CARGO_CRATE_NAME": "demo"}, ("demo", "test")),
     (["m.o", "-o", "t/debug/deps/demo-1"],
      {**CARGO, "CARGO_CRATE_NAME": "demo", "CARGO_BIN_NAME": "demo-cli"}, ("demo-cli", "bin")),
+    # a binary's own unit tests: Cargo sets CARGO_BIN_NAME there too
+    (["m.o", f"{SYSROOT}/libtest-abc.rlib", "-o", "t/debug/deps/demo_cli-2"],
+     {**CARGO, "CARGO_CRATE_NAME": "demo_cli", "CARGO_BIN_NAME": "demo-cli"}, ("demo-cli", "test")),
     (["m.o", "-o", "t/debug/examples/hello-1"], {**CARGO, "CARGO_CRATE_NAME": "hello"}, ("hello", "example")),
 ])
 def test_what_was_linked(argv, env, expected):
