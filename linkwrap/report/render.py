@@ -46,7 +46,7 @@ def status(link) -> str:
     if link["fell_back"]:
         return f"[yellow]fell back ({link['first_exit_status']})[/]"
     if link["fault"]:
-        return "[yellow]as asked (fault)[/]"
+        return "[yellow]as asked (config error)[/]" if _config_error(link) else "[yellow]as asked (fault)[/]"
     return "ok"
 
 
@@ -177,7 +177,7 @@ def render_build(b, console: Console) -> None:
         console.print(Text.assemble(("failed", "red"), f": {what(l)} ({l['output_path'] or '-'}) "
                                                        f"exit {l['exit_status']}"))
     if b["fell_back"]:
-        console.print(Text(f"fall-backs ({len(b['fell_back'])}, linked again as asked):", style="yellow"))
+        console.print(Text(f"linked as asked instead ({len(b['fell_back'])}):", style="yellow"))
         for l in b["fell_back"]:
             what_failed, why = fall_back_reason(l)
             console.print(Padding(Text(f"{what(l)}: {what_failed}"), (0, 0, 0, 2), expand=False))
@@ -191,7 +191,13 @@ def fall_back_reason(link):
         who = link.get("first_linker") or "the linker linkwrap chose"
         return (f"{who} failed (exit {link['first_exit_status']})",
                 link.get("first_error") or "(it printed nothing on stderr)")
+    if _config_error(link):
+        return "a configuration error (fix it, and linkwrap chooses again)", link["fault"]
     return "a fault of linkwrap's own", link["fault"]
+
+
+def _config_error(link) -> bool:
+    return (link["fault"] or "").startswith("configuration error")
 
 
 def own_time_lines(t) -> list:

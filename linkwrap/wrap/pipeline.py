@@ -36,9 +36,13 @@ def main(argv, driver=None, environ=os.environ) -> int:
         # Pure: which linker, which flags, how to write the output, and why.
         decision = policy.decide(request, facts, found, settings)
     except LinkwrapError as e:
-        # The user's to fix (a malformed linkwrap.toml): said once on stderr, noted without a traceback.
-        faults.warn_once(f"config-{_crc(str(e))}", f"{e}; linking as asked until it is fixed")
-        decision = policy.as_asked(faults.note("choosing a linker", e))
+        # The user's to fix (a malformed linkwrap.toml): said once per build (rustc < 1.97 hides a
+        # successful link's stderr, so once for ever could be never), and shown by `linkwrap summary`.
+        from linkwrap.wrap import build
+        faults.note("choosing a linker", e)
+        faults.warn_once(f"config-{_crc(str(e) + build.identify(environ).key)}",
+                         f"{e}; linking as asked until it is fixed")
+        decision = policy.as_asked(f"configuration error: {e}")
     except Exception as e:
         decision = policy.as_asked(faults.note("choosing a linker", e))
 

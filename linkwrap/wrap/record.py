@@ -84,7 +84,7 @@ def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, n
     out = probe.output if probe is not None else None
     fault = None
     for reason in decision.reasons:
-        if reason.startswith("linkwrap fault"):
+        if reason.startswith(("linkwrap fault", "configuration error")):
             fault = reason
             break
     rec = {

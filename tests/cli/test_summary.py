@@ -265,7 +265,7 @@ def test_the_counts_of_failures_and_fall_backs_are_the_records(tmp_path, lw_home
     assert "not supported yet: -shared" in fb["libf.so"]["first_error"]
     assert "missing.o" in fb["nope"]["first_error"]
     table = lw("summary", cwd=tmp_path, env={"COLUMNS": "80"}).stdout
-    assert "fall-backs (2, linked again as asked):" in table and "libf.so: python " in table
+    assert "linked as asked instead (2):" in table and "libf.so: python " in table
     assert "linkwrap-ld: not supported yet: -shared" in table
     assert "failed: nope" in table
     # A second build, so that --all shows the builds table and its failed/fell back column.

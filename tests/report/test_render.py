@@ -77,7 +77,7 @@ def test_fall_backs_say_which_linker_failed_and_why():
              link(3, "tool", "bin", fault="linkwrap fault while choosing a linker: OSError: boom",
                   linker="as asked", linker_version=None)]
     text = shown(build_of(links))
-    after = text[text.index("fall-backs (2, linked again as asked):"):]
+    after = text[text.index("linked as asked instead (2):"):]
     assert "greet_macros (proc-macro): python 0.1.0 failed (exit 1)\n" in after
     assert "    linkwrap-ld: not supported yet: -shared (shared library output)" in after
     assert "tool: a fault of linkwrap's own\n" in after and "OSError: boom" in after

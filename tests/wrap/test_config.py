@@ -387,3 +387,15 @@ def test_the_project_file_chooses_the_linker(project, lw_home, hello_obj, prefer
     assert (done.returncode, done.stderr) == (0, "")
     text = subprocess.run(["readelf", "-p", ".comment", str(project / "hello")], capture_output=True, text=True).stdout
     assert comment in text, text
+
+
+def test_a_broken_file_is_a_configuration_error_in_the_summary(project, lw_home, hello_obj):
+    (project / "linkwrap.toml").write_text('prefer = "mold"\n')
+    done = subprocess.run([script("linkwrap-cc"), str(hello_obj), "-o", "hello"], cwd=project,
+                          capture_output=True, text=True)
+    assert done.returncode == 0
+    table = subprocess.run([script("linkwrap"), "summary"], cwd=project, capture_output=True, text=True,
+                           env={**os.environ, "COLUMNS": "200"}).stdout
+    assert "as asked (config error)" in table
+    assert "a configuration error (fix it, and linkwrap chooses again)" in table
+    assert "fault of linkwrap's own" not in table
