@@ -51,6 +51,12 @@ def _module(name):
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    # Paths are bytes on Linux: print a non-UTF-8 one as the bytes it is, never fail on it.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="surrogateescape")
+        except (AttributeError, ValueError):
+            pass
     from linkwrap.errors import LinkwrapError
     try:
         if argv and argv[0] in VERBATIM:

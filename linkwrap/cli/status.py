@@ -17,8 +17,8 @@ def add_arguments(parser) -> None:
 
 
 def collect(path=None) -> dict:
-    from linkwrap.install import cargo, cmake, marker, ninja
-    places, warnings, seen = [], [], set()
+    from linkwrap.install import cargo, cmake, launcher, marker, ninja
+    places, warnings, seen, broken = [], [], set(), []
 
     def place(kind, where, found, **details):
         seen.add((kind, os.path.abspath(where)))
@@ -31,7 +31,13 @@ def collect(path=None) -> dict:
             place(kind, config, False, error=str(e))
             return []
         place(kind, config, found, targets=[f["target"] for f in found],
-              marked=all(f["marked"] for f in found) if found else None, exists=os.path.exists(config))
+              marked=all(f["marked"] for f in found) if found else None, exists=os.path.exists(config),
+              linkers=sorted({f["linker"] for f in found}))
+        for linker in sorted({f["linker"] for f in found}):
+            why = launcher.problem(linker)
+            if why:
+                broken.append(f"{config}: linker {linker} will not run linkwrap ({why}); links run as asked "
+                              f"until `linkwrap install --force` is run again")
         return [f["target"] for f in found]
 
     root = None
@@ -61,9 +67,8 @@ def collect(path=None) -> dict:
     if targets:
         warnings = cargo.fights(sorted(set(targets)), cargo.configs_read(root or os.getcwd()))
     # The entry points `linkwrap install` writes from this interpreter (install/launcher.py).
-    from linkwrap.install import launcher
     scripts = {name: launcher.fast_script(name, write=False) for name in ("linkwrap-cc", "linkwrap-launch")}
-    return {"scripts": scripts, "places": places, "warnings": warnings}
+    return {"scripts": scripts, "places": places, "warnings": broken + warnings}
 
 
 LABELS = {"cargo-project": "cargo project", "cargo-global": "cargo global", "cmake-cache": "cmake build dir",
@@ -83,7 +88,8 @@ def run(args) -> int:
         elif not p["installed"]:
             state = "not installed" if p.get("exists", True) else "not installed (no such file)"
         elif p["kind"].startswith("cargo"):
-            state = f"installed for {', '.join(p['targets'])}" + ("" if p.get("marked") else " (set by hand)")
+            state = (f"installed for {', '.join(p['targets'])}" + ("" if p.get("marked") else " (set by hand)")
+                     + "".join(f"\n{'':17}linker = {linker}" for linker in p.get("linkers", [])))
         elif p["kind"] == "cmake-cache":
             state = f"installed ({', '.join(p['entries'])})"
         elif p["kind"] == "cmake-presets":

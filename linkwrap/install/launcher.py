@@ -42,15 +42,48 @@ def fast_script(name: str, write: bool = True) -> str:
                 return path
     except OSError:
         pass
-    os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.chmod(tmp, 0o755)
-    os.replace(tmp, path)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as f:
+            f.write(text)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, path)
+    except OSError as e:
+        from linkwrap.errors import InstallError
+        raise InstallError(f"cannot write linkwrap's entry point {path}: {e.strerror}\n"
+                           "hint: set LINKWRAP_HOME to a writable directory, or use --console-script") from None
     return path
 
 
 def entry_point(name: str, console_script: bool = False, write: bool = True) -> str:
     """What a build should run for `name`: the fast script, or pip's console script."""
     return marker.script_path(name) if console_script else fast_script(name, write)
+
+
+def problem(path: str):
+    """Why the entry point at `path` would not run linkwrap, or None when it would.
+
+    Builds still link when it is broken (it links as asked), so `linkwrap status`
+    is where this is said."""
+    import ast
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read(8192)
+    except OSError as e:
+        return f"{path}: {e.strerror}"
+    if not os.access(path, os.X_OK):
+        return f"{path} is not executable"
+    for line in text.splitlines():
+        if line.startswith("py="):
+            python = shlex.split(line[3:])[0] if line[3:].strip() else ""
+            if not os.access(python, os.X_OK):
+                return f"its Python {python} is gone"
+        elif line.startswith("sys.path.insert(0, "):
+            try:
+                parent = ast.literal_eval(line[len("sys.path.insert(0, "):].rstrip(")"))
+            except (ValueError, SyntaxError):
+                continue
+            if not os.path.isfile(os.path.join(parent, "linkwrap", "__init__.py")):
+                return f"linkwrap is no longer in {parent}"
+    return None

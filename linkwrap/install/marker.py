@@ -153,16 +153,22 @@ def _index_dir() -> str:
 
 
 def _index_file(kind: str, path: str) -> str:
-    key = hashlib.sha256(f"{kind}\0{os.path.abspath(path)}".encode()).hexdigest()[:20]
+    key = hashlib.sha256(os.fsencode(f"{kind}\0{os.path.abspath(path)}")).hexdigest()[:20]
     return os.path.join(_index_dir(), f"{kind}-{key}.json")
 
 
 def remember(kind: str, path: str, **details) -> None:
-    """Note that linkwrap is installed at path (kind: cargo, cmake-cache, cmake-presets, ninja)."""
+    """Note that linkwrap is installed at path (kind: cargo, cmake-cache, cmake-presets, ninja).
+
+    Only an index for `linkwrap status`: the edited file's marker is what counts, so a
+    state dir that cannot take the note costs a warning, not the install."""
     entry = {"kind": kind, "path": os.path.abspath(path), "id": ID,
              "installed_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **details}
-    os.makedirs(_index_dir(), exist_ok=True)
-    write_atomic(_index_file(kind, path), (json.dumps(entry, indent=2, sort_keys=True) + "\n").encode())
+    try:
+        os.makedirs(_index_dir(), exist_ok=True)
+        write_atomic(_index_file(kind, path), (json.dumps(entry, indent=2, sort_keys=True) + "\n").encode())
+    except (OSError, InstallError) as e:
+        _index_warning(e)
 
 
 def forget(kind: str, path: str) -> None:
@@ -170,6 +176,14 @@ def forget(kind: str, path: str) -> None:
         os.unlink(_index_file(kind, path))
     except FileNotFoundError:
         pass
+    except OSError as e:
+        _index_warning(e)
+
+
+def _index_warning(e) -> None:
+    why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+    sys.stderr.write(f"linkwrap: warning: cannot note this in {_index_dir()} ({why}); "
+                     "the change itself is done, `linkwrap status` may not list it\n")
 
 
 def remembered() -> list[dict]:

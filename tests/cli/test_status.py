@@ -94,3 +94,18 @@ def test_malformed_config_is_reported_not_raised(project):
     assert done.returncode == 0
     assert f"{project / '.cargo' / 'config.toml'}: unreadable: {project / '.cargo' / 'config.toml'}:1: malformed TOML" \
         in done.stdout
+
+
+def test_an_entry_point_whose_python_is_gone_is_reported(project, tmp_path):
+    assert lw("install", cwd=project).returncode == 0
+    info = status(project)
+    [cargo_place] = [p for p in info["places"] if p["kind"] == "cargo-project"]
+    [entry] = cargo_place["linkers"]
+    assert info["warnings"] == []
+    # As after deleting the virtual environment linkwrap was installed from.
+    text = open(entry).read()
+    open(entry, "w").write("\n".join("py=/deleted/venv/bin/python" if l.startswith("py=") else l
+                                     for l in text.splitlines()) + "\n")
+    warnings = status(project)["warnings"]
+    assert len(warnings) == 1 and "its Python /deleted/venv/bin/python is gone" in warnings[0]
+    assert "warning: " in lw("status", cwd=project).stdout
