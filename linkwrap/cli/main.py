@@ -80,6 +80,10 @@ def main(argv=None) -> int:
         code = 130
     except BrokenPipeError:
         code = 0
+    except OSError as e:  # the machine said no (read-only, full, missing): not a bug, one line
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"linkwrap: error: {where}{e.strerror or e}", file=sys.stderr)
+        code = 1
     except Exception as e:
         from linkwrap import faults, paths
         faults.note(f"running `linkwrap {' '.join(argv[:1])}`", e)

@@ -42,8 +42,17 @@ def connect(db_path=None, *, create=True) -> sqlite3.Connection:
 def connect_readonly(db_path=None) -> sqlite3.Connection:
     """The database as it is, without writing (it may be on a read-only filesystem)."""
     db_path = db_path or path()
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S,
-                           isolation_level=None)
+    from urllib.parse import quote
+    try:
+        return _open_uri(f"file:{quote(db_path)}?mode=ro")
+    except sqlite3.OperationalError:
+        # A WAL database on a read-only filesystem: SQLite cannot make its -shm file
+        # there, so read it as immutable (nobody can be writing it).
+        return _open_uri(f"file:{quote(db_path)}?mode=ro&immutable=1")
+
+
+def _open_uri(uri) -> sqlite3.Connection:
+    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     conn.row_factory = sqlite3.Row
     conn.execute("SELECT count(*) FROM links").fetchone()
     return conn

@@ -98,3 +98,15 @@ def test_status_names_the_fault_log_and_not_config_notices_as_recording_failures
     assert done.returncode == 0, done.stderr
     assert f"linkwrap's own faults (tracebacks): {lw_home / 'linkwrap.log'}" in done.stdout
     assert "Recording failed" not in done.stdout
+
+
+def test_a_read_only_state_dir_is_one_line_not_a_crash(tmp_path, monkeypatch):
+    import mounts
+    state = tmp_path / "state"
+    state.mkdir()
+    with mounts.tmpfs_mount(tmp_path / "ro", "ro,size=1m") as point:
+        monkeypatch.setenv("LINKWRAP_HOME", point)
+        from linkrecords import lw
+        done = lw("log", "off", check=False)
+        assert done.returncode == 1
+        assert done.stderr == f"linkwrap: error: {point}/logs-off: Read-only file system\n"
