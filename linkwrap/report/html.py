@@ -7,7 +7,7 @@ red, fall-backs hatched), and its table of links, slowest first.
 """
 import html
 
-from linkwrap.report.render import fmt_bytes, fmt_kb, fmt_ms, fmt_pct
+from linkwrap.report.render import fmt_bytes, fmt_kb, fmt_ms, fmt_pct, plural, short_command
 from linkwrap.report.summary import fell_back, parse_utc
 
 PALETTE = ("#4e79a7", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#bab0ac", "#ff9da7")
@@ -82,7 +82,8 @@ def timeline(build, colour_of, width=900, label_w=260, bar_h=16) -> str:
         x = label_w + span * start / total
         w = max(1.5, span * (l["wall_ms"] or 0) / total)
         fill = "#c0392b" if l["failed"] else colour_of.get(linker_name(l), PALETTE[0])
-        tip = (f"{l['crate_name']} ({l['crate_kind']}): {fmt_ms(l['wall_ms'])} with {linker_name(l)}, "
+        how = "linked as asked" if linker_name(l) == "as asked" else f"with {linker_name(l)}"
+        tip = (f"{l['crate_name']} ({l['crate_kind']}): {fmt_ms(l['wall_ms'])} {how}, "
                f"cpu {fmt_ms(l['cpu_ms'])}, peak RSS {fmt_kb(l['peak_rss_kb'])}, output {fmt_bytes(l['output_bytes'])}"
                + (", FAILED" if l["failed"] else "")
                + (f", fell back: {l.get('first_linker') or '?'} said {l.get('first_error') or 'nothing'}"
@@ -124,17 +125,17 @@ def page(summary, *, generated_utc: str) -> str:
     builds = summary["builds"]
     per_build = [(f"#{b['id']} {b['tool'] or ''} {(b['started_utc'] or '')[:16].replace('T', ' ')}",
                   b["totals"]["wall_ms"], "#4e79a7",
-                  f"build #{b['id']}: {b['totals']['links']} links, {fmt_ms(b['totals']['wall_ms'])}")
+                  f"build #{b['id']}: {plural(b['totals']['links'], 'link')}, {fmt_ms(b['totals']['wall_ms'])}")
                  for b in builds]
     per_linker = [(f"{g['linker']} ({g['links']})", g["wall_ms"], colour_of[g["linker"]],
-                   f"{g['linker']}: {g['links']} links, {fmt_ms(g['wall_ms'])}, peak RSS {fmt_kb(g['peak_rss_kb'])}")
+                   f"{g['linker']}: {plural(g['links'], 'link')}, {fmt_ms(g['wall_ms'])}, peak RSS {fmt_kb(g['peak_rss_kb'])}")
                   for g in summary["by_linker"]]
     legend = "".join(f'<span><i style="background:{c}"></i>{e(n)}</span>' for n, c in colour_of.items())
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         "<title>linkwrap: link times</title>", f"<style>{CSS}</style></head><body>",
         "<h1>Link times</h1>",
-        f'<p>{len(builds)} builds, {t["links"]} links, {e(fmt_ms(t["wall_ms"]))} linking in total, '
+        f'<p>{plural(len(builds), "build")}, {plural(t["links"], "link")}, {e(fmt_ms(t["wall_ms"]))} linking in total, '
         f'peak RSS {e(fmt_kb(t["peak_rss_kb"]))}, {t["failures"]} failed, {t["fell_back"]} fell back. '
         f'<span class="dim">Generated {e(generated_utc)} by linkwrap.</span></p>',
         "<h2>Link time per build</h2>", bar_chart(per_build, "per-build"),
@@ -145,9 +146,9 @@ def page(summary, *, generated_utc: str) -> str:
         share = b["linking"]
         share_text = (f", linking {fmt_pct(share['link_share'])} of {fmt_ms(share['wall_ms'])} build wall time"
                       if share and share.get("link_share") is not None else "")
-        parts += [f'<h2 id="build-{b["id"]}">Build #{b["id"]} · {e(b["tool"])} · {e(b["command"] or "")}</h2>',
+        parts += [f'<h2 id="build-{b["id"]}">Build #{b["id"]} · {e(b["tool"])} · {e(short_command(b["command"]))}</h2>',
                   f'<p class="dim">{e(b["cwd"] or "")} · {e(b["started_utc"] or "")} · '
-                  f'{b["totals"]["links"]} links, {e(fmt_ms(b["totals"]["wall_ms"]))}{e(share_text)}</p>',
+                  f'{plural(b["totals"]["links"], "link")}, {e(fmt_ms(b["totals"]["wall_ms"]))}{e(share_text)}</p>',
                   timeline(b, colour_of), links_table(b)]
     parts.append("</body></html>")
     return "\n".join(parts)
