@@ -152,6 +152,12 @@ def _table_span(lines, keypath):
 
 # ---- install ----
 
+def _is_driver(linker: str) -> bool:
+    """A compiler driver (clang, gcc, a cc wrapper), not a linker that rustc calls as `ld`."""
+    name = os.path.basename(linker)
+    return not (name in ("ld", "rust-lld", "lld", "mold", "wild") or name.startswith(("ld.", "ld64")))
+
+
 def _toml_str(value: str) -> str:
     import tomlkit
     return tomlkit.string(value).as_string()
@@ -193,6 +199,9 @@ def plan_install(path: str, triples, linker: str, force: bool = False) -> marker
         expected.setdefault("target", {}).setdefault(triple, {})["linker"] = linker
         said.append(f"installed in {path} for {triple}: linker = {linker}"
                     + (f" (was {current!r}; `linkwrap uninstall` puts it back)" if current is not None else ""))
+        if current is not None and _is_driver(str(current)):
+            said.append(f"note: linkwrap runs `cc` as the compiler driver; to keep {current!r}, "
+                        f"set LINKWRAP_CC={current} (for instance in [env] of this file)")
     new = text.encode("utf-8") if text or old is not None else None
     if new != old:
         _check(path, new, expected, exact=True)

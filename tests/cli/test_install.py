@@ -152,3 +152,12 @@ def test_a_symlinked_config_stays_a_symlink(project, tmp_path):
     assert link.is_symlink() and entry("linkwrap-cc") in real.read_text()
     assert lw("uninstall", cwd=project).returncode == 0
     assert link.is_symlink() and real.read_bytes() == original
+
+
+def test_forcing_over_a_compiler_driver_says_how_to_keep_it(project):
+    (project / ".cargo").mkdir()
+    (project / ".cargo" / "config.toml").write_text(f'[target.{HOST}]\nlinker = "clang"\n')
+    done = lw("install", "--force", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert "linkwrap: note: linkwrap runs `cc` as the compiler driver; to keep 'clang', set LINKWRAP_CC=clang" \
+        in done.stdout
