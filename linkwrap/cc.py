@@ -25,8 +25,12 @@ def launch_main() -> None:
 
 
 def launch_usage(argv, prog):
-    """For -h/--help or no driver: print the usage; -> the exit status. None: a link to run."""
+    """For -h/--help, --version or no driver: say so; -> the exit status. None: a link to run."""
     argv = argv[1:] if argv[:1] == ["--"] else argv
+    if argv[:1] in (["-V"], ["--version"]):
+        from linkwrap import __version__
+        sys.stdout.write(f"{prog} (linkwrap {__version__})\n")
+        return 0
     if argv and argv[0] not in ("-h", "--help"):
         return None
     (sys.stdout if argv else sys.stderr).write(LAUNCH_USAGE.replace("linkwrap-launch", prog))

@@ -25,3 +25,8 @@ def test_a_missing_driver_is_one_line_and_127(tmp_path, lw_home, hello_obj):
                           capture_output=True, text=True)
     assert done.returncode == 127
     assert done.stderr == "linkwrap: error: cannot run no-such-cc: No such file or directory\n"
+
+
+def test_launch_version():
+    done = subprocess.run([script("linkwrap-launch"), "--version"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.startswith("linkwrap-launch (linkwrap ")

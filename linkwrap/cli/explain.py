@@ -207,10 +207,10 @@ def _show(value) -> str:
 
 
 def render(report) -> None:
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
-    console = Console()
+    from linkwrap.report.render import wide_console
+    console = wide_console()
     req, p, d = report["request"], report["probe"], report["decision"]
     console.print(f"[bold]{escape(req['output'] or '(no output)')}[/bold]  kind {req['kind']}"
                   + (f", profile {report['config']['profile']}" if report["config"]["profile"] else ""))

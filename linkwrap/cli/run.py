@@ -55,8 +55,9 @@ def run(args) -> int:
             # --json: stdout is the JSON's alone, so the build's stdout joins its stderr.
             proc = subprocess.Popen(argv, env=env, restore_signals=True, stdout=2 if args.json else None,
                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-        except OSError as e:
-            raise UsageError(f"cannot run {argv[0]}: {e.strerror or e}") from None
+        except OSError as e:  # as a shell says it, with a shell's status
+            print(f"linkwrap: error: cannot run {argv[0]}: {e.strerror or e}", file=sys.stderr)
+            return 127 if isinstance(e, FileNotFoundError) else 126
         code = proc.wait()
     finally:
         signal.signal(signal.SIGINT, old)
@@ -91,6 +92,5 @@ def _summarise(args, key, command, cwd, started_unix, wall_ms, code) -> None:
         json.dump(data, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        from rich.console import Console
         from linkwrap.report import render
-        render.render(data, Console(stderr=True))
+        render.render(data, render.wide_console(stderr=True))

@@ -62,6 +62,17 @@ def what(link) -> str:
     return f"{name} ({label})" if label else name
 
 
+def wide_console(**kw):
+    """A rich Console; into a file or pipe it is 200 columns wide, not rich's 80, so nothing
+    is cut for a reader who scrolls (COLUMNS still wins)."""
+    import os
+    import sys
+    stream = sys.stderr if kw.get("stderr") else sys.stdout
+    if "COLUMNS" not in os.environ and not stream.isatty():
+        kw.setdefault("width", 200)
+    return Console(**kw)
+
+
 def short_command(command) -> str:
     """`/root/.rustup/toolchains/…/bin/cargo build` reads as `cargo build`: the path is in --json."""
     if not command:
@@ -253,7 +264,7 @@ def render_many(summary, console: Console) -> None:
 
 
 def render(summary, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or wide_console()
     if not summary["builds"]:
         console.print("No link records yet. Links through linkwrap are recorded in "
                       "`linkwrap log path` (see `linkwrap log status`).")
