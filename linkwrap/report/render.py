@@ -135,7 +135,10 @@ def linking_line(b) -> str | None:
     guessed = " (link steps guessed by name)" if share.get("links_guessed") else ""
     return (f"Linking: {fmt_ms(share['link_busy_ms'])} with a link running, of {fmt_ms(share['wall_ms'])} "
             f"build wall time = [bold]{fmt_pct(share['link_share'])}[/]  "
-            f"[dim](sum of link times {fmt_ms(share['link_sum_ms'])}; from {src}{guessed})[/]")
+            + (f"[dim](the links' own times add up to {fmt_ms(share['link_sum_ms'])}; from {src})[/]"
+               if share["source"] == "linkwrap run" else
+               f"[dim](ninja timed the link steps, driver and linkwrap included, at {fmt_ms(share['link_sum_ms'])} "
+               f"in all; from {src}{guessed})[/]"))
 
 
 def render_build(b, console: Console) -> None:
