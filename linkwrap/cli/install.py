@@ -119,6 +119,8 @@ def run(args) -> int:
         marker.remember("cargo", path, targets=triples, scope="global" if args.global_ else "project")
         say(change.said)
         warn(cargo.fights(triples, cargo.configs_read(root or os.getcwd())))
+        if changed and os.path.islink(path):
+            say([f"note: {path} is a symbolic link: its target {os.path.realpath(path)} was edited"])
         if changed:
             say(["note: Cargo hashes the linker's path, so the next build rebuilds everything once"])
         return 0

@@ -81,7 +81,8 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
         if is_corrupt(e):
             conn = _replace_corrupt(db_path, e, warn)
         else:
-            conn = _fallback(db_path, e, warn)
+            # Read-only, locked or full: show what is there; the spool waits (said once, just now).
+            return _fallback(db_path, e, warn) or memory()
         if conn is None:
             return memory()
     except OSError as e:

@@ -148,7 +148,9 @@ def test_a_symlinked_config_stays_a_symlink(project, tmp_path):
     (project / ".cargo").mkdir()
     link = project / ".cargo" / "config.toml"
     link.symlink_to(real)
-    assert lw("install", cwd=project).returncode == 0
+    done = lw("install", cwd=project)
+    assert done.returncode == 0
+    assert f"linkwrap: note: {link} is a symbolic link: its target {real} was edited" in done.stdout
     assert link.is_symlink() and entry("linkwrap-cc") in real.read_text()
     assert lw("uninstall", cwd=project).returncode == 0
     assert link.is_symlink() and real.read_bytes() == original
