@@ -5,14 +5,15 @@ does take out is what rustc >= 1.90 injects to force its bundled rust-lld
 (`-fuse-ld=lld` and `-B<sysroot>/lib/rustlib/<triple>/bin/gcc-ld`), because the
 policy, not rustc, now picks the linker; it remembers where rust-lld was.
 
-Records are namedtuples, not dataclasses: this module runs on every link and
-`import dataclasses` alone costs ~15 ms here (docs/design.md, "The hot path").
+Records are linkwrap.records.record types (namedtuple's interface), not frozen
+dataclasses: this module runs on every link and `import dataclasses` alone costs
+~15 ms here (docs/design.md, "The hot path").
 """
 import os
-from collections import namedtuple
+from linkwrap.records import record
 
 
-class LinkRequest(namedtuple("LinkRequest", [
+class LinkRequest(record("LinkRequest", [
     "argv",        # tuple[str]: the arguments exactly as received (@files unexpanded)
     "args",        # tuple[str]: expanded, minus rustc's linker-forcing arguments
     "driver",      # str: the cc driver to run ($LINKWRAP_CC, else "cc", or the launcher's)

@@ -12,14 +12,14 @@ Cargo and ninja give the linker no build id (cargo#10643), so:
 Runs on every link: standard library only, never raises.
 """
 import os
-from collections import namedtuple
+from linkwrap.records import record
 
 BUILD_TOOLS = frozenset(("cargo", "ninja", "make", "gmake", "samu"))
 ENV = "LINKWRAP_BUILD_ID"
 _MAX_DEPTH = 32
 
 
-class Build(namedtuple("Build", [
+class Build(record("Build", [
     "key",      # str: stable id of this build
     "tool",     # str: "cargo" | "ninja" | "make" | "linkwrap run" | the caller's name
     "pid",      # int | None

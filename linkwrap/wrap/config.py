@@ -1,7 +1,7 @@
 """CONFIG: linkwrap.toml (user's, then project's) and LINKWRAP_* variables -> Config.
 
 Input: the LinkRequest (its cwd finds the project file, its output path the
-Cargo profile) and the environment. Output: one Config namedtuple whose
+Cargo profile) and the environment. Output: one Config record whose
 `sources` says where every value came from (`linkwrap config` prints them).
 
 Layers, later wins: defaults, the user file (paths.user_config_file()), its
@@ -18,7 +18,7 @@ raises ConfigError naming file and line (pipeline.py then links as asked).
 """
 import os
 import stat  # already imported by os: free
-from collections import namedtuple
+from linkwrap.records import record
 
 from linkwrap import cache as cache_mod
 from linkwrap import paths
@@ -33,7 +33,7 @@ _CACHE_FORMAT = 1
 _CACHE_MAX_FILES = 64
 
 
-class Config(namedtuple("Config", [
+class Config(record("Config", [
     "prefer",        # tuple[str]: linker names, most preferred first
     "forbid",        # frozenset[str]
     "forced",        # str | None: LINKWRAP_LINKER, lower-cased; always one of LINKER_NAMES

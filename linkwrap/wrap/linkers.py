@@ -5,13 +5,13 @@ each linker with --version, so the answers are cached (marshal, keyed on each
 binary's path, size and mtime): a warm link starts no --version process.
 """
 import os
-from collections import namedtuple
+from linkwrap.records import record
 
 from linkwrap import cache as cache_mod
 from linkwrap import paths
 
 
-class LinkerInfo(namedtuple("LinkerInfo", "name path version version_text")):
+class LinkerInfo(record("LinkerInfo", "name path version version_text")):
     """name: mold|wild|lld|rust-lld|bfd|gold|python; version: tuple of ints or None."""
     __slots__ = ()
 

@@ -29,7 +29,7 @@ name and pid namespace (a container or NFS client sharing the directory: its
 pids mean nothing here, so its directories are only removed after a day).
 """
 import os
-from collections import namedtuple
+from linkwrap.records import record
 
 from linkwrap.wrap.policy import FRESH, IN_PLACE
 
@@ -38,7 +38,7 @@ FOREIGN_STALE_S = 24 * 3600  # a directory from another pid space is left alone 
 FREE_ASYNC_MIN_BYTES = 16 << 20  # smaller old outputs are freed in the rename: a few ms at most
 
 
-class Plan(namedtuple("Plan", "final link_path mode work_dir")):
+class Plan(record("Plan", "final link_path mode work_dir")):
     """final: the output path (None: no -o); link_path: what the linker writes;
     mode: the write mode applied; work_dir: this link's private directory, or
     None when the linker writes the output path directly (special files)."""

@@ -12,7 +12,7 @@ under probe.CACHE_PROBE_MIN_BYTES) counts the same, but its reason says "not
 measured", never "unknown". docs/policy.md gives each rule, the fact it
 rests on, and why.
 """
-from collections import namedtuple
+from linkwrap.records import record
 
 from linkwrap.wrap.probe import CACHE_PROBE_MIN_BYTES
 
@@ -20,7 +20,7 @@ IN_PLACE = "in-place"  # the linker may overwrite the existing inode: every hard
 FRESH = "fresh"        # a new inode: the old one, and every other name for it, stays untouched
 
 
-class Decision(namedtuple("Decision", [
+class Decision(record("Decision", [
     "linker",        # LinkerInfo | None: None = link exactly as the caller asked
     "linker_flags",  # tuple[str]: flags for the linker itself (run passes them as -Wl,<flag>)
     "driver_flags",  # tuple[str]: extra flags for the cc driver

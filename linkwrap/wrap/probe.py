@@ -1,6 +1,6 @@
 """PROBE: the facts that decide what is fast and safe for one link -> Probe.
 
-Input: a LinkRequest (args.py). Output: a Probe namedtuple (below).
+Input: a LinkRequest (args.py). Output: a Probe record (below).
 One small function per fact. None needs root; each may answer None
 (unknown); none may raise or slow the link (all together <= 2 ms warm,
 benchmarks/bench_probe.py). Standard library only, and only cheap modules:
@@ -16,10 +16,10 @@ spells it ("ext4", "btrfs", "fuse.sshfs", ...); fs_options are the mount's
 per-mount options followed by its superblock options ("compress=zstd:3").
 """
 import os
-from collections import namedtuple
+from linkwrap.records import record
 
 
-class OutputFacts(namedtuple("OutputFacts", [
+class OutputFacts(record("OutputFacts", [
     "exists",           # bool; None when the path could not even be stat()ed
     "is_regular",       # bool | None
     "size",             # int | None, bytes
@@ -36,7 +36,7 @@ NO_OUTPUT = OutputFacts(False, None, None, None, None, False, None)
 UNKNOWN_OUTPUT = OutputFacts(None, None, None, None, None, None, None)
 
 
-class Probe(namedtuple("Probe", [
+class Probe(record("Probe", [
     "fs",               # str | None: "btrfs", "ext4", "xfs", "tmpfs", "overlay", "nfs", ...
     "fs_options",       # str | None: mount options (e.g. "rw,relatime,compress=zstd:3")
     "fs_local",         # bool | None: False for nfs/cifs/fuse-like network filesystems
@@ -128,7 +128,7 @@ def existing_dir(path):
 
 class Mount:
     """One line of /proc/self/mountinfo (proc(5)); dev is "major:minor".
-    (A plain class: each namedtuple costs ~60 us to define at import.)"""
+    (A plain class: each record class costs time to define at import.)"""
     __slots__ = ("dev", "root", "point", "options", "fstype", "source", "super_options")
 
     def __init__(self, dev, root, point, options, fstype, source, super_options):

@@ -13,13 +13,13 @@ import _signal  # not `signal`: that one imports enum (~3 ms)
 import errno
 import os
 import time
-from collections import namedtuple
+from linkwrap.records import record
 
 from linkwrap.wrap import args as args_mod
 from linkwrap.wrap import output as output_mod
 
 
-class Outcome(namedtuple("Outcome", [
+class Outcome(record("Outcome", [
     "returncode",   # int: the driver's exit status (128+N for signal N)
     "wall_ms",      # float
     "user_ms",      # float

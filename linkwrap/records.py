@@ -1,0 +1,47 @@
+"""record(): the interface of collections.namedtuple, for the link path's stage records.
+
+An immutable tuple with named fields, _fields, _replace() and _asdict().
+Why not namedtuple itself: `import collections` costs ~3.4 ms in the
+interpreter linkwrap-cc runs (python -I -S, where site has not imported it),
+and namedtuple builds each class with exec(). Why not a frozen dataclass:
+`import dataclasses` costs ~16 ms (docs/design.md, "The hot path").
+"""
+
+
+def record(name: str, fields) -> type:
+    """A tuple subclass named `name` with one read-only property per field."""
+    fields = tuple(fields.replace(",", " ").split() if isinstance(fields, str) else fields)
+    count = len(fields)
+
+    def __new__(cls, *values, **named):
+        if named:
+            try:
+                values += tuple(named.pop(f) for f in fields[len(values):])
+            except KeyError as e:
+                raise TypeError(f"{name}() is missing {e}") from None
+            if named:
+                raise TypeError(f"{name}() got unexpected fields {sorted(named)}")
+        if len(values) != count:
+            raise TypeError(f"{name}() takes {count} fields, not {len(values)}")
+        return tuple.__new__(cls, values)
+
+    def _replace(self, **changes):
+        new = type(self)(*[changes.pop(f, v) for f, v in zip(fields, self)])
+        if changes:
+            raise TypeError(f"{name} has no fields {sorted(changes)}")
+        return new
+
+    def _asdict(self) -> dict:
+        return dict(zip(fields, self))
+
+    def __repr__(self):
+        return f"{type(self).__name__}({', '.join(f'{f}={v!r}' for f, v in zip(fields, self))})"
+
+    def __getnewargs__(self):
+        return tuple(self)
+
+    namespace = {"__slots__": (), "_fields": fields, "__new__": __new__, "_replace": _replace,
+                 "_asdict": _asdict, "__repr__": __repr__, "__getnewargs__": __getnewargs__}
+    for index, field_name in enumerate(fields):
+        namespace[field_name] = property(lambda self, i=index: tuple.__getitem__(self, i), doc=field_name)
+    return type(name, (tuple,), namespace)
