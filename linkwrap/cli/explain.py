@@ -214,6 +214,14 @@ def render(report) -> None:
     req, p, d = report["request"], report["probe"], report["decision"]
     console.print(f"[bold]{escape(req['output'] or '(no output)')}[/bold]  kind {req['kind']}"
                   + (f", profile {report['config']['profile']}" if report["config"]["profile"] else ""))
+    where = os.path.dirname(req["output"]) if req["output"] else None
+    if where and not os.path.isdir(where):
+        # The probe walks up to the nearest directory that exists: say whose facts these are.
+        nearest = where
+        while nearest and not os.path.isdir(nearest):
+            nearest = os.path.dirname(nearest)
+        console.print(f"[yellow]{escape(where)} does not exist (yet): the filesystem facts are those of "
+                      f"{escape(nearest or '/')}[/]")
 
     facts = Table(title="Facts", title_justify="left", show_header=False, box=None, padding=(0, 2))
     facts.add_column(style="cyan")

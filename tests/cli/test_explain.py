@@ -282,3 +282,10 @@ def test_names_the_processes_that_hold_the_output(tmp_path, lw_home):
         mapper.kill()
         running.wait()
         mapper.wait()
+
+
+def test_an_output_in_a_missing_directory_says_whose_facts_these_are(tmp_path, lw_home):
+    done = linkwrap("explain", str(tmp_path / "no" / "such" / "out"), cwd=tmp_path, env={"COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    assert f"{tmp_path / 'no' / 'such'} does not exist (yet): the filesystem facts are those of {tmp_path}" \
+        in done.stdout
