@@ -557,25 +557,17 @@ class EhFrameHdr(Synthetic):
         return _put(buf, lk.offset_of(self), out)
 
 
+# DW_EH_PE value formats (low nibble) -> (struct format, size): absptr, udata2/4/8, sdata2/4/8.
+_EH_PE_FORMATS = {0x00: ("<Q", 8), 0x02: ("<H", 2), 0x03: ("<I", 4), 0x04: ("<Q", 8),
+                  0x0A: ("<h", 2), 0x0B: ("<i", 4), 0x0C: ("<q", 8)}
+
+
 def _read_encoded(buf, pos, enc, addr_of_pos):
     """A DW_EH_PE-encoded pointer at buf[pos] -> (value, size)."""
-    fmt = enc & 0x0F
-    if fmt == 0x00:
-        v, n = struct.unpack_from("<Q", buf, pos)[0], 8
-    elif fmt == 0x03:
-        v, n = struct.unpack_from("<I", buf, pos)[0], 4
-    elif fmt == 0x0B:
-        v, n = struct.unpack_from("<i", buf, pos)[0], 4
-    elif fmt == 0x04:
-        v, n = struct.unpack_from("<Q", buf, pos)[0], 8
-    elif fmt == 0x0C:
-        v, n = struct.unpack_from("<q", buf, pos)[0], 8
-    elif fmt == 0x02:
-        v, n = struct.unpack_from("<H", buf, pos)[0], 2
-    elif fmt == 0x0A:
-        v, n = struct.unpack_from("<h", buf, pos)[0], 2
-    else:
+    layout = _EH_PE_FORMATS.get(enc & 0x0F)
+    if layout is None:
         raise AssertionError(f"unsupported .eh_frame pointer encoding 0x{enc:x}")
+    v, n = struct.unpack_from(layout[0], buf, pos)[0], layout[1]
     if enc & 0x70 == 0x10:
         v += addr_of_pos
     return v & 0xFFFFFFFFFFFFFFFF, n
