@@ -18,12 +18,16 @@ def add_arguments(parser) -> None:
                              "pending records; on/off: start/stop recording links; clear: delete every record "
                              "(asks first; --yes when not on a terminal)")
     parser.add_argument("--yes", "-y", action="store_true", help="clear without asking")
+    from linkwrap.cli import scope
+    scope.add_arguments(parser, empty=False)
 
 
 def run(args) -> int:
     if args.action == "clear":
         return _clear(args.yes)
-    return {"path": _path, "status": _status, "on": _on, "off": _off}[args.action]()
+    if args.action == "status":
+        return _status(args)
+    return {"path": _path, "on": _on, "off": _off}[args.action]()
 
 
 def _path() -> int:
@@ -52,7 +56,7 @@ def warned_markers() -> list:
     return found
 
 
-def _status() -> int:
+def _status(args=None) -> int:
     from linkwrap.report.render import fmt_bytes
     from linkwrap.store import db, queries, spool
     state = paths.state_dir()
@@ -67,6 +71,12 @@ def _status() -> int:
     size = sum(os.path.getsize(db.path() + s) for s in ("", "-wal") if os.path.exists(db.path() + s))
     print(f"Records: {c['links']} links in {c['builds']} builds, {fmt_bytes(size)}"
           + (f", from {c['first_utc']} to {c['last_utc']}" if c["links"] else ""))
+    from linkwrap.cli import scope
+    project, shows = scope.resolve(conn, args)
+    if project is not None:
+        p = queries.counts(conn, project)
+        print(f"This project: {p['links']} links in {p['builds']} builds ({project}; "
+              "`--all-projects` for every project's)")
     if spool.pending(state):
         print(f"Waiting in the spool: {fmt_bytes(spool.pending(state))} (the database could not take them)")
     for m in warned_markers():

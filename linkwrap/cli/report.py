@@ -12,6 +12,8 @@ def add_arguments(parser) -> None:
     which.add_argument("--build", metavar="ID", help="only this build (number or key)")
     which.add_argument("--all", action="store_true", help=f"every build (default: the last {DEFAULT_BUILDS})")
     parser.add_argument("--since", metavar="WHEN", help="builds since WHEN: 30m, 2h, 3d, 1w or a UTC date")
+    from linkwrap.cli import scope
+    scope.add_arguments(parser)
 
 
 def run(args) -> int:
@@ -20,14 +22,16 @@ def run(args) -> int:
     from linkwrap.store import db as store
     from linkwrap.store import queries
     from linkwrap.store.spool import utc_iso
+    from linkwrap.cli import scope
     conn = store.open_store()
     since = summary.parse_since(args.since) if args.since else None
+    project, _ = scope.resolve(conn, args)
     if args.build:
         builds = [queries.find_build(conn, args.build)]
     elif since:
-        builds = queries.builds_since(conn, since)
+        builds = queries.builds_since(conn, since, project, args.empty)
     else:
-        builds = queries.all_builds(conn)
+        builds = queries.all_builds(conn, project, args.empty)
         if not args.all:
             builds = builds[-DEFAULT_BUILDS:]
     data = summary.summarize(conn, builds, since_utc=since)

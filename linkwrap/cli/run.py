@@ -64,11 +64,12 @@ def run(args) -> int:
     wall_ms = (time.perf_counter() - started) * 1000
     if code < 0:
         code = 128 - code
-    _summarise(args, key, " ".join(shlex.quote(a) for a in argv), cwd, started_unix, wall_ms, code)
+    _summarise(args, key, " ".join(shlex.quote(a) for a in argv), cwd, started_unix, wall_ms, code,
+               build.project_of(cwd, argv))
     return code
 
 
-def _summarise(args, key, command, cwd, started_unix, wall_ms, code) -> None:
+def _summarise(args, key, command, cwd, started_unix, wall_ms, code, project=(None, None)) -> None:
     """Record and show the build; a broken store is said, never changes the exit status."""
     import sqlite3
     from linkwrap.report import summary
@@ -79,7 +80,7 @@ def _summarise(args, key, command, cwd, started_unix, wall_ms, code) -> None:
     try:
         build_id = queries.record_run(conn, key, command=command, cwd=cwd, started_utc=utc_iso(started_unix),
                                       finished_utc=utc_iso(started_unix + wall_ms / 1000), wall_ms=wall_ms,
-                                      exit_status=code)
+                                      exit_status=code, project=project)
     except sqlite3.Error as e:
         store.warn(f"cannot record this build in {store.path()}: {e}")
         return

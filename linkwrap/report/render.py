@@ -258,6 +258,8 @@ def render_many(summary, console: Console) -> None:
             table.add_row(*[Text(r[c]) if c in ("tool", "command") else r[c] for c in shown])
         return table, {"command": max([cell_len(r["command"]) for r in rows] + [len("command")])}
 
+    if summary.get("scope"):
+        print_line(console, f"Builds of {summary['scope']['shows']}", "dim")
     console.print(fit(console, make, "command", optional=("tool", "peak RSS"), least=20))
     if summary["by_linker"]:
         parts = [f"{g['linker']}: {g['links']} × {fmt_ms(g['wall_ms'])}" for g in summary["by_linker"]]
@@ -268,9 +270,13 @@ def render_many(summary, console: Console) -> None:
 
 def render(summary, console: Console | None = None) -> None:
     console = console or wide_console()
+    scope = summary.get("scope") or {}
     if not summary["builds"]:
-        console.print("No link records yet. Links through linkwrap are recorded in "
-                      "`linkwrap log path` (see `linkwrap log status`).")
+        if scope.get("project_dir"):
+            console.print(f"No builds recorded for {scope['shows']} (`--all-projects` shows every project's).")
+        else:
+            console.print("No link records yet. Links through linkwrap are recorded in "
+                          "`linkwrap log path` (see `linkwrap log status`).")
     elif len(summary["builds"]) == 1:
         render_build(summary["builds"][0], console)
     else:

@@ -285,3 +285,50 @@ def test_an_unknown_option_shows_the_summary_usage(tmp_path, lw_home):
                  ("run", "--frob", "--", "true")):
         done = lw(*argv, cwd=tmp_path, check=False)
         assert done.returncode == 2 and done.stderr.startswith(f"usage: linkwrap {argv[0]} "), done.stderr
+
+
+def test_two_projects_built_alternately_each_see_their_own_builds(tmp_path, lw_home):
+    # A Cargo package and a hand-written ninja project, built in turn, twice.
+    rs = tmp_path / "rs"
+    (rs / "src").mkdir(parents=True)
+    (rs / "Cargo.toml").write_text('[package]\nname = "rsapp"\nversion = "0.1.0"\nedition = "2021"\n')
+    (rs / "src" / "main.rs").write_text('fn main() { println!("one"); }\n')
+    (rs / ".cargo").mkdir()
+    (rs / ".cargo" / "config.toml").write_text(f'[target.x86_64-unknown-linux-gnu]\nlinker = "{script("linkwrap-cc")}"\n')
+    nj = tmp_path / "nj"
+    nj.mkdir()
+    for round_ in range(2):
+        subprocess.run(["cargo", "build", "-q"], cwd=rs, check=True, env=cargo_env(rs), capture_output=True)
+        ninja_links(nj, n=2)
+        # The next round relinks both.
+        (rs / "src" / "main.rs").write_text(f'fn main() {{ println!("{round_}"); }}\n')
+        for i in range(2):
+            (nj / f"p{i}.c").write_text(f"int main(void){{return {round_};}}\n")
+    # A `linkwrap run` that links nothing is a build, but not listed unless asked.
+    lw("run", "--quiet", "--", "true", cwd=rs)
+
+    mine = summary_json("--all", cwd=rs / "src")  # anywhere inside the project
+    assert mine["scope"]["project_dir"] == str(rs)
+    assert [b["tool"] for b in mine["builds"]] == ["cargo", "cargo"]
+    assert all(l["crate_name"] == "rsapp" for b in mine["builds"] for l in b["links"])
+    theirs = summary_json("--all", cwd=nj)
+    assert [b["tool"] for b in theirs["builds"]] == ["ninja", "ninja"]
+    assert {l["crate_name"] for b in theirs["builds"] for l in b["links"]} == {"p0", "p1"}
+    # The last build here is this project's, although the ninja build came after it.
+    [last] = summary_json(cwd=rs)["builds"]
+    assert last["id"] == mine["builds"][-1]["id"]
+    everything = summary_json("--all", "--all-projects", cwd=rs)
+    assert len(everything["builds"]) == 4 and everything["scope"]["project_dir"] is None
+    with_empty = summary_json("--all", "--empty", cwd=rs)
+    assert len(with_empty["builds"]) == 3 and with_empty["builds"][-1]["totals"]["links"] == 0
+
+    # A project with no builds yet says so rather than showing another project's.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "Cargo.toml").write_text('[package]\nname = "other"\nversion = "0.1.0"\n')
+    out = lw("summary", cwd=other).stdout
+    assert out == f"No builds recorded for the project in {other} (`--all-projects` shows every project's).\n"
+    status = lw("log", "status", cwd=nj).stdout
+    assert f"This project: 4 links in 2 builds ({nj};" in status
+    page = lw("report", "--html", "-", cwd=rs).stdout
+    assert page.count('class="link-bar"') == 2 and "p0" not in page
