@@ -17,7 +17,6 @@ reported the way the link would handle it: linked as asked, with the reason. LIN
 shows the facts and a decision of "as asked", as the link would do.
 """
 import argparse
-import json
 import os
 import sys
 
@@ -171,8 +170,8 @@ def run(args) -> int:
     request = build_request(output, link_args, kind, os.environ, os.getcwd())
     report = explain(request, os.environ)
     if as_json:
-        json.dump(report, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        from linkwrap.report import jsonout
+        jsonout.dump(report, sys.stdout)
     else:
         render(report)
     return 0

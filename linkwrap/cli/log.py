@@ -1,4 +1,7 @@
-"""`linkwrap log path|status|on|off|clear`: where the link records are, and whether links are recorded.
+"""`linkwrap log [status|path|on|off|clear|export]`: where the link records are, and whether links are recorded.
+
+Alone, `linkwrap log` is `linkwrap log status`. export writes the records for
+another machine or a collector (linkwrap.report.export: JSON lines or OTLP/JSON).
 
 off leaves a `logs-off` marker in the state directory (checked with one stat()
 per link, as simonw/llm's `logs off` does); on removes it, and also the
@@ -13,18 +16,30 @@ from linkwrap import faults, paths
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("action", choices=("path", "status", "on", "off", "clear"),
-                        help="path: print the database path; status: recording on/off, counts, size, "
-                             "pending records; on/off: start/stop recording links; clear: delete every record "
-                             "(asks first; --yes when not on a terminal)")
+    parser.add_argument("action", nargs="?", default="status",
+                        choices=("status", "path", "on", "off", "clear", "export"),
+                        help="status (the default): recording on/off, counts, size, pending records; "
+                             "path: the records' database and linkwrap's own fault log; on/off: start/stop "
+                             "recording links; clear: delete every record (asks first; --yes when not on a "
+                             "terminal); export: write the records as JSON lines or OTLP/JSON traces")
     parser.add_argument("--yes", "-y", action="store_true", help="clear without asking")
+    parser.add_argument("--format", choices=("jsonl", "otlp"), default="jsonl",
+                        help="export: one JSON object per link (jsonl, the default) or OpenTelemetry traces "
+                             "in OTLP/JSON, a span per build and per link (otlp)")
+    parser.add_argument("--since", metavar="WHEN", help="export: links since WHEN: 30m, 2h, 3d, 1w or a UTC date")
+    parser.add_argument("--output", "-o", metavar="FILE", help="export: write to FILE (default: stdout)")
     from linkwrap.cli import scope
     scope.add_arguments(parser, empty=False)
 
 
 def run(args) -> int:
+    from linkwrap.errors import UsageError
+    if args.action != "export" and (args.since or args.output or args.format != "jsonl"):
+        raise UsageError("--format, --since and --output go with `linkwrap log export`")
     if args.action == "clear":
         return _clear(args.yes)
+    if args.action == "export":
+        return _export(args)
     if args.action == "status":
         return _status(args)
     return {"path": _path, "on": _on, "off": _off}[args.action]()
@@ -32,7 +47,37 @@ def run(args) -> int:
 
 def _path() -> int:
     from linkwrap.store import db
-    print(db.path())
+    print(f"link records (SQLite): {db.path()}")
+    print(f"linkwrap's own faults (text log): {paths.log_file()}")
+    return 0
+
+
+def _export(args) -> int:
+    """Every record (of the current project unless --all-projects), oldest first."""
+    import sys
+    from linkwrap.cli import scope
+    from linkwrap.report import export, summary
+    from linkwrap.store import db
+    conn = db.open_store()
+    project, _ = scope.resolve(conn, args)
+    since = summary.parse_since(args.since) if args.since else None
+    if args.output and args.output != "-":
+        target = os.path.abspath(args.output)
+        tmp = f"{target}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                n = export.write(conn, f, fmt=args.format, project=project, since_utc=since)
+            os.replace(tmp, target)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        print(f"Wrote {target}: {n} link{'s' if n != 1 else ''} ({args.format})", file=sys.stderr)
+    else:
+        export.write(conn, sys.stdout, fmt=args.format, project=project, since_utc=since)
     return 0
 
 

@@ -27,22 +27,97 @@ COMMANDS = {
 }
 # Commands whose arguments are someone else's command line, passed on verbatim.
 VERBATIM = {"launch", "ld"}
+# Their --help, in the same form as the others' (argparse builds it; nothing is parsed).
+VERBATIM_HELP = {
+    "launch": ("-- DRIVER ARGS...",
+               "Links through linkwrap: the compiler driver (cc, c++, gcc...) and its whole link command "
+               "line, as CMake's <LANG>_LINKER_LAUNCHER and ninja link rules pass them. Also installed as "
+               "linkwrap-launch. `linkwrap install --cmake` and `--ninja` set it up."),
+    "ld": ("[OPTIONS] FILE...",
+           "linkwrap's own ELF linker (also linkwrap-ld; LINKWRAP_LINKER=python through the wrapper): "
+           "x86-64 Linux (glibc) executables, static, static-pie, PIE and non-PIE, with the command line "
+           "gcc's collect2 passes to ld: -o, -L, -l, -Bstatic/-Bdynamic, --as-needed, "
+           "-pie/-no-pie/-static/-static-pie, -z relro|now|noexecstack, --eh-frame-hdr, --build-id, "
+           "--gc-sections, --start-group/--end-group, --whole-archive, -e, --hash-style, -m elf_x86_64, "
+           "-dynamic-linker, @file; -plugin/-plugin-opt are ignored. What it cannot link yet (-shared, -r, "
+           "TLSDESC, SECTIONS scripts...) it names and exits 1. --version prints the version; --time "
+           "prints each pass's wall time to stderr. See {doc}."),
+}
+
+# The environment section of every --help: "  NAME  what it does" lines.
+ENVIRONMENT = (
+    ("LINKWRAP_HOME", "keep records, caches and the fault log here (default: the XDG state directory, "
+                      "~/.local/state/linkwrap)"),
+    ("LINKWRAP_DISABLE", "1: every link runs exactly as asked, untouched"),
+    ("LINKWRAP_LINKER", "force a linker: mold, wild, lld, rust-lld, bfd, gold or python"),
+    ("LINKWRAP_CC", "the compiler driver Cargo links run (default: cc)"),
+    ("LINKWRAP_PROFILE", "the profile of linkwrap.toml to use (default: from the output's path)"),
+    ("LINKWRAP_LOG", "off: links in this environment are not recorded"),
+    ("OTEL_EXPORTER_OTLP_ENDPOINT", "`linkwrap run` sends its build's spans there (OTLP/HTTP) at the end"),
+    ("COLUMNS", "the width of tables (default: the terminal's, 80 in a pipe)"),
+)
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's, except that description and epilog lines starting with two spaces
+    (the environment section) keep their line breaks; other paragraphs are filled."""
+
+    def _fill_text(self, text, width, indent):
+        import textwrap
+        out = []
+        for para in text.split("\n\n"):
+            if para.startswith("  ") or para.startswith("environment:"):
+                out.append("\n".join(_wrap_entry(line, width, indent) for line in para.splitlines()))
+            else:
+                out.append(textwrap.fill(" ".join(para.split()), width, initial_indent=indent,
+                                         subsequent_indent=indent, break_on_hyphens=False))
+        return "\n\n".join(out)
+
+
+def _wrap_entry(line, width, indent):
+    """'  NAME  text' -> text wrapped in a column of its own, within width."""
+    import textwrap
+    if not line.startswith("  "):
+        return indent + line
+    name, _, text = line.strip().partition("  ")
+    pad = indent + " " * 22
+    if len(name) > 18:
+        return f"{indent}  {name}\n" + textwrap.fill(text.strip(), width, initial_indent=pad, subsequent_indent=pad)
+    return textwrap.fill(text.strip(), width, initial_indent=f"{indent}  {name:<18}  ", subsequent_indent=pad)
+
+
+def environment_epilog(extra=None) -> str:
+    lines = ["environment:"] + [f"  {name}  {text}" for name, text in ENVIRONMENT]
+    return ((extra + "\n\n") if extra else "") + "\n".join(lines)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser; .subparsers maps each command to its own parser."""
     parser = argparse.ArgumentParser(
-        prog="linkwrap", description="Fast and safe linking on Linux: picks the linker per link, keeps outputs safe, records what linking costs.")
+        prog="linkwrap", formatter_class=HelpFormatter,
+        description="Fast and safe linking on Linux: picks the linker per link, keeps outputs safe, records "
+                    "what linking costs.", epilog=environment_epilog())
     parser.add_argument("--version", action="version", version=f"linkwrap {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     parser.subparsers = {}
     for name, (_, help_text) in COMMANDS.items():
-        p = parser.subparsers[name] = sub.add_parser(name, help=help_text, description=help_text)
+        p = parser.subparsers[name] = sub.add_parser(name, help=help_text, description=help_text,
+                                                      formatter_class=HelpFormatter)
         if name not in VERBATIM:
             _module(name).add_arguments(p)
         else:
-            p.add_argument("rest", nargs=argparse.REMAINDER)
+            usage, details = VERBATIM_HELP[name]
+            p.usage = f"linkwrap {name} {usage}"
+            from linkwrap.resources import doc_path
+            p.description = details.format(doc=doc_path("ld.md"))
+            p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+        p.epilog = environment_epilog(p.epilog)
     return parser
+
+
+def verbatim_help(name) -> str:
+    """`linkwrap launch --help`, `linkwrap ld --help`: the same form as every other command's."""
+    return build_parser().subparsers[name].format_help()
 
 
 def _module(name):
@@ -73,8 +148,9 @@ def main(argv=None) -> int:
             else:
                 code = _module(args.command).run(args)
     except LinkwrapError as e:
+        from linkwrap.errors import UsageError
         print(f"linkwrap: error: {e}", file=sys.stderr)
-        code = 1
+        code = 2 if isinstance(e, UsageError) else 1  # usage errors exit 2, as argparse's do
     except KeyboardInterrupt:
         print("linkwrap: interrupted", file=sys.stderr)
         code = 130

@@ -66,7 +66,23 @@ def run(args) -> int:
         code = 128 - code
     _summarise(args, key, " ".join(shlex.quote(a) for a in argv), cwd, started_unix, wall_ms, code,
                build.project_of(cwd, argv))
+    _send_spans(key)
     return code
+
+
+def _send_spans(key) -> None:
+    """With OTEL_EXPORTER_OTLP_ENDPOINT set: this build's spans, over OTLP/HTTP; a failure is a warning."""
+    from linkwrap.report import export
+    if not export.endpoint():
+        return
+    from linkwrap.store import db as store
+    try:
+        payload = export.build_spans(store.open_store(), key)
+        why = export.send_otlp(payload) if payload else None
+    except Exception as e:  # the build is over and recorded: nothing here may change its exit status
+        why = f"{type(e).__name__}: {e}"
+    if why:
+        store.warn(f"could not send this build's spans: {why}")
 
 
 def _summarise(args, key, command, cwd, started_unix, wall_ms, code, project=(None, None)) -> None:
@@ -89,9 +105,8 @@ def _summarise(args, key, command, cwd, started_unix, wall_ms, code, project=(No
     row = queries.find_build(conn, str(build_id))
     data = summary.summarize(conn, [row], ninja_log=None)
     if args.json:
-        import json
-        json.dump(data, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        from linkwrap.report import jsonout
+        jsonout.dump(data, sys.stdout)
     else:
         from linkwrap.report import render
         render.render(data, render.wide_console(stderr=True))

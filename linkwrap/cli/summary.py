@@ -1,5 +1,4 @@
 """`linkwrap summary`: the links of the last build (or --build, --all, --since) as a table or --json."""
-import json
 import sys
 
 from linkwrap.errors import LinkwrapError, UsageError
@@ -69,8 +68,8 @@ def run(args) -> int:
     db = store.open_store()
     data = collect(args, db)
     if args.json:
-        json.dump(data, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        from linkwrap.report import jsonout
+        jsonout.dump(data, sys.stdout)
     else:
         from linkwrap.report import render
         render.render(data)

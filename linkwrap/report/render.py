@@ -63,14 +63,40 @@ def what(link) -> str:
 
 
 def wide_console(**kw):
-    """A rich Console; into a file or pipe it is 200 columns wide, not rich's 80, so nothing
-    is cut for a reader who scrolls (COLUMNS still wins)."""
+    """A rich Console; into a file or pipe it is 80 columns wide, as on a terminal (COLUMNS
+    wins), and its lines carry no padding: rich pads table cells to the table's width."""
     import os
     import sys
     stream = sys.stderr if kw.get("stderr") else sys.stdout
-    if "COLUMNS" not in os.environ and not stream.isatty():
-        kw.setdefault("width", 200)
+    if not stream.isatty():
+        if "COLUMNS" not in os.environ:
+            kw.setdefault("width", 80)
+        kw.setdefault("file", Unpadded(stream))
     return Console(**kw)
+
+
+class Unpadded:
+    """A text stream that drops the spaces at the end of each line written to it."""
+
+    def __init__(self, stream):
+        self.stream, self.pending = stream, ""
+
+    def write(self, text) -> int:
+        lines = (self.pending + text).split("\n")
+        self.pending = lines.pop()
+        if lines:
+            self.stream.write("".join(line.rstrip(" ") + "\n" for line in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        # rich ends every print with a newline: what is pending is a line still being written.
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
 
 
 def short_command(command) -> str:
@@ -226,7 +252,8 @@ def own_time_lines(t) -> list:
     measured = "" if known == n else f" ({known} of {n} measured)"
     return [f"linkwrap's own time: {fmt_ms(start + inside)} over {plural(n, 'link')}, "
             f"{fmt_ms((start + inside) / n)} per link",
-            f"  start-up (interpreter and imports): {fmt_ms(start)}, ±5 ms per link{measured}",
+            f"  start-up (interpreter and imports): {fmt_ms(start)}{measured}; each link's timed",
+            "    with the kernel's 10 ms clock ticks, so the sum is unbiased",
             f"  inside Python (excluding interpreter start-up): {fmt_ms(inside)}"]
 
 

@@ -12,7 +12,9 @@ from linkrecords import c_object, cc_link, lw  # noqa: E402
 
 
 def test_path_status_off_on_clear(tmp_path, lw_home):
-    assert lw("log", "path", cwd=tmp_path).stdout.strip() == str(lw_home / "links.db")
+    assert lw("log", "path", cwd=tmp_path).stdout == (f"link records (SQLite): {lw_home / 'links.db'}\n"
+                                                      f"linkwrap's own faults (text log): {lw_home / 'linkwrap.log'}\n")
+    assert lw("log", cwd=tmp_path).stdout == lw("log", "status", cwd=tmp_path).stdout  # alone: status
     obj = c_object(tmp_path)
     assert cc_link([obj, "-o", "a"], tmp_path).returncode == 0
     status = lw("log", "status", cwd=tmp_path).stdout
