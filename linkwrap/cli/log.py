@@ -115,7 +115,7 @@ def _status(args=None) -> int:
     c = queries.counts(conn)
     size = sum(os.path.getsize(db.path() + s) for s in ("", "-wal") if os.path.exists(db.path() + s))
     print(f"Records: {c['links']} links in {c['builds']} builds, {fmt_bytes(size)}"
-          + (f", from {c['first_utc']} to {c['last_utc']}" if c["links"] else ""))
+          + (f", {_minute(c['first_utc'])} to {_minute(c['last_utc'])} UTC" if c["links"] else ""))
     from linkwrap.cli import scope
     project, shows = scope.resolve(conn, args)
     if project is not None:
@@ -132,6 +132,10 @@ def _status(args=None) -> int:
     if os.path.exists(paths.log_file()):
         print(f"linkwrap's own faults (tracebacks): {paths.log_file()}, {fmt_bytes(os.path.getsize(paths.log_file()))}")
     return 0
+
+
+def _minute(utc) -> str:
+    return (utc or "")[:16].replace("T", " ")
 
 
 def _on() -> int:

@@ -3,7 +3,7 @@
 write(db, stream, fmt) -> how many links: `linkwrap log export`.
   jsonl: one object per link, oldest first, FIELDS at the top level (record_uid
   is "uid"; JSON list columns are lists), the build under "build" (BUILD_FIELDS),
-  and "host" and "schema" (SCHEMA). These names are a stable interface: a field
+  "host", "machine" ({"cpus", "mem_total_mb"} at export time) and "schema" (SCHEMA). These names are a stable interface: a field
   may be added, none renamed or removed without a new SCHEMA.
   otlp: an OTLP/JSON ExportTraceServiceRequest (opentelemetry-proto's
   trace_service.proto in its JSON mapping, ids in hex as OTLP/JSON wants): one
@@ -12,7 +12,7 @@ write(db, stream, fmt) -> how many links: `linkwrap log export`.
   attributes.
 send_otlp(payload, environ): POST to $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else
   $OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces (OTLP/HTTP, JSON encoding).
-load(paths) -> {host: in-memory store}: `linkwrap report --from`.
+load(paths) -> {host: (in-memory store, machine)}: `linkwrap report --from`.
 """
 import hashlib
 import json
@@ -39,6 +39,20 @@ def host() -> str:
     return socket.gethostname() or "unknown"
 
 
+def machine() -> dict:
+    """This machine as exports and reports name it: host, CPUs, memory."""
+    mem = None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    mem = int(line.split()[1]) // 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    return {"host": host(), "cpus": os.cpu_count(), "mem_total_mb": mem}
+
+
 def rows(db, *, project=None, since_utc=None, build_key=None):
     where, params = ["1"], []
     if build_key is not None:
@@ -60,9 +74,11 @@ def rows(db, *, project=None, since_utc=None, build_key=None):
         "ORDER BY links.started_utc, links.id", params).fetchall()
 
 
-def link_object(row, hostname) -> dict:
+def link_object(row, hostname, here=None) -> dict:
     from linkwrap.report.jsonout import rounded
     d = {"schema": SCHEMA, "host": hostname, "uid": row["record_uid"]}
+    if here:  # the exporting machine's CPUs and memory, as of the export
+        d["machine"] = {"cpus": here["cpus"], "mem_total_mb": here["mem_total_mb"]}
     for f in FIELDS:
         v = row[f]
         if f in _LISTS:
@@ -82,8 +98,9 @@ def build_spans(db, build_key, hostname=None):
 
 
 def write(db, stream, *, fmt="jsonl", project=None, since_utc=None, hostname=None) -> int:
-    hostname = hostname or host()
-    objects = [link_object(r, hostname) for r in rows(db, project=project, since_utc=since_utc)]
+    here = machine()
+    hostname = hostname or here["host"]
+    objects = [link_object(r, hostname, here) for r in rows(db, project=project, since_utc=since_utc)]
     if fmt == "jsonl":
         for o in objects:
             stream.write(json.dumps(o, separators=(",", ":")) + "\n")
@@ -213,7 +230,7 @@ def send_otlp(payload: dict, environ=os.environ):
 # --- reading exports back (`linkwrap report --from`) -------------------------
 
 def load(paths) -> dict:
-    """JSON-lines exports -> {host: an in-memory store holding its builds and links}.
+    """JSON-lines exports -> {host: (an in-memory store holding its builds and links, machine dict)}.
 
     Raises UsageError naming the file and line of anything that is not an export.
     """
@@ -238,7 +255,9 @@ def load(paths) -> dict:
                     raise UsageError(f"{path}:{n}: {e} (give files written by `linkwrap log export`, "
                                      "--format jsonl)") from None
                 h = o.get("host") or "unknown"
-                conn = stores.get(h) or stores.setdefault(h, store.memory())
+                if h not in stores:
+                    stores[h] = (store.memory(), {"host": h, **(o.get("machine") or {})})
+                conn = stores[h][0]
                 b = o["build"]
                 bid = build_ids.get((h, b["key"]))
                 if bid is None:

@@ -86,6 +86,16 @@ def all_builds(db, project=None, empty=False):
                       "ORDER BY last_seen_utc, id", params).fetchall()
 
 
+def last_link(db, project=None, output=None):
+    """The latest recorded link with an output (in project, or writing output, when given)."""
+    where, params = _in_project(project)
+    if output is not None:
+        where, params = where + " AND links.output_path = ?", (*params, output)
+    return db.execute("SELECT links.* FROM links JOIN builds ON builds.id = links.build_id "
+                      f"WHERE links.output_path IS NOT NULL AND links.output_path != ''{where} "
+                      "ORDER BY links.started_utc DESC, links.id DESC LIMIT 1", params).fetchone()
+
+
 def links_of(db, build_id: int):
     """The build's links, slowest first."""
     return db.execute("SELECT * FROM links WHERE build_id = ? ORDER BY wall_ms DESC, id",
