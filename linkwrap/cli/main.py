@@ -20,8 +20,8 @@ COMMANDS = {
     "config": ("config", "show every configuration value and where it came from"),
     "summary": ("summary", "the links of the last build (or --build ID, --all, --since): time, memory, linker"),
     "run": ("run", "run a build command and print its link summary at the end"),
-    "report": ("report", "write a self-contained HTML report of link times (--html FILE)"),
-    "log": ("log", "the link records: path | status | on | off | clear"),
+    "report": ("report", "write a self-contained HTML report of where the link time went (--open to see it)"),
+    "log": ("log", "the link records: status (the default) | path | on | off | clear | export"),
     "launch": ("launch", "link through linkwrap from a build system: linkwrap launch -- <driver> <args...>"),
     "ld": ("ld", "linkwrap's own ELF linker, with an ld-compatible command line"),
 }
