@@ -103,6 +103,10 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
                 warn(f"new link records stay in the spool for now ({db_path}: {e})")
         except OSError as e:
             warn(f"cannot read the link spool in {state}: {e.strerror or e}")
+        try:
+            spool.backfill_projects(conn)
+        except sqlite3.Error:  # read-only or busy: those builds show with --all-projects meanwhile
+            pass
     return conn
 
 

@@ -219,6 +219,38 @@ def set_project(db, build_id, rec) -> None:
         project, build_dir = project_of(rec.get("build_cwd"), output=rec.get("output_path"))
     else:  # links outside a build tool: the directory they ran in
         project, build_dir = project_of(rec.get("cwd") or rec.get("build_cwd"), output=rec.get("output_path"))
-    if project:
-        db.execute("UPDATE builds SET project_dir = ?, build_dir = ? WHERE id = ?",
-                   (_storable(project), _storable(build_dir), build_id))
+    # '' when it cannot be told (no directory recorded): shown with --all-projects only, never asked again.
+    db.execute("UPDATE builds SET project_dir = ?, build_dir = ? WHERE id = ?",
+               (_storable(project or ""), _storable(build_dir), build_id))
+
+
+def backfill_projects(db, limit=2000) -> int:
+    """Give builds recorded before projects were (migration m008) theirs, from their first link.
+    -> how many. Their directories are read now, so a project since deleted is told by its cwd alone."""
+    todo = db.execute("SELECT builds.id, builds.tool, builds.command, builds.cwd FROM builds "
+                      "WHERE project_dir IS NULL LIMIT ?", (limit,)).fetchall()
+    if not todo:
+        return 0
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for build_id, tool, command, cwd in todo:
+            first = db.execute("SELECT cwd, output_path FROM links WHERE build_id = ? ORDER BY started_utc, id "
+                               "LIMIT 1", (build_id,)).fetchone()
+            rec = {"build_tool": tool, "build_command": command, "build_cwd": cwd,
+                   "cwd": first[0] if first else None, "output_path": first[1] if first else None}
+            if tool == "linkwrap run" and command:
+                import shlex
+                from linkwrap.wrap.build import project_of
+                try:
+                    project, build_dir = project_of(cwd, shlex.split(command))
+                except ValueError:
+                    project, build_dir = project_of(cwd)
+                db.execute("UPDATE builds SET project_dir = ?, build_dir = ? WHERE id = ?",
+                           (project or "", build_dir, build_id))
+            else:
+                set_project(db, build_id, rec)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return len(todo)
