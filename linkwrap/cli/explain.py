@@ -67,8 +67,9 @@ def build_request(output, link_args, kind, environ, cwd):
             request = args_mod.parse(link_args, driver=driver, environ=environ, cwd=cwd)
         else:
             request = args_mod.parse(["-o", output or "a.out"], driver=driver, environ=environ, cwd=cwd)
-    except args_mod.ArgsError as e:  # an unreadable @file
-        raise UsageError(str(e)) from None
+    except args_mod.ArgsError as e:  # an unreadable @file: the machine said no, exit 1
+        from linkwrap.errors import LinkwrapError
+        raise LinkwrapError(str(e)) from None
     if link_args and output:
         request = request._replace(output=os.path.join(cwd, output))
     if kind:

@@ -300,7 +300,9 @@ def render(summary, console: Console | None = None) -> None:
     scope = summary.get("scope") or {}
     if not summary["builds"]:
         if scope.get("project_dir"):
-            console.print(f"No builds recorded for {scope['shows']} (`--all-projects` shows every project's).")
+            # Not wrapped: a path is never broken over lines.
+            console.print(f"No builds recorded for {scope['shows']} (`--all-projects` shows every project's).",
+                          soft_wrap=True, highlight=False)
         else:
             console.print("No link records yet. Links through linkwrap are recorded in "
                           "`linkwrap log path` (see `linkwrap log status`).")

@@ -37,7 +37,7 @@ def test_run_returns_the_builds_exit_status_and_still_records_it(tmp_path, lw_ho
 
 def test_run_without_a_command_or_with_a_missing_one_is_a_one_line_error(tmp_path, lw_home):
     done = lw("run", cwd=tmp_path, check=False)
-    assert done.returncode == 1 and done.stderr.startswith("linkwrap: error: usage: linkwrap run --")
+    assert done.returncode == 2 and done.stderr.startswith("linkwrap: error: usage: linkwrap run --")
     done = lw("run", "--", "no-such-build-tool-xyz", cwd=tmp_path, check=False)
     assert done.returncode == 127 and done.stderr == "linkwrap: error: cannot run no-such-build-tool-xyz: No such file or directory\n"
     assert "Traceback" not in done.stderr

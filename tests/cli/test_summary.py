@@ -149,10 +149,10 @@ def test_since_and_a_bad_build_id_and_a_bad_since(tmp_path, lw_home):
     assert summary_json("--since", "10m", cwd=tmp_path)["totals"]["links"] == 1
     assert summary_json("--since", "2999-01-01", cwd=tmp_path)["totals"]["links"] == 0
     bad = lw("summary", "--build", "9999", cwd=tmp_path, check=False)
-    assert bad.returncode == 1 and bad.stderr.strip() == \
+    assert bad.returncode == 2 and bad.stderr.strip() == \
         "linkwrap: error: no build '9999' in the records (see `linkwrap summary --all`)"
     bad = lw("summary", "--since", "yesterday", cwd=tmp_path, check=False)
-    assert bad.returncode == 1 and bad.stderr.startswith("linkwrap: error: --since 'yesterday'")
+    assert bad.returncode == 2 and bad.stderr.startswith("linkwrap: error: --since 'yesterday'")
     assert "Traceback" not in bad.stderr
 
 
