@@ -105,8 +105,8 @@ def write(db, stream, *, fmt="jsonl", project=None, since_utc=None, hostname=Non
         for o in objects:
             stream.write(json.dumps(o, separators=(",", ":")) + "\n")
     else:
-        json.dump(otlp(objects, hostname), stream, separators=(",", ":"))
-        stream.write("\n")
+        # dumps, not dump: json.dump streams through the pure-Python encoder (10x slower here).
+        stream.write(json.dumps(otlp(objects, hostname), separators=(",", ":")) + "\n")
     return len(objects)
 
 
@@ -116,9 +116,10 @@ def _id(text, nbytes) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:2 * nbytes]
 
 
-def _nanos(utc) -> str:
-    from linkwrap.report.summary import parse_utc
-    return str(round(parse_utc(utc) * 1000) * 1_000_000)
+def _ms(utc) -> float:
+    """'2026-11-30T07:53:01.870Z' -> milliseconds since the epoch (fromisoformat: ~20x strptime)."""
+    from datetime import datetime
+    return datetime.fromisoformat(utc.replace("Z", "+00:00")).timestamp() * 1000
 
 
 def _attr(key, value):
@@ -153,7 +154,6 @@ LINK_ATTRIBUTES = (  # span attribute <- link field
 def otlp(objects, hostname) -> dict:
     """jsonl objects -> ExportTraceServiceRequest (OTLP/JSON)."""
     from linkwrap import __version__
-    from linkwrap.report.summary import parse_utc
     spans, builds = [], {}
     for o in objects:
         builds.setdefault(o["build"]["key"], []).append(o)
@@ -161,10 +161,10 @@ def otlp(objects, hostname) -> dict:
         b = links[0]["build"]
         trace = _id(f"{hostname}\0{key}", 16)
         root = _id(f"{hostname}\0{key}\0build", 8)
-        ends = [parse_utc(l["started_utc"]) * 1000 + (l["wall_ms"] or 0) for l in links]
-        start = min([parse_utc(l["started_utc"]) * 1000 for l in links]
-                    + ([parse_utc(b["started_utc"]) * 1000] if b["started_utc"] else []))
-        end = max(ends + ([parse_utc(b["finished_utc"]) * 1000] if b["finished_utc"] else []))
+        starts = [_ms(l["started_utc"]) for l in links]
+        ends = [s0 + (l["wall_ms"] or 0) for s0, l in zip(starts, links)]
+        start = min(starts + ([_ms(b["started_utc"])] if b["started_utc"] else []))
+        end = max(ends + ([_ms(b["finished_utc"])] if b["finished_utc"] else []))
         span = {"traceId": trace, "spanId": root, "name": f"build {b['tool'] or '?'}", "kind": 1,
                 "startTimeUnixNano": str(round(start) * 1_000_000), "endTimeUnixNano": str(round(end) * 1_000_000),
                 "attributes": _attrs((("linkwrap.build.key", key), ("linkwrap.build.tool", b["tool"]),
@@ -174,8 +174,7 @@ def otlp(objects, hostname) -> dict:
         if b["exit_status"] not in (0, None):
             span["status"] = {"code": 2, "message": f"exit status {b['exit_status']}"}
         spans.append(span)
-        for l in links:
-            s0 = parse_utc(l["started_utc"]) * 1000
+        for s0, l in zip(starts, links):
             link = {"traceId": trace, "spanId": _id(l["uid"], 8), "parentSpanId": root,
                     "name": f"link {l['crate_name'] or os.path.basename(l['output_path'] or '?')}", "kind": 1,
                     "startTimeUnixNano": str(round(s0 * 1000) * 1000),
