@@ -3,7 +3,9 @@
 Each module in linkwrap/cli/ has add_arguments(parser) and run(args) -> int
 and is imported only when its command runs (rich, tomlkit and sqlite3 belong
 to commands, never to the link path). Errors: a LinkwrapError prints its
-message and exits 1, ^C exits 130, anything else is logged and exits 3.
+message and exits 1 (a UsageError 2, as argparse's own usage errors), ^C
+exits 130, anything else is logged and exits 3. Every --help ends with the
+environment variables linkwrap reads (ENVIRONMENT).
 """
 import argparse
 import importlib

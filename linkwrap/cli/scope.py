@@ -26,9 +26,3 @@ def resolve(db, args, cwd=None):
         return None, "every project (the current directory is in none)"
     return project, f"the project in {project}"
 
-
-def nothing_here(scope_text, project) -> str:
-    if project is None:
-        return ("No link records yet. Links through linkwrap are recorded in "
-                "`linkwrap log path` (see `linkwrap log status`).")
-    return f"No builds recorded for {scope_text} (`--all-projects` shows every project's)."
