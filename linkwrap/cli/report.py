@@ -82,7 +82,7 @@ def run(args) -> int:
         target = os.path.abspath(args.html)
     else:
         target = os.path.join(where or paths.state_dir(), FILE_NAME)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.makedirs(os.path.dirname(target), 0o700, exist_ok=True)  # the state dir, when it is not there yet
     _write(target, text, args.html or target)
     print(f"Link report saved to {target} ({plural_builds(builds, links)})")
     if args.open:
