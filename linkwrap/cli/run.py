@@ -52,6 +52,11 @@ def run(args) -> int:
     key = build.new_run_key()
     cwd = os.getcwd()
     env = {**os.environ, build.ENV: key, "LINKWRAP_BUILD_CWD": cwd}
+    # Without `linkwrap install`, make this child's links run linkwrap where that can be done from outside.
+    from linkwrap.install import trial
+    env, notes = trial.prepare(argv, env)
+    for note in [] if args.quiet else notes:
+        print(f"linkwrap: note: {note}", file=sys.stderr)
     started_unix, started = time.time(), time.perf_counter()
     try:
         # --json: stdout is the JSON's alone, so the build's stdout joins its stderr.
