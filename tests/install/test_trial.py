@@ -3,16 +3,10 @@ import json
 import os
 import shutil
 
-import pytest
-
 from cargokit import env_name, host_triple, new_crate
-from install.buildtools import EXAMPLES, comment, run
+from install.buildtools import EXAMPLES, check_signed_by_the_chosen_linker, run
 from linkrecords import lw
 from linkwrap.install import trial
-
-# What each linker writes into .comment (GNU ld writes nothing of its own).
-SIGNATURE = {"mold": "mold", "lld": "LLD", "rust-lld": "LLD", "wild": "Linked with Wild"}
-
 
 def snapshot(root):
     """{relative path: bytes or symlink target} of every file under root."""
@@ -27,16 +21,6 @@ def snapshot(root):
                 with open(path, "rb") as f:
                     out[rel] = f.read()
     return out
-
-
-def check_signed_by_the_chosen_linker(link, binary):
-    """The linker linkwrap recorded is the one that wrote the output."""
-    assert link["linker"] != "as asked", link
-    text = comment(binary)
-    if link["linker"] in SIGNATURE:
-        assert SIGNATURE[link["linker"]] in text, text
-    else:
-        assert not any(s in text for s in SIGNATURE.values()), text
 
 
 def test_cargo_build_in_an_untouched_project_links_through_linkwrap(tmp_path, lw_home):
