@@ -67,7 +67,9 @@ def collect(path=None) -> dict:
         warnings = cargo.fights(sorted(set(targets)), cargo.configs_read(root or os.getcwd()))
     # The entry points `linkwrap install` writes from this interpreter (install/launcher.py).
     scripts = {name: launcher.fast_script(name, write=False) for name in ("linkwrap-cc", "linkwrap-launch")}
-    return {"scripts": scripts, "places": places, "warnings": broken + warnings}
+    # What a bare `linker = "linkwrap-cc"` runs for a build started from here.
+    on_path = {cargo.SCRIPT: cargo.on_path()}
+    return {"scripts": scripts, "on_path": on_path, "places": places, "warnings": broken + warnings}
 
 
 def entry_point_problem(config, linker):
@@ -109,6 +111,8 @@ def run(args) -> int:
         return 0
     for name, where in info["scripts"].items():
         print(f"{name + ':':17}{where}" + ("" if os.path.exists(where) else " (not written yet: `linkwrap install` writes it)"))
+    for name, where in info["on_path"].items():
+        print(f"{'on PATH:':17}{where or f'no {name} of linkwrap' + chr(39) + 's (install writes absolute paths)'}")
     for p in info["places"]:
         if "error" in p:
             state = f"unreadable: {p['error']}"

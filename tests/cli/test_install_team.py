@@ -67,6 +67,7 @@ def test_a_committed_install_builds_through_linkwrap_in_a_fresh_clone(repo, tmp_
     done = linkwrap("status", "--json", cwd=clone, env=theirs)
     info = json.loads(done.stdout)
     assert info["warnings"] == []
+    assert info["on_path"] == {"linkwrap-cc": os.path.join(SCRIPTS, "linkwrap-cc")}
     [place] = [p for p in info["places"] if p["kind"] == "cargo-project"]
     assert place["installed"] and place["linkers"] == ["linkwrap-cc"]
     os.utime(clone / "src" / "main.rs")
@@ -89,7 +90,9 @@ def test_without_linkwrap_on_path_status_says_what_fails_and_what_repairs_it(rep
 
     # install there writes the absolute path, and says it must not be committed.
     done = linkwrap("install", cwd=repo, env=off)
-    entry = json.loads(linkwrap("status", "--json", cwd=repo, env=off).stdout)["scripts"]["linkwrap-cc"]
+    info = json.loads(linkwrap("status", "--json", cwd=repo, env=off).stdout)
+    entry = info["scripts"]["linkwrap-cc"]
+    assert info["on_path"] == {"linkwrap-cc": None}
     assert f"linker = {entry}" in done.stdout and f'linker = "{entry}"' in open(config).read()
     assert f"linkwrap: warning: {config} is tracked by git, and {entry} exists on this machine only: do not commit it" \
         in done.stderr

@@ -91,7 +91,7 @@ def test_timeout_leaves_no_process_of_the_build_behind(tmp_path, lw_home):
     """A CI timeout signals `linkwrap run`: the build's whole process group ends with it, and the build
     is recorded as ended by that signal (exit status 128+15)."""
     token = f"{os.getpid()}-{tmp_path.name}"
-    done = subprocess.run(["timeout", "--preserve-status", "3", script("linkwrap"), "run", "-q", "--",
+    done = subprocess.run(["timeout", "--preserve-status", "5", script("linkwrap"), "run", "-q", "--",
                            "sh", "-c", SLEEPY_BUILD], cwd=tmp_path, capture_output=True, text=True,
                           env={**os.environ, "LW_TEST_TOKEN": token}, stdin=subprocess.DEVNULL)
     assert (tmp_path / "started").exists()  # the build did run
@@ -103,7 +103,7 @@ def test_timeout_leaves_no_process_of_the_build_behind(tmp_path, lw_home):
 
 def test_plain_timeout_too(tmp_path, lw_home):
     token = f"{os.getpid()}-{tmp_path.name}-plain"
-    done = subprocess.run(["timeout", "3", script("linkwrap"), "run", "-q", "--", "sh", "-c", SLEEPY_BUILD],
+    done = subprocess.run(["timeout", "5", script("linkwrap"), "run", "-q", "--", "sh", "-c", SLEEPY_BUILD],
                           cwd=tmp_path, capture_output=True, env={**os.environ, "LW_TEST_TOKEN": token},
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 124  # timeout's own status
