@@ -121,7 +121,9 @@ def run_build(argv, env, stdout=None) -> int:
         if group:
             _kill_group(group[0], signum)
 
-    old = {s: signal.signal(s, forward) for s in FORWARDED}
+    # A signal linkwrap was started with ignored (SIGINT for a background job of a script) stays
+    # ignored, for the build too, as a shell does it.
+    old = {s: signal.signal(s, forward) for s in FORWARDED if signal.getsignal(s) is not signal.SIG_IGN}
     try:
         proc = subprocess.Popen(argv, env=env, stdout=stdout, restore_signals=True, process_group=0,
                                 preexec_fn=None if tty is None else lambda: _take_terminal(tty))

@@ -84,6 +84,13 @@ def build_processes(token):
     return found
 
 
+def default_signals():
+    """As a terminal's job starts: a test runner started in the background ignores SIGINT, and a
+    command started with a signal ignored rightly keeps ignoring it."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 SLEEPY_BUILD = "echo started > started; sleep 600 & sleep 600; wait"
 
 
@@ -118,7 +125,7 @@ def test_a_signal_to_linkwrap_run_alone_reaches_the_build(tmp_path, lw_home, sig
     token = f"{os.getpid()}-{tmp_path.name}-{sig}"
     proc = subprocess.Popen([script("linkwrap"), "run", "-q", "--", "sh", "-c", "echo started > started; exec sleep 600"],
                             cwd=tmp_path, env={**os.environ, "LW_TEST_TOKEN": token}, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=default_signals)
     while not (tmp_path / "started").exists():
         assert proc.poll() is None
         time.sleep(0.01)
@@ -138,6 +145,7 @@ def test_on_a_terminal_the_build_reads_it_and_gets_ctrl_c(tmp_path, lw_home):
     if pid == 0:  # a new session with the pty as its controlling terminal
         os.chdir(tmp_path)
         try:
+            default_signals()
             os.execv(script("linkwrap"), ["linkwrap", "run", "-q", "--", "sh", "-c",
                                           "read line; echo got $line; echo started > started; exec sleep 600"])
         finally:
