@@ -53,6 +53,9 @@ ENVIRONMENT = (
     ("LINKWRAP_DISABLE", "1: every link runs exactly as asked, untouched"),
     ("LINKWRAP_LINKER", "force a linker: mold, wild, lld, rust-lld, bfd, gold or python"),
     ("LINKWRAP_CC", "the compiler driver Cargo links run (default: cc)"),
+    ("LINKWRAP_CC_<TRIPLE>", "the driver for Cargo links of that target, e.g. LINKWRAP_CC_AARCH64_UNKNOWN_LINUX_GNU"),
+    ("LINKWRAP_CONFIG_ERRORS", "warn: a broken linkwrap.toml or LINKWRAP_LINKER is said once and links run as "
+                               "asked, instead of failing"),
     ("LINKWRAP_PROFILE", "the profile of linkwrap.toml to use (default: from the output's path)"),
     ("LINKWRAP_LOG", "off: links in this environment are not recorded"),
     ("OTEL_EXPORTER_OTLP_ENDPOINT", "`linkwrap run` sends its build's spans there (OTLP/HTTP) at the end"),
