@@ -241,6 +241,18 @@ def enter(choice, environ, *, sleep=time.sleep):
     ticket = Ticket(paths.state_dir(), pid, start_ticks(pid), choice.memory)
     predicted = choice.memory.kb
     started = time.monotonic()
+    try:
+        return _wait(ticket, choice, predicted, headroom_kb, max_wait_s, started, environ, sleep)
+    except KeyboardInterrupt:
+        # Ctrl-C while waiting: stop as an interrupted command does (the build is stopping), no traceback.
+        import _signal
+        _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+        os.kill(os.getpid(), _signal.SIGINT)
+        os._exit(130)
+
+
+def _wait(ticket, choice, predicted, headroom_kb, max_wait_s, started, environ, sleep):
+    pid = ticket.pid
     jobserver = None
     while True:
         with Ledger(ticket.state) as ledger:

@@ -289,3 +289,37 @@ def test_a_waiting_link_gives_its_jobserver_slot_back_and_waits_in_arrival_order
         assert rows[name]["waited_ms"] > 0
         assert rows[name]["jobserver_wait"] == "slot given back while waiting, taken again"
     assert not _ledger(lw_home)["running"] and not _ledger(lw_home)["waiting"]
+
+
+def test_a_link_runs_after_the_wait_bound_and_its_record_says_so(tmp_path, lw_home):
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "linkwrap.toml").write_text("[memory]\nadmission = true\nmax_wait_s = 0.5\n")
+    objects = memgroup.heavy_objects(work, files=0)
+    holder = subprocess.Popen(["sleep", "600"])
+    try:
+        _hold(lw_home, holder.pid, 1 << 40)
+        done = subprocess.run([script("linkwrap-cc"), *objects, "-o", "late"], cwd=work, capture_output=True,
+                              text=True)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    (row,) = db_rows(lw_home)
+    assert row["waited_ms"] >= 500 and row["wait_note"] == "waited the 0.5 s bound for memory; ran anyway"
+    assert row["jobserver_wait"] == "no jobserver"
+
+
+def test_a_ledger_linkwrap_cannot_use_never_fails_the_link(tmp_path, lw_home):
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "linkwrap.toml").write_text("[memory]\nadmission = true\n")
+    objects = memgroup.heavy_objects(work, files=0)
+    target = tmp_path / "not-a-ledger"
+    target.write_text("keep")
+    os.symlink(target, lw_home / admission.LEDGER)
+    done = subprocess.run([script("linkwrap-cc"), *objects, "-o", "out"], cwd=work, capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert subprocess.run([str(work / "out")], capture_output=True, text=True).stdout == "linked\n"
+    assert target.read_text() == "keep"
+    assert "waiting for memory" in (lw_home / "linkwrap.log").read_text()
