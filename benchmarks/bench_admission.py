@@ -1,7 +1,7 @@
 """N concurrent GNU ld links under a memory limit: admission vs a serial -j1 build vs no admission.
 
-Each round runs, interleaved, in three fresh memory cgroups with the same limit (twice one link's
-measured charge, so one link and its wrappers fit and two do not):
+Each round runs, interleaved, in three fresh memory cgroups with the same limit (--limit times one
+link's measured charge; at 2, one link and its wrappers fit and two do not):
   admission  N links at once through linkwrap-cc, admission on (the default under a limit);
   serial     the same N links one after another through linkwrap-cc (a -j1 build);
   plain      N links at once through `cc` alone, as a build without linkwrap runs them.
@@ -11,7 +11,8 @@ admission links (predicted / charge, the charge being peak RSS for GNU ld) with 
 against the group's measured peak. The links are tests/memgroup.py's heavy objects (mergeable strings:
 GNU ld's heap), or with --cpp genproject's C++ program. Needs root (cgroups). Prints `uptime` too.
 
-    python3 benchmarks/bench_admission.py [--links 4] [--rounds 5] [--cpp FILES FUNCS]
+    python3 benchmarks/bench_admission.py [--links 4] [--rounds 5] [--limit 2.0] [--cpp FILES FUNCS]
+    python3 benchmarks/bench_admission.py --cost    # what prediction and admission add to every link
 """
 import argparse
 import os
@@ -55,12 +56,60 @@ def bootstrap_ci(values, n=2000, seed=1):
     return meds[int(n * 0.025)], meds[int(n * 0.975)]
 
 
+def cost():
+    """What prediction and admission add to every link, warm, in this process (medians of 2000)."""
+    import timing
+    from linkwrap.records import record
+    from linkwrap.wrap import admission, args, predict, probe
+    home = tempfile.mkdtemp(prefix="bench-admission-cost-")
+    os.environ["LINKWRAP_HOME"] = home
+    try:
+        request = args.parse(["-o", os.path.join(home, "out")], "cc", os.environ)
+        facts = probe.snapshot(request)
+
+        def predicting():
+            history, model = predict.load()
+            return predict.predict(request.output, "bfd", 50 << 20, history, model)
+
+        memory = predicting()
+        Settings = record("Settings", "memory")
+        Choice = record("Choice", "settings facts memory")
+        choice = Choice(Settings({"admission": True}), facts, memory)
+        Outcome = record("Outcome", "peak_rss_kb returncode")
+
+        def admitting():
+            ticket = admission.enter(choice, {})
+            admission.leave(ticket, memory, "bfd", request.output, Outcome(64 << 10, 0), 50 << 20)
+
+        for label, fn in (("admission.enter() + leave(), nothing running, history written", admitting),
+                          ("predict.load() + predict(), both tables present", predicting)):
+            med, p90 = timing.median_us(fn, 2000)
+            print(f"  {label}: median {med:.0f} us (p90 {p90:.0f})")
+        for module in ("linkwrap.wrap.predict", "linkwrap.wrap.admission"):
+            # What the link path has imported by then (choose, run) first: only this module's own cost.
+            code = (f"import sys; sys.path.insert(0, {os.path.dirname(HERE)!r}); "
+                    "import linkwrap.wrap.choose, linkwrap.wrap.run, linkwrap.wrap.record; "
+                    f"import time; t = time.perf_counter(); import {module}; "
+                    "print((time.perf_counter() - t) * 1000)")
+            runs = sorted(float(subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True,
+                                               text=True, check=True).stdout) for _ in range(21))
+            print(f"  import {module} in a fresh python -I -S: median {statistics.median(runs):.2f} ms")
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    print("uptime:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--links", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--cpp", nargs=2, type=int, metavar=("FILES", "FUNCS"))
+    ap.add_argument("--limit", type=float, default=2.0, metavar="LINKS",
+                    help="the limit in lone-link charges (2: one link fits, two do not)")
+    ap.add_argument("--cost", action="store_true", help="only what prediction and admission cost per link")
     opts = ap.parse_args()
+    if opts.cost:
+        return cost()
     work = tempfile.mkdtemp(prefix="bench-admission-")
     try:
         if opts.cpp:
@@ -76,7 +125,7 @@ def main():
         with memgroup.memory_cgroup() as group:
             assert group.run([driver, "-fuse-ld=bfd", *objects, "-o", os.path.join(work, "calibrate")]).returncode == 0
             single_kb = group.peak_kb()
-        limit_kb = 2 * single_kb
+        limit_kb = int(opts.limit * single_kb)
         n = opts.links
         homes = {m: os.path.join(work, f"home-{m}") for m in ("admission", "serial")}
         cc = linkwrap_cc()

@@ -249,6 +249,17 @@ def enter(choice, environ, *, sleep=time.sleep):
         _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
         os.kill(os.getpid(), _signal.SIGINT)
         os._exit(130)
+    except Exception:
+        # A fault of ours (the link then runs unadmitted): never stay in the queue ahead of others.
+        try:
+            with Ledger(ticket.state) as ledger:
+                data = ledger.load()
+                data["waiting"] = [w for w in data["waiting"] if w[0] != pid]
+                data["running"].pop(pid, None)
+                ledger.save(data)
+        except Exception:
+            pass
+        raise
 
 
 def _wait(ticket, choice, predicted, headroom_kb, max_wait_s, started, environ, sleep):
