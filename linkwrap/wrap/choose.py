@@ -14,8 +14,8 @@ explain's output).
 """
 from linkwrap.records import record
 
-# memory: the link's predicted memory (predict.Prediction), None when the link runs as asked
-# because of a fault (its record then keeps only what it measured).
+# memory: what the link is predicted to add to its memory group (predict.Prediction); None only when
+# predicting it failed (a fault in `faults`: the link then runs without admission).
 Choice = record("Choice", "settings found facts decision config_error faults memory")
 
 
