@@ -7,8 +7,9 @@ In the spirit of `cargo build --timings`, it answers "where did my link time go"
   with itself, the only comparison the records make honestly (trends());
 - per build, a concurrency line (how many links ran at once) over a timeline with
   one bar per link (x = start within the build, length = wall time, colour = linker,
-  failed red, fall-backs hatched), memory-admission waits drawn before their link
-  (waits(): the hook for them), and its table of links with linkwrap's own time;
+  failed red, fall-backs hatched; a wait for memory, waited_ms from admission, is a
+  grey bar before the link's, which ran after it), and its table of links with
+  linkwrap's own time;
 - EXTRA_SECTIONS: functions (summary) -> HTML added after the trends, e.g. the
   results of `linkwrap bench`, the same link on each linker.
 Colours are fixed per linker (LINKER_COLOURS), so mold is the same blue in every report.
@@ -26,7 +27,6 @@ LINKER_COLOURS = {
 }
 OTHER_COLOURS = ("#bab0ac", "#86bcb6", "#d4a6c8", "#8cd17d", "#a0cbe8")
 FAILED = "#c0392b"
-WAIT = "#bbbbbb"
 # Functions (summary dict) -> HTML, appended after the per-output trends.
 EXTRA_SECTIONS = []
 
@@ -61,13 +61,6 @@ def linker_name(link) -> str:
     return link["linker_version"] or link["linker"] or "?"
 
 
-def waits(link) -> list:
-    """[(start_ms, ms)] this link spent waiting for memory before it ran, relative to
-    its own start (negative: before it). The memory-admission records fill this."""
-    ms = link.get("admission_wait_ms")
-    return [(-ms, ms)] if ms else []
-
-
 def own_ms(link):
     """linkwrap's own time in one link: start-up plus inside Python, where known."""
     parts = [link.get("startup_ms"), link.get("overhead_ms")]
@@ -94,11 +87,12 @@ def bar_chart(rows, css_class, width=900, label_w=260, bar_h=18) -> str:
 
 def _span_of(build):
     links = sorted(build["links"], key=lambda l: l["started_utc"])
-    # x = 0 is the build's start when `linkwrap run` timed it, else its first link (or wait).
-    t0 = min(parse_utc(l["started_utc"]) * 1000 + min([0] + [s for s, _ in waits(l)]) for l in links)
+    # x = 0 is the build's start when `linkwrap run` timed it, else its first link (or its wait).
+    t0 = parse_utc(links[0]["started_utc"]) * 1000
     if build["wall_ms"] and build["started_utc"]:
         t0 = min(t0, parse_utc(build["started_utc"]) * 1000)
-    ends = [parse_utc(l["started_utc"]) * 1000 - t0 + (l["wall_ms"] or 0) for l in links]
+    ends = [parse_utc(l["started_utc"]) * 1000 - t0 + (l.get("waited_ms") or 0) + (l["wall_ms"] or 0)
+            for l in links]
     return links, t0, max(ends + [build["wall_ms"] or 0]) or 1.0
 
 
@@ -107,7 +101,7 @@ def concurrency(build, width=900, label_w=260, h=60) -> str:
     links, t0, total = _span_of(build)
     events = []
     for l in links:
-        s = parse_utc(l["started_utc"]) * 1000 - t0
+        s = parse_utc(l["started_utc"]) * 1000 - t0 + (l.get("waited_ms") or 0)  # it ran after its wait
         events += [(s, 1), (s + (l["wall_ms"] or 0), -1)]
     events.sort(key=lambda ev: (ev[0], ev[1]))  # an end before a start at the same instant
     top, n, points = 1, 0, [(0.0, 0)]
@@ -144,6 +138,16 @@ def timeline(build, width=900, label_w=260, bar_h=16) -> str:
     for i, l in enumerate(links):
         y = i * bar_h + 2
         start = parse_utc(l["started_utc"]) * 1000 - t0
+        wait = l.get("waited_ms") or 0
+        if wait:
+            # Held back for memory (admission): the link itself started after the wait.
+            wx = label_w + span * start / total
+            ww = max(1.5, span * wait / total)
+            note = f"; {l['wait_note']}" if l.get("wait_note") else ""
+            out.append(f'<rect class="memory-wait" x="{wx:.1f}" y="{y + 3}" width="{ww:.1f}" height="{bar_h - 10}" '
+                       f'fill="#bbb"><title>{e(l["crate_name"])} waited {e(fmt_ms(wait))} for memory '
+                       f'(predicted {e(fmt_kb(l.get("predicted_peak_kb")))}){e(note)}</title></rect>')
+            start += wait
         x = label_w + span * start / total
         w = max(1.5, span * (l["wall_ms"] or 0) / total)
         fill = FAILED if l["failed"] else colour(l["linker"])
@@ -156,10 +160,6 @@ def timeline(build, width=900, label_w=260, bar_h=16) -> str:
                   if l["fell_back"] else ""))
         out.append(f'<text x="{label_w - 6}" y="{y + bar_h - 5}" text-anchor="end">'
                    f'{e((l["crate_name"] or "?")[:30])} <tspan class="dim">{e(l["crate_kind"])}</tspan></text>')
-        for ws, wms in waits(l):
-            out.append(f'<rect class="wait-bar" x="{x + span * ws / total:.1f}" y="{y + 3}" '
-                       f'width="{max(1.5, span * wms / total):.1f}" height="{bar_h - 10}" fill="{WAIT}">'
-                       f'<title>waited {e(fmt_ms(wms))} for memory</title></rect>')
         out.append(f'<rect class="link-bar" data-link-id="{l["id"]}" data-linker="{e(l["linker"])}" '
                    f'x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h - 4}" fill="{fill}"><title>{e(tip)}</title></rect>')
         if l["fell_back"]:

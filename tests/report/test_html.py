@@ -31,13 +31,17 @@ def test_concurrency_counts_the_links_running_at_once():
     assert re.search(r'data-max="(\d+)"', html.concurrency(b)).group(1) == "1"
 
 
-def test_an_output_has_one_trend_point_per_build_and_waits_are_drawn_before_their_link():
+def test_an_output_has_one_trend_point_per_build_and_a_memory_wait_comes_before_its_link():
     builds = [build(i, [link(i, f"2026-01-0{i}T00:00:00.000Z", 100.0 + i)]) for i in (1, 2, 3)]
     builds[2]["links"].append(link(9, "2026-01-03T00:00:01.000Z", 5.0, output="/p/once",
-                                   admission_wait_ms=40.0))
+                                   waited_ms=40.0, wait_note=None, predicted_peak_kb=2048))
     summary = {"builds": builds}
     trends = html.trends(summary)
     app = trends[trends.index('data-output="/p/app"'):trends.index('data-output="/p/once"')]
     assert app.count('class="wall-point"') == 3 and app.count('class="rss-point"') == 3
     line = html.timeline(builds[2])
-    assert line.count('class="wait-bar"') == 1 and "waited 40 ms for memory" in line
+    assert line.count('class="memory-wait"') == 1 and "waited 40 ms for memory" in line
+    # It ran after its wait: not at once with a link that ended before the wait did.
+    b = build(4, [link(1, "2026-01-01T00:00:00.000Z", 30.0),
+                  link(2, "2026-01-01T00:00:00.000Z", 10.0, waited_ms=40.0)])
+    assert 'data-max="1"' in html.concurrency(b)
