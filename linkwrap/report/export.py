@@ -29,6 +29,7 @@ FIELDS = (
     "sys_ms", "peak_rss_kb", "exit_status", "input_count", "input_bytes", "overhead_ms", "startup_ms",
     "fell_back", "first_exit_status", "first_wall_ms", "first_linker", "first_error", "fault", "driver",
     "cwd", "manifest_dir", "project_dir", "pid", "argv", "command",
+    "predicted_peak_kb", "prediction_source", "charge_kb", "waited_ms", "wait_note", "mem_limit_mb",
 )
 BUILD_FIELDS = ("key", "tool", "command", "cwd", "project_dir", "build_dir", "started_utc", "finished_utc",
                 "wall_ms", "exit_status")
@@ -148,6 +149,7 @@ LINK_ATTRIBUTES = (  # span attribute <- link field
     ("linkwrap.exit_status", "exit_status"), ("linkwrap.fell_back", "fell_back"),
     ("linkwrap.overhead_ms", "overhead_ms"), ("linkwrap.startup_ms", "startup_ms"),
     ("linkwrap.user_ms", "user_ms"), ("linkwrap.sys_ms", "sys_ms"), ("os.kernel", "kernel_release"),
+    ("linkwrap.memory.waited_ms", "waited_ms"), ("linkwrap.memory.predicted_kb", "predicted_peak_kb"),
 )
 
 
@@ -162,7 +164,8 @@ def otlp(objects, hostname) -> dict:
         trace = _id(f"{hostname}\0{key}", 16)
         root = _id(f"{hostname}\0{key}\0build", 8)
         starts = [_ms(l["started_utc"]) for l in links]
-        ends = [s0 + (l["wall_ms"] or 0) for s0, l in zip(starts, links)]
+        # A link's span holds its wait for memory (admission), if any, then its run.
+        ends = [s0 + (l.get("waited_ms") or 0) + (l["wall_ms"] or 0) for s0, l in zip(starts, links)]
         start = min(starts + ([_ms(b["started_utc"])] if b["started_utc"] else []))
         end = max(ends + ([_ms(b["finished_utc"])] if b["finished_utc"] else []))
         span = {"traceId": trace, "spanId": root, "name": f"build {b['tool'] or '?'}", "kind": 1,
@@ -174,11 +177,11 @@ def otlp(objects, hostname) -> dict:
         if b["exit_status"] not in (0, None):
             span["status"] = {"code": 2, "message": f"exit status {b['exit_status']}"}
         spans.append(span)
-        for s0, l in zip(starts, links):
+        for s0, end_ms, l in zip(starts, ends, links):
             link = {"traceId": trace, "spanId": _id(l["uid"], 8), "parentSpanId": root,
                     "name": f"link {l['crate_name'] or os.path.basename(l['output_path'] or '?')}", "kind": 1,
                     "startTimeUnixNano": str(round(s0 * 1000) * 1000),
-                    "endTimeUnixNano": str(round((s0 + (l["wall_ms"] or 0)) * 1000) * 1000),
+                    "endTimeUnixNano": str(round(end_ms * 1000) * 1000),
                     "attributes": _attrs((a, l[f]) for a, f in LINK_ATTRIBUTES)}
             if l["exit_status"] not in (0, None):
                 link["status"] = {"code": 2, "message": f"exit status {l['exit_status']}"}
