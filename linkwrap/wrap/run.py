@@ -77,7 +77,7 @@ def execute(request, decision, environ=os.environ) -> Outcome:
     try:
         argv = command(request, decision, plan.link_path)
         if request.used_response_file:
-            rsp, argv = _to_response_file(argv, plan.work_dir)
+            rsp, argv = _to_response_file(argv, plan.work_dir, os.path.basename(plan.final or ""))
         with forward:
             try:
                 result = list(spawn(argv, linker_environment(environ), forward))
@@ -221,7 +221,7 @@ def _read_all(fd) -> bytes:
         chunks.append(b)
 
 
-def _to_response_file(argv, work_dir=None):
+def _to_response_file(argv, work_dir=None, output_name=None):
     """Keep passing a response file when the caller needed one (ARG_MAX).
 
     It lives in the link's private directory when there is one, so it goes
@@ -229,7 +229,9 @@ def _to_response_file(argv, work_dir=None):
     """
     text = "\n".join(args_mod.quote_response_arg(a) for a in argv[1:])
     if work_dir:
-        path = os.path.join(work_dir, "linkwrap-args.rsp")
+        # Never the output's own name: the linker would write over its arguments.
+        name = "linkwrap-args.rsp" if output_name != "linkwrap-args.rsp" else "linkwrap-args-1.rsp"
+        path = os.path.join(work_dir, name)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     else:
         import tempfile

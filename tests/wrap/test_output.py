@@ -518,3 +518,15 @@ def test_a_big_lone_old_output_is_dropped_at_the_start_and_freed_aside(tmp_path)
     with open(plan.link_path, "wb") as f:
         f.write(b"new")
     assert output.commit(plan, True)[0] and read(out) == b"new" and debris(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", [".linkwrap-tmp", "linkwrap-args.rsp"])
+def test_outputs_named_like_linkwraps_own_files_link_as_plain_cc(tmp_path, lw_home, hello_obj, name):
+    # Through a response file too, as rustc passes one: linkwrap then writes one of its own.
+    rsp = tmp_path / "args.rsp"
+    rsp.write_text(f"{hello_obj}\n-o\n{name}\n")
+    for argv in ([str(hello_obj), "-o", name], [f"@{rsp}"]):
+        proc = subprocess.run([script("linkwrap-cc"), *argv], cwd=tmp_path, capture_output=True, text=True)
+        assert proc.returncode == 0 and proc.stderr == ""
+        assert subprocess.run([str(tmp_path / name)], capture_output=True, text=True).stdout == "hello\n"
+        os.unlink(tmp_path / name)
