@@ -49,6 +49,8 @@ def run(args) -> int:
     user_state = "" if files["user_exists"] else " (not present)"
     print(f"user file:    {files['user']}{user_state}")
     print(f"project file: {files['project'] or _not_found(cwd)}")
+    for entry in report["ignored"]:
+        print(f"ignored:      {entry['path']} ({entry['why']})")
     if report["disabled"]:
         print("LINKWRAP_DISABLE=1: linkwrap is off; every link runs exactly as asked, whatever follows")
     for key, entry in report["values"].items():
@@ -82,6 +84,7 @@ def describe(settings, cwd, environ=None) -> dict:
     return {
         "files": {"user": user, "user_exists": os.path.isfile(user),
                   "project": config_mod.find_project_file(cwd)},
+        "ignored": [{"path": path, "why": why} for path, why in settings.ignored],
         "profile": settings.profile,
         "disabled": (environ or {}).get("LINKWRAP_DISABLE") == "1",  # as pipeline.main checks it
         "values": {k: {"value": v, "source": s} for k, (v, s) in values.items()},

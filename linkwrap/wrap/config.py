@@ -43,6 +43,7 @@ class Config(record("Config", [
     "sources",       # dict[str, str]: key -> where its value came from
     "profile",       # str | None: the build profile the overrides were taken for
     "files",         # tuple[str]: configuration files read, user's first
+    "ignored",       # tuple[(path, why)]: files not read because another user could have written them
 ])):
     """The settings for one link. Keys of `sources`: prefer, forbid, linker,
     in_place, record, profile, linkers.<name>.extra_flags."""
@@ -52,7 +53,7 @@ class Config(record("Config", [
 def defaults() -> Config:
     sources = {"prefer": DEFAULT, "forbid": DEFAULT, "linker": DEFAULT, "in_place": DEFAULT,
                "record": DEFAULT, "profile": DEFAULT}
-    return Config(DEFAULT_PREFER, frozenset(), None, {}, True, True, sources, None, ())
+    return Config(DEFAULT_PREFER, frozenset(), None, {}, True, True, sources, None, (), ())
 
 
 def load(request=None, environ=None, profile=None) -> Config:
@@ -70,9 +71,14 @@ def load(request=None, environ=None, profile=None) -> Config:
     files = []
     cache = []  # the marshal cache, read once per load (only when a file exists)
     user = paths.user_config_file()
-    project = find_project_file(cwd)
+    project, _, project_why = _search(cwd)
+    ignored = []
     for kind, path in (("user file", user), ("project file", project)):
         if not path or (kind == "project file" and user and _same_file(path, user)):
+            continue
+        why = project_why if kind == "project file" else untrusted(path)
+        if why:
+            ignored.append((path, why))
             continue
         table = read_file(path, cache)
         if table is None:
@@ -83,10 +89,10 @@ def load(request=None, environ=None, profile=None) -> Config:
         for name in profile_tables(profile):
             if name in table.get("profile", {}):
                 layers.append((f"{label} [profile.{name}]", table["profile"][name]))
-    return merge(layers, environ, profile, profile_source, tuple(files))
+    return merge(layers, environ, profile, profile_source, tuple(files), tuple(ignored))
 
 
-def merge(layers, environ, profile=None, profile_source=DEFAULT, files=()) -> Config:
+def merge(layers, environ, profile=None, profile_source=DEFAULT, files=(), ignored=()) -> Config:
     """Apply validated tables in order (later wins), then the environment. Pure."""
     c = defaults()
     prefer, forbid, in_place, record = c.prefer, c.forbid, c.in_place, c.record
@@ -108,7 +114,7 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=()) -> Co
     if forced:
         sources["linker"] = ENV_LINKER
     sources["profile"] = profile_source
-    return Config(prefer, forbid, forced, extra, in_place, record, sources, profile, files)
+    return Config(prefer, forbid, forced, extra, in_place, record, sources, profile, files, ignored)
 
 
 def forced_linker(environ) -> str | None:
@@ -133,8 +139,14 @@ def find_project_file(cwd: str) -> str | None:
     Anything named linkwrap.toml counts (lexists): a directory or a dangling
     symlink of that name is an error for read_file, not a reason to read a
     file further up that the user did not mean.
+
+    Another user's file is never read (it can name a linker plugin: code run as
+    this user), as git refuses another user's repository: the search stops at
+    the first directory not owned by this user or root, and a file that another
+    user owns or could have replaced is ignored (None here; load() says why).
     """
-    return _search(cwd)[0]
+    path, _, why = _search(cwd)
+    return None if why else path
 
 
 def search_end(cwd: str) -> str:
@@ -143,15 +155,41 @@ def search_end(cwd: str) -> str:
 
 
 def _search(cwd):
+    """-> (nearest linkwrap.toml or None, the last directory searched, why it is untrusted or None)."""
     d = os.path.abspath(cwd)
+    me = os.geteuid()
     while True:
+        try:
+            st = os.stat(d)
+        except OSError:
+            return None, d, None
+        if st.st_uid not in (me, 0):
+            return None, d, None
         candidate = os.path.join(d, FILE_NAME)
         if os.path.lexists(candidate):
-            return candidate, d
+            return candidate, d, untrusted(candidate, st)
         parent = os.path.dirname(d)
         if parent == d or os.path.exists(os.path.join(d, ".git")):
-            return None, d
+            return None, d, None
         d = parent
+
+
+def untrusted(path, dir_st=None) -> str | None:
+    """Why another user could have written this configuration file, or None."""
+    me = os.geteuid()
+    try:
+        for st in (os.lstat(path), os.stat(path)):
+            if st.st_uid not in (me, 0):
+                return f"owned by another user (uid {st.st_uid})"
+            if st.st_mode & stat.S_IWOTH and not stat.S_ISLNK(st.st_mode):
+                return "writable by other users"
+        if dir_st is None:
+            dir_st = os.stat(os.path.dirname(path) or ".")
+    except OSError:
+        return None  # missing or unreadable: read_file says what is wrong
+    if dir_st.st_mode & stat.S_IWOTH and not dir_st.st_mode & stat.S_ISVTX:
+        return "its directory is writable by other users"
+    return None
 
 
 def _same_file(a, b) -> bool:

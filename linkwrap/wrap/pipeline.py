@@ -32,6 +32,9 @@ def main(argv, driver=None, environ=os.environ) -> int:
     settings, facts, decision = choice.settings, choice.facts, choice.decision
     for doing, e in choice.faults:
         faults.note(doing, e)
+    for path, why in settings.ignored if settings is not None else ():
+        # Another user's file could name a linker plugin: not read, and said once.
+        faults.warn_once(f"config-{_crc(path)}", f"ignoring {path}: {why}")
     if choice.config_error is not None:
         # The user's to fix (a malformed linkwrap.toml): said once per build (rustc < 1.97 hides a
         # successful link's stderr, so once for ever could be never), and shown by `linkwrap summary`.
