@@ -20,12 +20,13 @@ def note(doing: str, exc: BaseException) -> str:
         import traceback
         from linkwrap import __version__, paths
         path = paths.log_file()
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        paths.make_private_dir(os.path.dirname(path))
         from linkwrap.errors import LinkwrapError
         # A LinkwrapError is a message for the user, not a bug: no traceback to keep.
         text = "" if isinstance(exc, LinkwrapError) else "".join(traceback.format_exception(exc))
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        with open(path, "a", encoding="utf-8") as f:
+        with open(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600), "a",
+                  encoding="utf-8") as f:
             f.write(f"--- {stamp} linkwrap {__version__} pid {os.getpid()}\n{reason}\n{text}\n")
     except Exception:
         pass  # the log is a courtesy; the link goes on regardless
@@ -52,7 +53,7 @@ def first_time(kind: str) -> bool:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
     for marker in (os.path.join(state, f".warned-{kind}"), fallback_marker(state, kind)):
         try:
-            os.close(os.open(marker, flags, 0o644))
+            os.close(os.open(marker, flags, 0o600))
             return True
         except FileExistsError:
             return False

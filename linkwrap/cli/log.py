@@ -90,7 +90,7 @@ def _on() -> int:
 
 
 def _off() -> int:
-    os.makedirs(paths.state_dir(), exist_ok=True)
+    paths.make_private_dir(paths.state_dir())
     with open(off_marker(), "w", encoding="utf-8") as f:
         f.write("linkwrap: links are not recorded while this file exists (`linkwrap log on`)\n")
     print("Link recording is off (`linkwrap log on` starts it again)")
@@ -109,7 +109,7 @@ def _clear(yes: bool) -> int:
     if not yes and not _confirmed(state):
         print("Nothing deleted.")
         return 1
-    fd = os.open(os.path.join(state, spool.LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = os.open(os.path.join(state, spool.LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         removed = 0

@@ -165,7 +165,8 @@ def remember(kind: str, path: str, **details) -> None:
     entry = {"kind": kind, "path": os.path.abspath(path), "id": ID,
              "installed_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **details}
     try:
-        os.makedirs(_index_dir(), exist_ok=True)
+        from linkwrap import paths
+        paths.make_private_dir(_index_dir())
         write_atomic(_index_file(kind, path), (json.dumps(entry, indent=2, sort_keys=True) + "\n").encode())
     except (OSError, InstallError) as e:
         _index_warning(e)

@@ -26,7 +26,7 @@ def path() -> str:
 def connect(db_path=None, *, create=True) -> sqlite3.Connection:
     db_path = db_path or path()
     if create:
-        os.makedirs(os.path.dirname(db_path), exist_ok=True)
+        paths.make_private_dir(os.path.dirname(db_path))
     elif not os.path.exists(db_path):
         raise FileNotFoundError(db_path)
     conn = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_S, isolation_level=None)

@@ -107,7 +107,7 @@ def ingest(db, state: str) -> int:
     spool, ingesting = os.path.join(state, SPOOL), os.path.join(state, INGESTING)
     if not os.path.exists(spool) and not os.path.exists(ingesting):
         return 0
-    lock_fd = os.open(os.path.join(state, LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    lock_fd = os.open(os.path.join(state, LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
         added = 0

@@ -241,11 +241,13 @@ def shim_dir(info: LinkerInfo) -> str:
     """
     import zlib  # a builtin: hashlib costs milliseconds to import
     d = os.path.join(paths.cache_dir(), "shim", f"{info.name}-{zlib.crc32(info.path.encode()):08x}")
+    paths.make_private_dir(os.path.dirname(d))
+    _refuse_unless_private(os.path.dirname(d))
     if os.path.isdir(d) and os.path.realpath(os.path.join(d, "ld")) == os.path.realpath(info.path):
+        _refuse_unless_private(d)
         return d
-    os.makedirs(os.path.dirname(d), exist_ok=True)
     tmp = f"{d}.{os.getpid()}.tmp"
-    os.makedirs(tmp, exist_ok=True)
+    paths.make_private_dir(tmp)
     # wild >= 0.9 picks its platform from argv[0]'s stem: never name it ld64*, link, wasm-ld.
     for n in ("ld", "ld.lld", "ld.bfd", "ld.gold", "ld.mold", "ld.wild"):
         link = os.path.join(tmp, n)
@@ -264,3 +266,14 @@ def shim_dir(info: LinkerInfo) -> str:
                 pass
         shutil.rmtree(tmp, ignore_errors=True)
     return d
+
+
+def _refuse_unless_private(d):
+    """The driver runs whatever `ld` the shim holds: never one another user could have put there."""
+    for where in (d, os.path.dirname(d)):
+        if paths.others_can_write(os.lstat(where)):
+            from linkwrap import faults
+            from linkwrap.errors import LinkwrapError
+            faults.warn_once("unsafe-shim", f"{where} can be written by other users: linking as asked "
+                                            "until it is removed (linkwrap makes its own directories 0700)")
+            raise LinkwrapError(f"{where} can be written by other users")

@@ -233,13 +233,8 @@ def _private_parent(d) -> bool:
         st = os.stat(d)
     except OSError:
         return False
-    return st.st_uid in (os.geteuid(), 0) and not _others_write(st)
-
-
-def _others_write(st) -> bool:
-    """Writable by another user: by all, or by a group that is not this user's own
-    (umask 002 with a group per user makes every directory group-writable)."""
-    return bool(st.st_mode & 0o002 or st.st_mode & 0o020 and st.st_gid != os.getegid())
+    from linkwrap.paths import others_can_write
+    return st.st_uid == 0 and not st.st_mode & 0o022 or not others_can_write(st)
 
 
 def _open_top(top):
@@ -263,7 +258,8 @@ def _open_top(top):
 
 
 def _owned(st) -> bool:
-    return st.st_uid == os.geteuid() and not _others_write(st)
+    from linkwrap.paths import others_can_write
+    return not others_can_write(st)
 
 
 def sweep(top) -> int:

@@ -256,10 +256,11 @@ def append(state, frame, _tries=3) -> None:
     path = os.path.join(state, SPOOL)
     for _ in range(_tries):
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except FileNotFoundError:
-            os.makedirs(state, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            from linkwrap.paths import make_private_dir
+            make_private_dir(state)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             os.lockf(fd, os.F_LOCK, 0)
             # The ingester may have renamed this file aside before we got the lock.
