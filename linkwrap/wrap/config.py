@@ -327,9 +327,13 @@ def parse_text(text: str, path: str = FILE_NAME) -> dict:
     import tomllib  # cold path: only on a cache miss
     try:
         raw = tomllib.loads(text)
+        return _table(raw, text, path, (), allow_profile=True)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(_toml_error(path, str(e), text)) from None
-    return _table(raw, text, path, (), allow_profile=True)
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to read") from None
+    except (ValueError, TypeError, MemoryError) as e:  # whatever else a parser can raise on odd input
+        raise ConfigError(f"{path}: cannot parse: {type(e).__name__}: {e}") from None
 
 
 def _toml_error(path, message, text) -> str:

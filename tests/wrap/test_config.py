@@ -399,3 +399,21 @@ def test_a_broken_file_is_a_configuration_error_in_the_summary(project, lw_home,
     assert "as asked (config error)" in table
     assert "a configuration error (fix it, and linkwrap chooses again)" in table
     assert "fault of linkwrap's own" not in table
+
+
+@pytest.mark.parametrize("text", ["x = " + "[" * 5000, "x = " + "{a=" * 3000])
+def test_a_deeply_nested_file_is_a_config_error(project, text):
+    (project / "linkwrap.toml").write_text(text)
+    with pytest.raises(ConfigError, match=r"linkwrap\.toml: nested too deeply to read$"):
+        config.load(req(project), {})
+
+
+def test_a_deeply_nested_file_is_said_once_and_the_link_runs(tmp_path, lw_home, hello_obj):
+    (tmp_path / "linkwrap.toml").write_text("x = " + "[" * 5000)
+    for n in range(2):
+        proc = subprocess.run([script("linkwrap-cc"), str(hello_obj), "-o", "prog"], cwd=tmp_path,
+                              capture_output=True, text=True)
+        assert proc.returncode == 0
+        assert proc.stderr == ("" if n else f"linkwrap: warning: {tmp_path}/linkwrap.toml: nested too deeply to "
+                               "read; linking as asked until it is fixed\n")
+    assert "Traceback" not in (lw_home / "linkwrap.log").read_text()
