@@ -67,6 +67,8 @@ def _status() -> int:
     size = sum(os.path.getsize(db.path() + s) for s in ("", "-wal") if os.path.exists(db.path() + s))
     print(f"Records: {c['links']} links in {c['builds']} builds, {fmt_bytes(size)}"
           + (f", from {c['first_utc']} to {c['last_utc']}" if c["links"] else ""))
+    if c["rejected"]:
+        print(f"Skipped: {c['rejected']} malformed records from the spool (not counted above)")
     if spool.pending(state):
         print(f"Waiting in the spool: {fmt_bytes(spool.pending(state))} (the database could not take them)")
     for m in warned_markers():

@@ -95,6 +95,13 @@ def m003_first_attempt_and_startup(db):
     db.execute("ALTER TABLE links ADD COLUMN startup_ms REAL")    # process start -> pipeline.main, +-5 ms
 
 
+@migration
+def m004_store_counts(db):
+    # Counters of the store itself: records the spool held that were malformed and skipped.
+    db.execute("CREATE TABLE store_counts (name TEXT PRIMARY KEY, value INTEGER NOT NULL)")
+    db.execute("INSERT INTO store_counts (name, value) VALUES ('rejected_records', 0)")
+
+
 def migrate(db) -> list:
     """Apply the migrations not yet applied; -> their names.
 
