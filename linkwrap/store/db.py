@@ -73,6 +73,10 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
 
     Returns an empty in-memory store when nothing can be read at all.
     """
+    problem = paths.state_problem()
+    if problem:
+        from linkwrap.errors import ConfigError
+        raise ConfigError(problem)
     state = paths.state_dir()
     db_path = os.path.join(state, DB_NAME)
     try:

@@ -239,8 +239,31 @@ def shim_dir(info: LinkerInfo) -> str:
     -fuse-ld=<x>) here. Only symlinks live here because gcc adds every -B dir
     as a -L dir too. Created atomically so concurrent links never see half.
     """
+    try:
+        return _shim_in(os.path.join(paths.cache_dir(), "shim"), info)
+    except OSError:
+        # A cache dir that cannot be written (read-only, full) must not turn the choice off.
+        return _shim_in(os.path.join(_private_tmp(), "shim"), info)
+
+
+def _private_tmp() -> str:
+    """$TMPDIR/linkwrap-<uid>: made 0700, used only when it is a real directory of ours that
+    nobody else can write (/tmp is shared: another user may have made that name first)."""
+    import stat
+    d = os.path.join(os.environ.get("TMPDIR") or "/tmp", f"linkwrap-{os.geteuid()}")
+    try:
+        os.mkdir(d, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(d)
+    if not stat.S_ISDIR(st.st_mode) or paths.others_can_write(st):
+        raise OSError(13, "not a private directory of this user's", d)
+    return d
+
+
+def _shim_in(root, info) -> str:
     import zlib  # a builtin: hashlib costs milliseconds to import
-    d = os.path.join(paths.cache_dir(), "shim", f"{info.name}-{zlib.crc32(info.path.encode()):08x}")
+    d = os.path.join(root, f"{info.name}-{zlib.crc32(info.path.encode()):08x}")
     paths.make_private_dir(os.path.dirname(d))
     _refuse_unless_private(os.path.dirname(d))
     if os.path.isdir(d) and os.path.realpath(os.path.join(d, "ld")) == os.path.realpath(info.path):

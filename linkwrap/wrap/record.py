@@ -282,8 +282,11 @@ def _warn_once(state, err) -> None:
     import errno as errno_mod
     from linkwrap import faults
     kind = errno_mod.errorcode.get(err.errno, "error") if err.errno else "error"
-    faults.warn_once(kind, f"cannot record links in {state} ({err.strerror or err}); "
-                           f"links are not affected; said once (see `linkwrap log status`)")
+    from linkwrap.paths import state_problem
+    problem = state_problem()
+    why = f": {problem}" if problem else f" in {state} ({err.strerror or err})"
+    faults.warn_once(kind, f"cannot record links{why}; links are not affected; said once "
+                           "(see `linkwrap log status`)")
 
 
 def _fault(doing, exc) -> None:

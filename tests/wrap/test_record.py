@@ -71,6 +71,9 @@ def test_a_state_dir_that_cannot_take_records_costs_no_link_and_is_said_once(tmp
         second = cc_link([obj, "-o", "two"], tmp_path)
         assert first.returncode == second.returncode == 0
         assert subprocess.run([str(tmp_path / "two")]).returncode == 0
+        # Without a cache or a record, the link still gets the linker linkwrap chose (mold first).
+        from outputkit import written_by
+        assert written_by(tmp_path / "one") == written_by(tmp_path / "two") == "mold"
         assert first.stdout == second.stdout == ""
         assert first.stderr.count("linkwrap: warning: cannot record links") == 1, first.stderr
         assert len(first.stderr.splitlines()) == 1
