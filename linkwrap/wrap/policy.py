@@ -70,7 +70,7 @@ def decide(request, probe, linkers, config) -> Decision:
     info = choose_linker(request, linkers, config, reasons)
     if info is None:
         return Decision(None, (), (), FRESH, tuple(reasons))
-    flags = _flags(info, probe, reasons)
+    flags = _flags(info, probe, reasons, _callers_flags(request))
     mode = write_mode(request, probe, info, config, reasons)
     if info.name == "wild":
         if mode == FRESH:
@@ -104,6 +104,9 @@ def choose_linker(request, linkers, config, reasons):
             return info
         else:
             reasons.append(f"LINKWRAP_LINKER={forced}, but {forced} is not installed; choosing as usual")
+    if request.own_linker:
+        reasons.append(f"the command line names its own linker ({request.own_linker}): linking as asked")
+        return None
     forbid = getattr(config, "forbid", frozenset())
     asked = _callers_choice(request)
     if asked:
@@ -157,20 +160,36 @@ def _has(info, flag) -> bool:
     return since is not None and info.version is not None and tuple(info.version) >= since
 
 
-def _flags(info, probe, reasons) -> list:
+def _callers_flags(request) -> frozenset:
+    """The caller's own linker flags, each without its value ("--threads=1" -> "--threads")."""
+    from linkwrap.wrap.args import linker_flags
+    names = (f.split("=", 1)[0] for f in linker_flags(request.args))
+    return frozenset("-" + n if n[:1] == "-" and n[:2] != "--" else n for n in names)  # -threads = --threads
+
+
+_CALLERS_THREADS = ("--threads", "--no-threads", "--thread-count")
+_CALLERS_FORK = ("--fork", "--no-fork")
+
+
+def _flags(info, probe, reasons, callers=frozenset()) -> list:
     flags = []
     if info.version is None and info.name in ("mold", "wild", "lld", "rust-lld"):
         reasons.append(f"{info.name}'s version is unknown: no version-gated flags")
         return flags
     name, v = info.name, _v(info.version)
-    if name in SINCE["--no-fork"]:
+    if name in SINCE["--no-fork"] and callers.intersection(_CALLERS_FORK):
+        reasons.append(f"the command line says {'/'.join(sorted(callers.intersection(_CALLERS_FORK)))}: kept")
+    elif name in SINCE["--no-fork"]:
         if _has(info, "--no-fork"):
             flags.append("--no-fork")
             reasons.append(f"--no-fork: {name} forks by default, hiding its time and memory from the build")
         else:
             reasons.append(f"{info.label} has no --no-fork (needs >= {_v(SINCE['--no-fork'][name])})")
     cpus = getattr(probe, "cpus", None)
-    if name in SINCE["--threads="]:
+    if name in SINCE["--threads="] and callers.intersection(_CALLERS_THREADS):
+        reasons.append(f"the command line sets {'/'.join(sorted(callers.intersection(_CALLERS_THREADS)))}: "
+                       "thread count kept")
+    elif name in SINCE["--threads="]:
         if cpus is None or cpus < 1:
             reasons.append("CPUs available unknown: thread count left to the linker")
         elif _has(info, "--threads="):

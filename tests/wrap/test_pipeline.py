@@ -118,3 +118,51 @@ def test_no_response_file_is_left_beside_an_output_whose_name_prefixes_it(tmp_pa
     done = link(linkwrap_cc, ["@a.rsp"], tmp_path)
     assert (done.returncode, done.stderr) == (0, "")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.rsp", "hello.c", "hello.o", "link", "lw-home"]
+
+
+# --- the caller's own linker choices win (issue 10, item 9) -------------------
+
+def _spooled(lw_home):
+    from linkwrap.store import spool
+    from linkwrap.wrap.record import SPOOL
+    with open(lw_home / SPOOL, "rb") as f:
+        return spool.parse(f.read())[0]
+
+
+def test_a_b_directory_holding_an_ld_is_the_callers_linker(tmp_path, lw_home, linkwrap_cc, hello_obj):
+    # The caller's own ld: GNU ld that leaves a mark, in a -B directory.
+    mine = tmp_path / "my-ld"
+    mine.mkdir()
+    bfd = subprocess.run(["cc", "-print-prog-name=ld.bfd"], capture_output=True, text=True).stdout.strip()
+    (mine / "ld").write_text(f"#!/bin/sh\necho ran > {tmp_path}/mark\nexec {bfd} \"$@\"\n")
+    (mine / "ld").chmod(0o755)
+    done = link(linkwrap_cc, [f"-B{mine}/", str(hello_obj), "-o", "hello"], tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert (tmp_path / "mark").read_text() == "ran\n"
+    assert "mold" not in comment(tmp_path / "hello")
+    rec, = _spooled(lw_home)
+    assert rec["linker"] == "as asked"
+    assert f"the command line names its own linker (-B{mine}/ (holds a linker)): linking as asked" in rec["reasons"]
+
+
+def test_clang_ld_path_is_the_callers_linker(tmp_path, lw_home, linkwrap_cc, hello_obj):
+    from conftest import tool
+    clang = tool("clang")
+    bfd = subprocess.run(["cc", "-print-prog-name=ld.bfd"], capture_output=True, text=True).stdout.strip()
+    done = link(linkwrap_cc, [f"--ld-path={bfd}", str(hello_obj), "-o", "hello"], tmp_path, LINKWRAP_CC=clang)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert "mold" not in comment(tmp_path / "hello") and "LLD" not in comment(tmp_path / "hello")
+    rec, = _spooled(lw_home)
+    assert rec["linker"] == "as asked" and f"--ld-path={bfd}" in rec["command"]
+
+
+@pytest.mark.parametrize("flag, ours", [("-Wl,--threads=1", "--threads="), ("-Wl,--fork", "--no-fork")])
+def test_the_callers_thread_and_fork_flags_reach_mold_unchanged(tmp_path, lw_home, linkwrap_cc, hello_obj,
+                                                                 flag, ours):
+    done = link(linkwrap_cc, [str(hello_obj), flag, "-o", "hello"], tmp_path, LINKWRAP_LINKER="mold")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert "mold" in comment(tmp_path / "hello")
+    rec, = _spooled(lw_home)
+    assert flag in rec["command"]
+    assert not any(a.startswith(f"-Wl,{ours}") for a in rec["command"] if a != flag)
+    assert not any(f.startswith(ours) for f in rec["flags_added"])

@@ -490,3 +490,33 @@ def test_wild_versions_accept_every_flag_on_btrfs(tmp_path, lw_home, hello_obj, 
     seen = [f for f in (log.read_text().splitlines()) if f]
     assert len(seen) == 1 and all(flag in seen[0] for flag in d.linker_flags)
     assert subprocess.run([out], capture_output=True, text=True).stdout == "hello\n"
+
+
+# --- the caller's own linker choices (issue 10, item 9) ----------------------
+
+@pytest.mark.parametrize("extra, own", [
+    (["--ld-path=/opt/ld/ld.lld"], "--ld-path=/opt/ld/ld.lld"),
+    (["-fuse-ld=/opt/ld/ld.mold"], "-fuse-ld=/opt/ld/ld.mold"),
+])
+def test_the_callers_own_linker_binary_is_linked_as_asked(extra, own):
+    req = args.parse(["main.o", "-o", "/w/app", *extra], driver="clang", environ={}, cwd="/w")
+    assert req.own_linker == own
+    d = policy.decide(req, probe(), found(mold=MOLD, lld=LLD), settings())
+    assert d.linker is None and not d.changes_anything
+    assert d.reasons == (f"the command line names its own linker ({own}): linking as asked",)
+
+
+@pytest.mark.parametrize("flag, kept", [
+    ("-Wl,--threads=1", "--threads"), ("-Wl,-threads,2", "--threads"), ("-Wl,--no-threads", "--no-threads"),
+    ("-Wl,--fork", "--fork"), ("-Xlinker --no-fork", "--no-fork"),
+])
+def test_the_callers_own_thread_and_fork_flags_are_not_overridden(flag, kept):
+    req = args.parse(["main.o", *flag.split(), "-o", "/w/app"], driver="cc", environ={}, cwd="/w")
+    d = policy.decide(req, probe(), found(mold=MOLD, lld=LLD), settings())
+    assert d.linker.name == "mold"
+    ours = "--no-fork" if "fork" in kept else "--threads="
+    assert not any(f.startswith(ours) for f in d.linker_flags)
+    assert any(kept in r and "kept" in r for r in d.reasons)
+    # The other flag is still added.
+    other = "--threads=" if "fork" in kept else "--no-fork"
+    assert any(f.startswith(other) for f in d.linker_flags)
