@@ -71,6 +71,7 @@ def _as_asked(argv, driver, exc) -> None:
     driver = driver or os.environ.get("LINKWRAP_CC") or "cc"
     try:
         os.execvp(driver, [driver, *argv])
+    # Not errors.error_line(): linkwrap.errors may be the very module that is gone.
     except OSError as e:
         os.write(2, f"linkwrap: error: cannot run {driver}: {e.strerror}\n".encode("utf-8", "replace"))
         os._exit(127)

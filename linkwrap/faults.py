@@ -37,7 +37,8 @@ def warn_once(kind: str, message: str) -> None:
     """Print `linkwrap: warning: <message>` unless this kind of warning was said before."""
     try:
         if first_time(kind):
-            os.write(2, f"linkwrap: warning: {message}\n".encode("utf-8", "replace"))
+            from linkwrap.errors import warning_line
+            os.write(2, warning_line(message).encode("utf-8", "surrogateescape"))
     except BaseException:
         pass
 

@@ -45,6 +45,8 @@ def run(args) -> int:
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
+    from linkwrap.errors import printable_data
+    report = printable_data(report)
     files = report["files"]
     user_state = "" if files["user_exists"] else " (not present)"
     print(f"user file:    {files['user']}{user_state}")

@@ -167,6 +167,7 @@ def _dotted(version):
 
 
 def run(args) -> int:
+    from linkwrap.errors import printable_data
     output, link_args, kind, as_json = split_words(args)
     request = build_request(output, link_args, kind, os.environ, os.getcwd())
     report = explain(request, os.environ)
@@ -174,7 +175,7 @@ def run(args) -> int:
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        render(report)
+        render(printable_data(report))
     return 0
 
 

@@ -56,7 +56,8 @@ def run(args) -> int:
             proc = subprocess.Popen(argv, env=env, restore_signals=True, stdout=2 if args.json else None,
                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         except OSError as e:  # as a shell says it, with a shell's status
-            print(f"linkwrap: error: cannot run {argv[0]}: {e.strerror or e}", file=sys.stderr)
+            from linkwrap.errors import error_line
+            sys.stderr.write(error_line(f"cannot run {argv[0]}: {e.strerror or e}"))
             return 127 if isinstance(e, FileNotFoundError) else 126
         code = proc.wait()
     finally:

@@ -65,7 +65,8 @@ def is_corrupt(exc: BaseException) -> bool:
 
 
 def warn(message: str) -> None:
-    print(f"linkwrap: warning: {message}", file=sys.stderr)
+    from linkwrap.errors import warning_line
+    sys.stderr.write(warning_line(message))
 
 
 def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:

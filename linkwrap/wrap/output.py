@@ -181,7 +181,8 @@ def commit(plan, ok: bool):
         os.rename(plan.link_path, plan.final)
     except OSError as e:
         discard(plan)
-        return False, None, f"linkwrap: error: cannot move the output into place: {plan.final}: {e.strerror}\n"
+        from linkwrap.errors import error_line
+        return False, None, error_line(f"cannot move the output into place: {plan.final}: {e.strerror}")
     # Files the link made next to its output (<out>.map, <out>.time-trace, ...)
     # would have been created beside the real output: they go there too.
     _remove_work_dir(plan.work_dir, keep=(os.path.basename(plan.final), os.path.dirname(plan.final)))

@@ -98,5 +98,6 @@ def passthrough(argv, driver, environ) -> int:
     try:
         os.execvpe(driver, [driver, *argv], dict(environ))
     except OSError as e:
-        os.write(2, f"linkwrap: error: cannot run {driver}: {e.strerror}\n".encode())
+        from linkwrap.errors import error_line
+        os.write(2, error_line(f"cannot run {driver}: {e.strerror}").encode("utf-8", "surrogateescape"))
         return 127

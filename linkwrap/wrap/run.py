@@ -87,7 +87,8 @@ def execute(request, decision, environ=os.environ) -> Outcome:
                 if e.errno not in _CANNOT_RUN:
                     raise  # not the driver's fault (EMFILE, E2BIG…): the pipeline links as asked
                 # no such driver: fail as a shell would
-                msg = f"linkwrap: error: cannot run {argv[0]}: {e.strerror}\n".encode("utf-8", "replace")
+                from linkwrap.errors import error_line
+                msg = error_line(f"cannot run {argv[0]}: {e.strerror}").encode("utf-8", "surrogateescape")
                 result = [127, 0.0, 0.0, 0.0, 0, b"", msg]
         if rsp:  # before commit: nothing of ours may be carried next to the output
             _unlink(rsp)
