@@ -82,6 +82,8 @@ def describe(settings, cwd, environ=None) -> dict:
     for name in config_mod.LINKER_NAMES:
         key = f"linkers.{name}.extra_flags"
         values[key] = (list(settings.extra_flags.get(name, ())), src.get(key, "default"))
+    for key in config_mod.RETENTION:
+        values[f"records.{key}"] = (settings.retention[key], src.get(f"records.{key}", "default"))
     user = paths.user_config_file()
     return {
         "files": {"user": user, "user_exists": os.path.isfile(user),

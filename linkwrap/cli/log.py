@@ -78,6 +78,14 @@ def _status() -> int:
         print(f"Recording failed at least once ({kind}); `linkwrap log on` resets this notice: {m}")
     if os.path.exists(paths.log_file()):
         print(f"linkwrap's own faults (tracebacks): {paths.log_file()}, {fmt_bytes(os.path.getsize(paths.log_file()))}")
+    limits = db.retention()
+    shown = [f"links older than {limits['keep_days']:g} days" if limits["keep_days"] else "",
+             f"links.db over {limits['max_db_mb']:g} MiB" if limits["max_db_mb"] else "",
+             f"a spool over {limits['max_spool_mb']:g} MiB (rotated once)" if limits["max_spool_mb"] else "",
+             f"linkwrap.log over {limits['max_log_kb']:g} KiB (its newer half kept)" if limits["max_log_kb"] else ""]
+    shown = [s for s in shown if s]
+    print("Trimmed: " + ("; ".join(shown) if shown else "nothing (no limits)")
+          + " ([records] in linkwrap.toml)")
     return 0
 
 
@@ -115,7 +123,7 @@ def _clear(yes: bool) -> int:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         removed = 0
-        for name in (db.DB_NAME, db.DB_NAME + "-wal", db.DB_NAME + "-shm", SPOOL, spool.INGESTING):
+        for name in (db.DB_NAME, db.DB_NAME + "-wal", db.DB_NAME + "-shm", SPOOL, spool.INGESTING, SPOOL + ".1"):
             try:
                 os.unlink(os.path.join(state, name))
                 removed += 1

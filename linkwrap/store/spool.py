@@ -16,7 +16,7 @@ import marshal
 import os
 import time
 
-from linkwrap.wrap.record import MAGIC, SPOOL, TRAILER
+from linkwrap.wrap.record import MAGIC, ROTATED, SPOOL, TRAILER
 
 INGESTING = SPOOL + ".ingesting"
 LOCK = "links.lock"
@@ -134,7 +134,7 @@ def utc_iso(unix: float) -> str:
 def pending(state: str) -> int:
     """Bytes waiting in the spool (for `linkwrap log status`)."""
     total = 0
-    for name in (SPOOL, INGESTING):
+    for name in (SPOOL, INGESTING, ROTATED):
         try:
             total += os.path.getsize(os.path.join(state, name))
         except OSError:
@@ -150,7 +150,8 @@ def ingest(db, state: str) -> int:
     """
     import fcntl
     spool, ingesting = os.path.join(state, SPOOL), os.path.join(state, INGESTING)
-    if not os.path.exists(spool) and not os.path.exists(ingesting):
+    rotated = os.path.join(state, ROTATED)
+    if not any(os.path.exists(p) for p in (spool, ingesting, rotated)):
         return 0
     lock_fd = os.open(os.path.join(state, LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
@@ -159,6 +160,12 @@ def ingest(db, state: str) -> int:
         # A leftover from an ingestion that died after its rename: its turn first.
         if os.path.exists(ingesting):
             added += _ingest_file(db, ingesting)
+        # The older records a long-unread spool was rotated into.
+        try:
+            os.rename(rotated, ingesting)
+            added += _ingest_file(db, ingesting)
+        except FileNotFoundError:
+            pass
         try:
             os.rename(spool, ingesting)
         except FileNotFoundError:

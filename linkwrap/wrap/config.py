@@ -28,6 +28,9 @@ FILE_NAME = "linkwrap.toml"
 LINKER_NAMES = ("mold", "wild", "lld", "rust-lld", "bfd", "gold", "python")
 DEFAULT_PREFER = ("mold", "wild", "lld", "rust-lld", "bfd", "gold")
 DEFAULT = "default"
+# How much of its own state linkwrap keeps ([records] in linkwrap.toml; 0 = no limit). The spool and
+# the fault log are bounded on the link path, links.db by the commands that ingest the spool.
+RETENTION = {"keep_days": 90, "max_db_mb": 256, "max_spool_mb": 64, "max_log_kb": 1024}
 ENV_LINKER = "env LINKWRAP_LINKER"
 _CACHE_FORMAT = 1
 _CACHE_MAX_FILES = 64
@@ -44,6 +47,7 @@ class Config(record("Config", [
     "profile",       # str | None: the build profile the overrides were taken for
     "files",         # tuple[str]: configuration files read, user's first
     "ignored",       # tuple[(path, why)]: files not read because another user could have written them
+    "retention",     # dict[str, number]: [records] keep_days, max_db_mb, max_spool_mb, max_log_kb
 ])):
     """The settings for one link. Keys of `sources`: prefer, forbid, linker,
     in_place, record, profile, linkers.<name>.extra_flags."""
@@ -53,7 +57,7 @@ class Config(record("Config", [
 def defaults() -> Config:
     sources = {"prefer": DEFAULT, "forbid": DEFAULT, "linker": DEFAULT, "in_place": DEFAULT,
                "record": DEFAULT, "profile": DEFAULT}
-    return Config(DEFAULT_PREFER, frozenset(), None, {}, True, True, sources, None, (), ())
+    return Config(DEFAULT_PREFER, frozenset(), None, {}, True, True, sources, None, (), (), dict(RETENTION))
 
 
 def load(request=None, environ=None, profile=None) -> Config:
@@ -97,7 +101,10 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=(), ignor
     c = defaults()
     prefer, forbid, in_place, record = c.prefer, c.forbid, c.in_place, c.record
     extra, sources = {}, dict(c.sources)
+    retention = dict(c.retention)
     for label, table in layers:
+        for key, value in table.get("records", {}).items():
+            retention[key], sources[f"records.{key}"] = value, label
         if "prefer" in table:
             prefer, sources["prefer"] = tuple(table["prefer"]), label
         if "forbid" in table:
@@ -114,7 +121,7 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=(), ignor
     if forced:
         sources["linker"] = ENV_LINKER
     sources["profile"] = profile_source
-    return Config(prefer, forbid, forced, extra, in_place, record, sources, profile, files, ignored)
+    return Config(prefer, forbid, forced, extra, in_place, record, sources, profile, files, ignored, retention)
 
 
 def forced_linker(environ) -> str | None:
@@ -315,7 +322,7 @@ def _store_cache(data) -> None:
 
 # --- parsing and validating ------------------------------------------------
 
-_TOP_KEYS = ("prefer", "forbid", "in_place", "record", "linkers", "profile")
+_TOP_KEYS = ("prefer", "forbid", "in_place", "record", "linkers", "records", "profile")
 
 
 def parse_text(text: str, path: str = FILE_NAME) -> dict:
@@ -362,6 +369,8 @@ def _table(raw, text, path, where, allow_profile) -> dict:
             out[key] = value
         elif key == "linkers":
             out[key] = _linkers(value, text, path, where + (key,))
+        elif key == "records":
+            out[key] = _records(value, text, path, where + (key,))
         else:
             if not isinstance(value, dict):
                 _fail(text, path, where, key, "'profile' must be a table: [profile.<name>]")
@@ -400,6 +409,17 @@ def _linkers(value, text, path, where) -> dict:
                 _fail(text, path, where + (name,), key, f"'{_dotted(where + (name,), key)}' must be a list of non-empty strings")
         out[name] = {k: list(v) for k, v in settings.items()}
     return out
+
+
+def _records(value, text, path, where) -> dict:
+    if not isinstance(value, dict):
+        _fail(text, path, where[:-1], where[-1], "'records' must be a table: [records]")
+    for key, number in value.items():
+        if key not in RETENTION:
+            _fail(text, path, where, key, f"unknown key '{_dotted(where, key)}' (known: {', '.join(RETENTION)})")
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or number < 0:
+            _fail(text, path, where, key, f"'{_dotted(where, key)}' must be a number >= 0 (0: no limit)")
+    return dict(value)
 
 
 def _dotted(where, key) -> str:

@@ -30,6 +30,8 @@ def main(argv, driver=None, environ=os.environ) -> int:
     # config → linkers → probe → policy; a fault in any of them means "as asked", with the reason.
     choice = choose(request, environ)
     settings, facts, decision = choice.settings, choice.facts, choice.decision
+    if settings is not None:
+        faults.LOG_MAX_BYTES = int(settings.retention["max_log_kb"] * 1024)
     for doing, e in choice.faults:
         faults.note(doing, e)
     for path, why in settings.ignored if settings is not None else ():
@@ -64,7 +66,9 @@ def main(argv, driver=None, environ=os.environ) -> int:
     # Beyond this point the link is over: nothing below may change its result.
     run.write_through(outcome)
     if settings is None or settings.record:
-        record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first)
+        limits = settings.retention if settings is not None else {}
+        record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first,
+                    max_spool_bytes=int(limits.get("max_spool_mb", 64) * (1 << 20)))
     return outcome.returncode
 
 
