@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import script, tool
+from conftest import comment_mark, machine_linkers, script, tool
 from linkwrap.wrap import args, linkers
 from linkwrap.wrap.policy import Decision
 
@@ -48,12 +48,13 @@ def big_obj(tmp_path_factory):
 def env_for(linker, tmp_path, **extra):
     """linkwrap-cc's environment: a private LINKWRAP_HOME (set by lw_home) and the forced linker.
 
-    lld-16 is installed only as ld.lld-16: a bin dir with ld.lld lets `-fuse-ld=lld` find it.
+    Debian's lld-16 is installed only as ld.lld-16: a bin dir with ld.lld (the newest LLD linkwrap
+    finds) lets `-fuse-ld=lld` find it.
     """
     bindir = tmp_path / "lld-bin"
     if not bindir.exists():
         bindir.mkdir()
-        os.symlink(tool("ld.lld-16"), bindir / "ld.lld")
+        os.symlink(machine_linkers()["lld"].path, bindir / "ld.lld")
     return {**os.environ, "LINKWRAP_LINKER": linker, "PATH": f"{bindir}:{os.environ['PATH']}", **extra}
 
 
@@ -71,7 +72,7 @@ def written_by(path) -> str:
     text = subprocess.run(["readelf", "-p", ".comment", str(path)], capture_output=True, text=True).stdout
     if "mold" in text:
         return "mold"
-    if "LLD 16" in text:
+    if comment_mark("lld") in text:
         return "lld"
     if "LLD" in text:
         return "other lld"

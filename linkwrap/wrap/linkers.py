@@ -25,13 +25,13 @@ class LinkerInfo(record("LinkerInfo", "name path version version_text")):
 CANDIDATES = {
     "mold": ("mold", "ld.mold"),
     "wild": ("wild", "ld.wild"),
-    "lld": ("ld.lld",),            # plus ld.lld-NN, newest first (see _find_lld)
+    "lld": ("ld.lld",),            # and ld.lld-NN: the newest of them all (see _newest_lld)
     "bfd": ("ld.bfd",),
     "gold": ("ld.gold",),
     "rust-lld": ("rust-lld",),     # on PATH when rustc runs the link
 }
 NAMES = ("mold", "wild", "lld", "rust-lld", "bfd", "gold", "python")
-_CACHE_FORMAT = 3
+_CACHE_FORMAT = 4
 
 
 def discover(request=None, environ=os.environ) -> dict:
@@ -65,9 +65,7 @@ def _search_path(path_dirs, cache) -> dict:
         return dict(hit[1])
     found = {}
     for name, exes in CANDIDATES.items():
-        path = _which_any(exes, path_dirs)
-        if name == "lld" and not path:
-            path = _find_lld(path_dirs)
+        path = _newest_lld(path_dirs) if name == "lld" else _which_any(exes, path_dirs)
         if path:
             found[name] = path
     cache["search"] = (key, found)
@@ -84,19 +82,28 @@ def _which_any(names, path_dirs):
     return None
 
 
-def _find_lld(path_dirs):
-    """ld.lld-NN (Debian's lld-16 package) when there is no plain ld.lld: newest NN."""
-    best = None
+def _newest_lld(path_dirs):
+    """The newest LLD of ld.lld and ld.lld-NN on PATH (Debian's lld is 14, lld-16 is ld.lld-16 only).
+
+    Versions are asked only when there are several: this runs on a cold cache, when PATH changed."""
+    found, seen = [], set()
     for d in path_dirs:
         try:
             names = os.listdir(d)
         except OSError:
             continue
-        for n in names:
-            if n.startswith("ld.lld-") and n[7:].isdigit():
-                if best is None or int(n[7:]) > best[0]:
-                    best = (int(n[7:]), os.path.join(d, n))
-    return best[1] if best else None
+        numbered = sorted((n for n in names if n.startswith("ld.lld-") and n[7:].isdigit()),
+                          key=lambda n: -int(n[7:]))
+        for n in (["ld.lld"] if "ld.lld" in names else []) + numbered:
+            p = os.path.join(d, n)
+            real = os.path.realpath(p)
+            if real not in seen and os.access(p, os.X_OK) and not os.path.isdir(p):
+                seen.add(real)
+                found.append(p)
+    if len(found) < 2:
+        return found[0] if found else None
+    # max() keeps the first of equals: PATH order decides between the same version.
+    return max(found, key=lambda p: parse_version("lld", version_text("lld", p)) or ())
 
 
 def _rust_lld(request, found, path_dirs, cache):

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from conftest import script
+from conftest import comment_mark, script
 from linkwrap import resources
 from linkwrap.errors import ConfigError
 from linkwrap.wrap import args, config
@@ -379,8 +379,9 @@ def test_an_unknown_linkwrap_linker_links_as_asked(project, lw_home, hello_obj):
     assert message in (lw_home / "linkwrap.log").read_text()
 
 
-@pytest.mark.parametrize("prefer, comment", [("lld", "LLD 16"), ("mold", "mold 1.10")])
-def test_the_project_file_chooses_the_linker(project, lw_home, hello_obj, prefer, comment):
+@pytest.mark.parametrize("prefer", ["lld", "mold"])
+def test_the_project_file_chooses_the_linker(project, lw_home, hello_obj, prefer):
+    comment = comment_mark(prefer)
     (project / "linkwrap.toml").write_text(f'prefer = ["{prefer}"]\n')
     done = subprocess.run([script("linkwrap-cc"), str(hello_obj), "-o", "hello"], cwd=project,
                           capture_output=True, text=True)

@@ -6,7 +6,7 @@ import textwrap
 import pytest
 
 STANDINS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "standins")
-GCC_LD = "/root/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld"
+GCC_LD = "/opt/rust/lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld"  # only passed through, never run
 
 
 def link(linkwrap_cc, argv, cwd, **env):
@@ -50,7 +50,8 @@ def test_a_failing_link_fails_the_same_way_as_cc(tmp_path, lw_home, linkwrap_cc)
 
 def test_questions_to_the_driver_are_not_links(tmp_path, lw_home, linkwrap_cc):
     done = link(linkwrap_cc, ["--version"], tmp_path)
-    assert done.returncode == 0 and done.stdout.startswith("cc (Debian")
+    direct = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout
+    assert done.returncode == 0 and done.stdout == direct
     assert not (lw_home / "links.spool").exists() and not list(lw_home.glob("*.spool*"))
 
 
@@ -133,7 +134,8 @@ def test_a_b_directory_holding_an_ld_is_the_callers_linker(tmp_path, lw_home, li
     # The caller's own ld: GNU ld that leaves a mark, in a -B directory.
     mine = tmp_path / "my-ld"
     mine.mkdir()
-    bfd = subprocess.run(["cc", "-print-prog-name=ld.bfd"], capture_output=True, text=True).stdout.strip()
+    from conftest import tool
+    bfd = tool("ld.bfd")
     (mine / "ld").write_text(f"#!/bin/sh\necho ran > {tmp_path}/mark\nexec {bfd} \"$@\"\n")
     (mine / "ld").chmod(0o755)
     done = link(linkwrap_cc, [f"-B{mine}/", str(hello_obj), "-o", "hello"], tmp_path)
@@ -147,13 +149,12 @@ def test_a_b_directory_holding_an_ld_is_the_callers_linker(tmp_path, lw_home, li
 
 def test_clang_ld_path_is_the_callers_linker(tmp_path, lw_home, linkwrap_cc, hello_obj):
     from conftest import tool
-    clang = tool("clang")
-    bfd = subprocess.run(["cc", "-print-prog-name=ld.bfd"], capture_output=True, text=True).stdout.strip()
+    clang, bfd = tool("clang"), tool("ld.bfd")
     done = link(linkwrap_cc, [f"--ld-path={bfd}", str(hello_obj), "-o", "hello"], tmp_path, LINKWRAP_CC=clang)
     assert (done.returncode, done.stderr) == (0, "")
     assert "mold" not in comment(tmp_path / "hello") and "LLD" not in comment(tmp_path / "hello")
     rec, = _spooled(lw_home)
-    assert rec["linker"] == "as asked" and f"--ld-path={bfd}" in rec["command"]
+    assert rec["linker"] == "as asked" and f"--ld-path={bfd}" in rec["argv"]
 
 
 @pytest.mark.parametrize("flag, ours", [("-Wl,--threads=1", "--threads="), ("-Wl,--fork", "--no-fork")])
@@ -163,6 +164,6 @@ def test_the_callers_thread_and_fork_flags_reach_mold_unchanged(tmp_path, lw_hom
     assert (done.returncode, done.stderr) == (0, "")
     assert "mold" in comment(tmp_path / "hello")
     rec, = _spooled(lw_home)
-    assert flag in rec["command"]
-    assert not any(a.startswith(f"-Wl,{ours}") for a in rec["command"] if a != flag)
+    assert flag in rec["argv"] and "{args}" in rec["command"]  # the caller's arguments, as given
+    assert not any(a.startswith(f"-Wl,{ours}") for a in rec["command"])
     assert not any(f.startswith(ours) for f in rec["flags_added"])
