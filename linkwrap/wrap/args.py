@@ -10,6 +10,7 @@ dataclasses: this module runs on every link and `import dataclasses` alone costs
 ~15 ms here (docs/design.md, "The hot path").
 """
 import os
+from linkwrap.errors import UsageError
 from linkwrap.records import record
 
 
@@ -32,8 +33,8 @@ class LinkRequest(record("LinkRequest", [
     __slots__ = ()
 
 
-class ArgsError(ValueError):
-    """An @response file could not be read."""
+class ArgsError(UsageError):
+    """An @response file could not be read: the command line's own fault (explain says it as an error)."""
 
 
 def parse(argv, driver=None, environ=os.environ, cwd=None) -> LinkRequest:

@@ -23,10 +23,11 @@ from linkwrap.records import record
 from linkwrap import cache as cache_mod
 from linkwrap import paths
 from linkwrap.errors import ConfigError
+from linkwrap.wrap.linkers import NAMES
 
 FILE_NAME = "linkwrap.toml"
-LINKER_NAMES = ("mold", "wild", "lld", "rust-lld", "bfd", "gold", "python")
-DEFAULT_PREFER = ("mold", "wild", "lld", "rust-lld", "bfd", "gold")
+LINKER_NAMES = NAMES
+DEFAULT_PREFER = tuple(n for n in NAMES if n != "python")  # linkwrap's own linker only when asked for
 DEFAULT = "default"
 # How much of its own state linkwrap keeps ([records] in linkwrap.toml; 0 = no limit). The spool and
 # the fault log are bounded on the link path, links.db by the commands that ingest the spool.

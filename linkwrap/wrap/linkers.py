@@ -30,6 +30,8 @@ CANDIDATES = {
     "gold": ("ld.gold",),
     "rust-lld": ("rust-lld",),     # on PATH when rustc runs the link
 }
+# Every linker linkwrap knows, by the name config, policy, records and LINKWRAP_LINKER use:
+# the one list (config.LINKER_NAMES is this list).
 NAMES = ("mold", "wild", "lld", "rust-lld", "bfd", "gold", "python")
 _CACHE_FORMAT = 4
 

@@ -293,3 +293,28 @@ def test_an_output_in_a_missing_directory_says_whose_facts_these_are(tmp_path, l
     assert done.returncode == 0, done.stderr
     assert f"{tmp_path / 'no' / 'such'} does not exist (yet): the filesystem facts are those of {tmp_path}" \
         in done.stdout
+
+
+def test_explain_of_a_cargo_binary_says_what_its_link_really_meets(tmp_path, lw_home):
+    # A real Cargo build: target/debug/<bin> is a hard link to deps/<bin>-<hash>, which Cargo deletes
+    # before rustc links it, so the link finds no output (nlink=2 is never what a binary's link sees).
+    root = tmp_path / "app"
+    (root / "src").mkdir(parents=True)
+    (root / "Cargo.toml").write_text('[package]\nname = "my-app"\nversion = "0.1.0"\nedition = "2021"\n')
+    (root / "src" / "main.rs").write_text('fn main() { println!("hi"); }\n')
+    done = subprocess.run(["cargo", "build", "--offline"], cwd=root, capture_output=True, text=True,
+                          env={**os.environ, "CARGO_TARGET_DIR": str(root / "target")})
+    assert done.returncode == 0, done.stderr
+    uplifted = root / "target" / "debug" / "my-app"
+    assert os.stat(uplifted).st_nlink == 2
+    data = explain(str(uplifted), cwd=root)
+    deps = data["request"]["output"]
+    assert os.path.dirname(deps) == str(root / "target" / "debug" / "deps")
+    assert os.path.basename(deps).startswith("my_app-") and os.path.samefile(deps, uplifted)
+    assert data["note"].startswith(f"Cargo links this binary as {deps} and deletes that file first")
+    assert data["probe"]["output"]["exists"] is False
+    assert data["decision"]["write_mode"] == "fresh" and data["decision"]["reasons"][-1] == "no existing output -> fresh"
+    text = linkwrap("explain", str(uplifted), cwd=root, env={"COLUMNS": "300"}).stdout
+    assert "Cargo links this binary as" in text
+    # A test binary is not deleted first: explained as it is.
+    assert explain("out", cwd=tmp_path)["note"] is None
