@@ -167,3 +167,20 @@ def test_the_callers_thread_and_fork_flags_reach_mold_unchanged(tmp_path, lw_hom
     assert flag in rec["argv"] and "{args}" in rec["command"]  # the caller's arguments, as given
     assert not any(a.startswith(f"-Wl,{ours}") for a in rec["command"])
     assert not any(f.startswith(ours) for f in rec["flags_added"])
+
+
+def test_a_broken_linkwrap_toml_fails_cargo_build_with_one_line(tmp_path, lw_home, linkwrap_cc):
+    """rustc shows a failed link's stderr: the user learns of the broken file in this build."""
+    from cargokit import env_name, host_triple, new_crate
+    crate = new_crate(tmp_path)
+    toml = os.path.join(crate, "linkwrap.toml")
+    with open(toml, "w") as f:
+        f.write('prefer = ["mold"]\nforbid = "lld"\n')
+    env = {**os.environ, env_name(host_triple()): linkwrap_cc, "CARGO_TARGET_DIR": str(tmp_path / "target")}
+    done = subprocess.run(["cargo", "build", "--quiet"], cwd=crate, capture_output=True, text=True, env=env)
+    assert done.returncode != 0
+    ours = [line for line in done.stderr.splitlines() if "linkwrap: " in line]
+    assert len(ours) == 1, done.stderr
+    assert f"linkwrap: error: {toml}:2: 'forbid' must be a list of linker names (fix it; LINKWRAP_DISABLE=1" in ours[0]
+    env["LINKWRAP_DISABLE"] = "1"
+    assert subprocess.run(["cargo", "build", "--quiet"], cwd=crate, capture_output=True, env=env).returncode == 0
