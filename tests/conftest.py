@@ -2,10 +2,16 @@
 (scripts/install-test-deps installs them)."""
 import os
 import shutil
+import signal
 import subprocess
 import sysconfig
 
 import pytest
+
+# A test run started with SIGINT ignored (a background job of a non-interactive shell, as CI may be)
+# would hand that to every process it starts, and the tests that interrupt a link would test nothing:
+# give the run the interpreter's usual handler, so children start with SIGINT's default again.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

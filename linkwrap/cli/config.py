@@ -84,6 +84,8 @@ def describe(settings, cwd, environ=None) -> dict:
         values[key] = (list(settings.extra_flags.get(name, ())), src.get(key, "default"))
     for key in config_mod.RETENTION:
         values[f"records.{key}"] = (settings.retention[key], src.get(f"records.{key}", "default"))
+    for name, value in settings.memory.items():  # admission unset: on only when a memory limit applies
+        values[f"memory.{name}"] = (value, src.get(f"memory.{name}", "default"))
     user = paths.user_config_file()
     return {
         "files": {"user": user, "user_exists": os.path.isfile(user),

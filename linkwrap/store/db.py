@@ -96,7 +96,8 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
     if ingest:
         ingested = False
         try:
-            spool.ingest(conn, state)
+            if spool.ingest(conn, state):
+                refit(conn)
             ingested = True
         except sqlite3.DatabaseError as e:
             if is_corrupt(e):
@@ -159,6 +160,16 @@ def trim(conn, limits) -> int:
         if max_bytes and size_bytes(conn) > max_bytes:
             conn.execute("VACUUM")
     return deleted
+
+
+def refit(conn) -> None:
+    """Fit the memory model the link path predicts with (linkwrap.wrap.predict) on the new records.
+    It is an aid to prediction: a failure leaves the last model in place."""
+    try:
+        from linkwrap.wrap import predict
+        predict.refit(conn)
+    except Exception:
+        pass
 
 
 def _fallback(db_path, exc, warn):

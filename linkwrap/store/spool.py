@@ -33,6 +33,8 @@ LINK_COLUMNS = (
     "peak_rss_kb", "exit_status", "input_count", "input_bytes", "overhead_ms", "fell_back",
     "first_exit_status", "first_wall_ms", "first_command", "fault", "driver", "argv",
     "args_expanded", "command", "first_linker", "first_error", "startup_ms",
+    "predicted_peak_kb", "prediction_source", "charge_kb", "charge_how", "waited_ms", "wait_note",
+    "memory_room_kb", "jobserver_wait", "mem_limit_mb",
 )
 
 
@@ -42,6 +44,8 @@ _NUMBER_KEYS = frozenset(("started_unix", "wall_ms", "user_ms", "sys_ms", "overh
                           "startup_ms"))
 _INT_KEYS = frozenset(("pid", "build_pid", "output_bytes", "nlink_before", "peak_rss_kb", "exit_status",
                        "input_count", "input_bytes", "first_exit_status", "v"))
+# Columns are named with their units: any other field so named holds a number too.
+_UNIT_SUFFIXES = ("_ms", "_s", "_kb", "_mb", "_bytes", "_unix")
 _REQUIRED = ("uid", "started_unix")
 
 
@@ -56,7 +60,7 @@ def valid(rec) -> bool:
         if value is None:
             if key in _REQUIRED:
                 return False
-        elif key in _NUMBER_KEYS:
+        elif key in _NUMBER_KEYS or key not in _INT_KEYS and key.endswith(_UNIT_SUFFIXES):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 return False
             if key == "started_unix" and not 0 <= value < 1e11:  # before year 5138: gmtime() can show it

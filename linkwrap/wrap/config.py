@@ -49,16 +49,22 @@ class Config(record("Config", [
     "files",         # tuple[str]: configuration files read, user's first
     "ignored",       # tuple[(path, why)]: files not read because another user could have written them
     "retention",     # dict[str, number]: [records] keep_days, max_db_mb, max_spool_mb, max_log_kb
+    "memory",        # dict: [memory] admission (bool | None = when a limit applies), headroom_mb, max_wait_s
 ])):
     """The settings for one link. Keys of `sources`: prefer, forbid, linker,
-    in_place, record, profile, linkers.<name>.extra_flags."""
+    in_place, record, profile, linkers.<name>.extra_flags, records.<key>, memory.<key>."""
     __slots__ = ()
 
 
 def defaults() -> Config:
     sources = {"prefer": DEFAULT, "forbid": DEFAULT, "linker": DEFAULT, "in_place": DEFAULT,
                "record": DEFAULT, "profile": DEFAULT}
-    return Config(DEFAULT_PREFER, frozenset(), None, {}, True, True, sources, None, (), (), dict(RETENTION))
+    return Config(DEFAULT_PREFER, frozenset(), None, {}, True, True, sources, None, (), (), dict(RETENTION),
+                  dict(MEMORY_DEFAULTS))
+
+
+# [memory]: admission of links by their predicted memory (linkwrap/wrap/admission.py).
+MEMORY_DEFAULTS = {"admission": None, "headroom_mb": 64, "max_wait_s": 300.0}
 
 
 def load(request=None, environ=None, profile=None) -> Config:
@@ -101,7 +107,7 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=(), ignor
     """Apply validated tables in order (later wins), then the environment. Pure."""
     c = defaults()
     prefer, forbid, in_place, record = c.prefer, c.forbid, c.in_place, c.record
-    extra, sources = {}, dict(c.sources)
+    extra, sources, memory = {}, dict(c.sources), dict(c.memory)
     retention = dict(c.retention)
     for label, table in layers:
         for key, value in table.get("records", {}).items():
@@ -118,11 +124,14 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=(), ignor
             if "extra_flags" in settings:
                 extra[name] = tuple(settings["extra_flags"])
                 sources[f"linkers.{name}.extra_flags"] = label
+        for name, value in table.get("memory", {}).items():
+            memory[name], sources[f"memory.{name}"] = value, label
     forced = forced_linker(environ)
     if forced:
         sources["linker"] = ENV_LINKER
     sources["profile"] = profile_source
-    return Config(prefer, forbid, forced, extra, in_place, record, sources, profile, files, ignored, retention)
+    return Config(prefer, forbid, forced, extra, in_place, record, sources, profile, files, ignored, retention,
+                  memory)
 
 
 def forced_linker(environ) -> str | None:
@@ -323,7 +332,7 @@ def _store_cache(data) -> None:
 
 # --- parsing and validating ------------------------------------------------
 
-_TOP_KEYS = ("prefer", "forbid", "in_place", "record", "linkers", "records", "profile")
+_TOP_KEYS = ("prefer", "forbid", "in_place", "record", "linkers", "records", "memory", "profile")
 
 
 def parse_text(text: str, path: str = FILE_NAME) -> dict:
@@ -372,6 +381,8 @@ def _table(raw, text, path, where, allow_profile) -> dict:
             out[key] = _linkers(value, text, path, where + (key,))
         elif key == "records":
             out[key] = _records(value, text, path, where + (key,))
+        elif key == "memory":
+            out[key] = _memory(value, text, path, where + (key,))
         else:
             if not isinstance(value, dict):
                 _fail(text, path, where, key, "'profile' must be a table: [profile.<name>]")
@@ -421,6 +432,21 @@ def _records(value, text, path, where) -> dict:
         if isinstance(number, bool) or not isinstance(number, (int, float)) or number < 0:
             _fail(text, path, where, key, f"'{_dotted(where, key)}' must be a number >= 0 (0: no limit)")
     return dict(value)
+
+
+def _memory(value, text, path, where) -> dict:
+    if not isinstance(value, dict):
+        _fail(text, path, where[:-1], where[-1], "'memory' must be a table: [memory]")
+    for key, v in value.items():
+        if key not in MEMORY_DEFAULTS:
+            _fail(text, path, where, key, f"unknown key '{_dotted(where, key)}' (known: {', '.join(MEMORY_DEFAULTS)})")
+        if key == "admission" and not isinstance(v, bool):
+            _fail(text, path, where, key, f"'{_dotted(where, key)}' must be true or false")
+        if key == "headroom_mb" and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            _fail(text, path, where, key, f"'{_dotted(where, key)}' must be a whole number of MiB, 0 or more")
+        if key == "max_wait_s" and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1e6):
+            _fail(text, path, where, key, f"'{_dotted(where, key)}' must be a number of seconds above 0")
+    return {k: float(v) if k == "max_wait_s" else v for k, v in value.items()}
 
 
 def _dotted(where, key) -> str:

@@ -51,6 +51,15 @@ def main(argv, driver=None, environ=os.environ) -> int:
         faults.warn_once(f"config-{_crc(str(e) + build.identify(environ).key)}",
                          f"{e}; linking as asked until it is fixed")
 
+    # Memory: a link whose predicted memory does not fit waits for running links (admission.py).
+    ticket = None
+    if choice.memory is not None:
+        try:
+            from linkwrap.wrap import admission
+            ticket = admission.enter(choice, environ)
+        except Exception as e:
+            faults.note("waiting for memory", e)
+
     # Run it. A failure that may be linkwrap's doing gets one more try as asked.
     first = None
     try:
@@ -70,9 +79,14 @@ def main(argv, driver=None, environ=os.environ) -> int:
 
     # Beyond this point the link is over: nothing below may change its result.
     run.write_through(outcome)
+    memory = None
+    if choice.memory is not None or ticket is not None:
+        from linkwrap.wrap import admission
+        memory = admission.leave(ticket, choice.memory, decision.linker.name if decision.linker else None,
+                                 request.output, outcome, facts.input_bytes if facts is not None else None)
     if settings is None or settings.record:
         limits = settings.retention if settings is not None else {}
-        record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first,
+        record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first, memory=memory,
                     max_spool_bytes=int(limits.get("max_spool_mb", 64) * (1 << 20)))
     return outcome.returncode
 

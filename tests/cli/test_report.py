@@ -106,3 +106,16 @@ def test_a_full_device_or_disk_is_an_error_and_leaves_nothing_behind(tmp_path, l
         done = lw("report", "--html", os.path.join(point, "r.html"), cwd=tmp_path, check=False)
         assert done.returncode == 1 and "No space left on device" in done.stderr
         assert sorted(os.listdir(point)) == ["filler"]
+
+
+def test_a_wait_for_memory_is_marked_on_the_builds_timeline(tmp_path, lw_home):
+    from linkrecords import spool_record
+    spool_record(lw_home, output_path=str(tmp_path / "a"), crate_name="a", linker="bfd", build_key="k",
+                 waited_ms=800.0, predicted_peak_kb=300 << 10, wait_note=None)
+    spool_record(lw_home, output_path=str(tmp_path / "b"), crate_name="b", linker="bfd", build_key="k",
+                 waited_ms=0.0, predicted_peak_kb=10 << 10)
+    page = tmp_path / "r.html"
+    lw("report", "--html", page)
+    text = page.read_text()
+    marks = re.findall(r'<rect class="memory-wait"[^>]*><title>([^<]*)</title>', text)
+    assert marks == ["a waited 800 ms for memory (predicted 300.0 MiB)"]

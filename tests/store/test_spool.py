@@ -116,3 +116,11 @@ def test_crafted_records_are_skipped_counted_and_break_no_command(tmp_path, lw_h
     conn = db.connect()
     assert [r[0] for r in conn.execute("SELECT record_uid FROM links ORDER BY 1")] == ["good1", "good2"]
     assert f"Skipped: {len(bad)} malformed records" in proc.stdout
+
+
+def test_fields_named_with_units_are_numbers():
+    base = {"uid": "u", "started_unix": 1_800_000_000.0}
+    good = {**base, "predicted_peak_kb": 300 << 10, "waited_ms": 800.0, "mem_limit_mb": None, "wait_note": "alone"}
+    assert spool.valid(good)
+    assert not spool.valid({**base, "waited_ms": "800"})
+    assert not spool.valid({**base, "peak_rss_kb": 1.5})  # a whole number of KiB
