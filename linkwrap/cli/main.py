@@ -137,7 +137,7 @@ def main(argv=None) -> int:
             stream.reconfigure(errors="surrogateescape")
         except (AttributeError, ValueError):
             pass
-    from linkwrap.errors import LinkwrapError
+    from linkwrap.errors import LinkwrapError, error_line
     try:
         if argv and argv[0] in VERBATIM:
             code = _module(argv[0]).run_verbatim(argv[1:])
@@ -154,7 +154,7 @@ def main(argv=None) -> int:
                 code = _module(args.command).run(args)
     except LinkwrapError as e:
         from linkwrap.errors import UsageError
-        print(f"linkwrap: error: {e}", file=sys.stderr)
+        sys.stderr.write(error_line(e))
         code = 2 if isinstance(e, UsageError) else 1  # usage errors exit 2, as argparse's do
     except KeyboardInterrupt:
         print("linkwrap: interrupted", file=sys.stderr)
@@ -163,7 +163,7 @@ def main(argv=None) -> int:
         code = 0
     except OSError as e:  # the machine said no (read-only, full, missing): not a bug, one line
         where = f"{e.filename}: " if e.filename else ""
-        print(f"linkwrap: error: {where}{e.strerror or e}", file=sys.stderr)
+        sys.stderr.write(error_line(f"{where}{e.strerror or e}"))
         code = 1
     except Exception as e:
         from linkwrap import faults, paths

@@ -109,15 +109,31 @@ def _build_dir(conn, project):
 
 
 def _write(target, text, shown) -> None:
-    tmp = f"{target}.{os.getpid()}.tmp"
+    """A regular file is replaced whole (a new name, made here, renamed over it); a device or FIFO
+    (/dev/stdout, /dev/full) is written as it is, never replaced. Every failure is an error (exit 1:
+    the machine said no), and no temporary file is left behind."""
+    import stat
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, target)
+        special = not stat.S_ISREG(os.stat(target).st_mode)
+    except FileNotFoundError:
+        special = False
     except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        raise LinkwrapError(f"cannot write {shown}: {e.strerror or e}") from None
+    tmp = target if special else f"{target}.{os.getpid()}.tmp"
+    try:
+        if special:
+            f = open(tmp, "w", encoding="utf-8")
+        else:
+            f = os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644), "w",
+                          encoding="utf-8")
+        with f:  # close() flushes: ENOSPC surfaces here at the latest
+            f.write(text)
+        if not special:
+            os.replace(tmp, target)
+    except OSError as e:
+        if not special:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
         raise LinkwrapError(f"cannot write {shown}: {e.strerror or e}") from None

@@ -310,6 +310,8 @@ def render_many(summary, console: Console) -> None:
 
 
 def render(summary, console: Console | None = None) -> None:
+    from linkwrap.errors import printable_data
+    summary = printable_data(summary)  # names and commands come from anyone: no terminal escapes
     console = console or wide_console()
     scope = summary.get("scope") or {}
     if not summary["builds"]:

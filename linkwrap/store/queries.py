@@ -112,7 +112,12 @@ def counts(db, project=None) -> dict:
     links, first, last = db.execute("SELECT count(*), min(links.started_utc), max(links.started_utc) FROM links "
                                     f"LEFT JOIN builds ON builds.id = links.build_id WHERE 1{where}", params).fetchone()
     builds = db.execute(f"SELECT count(*) FROM builds WHERE 1{where}", params).fetchone()[0]
-    return {"links": links, "builds": builds, "first_utc": first, "last_utc": last}
+    import sqlite3
+    try:
+        rejected = db.execute("SELECT value FROM store_counts WHERE name = 'rejected_records'").fetchone()[0]
+    except (sqlite3.Error, TypeError):  # a read-only database from before m004
+        rejected = 0
+    return {"links": links, "builds": builds, "first_utc": first, "last_utc": last, "rejected": rejected}
 
 
 def record_run(db, key, *, command, cwd, started_utc, finished_utc, wall_ms, exit_status, project=(None, None)) -> int:
