@@ -27,7 +27,7 @@ values here.
 """
 from dataclasses import dataclass, replace
 
-from linkwrap.ld import elf
+from linkwrap.ld import elf, x86_64
 
 _PREFIX_MAP = (
     (".text.", ".text"), (".rodata.", ".rodata"), (".data.rel.ro.", ".data.rel.ro"), (".data.", ".data"),
@@ -39,7 +39,7 @@ _PREFIX_MAP = (
 
 # (class, rank) of known output sections; others are classified by their flags.
 _RANKS = {
-    ".interp": (0, 0), ".note.gnu.build-id": (0, 1), ".gnu.hash": (0, 3),
+    ".interp": (0, 0), ".note.gnu.property": (0, 0.5), ".note.gnu.build-id": (0, 1), ".gnu.hash": (0, 3),
     ".dynsym": (0, 4), ".dynstr": (0, 5), ".gnu.version": (0, 6), ".gnu.version_r": (0, 7),
     ".rela.dyn": (0, 8), ".rela.plt": (0, 9),
     ".init": (1, 0), ".plt": (1, 1), ".text": (1, 2), ".fini": (1, 9),
@@ -173,7 +173,7 @@ class Layout:
         """The address references to s resolve to: its PLT entry for IFUNCs and imported functions."""
         if s in self.plt_index and (s.type == elf.STT_GNU_IFUNC or
                                     (s.dso is not None and s not in self.synth.copied)):
-            return self.plt_base + 16 * self.plt_index[s]
+            return self.plt_base + x86_64.PLT_ENTRY_SIZE * self.plt_index[s]
         return self.real_addr(s)
 
     def shndx_of_addr(self, addr):
@@ -246,6 +246,15 @@ def compute(opts, mode, res, live, synth) -> Layout:
     has = {o.name for o in alloc}
     tls = [o for o in alloc if o.flags & elf.SHF_TLS]
     notes = [o for o in alloc if o.type == elf.SHT_NOTE]
+    # one PT_NOTE per run of notes with the same alignment: a reader steps through a PT_NOTE
+    # with its p_align, so 8-aligned .note.gnu.property cannot share one with 4-aligned notes
+    note_runs = []
+    for o in notes:
+        if note_runs and note_runs[-1][-1].align == o.align:
+            note_runs[-1].append(o)
+        else:
+            note_runs.append([o])
+    page = opts.max_page_size
     relro = opts.z_relro and any(o.cls == 3 for o in alloc)
     ph_types = []
     if mode.interp:
@@ -253,8 +262,9 @@ def compute(opts, mode, res, live, synth) -> Layout:
     ph_types += [elf.PT_LOAD] * len(classes)
     if mode.dynamic:
         ph_types.append(elf.PT_DYNAMIC)
-    if notes:
-        ph_types.append(elf.PT_NOTE)
+    ph_types += [elf.PT_NOTE] * len(note_runs)
+    if ".note.gnu.property" in has:
+        ph_types.append(elf.PT_GNU_PROPERTY)
     if tls:
         ph_types.append(elf.PT_TLS)
     if ".eh_frame_hdr" in has:
@@ -270,7 +280,7 @@ def compute(opts, mode, res, live, synth) -> Layout:
     prev_cls = 0
     for o in alloc:
         if o.cls != prev_cls:
-            addr = elf.align_up(addr, elf.PAGE)
+            addr = elf.align_up(addr, page)
             prev_cls = o.cls
         addr = elf.align_up(addr, o.align)
         o.addr = addr
@@ -335,14 +345,17 @@ def compute(opts, mode, res, live, synth) -> Layout:
         flags = {0: elf.PF_R, 1: elf.PF_R | elf.PF_X, 2: elf.PF_R, 3: elf.PF_R | elf.PF_W,
                  4: elf.PF_R | elf.PF_W}[cls]
         filesz = max(end_file - start, 0)
-        segs.append(Segment(elf.PT_LOAD, flags, start - base, start, filesz, end_mem - start, elf.PAGE))
+        segs.append(Segment(elf.PT_LOAD, flags, start - base, start, filesz, end_mem - start, page))
     if mode.dynamic:
         d = by_name[".dynamic"]
         segs.append(Segment(elf.PT_DYNAMIC, elf.PF_R | elf.PF_W, d.offset, d.addr, d.size, d.size, 8))
-    if notes:
-        n0, n1 = notes[0], notes[-1]
+    for run in note_runs:
+        n0, n1 = run[0], run[-1]
         sz = n1.addr + n1.size - n0.addr
-        segs.append(Segment(elf.PT_NOTE, elf.PF_R, n0.offset, n0.addr, sz, sz, max(o.align for o in notes)))
+        segs.append(Segment(elf.PT_NOTE, elf.PF_R, n0.offset, n0.addr, sz, sz, n0.align))
+    if ".note.gnu.property" in has:
+        p = by_name[".note.gnu.property"]
+        segs.append(Segment(elf.PT_GNU_PROPERTY, elf.PF_R, p.offset, p.addr, p.size, p.size, p.align))
     tls_start = tls_end_tp = 0
     if tls:
         t0 = tls[0]
@@ -356,7 +369,7 @@ def compute(opts, mode, res, live, synth) -> Layout:
     if ".eh_frame_hdr" in has:
         e = by_name[".eh_frame_hdr"]
         segs.append(Segment(elf.PT_GNU_EH_FRAME, elf.PF_R, e.offset, e.addr, e.size, e.size, 4))
-    segs.append(Segment(elf.PT_GNU_STACK, elf.PF_R | elf.PF_W | (elf.PF_X if opts.z_execstack else 0),
+    segs.append(Segment(elf.PT_GNU_STACK, elf.PF_R | elf.PF_W | (elf.PF_X if exec_stack(opts, res) else 0),
                         0, 0, 0, 0, 16))
     if relro:
         start, end_file, end_mem = seg_ranges[3]
@@ -377,6 +390,15 @@ def compute(opts, mode, res, live, synth) -> Layout:
     elif opts.entry.startswith("0x"):
         lk = replace(lk, entry=int(opts.entry, 16))
     return lk
+
+
+def exec_stack(opts, res) -> bool:
+    """PT_GNU_STACK gets PF_X as GNU ld decides: -z execstack/noexecstack, else when some object
+    asks for it (an executable .note.GNU-stack) or, once any object has the note, lacks it."""
+    if opts.z_execstack is not None:
+        return opts.z_execstack
+    notes = [obj.stack_note for obj in res.objects]
+    return any(n == "x" for n in notes) or (None in notes and any(n is not None for n in notes))
 
 
 def _classify(name, m, opts):

@@ -53,6 +53,7 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag):
     recipes = x86_64.RECIPES
     rela = lk.synth.rela_dyn
     copied = lk.synth.copied
+    canonical = lk.synth.canonical
     dynidx = lk.synth.dynsym.index if lk.synth.dynsym is not None else {}
     addr_get = lk.addr_of.get
     sym_addr = lk.sym_addr
@@ -90,7 +91,8 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag):
             S = sym_addr(s)
         kind = r.kind
         if kind == "abs64":
-            if alloc and not s.is_local and preemptible(s, mode, copied):
+            if alloc and not s.is_local and preemptible(s, mode, copied) and \
+                    (sec.flags & elf.SHF_WRITE or s not in canonical):
                 rela.other.append((P, (dynidx[s] << 32) | elf.R_X86_64_64, A))
                 elf.U64.pack_into(buf, loc, 0)
                 continue
@@ -119,6 +121,16 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag):
                 continue
             x86_64.relax_ld_to_le(buf, loc, form)
             skip_next = True
+            continue
+        if kind == "tlsdesc" or kind == "tlsdesc_call":
+            if kind == "tlsdesc_call":
+                ok = x86_64.relax_tlsdesc_call(buf, loc)
+            elif not s.is_local and preemptible(s, mode, copied):
+                ok = x86_64.relax_tlsdesc(buf, loc, lk.gottp_slot(s) + A - P, True)
+            else:
+                ok = x86_64.relax_tlsdesc(buf, loc, lk.tp_offset(S + A + 4), False)
+            if not ok:
+                diag.error(f"{where(sec, r_off, syms)}: {r.name} not at the instruction the psABI prescribes")
             continue
         if kind == "got" and rtype != elf.R_X86_64_GOTPCREL and alloc and s.defined and not s.is_ifunc \
                 and not (s.is_abs and pic) and (s.is_local or not preemptible(s, mode, copied)) \

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 from linkwrap.ld import elf
 from linkwrap.ld import x86_64
+from linkwrap.ld.diag import Unsupported
+from linkwrap.ld.options import dynamic_list_matcher
 from linkwrap.ld.scan import preemptible
 
 
@@ -126,6 +128,59 @@ class BuildId(Synthetic):
         buf[off + 16:off + 16 + self.desc_len] = d
 
 
+class PropertyNote(Synthetic):
+    """.note.gnu.property: the inputs' x86 properties merged as GNU ld merges them."""
+    type = elf.SHT_NOTE
+
+    def __init__(self, props):
+        super().__init__(".note.gnu.property")
+        desc = b"".join(struct.pack("<IIII", t, 4, v, 0) for t, v in sorted(props.items()))
+        self.data = struct.pack("<III", 4, len(desc), 5) + b"GNU\0" + desc   # NT_GNU_PROPERTY_TYPE_0
+
+    def size(self):
+        return len(self.data)
+
+    def write_to(self, buf, lk):
+        return _put(buf, lk.offset_of(self), self.data)
+
+
+FEATURE_1_AND, ISA_1_NEEDED = 0xC0000002, 0xC0008002
+FEATURE_1_IBT, FEATURE_1_SHSTK = 1, 2
+
+
+def merge_properties(opts, objects) -> dict:
+    """{pr_type: value} for the output (elfxx-x86.c's rules): an AND property survives only if every
+    object has it; an OR property is the union of those that have it; an OR-AND property needs
+    every object to have it. -z ibt / -z shstk force their bit, -z x86-64-vN adds an ISA level."""
+    from linkwrap.ld.parse import PROPERTY_AND, PROPERTY_OR, PROPERTY_OR_AND
+    lists = [obj.properties or {} for obj in objects]
+    everyone = [obj.properties is not None for obj in objects]
+    out = {}
+    types = set().union(*lists) if lists else set()
+    for t in types:
+        have = [p[t] for p in lists if t in p]
+        if t in PROPERTY_OR:
+            out[t] = _or(have)
+        elif len(have) == len(lists) and all(everyone):
+            v = have[0]
+            for x in have[1:]:
+                v = (v & x) if t in PROPERTY_AND else (v | x)
+            out[t] = v
+    forced = (FEATURE_1_IBT if opts.z_ibt else 0) | (FEATURE_1_SHSTK if opts.z_shstk else 0)
+    if forced:
+        out[FEATURE_1_AND] = out.get(FEATURE_1_AND, 0) | forced
+    if opts.z_isa:
+        out[ISA_1_NEEDED] = out.get(ISA_1_NEEDED, 0) | opts.z_isa
+    return {t: v for t, v in out.items() if v}
+
+
+def _or(values):
+    v = 0
+    for x in values:
+        v |= x
+    return v
+
+
 class DynStr(Synthetic):
     type = elf.SHT_STRTAB
     align = 1
@@ -158,13 +213,15 @@ class DynSym(Synthetic):
     entsize = 24
     info = 1
 
-    def __init__(self, dynstr, imports, exports, copied):
+    def __init__(self, dynstr, imports, exports, copied, canonical=frozenset()):
         super().__init__(".dynsym")
         self.link = dynstr
         self.dynstr = dynstr
         self.copied = copied
-        undefined = [s for s in imports if s not in copied]
-        defined = [s for s in imports if s in copied] + [s for s in exports if s not in copied]
+        self.canonical = canonical
+        # a canonical PLT entry is looked up like a definition: it goes in the hashed part
+        undefined = [s for s in imports if s not in copied and s not in canonical]
+        defined = [s for s in imports if s in copied or s in canonical] + [s for s in exports if s not in copied]
         self.symoffset = 1 + len(undefined)
         self.nbuckets = max(1, len(defined) // 8 + 1) if defined else 1
         defined.sort(key=lambda s: elf.gnu_hash(s.name.encode()) % self.nbuckets)
@@ -202,7 +259,9 @@ class DynSym(Synthetic):
             else:
                 stype = elf.STT_FUNC if s.type == elf.STT_GNU_IFUNC else s.type
                 bind = elf.STB_GLOBAL if s.strong_ref else elf.STB_WEAK
-                out += elf.SYM.pack(name, (bind << 4) | stype, 0, 0, 0, 0)
+                # a canonical PLT entry is the function's address for the whole process
+                value = lk.sym_addr(s) if s in self.canonical else 0
+                out += elf.SYM.pack(name, (bind << 4) | stype, 0, 0, value, 0)
         return _put(buf, off, out)
 
 
@@ -257,11 +316,7 @@ class VerNeed(Synthetic):
         for s in dynsym.symbols:
             if s.dso is not None and s.version:
                 per_file.setdefault(s.dso.soname, {})
-        self.index = {}
         nxt = 2
-        for so in needed:
-            if so.soname not in per_file:
-                continue
         for s in dynsym.symbols:
             if s.dso is not None and s.version:
                 vers = per_file[s.dso.soname]
@@ -425,14 +480,14 @@ class Plt(Synthetic):
     def __init__(self, symbols, lazy_header):
         super().__init__(".plt")
         self.symbols = symbols
-        self.header = 16 if lazy_header and any(not s.is_ifunc for s in symbols) else 0
+        self.header = x86_64.PLT_ENTRY_SIZE if lazy_header and any(not s.is_ifunc for s in symbols) else 0
         self.index = {s: i for i, s in enumerate(symbols)}   # Symbol -> its PLT entry
 
     def size(self):
-        return self.header + 16 * len(self.symbols)
+        return self.header + x86_64.PLT_ENTRY_SIZE * len(self.symbols)
 
     def entry_addr(self, lk, i):
-        return lk.addr_of[self] + self.header + 16 * i
+        return lk.addr_of[self] + self.header + x86_64.PLT_ENTRY_SIZE * i
 
     def write_to(self, buf, lk):
         got = lk.synth.got_plt
@@ -476,7 +531,7 @@ class Dynamic(Synthetic):
     flags = elf.SHF_ALLOC | elf.SHF_WRITE
     entsize = 16
 
-    def __init__(self, opts, mode, dynstr, needed, present, synth_flags):
+    def __init__(self, opts, mode, dynstr, needed, present, synth_flags, init_fini):
         super().__init__(".dynamic")
         self.link = dynstr
         tags = []
@@ -484,9 +539,10 @@ class Dynamic(Synthetic):
             tags.append((elf.DT_NEEDED, dynstr.add(so.soname)))
         if opts.rpath:
             tags.append((29, dynstr.add(":".join(opts.rpath))))  # DT_RUNPATH
-        for name, t in ((".init", elf.DT_INIT), (".fini", elf.DT_FINI)):
-            if name in present:
-                tags.append((t, name))
+        # DT_INIT/DT_FINI: the -init/-fini symbols (_init, _fini), when something defines them
+        for t, sym in ((elf.DT_INIT, init_fini[0]), (elf.DT_FINI, init_fini[1])):
+            if sym is not None:
+                tags.append((t, sym))
         for name, t, tsz in ((".preinit_array", elf.DT_PREINIT_ARRAY, elf.DT_PREINIT_ARRAYSZ),
                              (".init_array", elf.DT_INIT_ARRAY, elf.DT_INIT_ARRAYSZ),
                              (".fini_array", elf.DT_FINI_ARRAY, elf.DT_FINI_ARRAYSZ)):
@@ -500,9 +556,10 @@ class Dynamic(Synthetic):
                      (elf.DT_JMPREL, ".rela.plt")]
         if synth_flags["rela"]:
             tags += [(elf.DT_RELA, ".rela.dyn"), (elf.DT_RELASZ, ".rela.dyn#size"), (elf.DT_RELAENT, 24)]
-        if opts.z_now:
-            tags.append((elf.DT_FLAGS, elf.DF_BIND_NOW))
-        flags1 = (elf.DF_1_NOW if opts.z_now else 0) | (elf.DF_1_PIE if mode.pic else 0)
+        flags = opts.dt_flags | (elf.DF_BIND_NOW if opts.z_now else 0)
+        if flags:
+            tags.append((elf.DT_FLAGS, flags))
+        flags1 = opts.dt_flags_1 | (elf.DF_1_NOW if opts.z_now else 0) | (elf.DF_1_PIE if mode.pic else 0)
         if flags1:
             tags.append((elf.DT_FLAGS_1, flags1))
         if synth_flags["verneed"]:
@@ -522,7 +579,9 @@ class Dynamic(Synthetic):
     def write_to(self, buf, lk):
         out = bytearray()
         for tag, v in self.tags:
-            if isinstance(v, str):
+            if not isinstance(v, (int, str)):
+                v = lk.sym_addr(v)        # a Symbol (DT_INIT, DT_FINI)
+            elif isinstance(v, str):
                 if v == "#relcount":
                     v = len(lk.synth.rela_dyn.relative)
                 elif v.endswith("#size"):
@@ -731,6 +790,7 @@ class Synthetics:
     bss: object = None
     copies: tuple = ()
     copied: frozenset = frozenset()   # symbols bound to their copy in .bss (no longer preemptible)
+    canonical: frozenset = frozenset()  # imported functions whose PLT entry is their address
 
 
 def create(opts, mode, res, live, needs) -> Synthetics:
@@ -753,11 +813,12 @@ def create(opts, mode, res, live, needs) -> Synthetics:
     out = [bss, got, plt, got_plt]
     if mode.dynamic:
         dynstr = DynStr()
+        listed = dynamic_list_matcher(opts.dynamic_list)
         for name, s in res.symtab.items():
             if (s.file is not None and not s.is_local and s.visibility == elf.STV_DEFAULT and s.defined
-                    and s not in copied and (opts.export_dynamic or name in res.dso_names)):
+                    and s not in copied and (opts.export_dynamic or name in res.dso_names or listed(name))):
                 exports.append(s)
-        dynsym = DynSym(dynstr, imports, exports, copied)
+        dynsym = DynSym(dynstr, imports, exports, copied, needs.canonical)
         verneed = VerNeed(dynstr, dynsym, res.needed)
         versym = VerSym(dynsym, verneed)
         out += [dynstr, dynsym, verneed, versym, GnuHash(dynsym)]
@@ -768,9 +829,10 @@ def create(opts, mode, res, live, needs) -> Synthetics:
     out += [rela_dyn, rela_plt]
     if mode.dynamic:
         present = {output_name(s) for s in live.sections}
+        init_fini = tuple(_defined(res, name) for name in (opts.init, opts.fini))
         dynamic = Dynamic(opts, mode, dynstr, res.needed, present,
                           {"plt": rela_plt.size() > 0, "rela": n_dyn > 0,
-                           "verneed": verneed.info if verneed.size() else 0})
+                           "verneed": verneed.info if verneed.size() else 0}, init_fini)
         out.append(dynamic)
     eh_hdr = None
     if opts.eh_frame_hdr and live.eh_frames:
@@ -782,6 +844,17 @@ def create(opts, mode, res, live, needs) -> Synthetics:
         out.append(build_id)
     if not opts.strip_all:
         out.append(Comment())
+    props = merge_properties(opts, res.objects)
+    if props:
+        if props.get(FEATURE_1_AND, 0) & FEATURE_1_IBT and needs.plt:
+            # GNU ld then writes an IBT PLT (.plt.sec, endbr64 in every entry); these entries have none
+            raise Unsupported("PLT entries in an IBT-enabled output (-z ibt, or every input marked IBT)")
+        out.append(PropertyNote(props))
     needed_list = tuple(s for s in out if s.is_needed())
     return Synthetics(needed_list, dynsym, dynstr, dynamic, got, got_plt, plt, rela_dyn, rela_plt,
-                      eh_hdr, build_id, bss, tuple(bss.copies), copied)
+                      eh_hdr, build_id, bss, tuple(bss.copies), copied, needs.canonical)
+
+
+def _defined(res, name):
+    s = res.symtab.get(name)
+    return s if s is not None and s.defined and s.dso is None else None

@@ -1,0 +1,1 @@
+int part(void) { return 1; }

@@ -1,0 +1,66 @@
+"""Each behaviour case (tests/ld/behaviours) linked by GNU ld and by linkwrap.ld, through gcc.
+
+GNU ld's program must print expected.stdout (the case is right). For `expect = link`,
+linkwrap.ld's program prints the same and has the readelf facts the case names equal to GNU
+ld's. For `expect = unsupported`, linkwrap.ld exits 1 with one "not supported yet" line (never
+an internal error, never a program), and `LINKWRAP_LINKER=python linkwrap-cc` still produces a
+program that runs right: linkwrap fell back.
+"""
+import os
+import subprocess
+import sysconfig
+
+import pytest
+
+from . import behaviours, corpus
+
+
+@pytest.fixture(scope="module")
+def shim(tmp_path_factory):
+    return corpus.shim_dir(str(tmp_path_factory.mktemp("behaviours-shim")))
+
+
+def _link(args, out, cwd, shim=None):
+    cmd = ["gcc", *([f"-B{shim}"] if shim else []), *args, "-o", out]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
+
+
+def _check_output(s, path, cwd):
+    if s["output"] == "object":
+        r = subprocess.run(["readelf", "-h", path], capture_output=True, text=True, check=True)
+        assert "REL (Relocatable file)" in r.stdout
+        return
+    r = behaviours.run(path, cwd)
+    assert (r.stdout, r.returncode) == (s["stdout"], 0), r.stderr
+
+
+@pytest.mark.parametrize("case", behaviours.CASES)
+def test_behaviour(case, tmp_path, shim):
+    s = behaviours.spec(case)
+    work = str(tmp_path)
+    args = behaviours.build(case, work)
+    ref = _link(args, "ref", work)
+    assert ref.returncode == 0, ref.stderr
+    _check_output(s, os.path.join(work, "ref"), work)
+    lw = _link(args, "lw", work, shim)
+    assert "internal error" not in lw.stderr and "Traceback" not in lw.stderr, lw.stderr
+    if s["expect"] == "link":
+        assert lw.returncode == 0, lw.stderr
+        assert lw.stderr == ""
+        _check_output(s, os.path.join(work, "lw"), work)
+        want, got = behaviours.facts(os.path.join(work, "ref")), behaviours.facts(os.path.join(work, "lw"))
+        for fact in s["facts"]:
+            assert got[fact] == want[fact], fact
+        return
+    assert s["expect"] == "unsupported"
+    lines = [l for l in lw.stderr.splitlines() if l.startswith("linkwrap-ld:")]
+    assert lw.returncode == 1 and len(lines) == 1 and "not supported yet" in lines[0], lw.stderr
+    assert not os.path.exists(os.path.join(work, "lw"))
+    # through linkwrap: the python linker is asked for, says no, and the link falls back
+    env = {**os.environ, "LINKWRAP_HOME": os.path.join(work, "lw-home"), "LINKWRAP_LINKER": "python",
+           "LINKWRAP_CC": "gcc"}
+    env.pop("LINKWRAP_DISABLE", None)
+    cc = os.path.join(sysconfig.get_path("scripts"), "linkwrap-cc")
+    wrapped = subprocess.run([cc, *args, "-o", "wrapped"], capture_output=True, text=True, cwd=work, env=env)
+    assert (wrapped.returncode, wrapped.stderr) == (0, ""), wrapped.stderr
+    _check_output(s, os.path.join(work, "wrapped"), work)
