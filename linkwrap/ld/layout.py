@@ -213,11 +213,13 @@ def compute(opts, mode, res, live, synth) -> Layout:
         progbits = False
         for m in o.members:
             o.flags |= m.flags & (elf.SHF_ALLOC | elf.SHF_WRITE | elf.SHF_EXECINSTR | elf.SHF_TLS |
-                                  elf.SHF_MERGE | elf.SHF_STRINGS | elf.SHF_INFO_LINK)
+                                  elf.SHF_MERGE | elf.SHF_STRINGS)
             if m.type != elf.SHT_NOBITS:
                 progbits = True
             o.align = max(o.align, m.align)
         first = o.members[0]
+        if first.file is None:
+            o.flags |= first.flags & elf.SHF_INFO_LINK    # .rela.plt's sh_info names .got.plt
         o.type = first.type if first.type != elf.SHT_NOBITS or not progbits else elf.SHT_PROGBITS
         if o.type == elf.SHT_NOBITS and progbits:
             o.type = elf.SHT_PROGBITS

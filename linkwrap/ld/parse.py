@@ -71,6 +71,7 @@ class ObjectFile:
         self.groups = []                # (signature, [section indices]) for COMDAT groups
         self.stack_note = None          # .note.GNU-stack: None (absent), "" or "x" (executable stack)
         self.properties = None          # .note.gnu.property: {pr_type: value}, None without the note
+        self.dropped_syms = frozenset()  # indexes of symbols in sections parse dropped (SHF_EXCLUDE ...)
         _parse_object(self)
 
 
@@ -342,16 +343,29 @@ PROPERTY_OR_AND = {0xC0010002, 0xC0010001}        # X86_ISA_1_USED, X86_FEATURE_
 
 
 class _Strtab:
-    """NUL-terminated strings of one string table section, decoded on demand."""
-    __slots__ = ("data",)
+    """NUL-terminated strings of one string table section, decoded on demand; an offset past
+    its end is the file's error (GNU ld: "invalid string offset")."""
+    __slots__ = ("data", "owner")
 
-    def __init__(self, view, off, size):
+    def __init__(self, view, off, size, owner=""):
         self.data = bytes(view[off:off + size])
+        self.owner = owner
+        if self.data and self.data[-1] != 0:
+            raise BadInput(f"{owner}: string table at offset 0x{off:x} is corrupt (no NUL at its end)")
 
     def get(self, off):
         d = self.data
+        if off >= len(d) and off:
+            raise BadInput(f"{self.owner}: invalid string offset {off} >= {len(d)} for a string table")
         end = d.find(b"\0", off)
         return d[off:end if end >= 0 else len(d)].decode("utf-8", "replace")
+
+
+_ENTSIZE = {elf.SHT_SYMTAB: elf.SYM.size, elf.SHT_RELA: elf.RELA.size}
+
+
+def shoff_of(obj):
+    return elf.U64.unpack_from(obj.view, 0x28)[0]
 
 
 def _bad(obj, msg):
@@ -367,6 +381,12 @@ def _check_relocs(sec):
     if top >= nsyms:
         raise _bad(sec.file, f"relocation of section {sec.name} names symbol {top}, the symbol table has "
                              f"{nsyms} (section at offset 0x{sec.rela[0]:x})")
+    dropped = sec.file.dropped_syms
+    if dropped and sec.flags & elf.SHF_ALLOC:
+        for r_off, info, add in relocs:
+            if info >> 32 in dropped:
+                raise _bad(sec.file, f"relocation at offset 0x{r_off:x} of section {sec.name} refers to a "
+                                     f"section that is discarded (SHF_EXCLUDE or not linked)")
     if max(r[0] for r in relocs) + 8 > sec.size:
         from linkwrap.ld.x86_64 import RECIPES
         for r_off, info, add in relocs:
@@ -380,9 +400,14 @@ def _elf_header(obj):
     v = obj.view
     if len(v) < 64:
         raise BadInput(f"{obj.name}: file truncated")
-    (ident, etype, machine, _, _, _, shoff, _, _, _, _, shentsize, shnum, shstrndx) = elf.EHDR.unpack_from(v, 0)
+    (ident, etype, machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum,
+     shstrndx) = elf.EHDR.unpack_from(v, 0)
     if ident[4] != 2 or ident[5] != 1:
         raise BadInput(f"{obj.name}: file in wrong format (not 64-bit little-endian ELF)")
+    if ident[6] != 1:
+        raise BadInput(f"{obj.name}: file format not recognized (ELF version {ident[6]})")
+    if phnum and (phentsize != elf.PHDR.size or phoff < 64 or phoff + phnum * phentsize > len(v)):
+        raise BadInput(f"{obj.name}: file format not recognized (program headers at offset 0x{phoff:x})")
     if machine != elf.EM_X86_64:
         raise BadInput(f"{obj.name}: file in wrong format (machine {machine}, not x86-64)")
     if shoff == 0 or shentsize != elf.SHDR.size:
@@ -426,8 +451,18 @@ def _parse_object(obj):
 def _parse_object_checked(obj):
     etype, shdrs, shstrndx = _elf_header(obj)
     v = obj.view
-    names = _Strtab(v, shdrs[shstrndx][4], shdrs[shstrndx][5])
+    if shdrs[shstrndx][1] != elf.SHT_STRTAB:
+        raise _bad(obj, f"section name table {shstrndx} is no string table")
+    names = _Strtab(v, shdrs[shstrndx][4], shdrs[shstrndx][5], obj.name)
     nsec = len(shdrs)
+    for k, sh in enumerate(shdrs):
+        names.get(sh[0])      # every section name must be in the table (GNU ld checks them all)
+        if sh[6] >= nsec or (sh[1] == elf.SHT_RELA and sh[7] >= nsec):
+            raise _bad(obj, f"section {k} (header at offset 0x{shoff_of(obj) + 64 * k:x}) links to "
+                            f"section {sh[6] if sh[6] >= nsec else sh[7]}, out of range")
+        if sh[1] in _ENTSIZE and k and sh[9] != _ENTSIZE[sh[1]]:
+            raise _bad(obj, f"section {k} (header at offset 0x{shoff_of(obj) + 64 * k:x}) has entry size "
+                            f"{sh[9]}, not {_ENTSIZE[sh[1]]}")
     sections = [None] * nsec
     symtab_idx = None
     xindex = None
@@ -453,6 +488,8 @@ def _parse_object_checked(obj):
             continue
         if flags & elf.SHF_EXCLUDE or name == ".llvmbc" or name == ".llvmcmd":
             continue
+        if st not in _KNOWN_TYPES:
+            raise Unsupported(f"{obj.name}: section {name} of type 0x{st:x}")
         if name == _STACK_NOTE:
             obj.stack_note = "x" if flags & elf.SHF_EXECINSTR else ""
             continue
@@ -461,8 +498,6 @@ def _parse_object_checked(obj):
             continue
         if name.startswith(".gnu.warning"):
             continue
-        if st not in _KNOWN_TYPES:
-            raise Unsupported(f"{obj.name}: section {name} of type 0x{st:x}")
         if st == elf.SHT_X86_64_UNWIND and name != ".eh_frame":
             raise Unsupported(f"{obj.name}: unwind section {name} other than .eh_frame")
         if flags & ~_KNOWN_FLAGS:
@@ -487,14 +522,18 @@ def _parse_object_checked(obj):
                                 f"multiple of {elf.RELA.size}")
             if target >= nsec:
                 raise _bad(obj, f"relocation section {k} applies to section {target}, out of range")
+            if names.get(sh[0]) != ".rela" + names.get(shdrs[target][0]):
+                # GNU ld ties relocations to their section by this name ("Relocations in generic ELF")
+                raise _bad(obj, f"relocation section {names.get(sh[0])} applies to section "
+                                f"{names.get(shdrs[target][0])}")
             if sections[target] is not None:
                 sections[target].rela = (sh[4], sh[5])
     obj.sections = sections
     if symtab_idx is not None:
         sh = shdrs[symtab_idx]
-        if sh[6] >= nsec or sh[6] == 0:
-            raise _bad(obj, f"symbol table's string table index {sh[6]} out of range")
-        strs = _Strtab(v, shdrs[sh[6]][4], shdrs[sh[6]][5])
+        if sh[6] >= nsec or sh[6] == 0 or shdrs[sh[6]][1] != elf.SHT_STRTAB:
+            raise _bad(obj, f"symbol table's string table (section {sh[6]}) is no string table")
+        strs = _Strtab(v, shdrs[sh[6]][4], shdrs[sh[6]][5], obj.name)
         get = strs.get
         raw = []
         xs = None
@@ -513,17 +552,33 @@ def _parse_object_checked(obj):
                 raise Unsupported(f"{obj.name}: symbol {get(n) or k} in special section 0x{shndx:x}")
             if k and (info >> 4 not in _KNOWN_BINDS or info & 0xF not in _KNOWN_SYMTYPES):
                 raise Unsupported(f"{obj.name}: symbol {get(n) or k} of binding {info >> 4} and type {info & 0xF}")
+            if k >= sh[7] and info >> 4 == elf.STB_LOCAL:
+                raise _bad(obj, f"local symbol at index {k} (>= sh_info of {sh[7]}) in the symbol table at "
+                                f"offset 0x{sh[4]:x}")
+            if info & 0xF in (elf.STT_SECTION, elf.STT_FILE) and info >> 4 != elf.STB_LOCAL:
+                raise _bad(obj, f"symbol {k} is a {'section' if info & 0xF == elf.STT_SECTION else 'file'} "
+                                f"symbol but not local (symbol table at offset 0x{sh[4]:x})")
+            if info >> 4 != elf.STB_LOCAL and 0 < shndx < nsec and sections[shndx] is None and k >= sh[7]:
+                # a global defined in a section this linker drops (relocations, a string table ...)
+                raise _bad(obj, f"symbol {get(n) or k} is defined in section {shndx}, which holds no "
+                                f"code or data")
             if shndx >= nsec and shndx not in _KNOWN_SHN:
                 raise _bad(obj, f"symbol {get(n) or k} names section {shndx}, out of range "
                                 f"(symbol table at offset 0x{sh[4]:x})")
+            if info & 0xF == elf.STT_TLS and 0 < shndx < nsec and not shdrs[shndx][2] & elf.SHF_TLS:
+                raise _bad(obj, f"TLS symbol {get(n) or k} defined in non-TLS section {shndx}")
             raw.append((get(n) if n else "", info, other, shndx, value, size))
         obj.raw_syms = raw
         obj.first_global = sh[7]
+        obj.dropped_syms = frozenset(k for k, r in enumerate(raw)
+                                     if 0 < r[3] < nsec and sections[r[3]] is None and shdrs[r[3]][1] != elf.SHT_NULL)
         if lto and any(r[0] == "__gnu_lto_slim" for r in raw):
             raise Unsupported(f"{obj.name}: LTO object (GIMPLE bytecode only) needs the LTO plugin")
+    grouped = set()
     for k, sh in enumerate(shdrs):
         if sh[1] == elf.SHT_GROUP:
             words = memoryview(bytes(_table(obj, sh, k, 4, "group"))).cast("I")
+            grouped.update(words[1:])
             if not len(words) or not words[0] & elf.GRP_COMDAT:
                 continue
             if sh[7] >= len(obj.raw_syms):
@@ -537,6 +592,9 @@ def _parse_object_checked(obj):
             for m in members:
                 if m < len(sections) and sections[m] is not None:
                     sections[m].group_sig = sig
+    for sec in sections:
+        if sec is not None and sec.flags & elf.SHF_GROUP and sec.index not in grouped:
+            raise _bad(obj, f"section {sec.name} is marked SHF_GROUP but no group holds it")
 
 
 def _read_properties(obj, k, sh):
@@ -672,7 +730,7 @@ def _parse_shared_checked(so):
         raise BadInput(f"{so.name}: shared library has no dynamic symbol table")
     if dynsym[6] >= len(shdrs):
         raise _bad(so, f"dynamic symbol table's string table index {dynsym[6]} out of range")
-    strs = _Strtab(v, shdrs[dynsym[6]][4], shdrs[dynsym[6]][5])
+    strs = _Strtab(v, shdrs[dynsym[6]][4], shdrs[dynsym[6]][5], so.name)
     if dynamic is not None:
         for tag, val in elf.DYN.iter_unpack(_table(so, dynamic, -1, elf.DYN.size, "dynamic")):
             if tag == elf.DT_SONAME:

@@ -143,6 +143,9 @@ class _Resolver:
             if vis and vis != elf.STV_DEFAULT and (s.visibility == elf.STV_DEFAULT or vis < s.visibility):
                 s.visibility = vis
             if shndx == elf.SHN_UNDEF:
+                if s.defined and stype != elf.STT_NOTYPE and s.type != elf.STT_NOTYPE and \
+                        (stype == elf.STT_TLS) != (s.type == elf.STT_TLS):
+                    self._tls_mismatch(s, obj)
                 if bind != elf.STB_WEAK:
                     s.strong_ref = True
                     if not s.defined:
@@ -160,6 +163,11 @@ class _Resolver:
                     continue  # defined in a discarded COMDAT section: the kept copy defines it
             self._define(s, obj, sec, value, size, stype, bind, shndx == elf.SHN_ABS)
         self.syms[obj] = syms
+
+    def _tls_mismatch(self, s, ref_obj):
+        d = s.file.name if s.file is not None else (s.dso.name if s.dso is not None else "?")
+        self.diag.error(f"{s.name}: {'TLS' if s.type == elf.STT_TLS else 'non-TLS'} definition in {d} "
+                        f"mismatches {'non-TLS' if s.type == elf.STT_TLS else 'TLS'} reference in {ref_obj.name}")
 
     def _bind_dso(self, s, so):
         value, size, stype, bind, ver, shndx = so.defs[s.name]
@@ -181,6 +189,10 @@ class _Resolver:
                 return
         elif s.is_common and bind == elf.STB_WEAK:
             return
+        if s.type != elf.STT_NOTYPE and stype != elf.STT_NOTYPE and not s.defined and \
+                (s.type == elf.STT_TLS) != (stype == elf.STT_TLS):
+            self.diag.error(f"{s.name}: {'TLS' if stype == elf.STT_TLS else 'non-TLS'} definition in {obj.name} "
+                            f"mismatches {'non-TLS' if stype == elf.STT_TLS else 'TLS'} reference")
         s.file = obj
         s.section = sec
         s.value = value
