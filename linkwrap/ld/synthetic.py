@@ -94,6 +94,113 @@ class Comment(Synthetic):
         return _put(buf, lk.offset_of(self), self.data)
 
 
+class StrTab(Synthetic):
+    """.strtab: the names .symtab uses, fixed when it is created."""
+    type = elf.SHT_STRTAB
+    flags = 0
+    align = 1
+
+    def __init__(self):
+        super().__init__(".strtab")
+        self.data = bytearray(b"\0")
+        self.offsets = {}
+
+    def add(self, name: str) -> int:
+        off = self.offsets.get(name)
+        if off is None:
+            off = self.offsets[name] = len(self.data)
+            self.data += name.encode() + b"\0"
+        return off
+
+    def size(self):
+        return len(self.data)
+
+    def write_to(self, buf, lk):
+        return _put(buf, lk.offset_of(self), self.data)
+
+
+class SymTab(Synthetic):
+    """.symtab as GNU ld writes it: per object its STT_FILE symbol and its locals (no section
+    symbols, no .L labels), hidden globals made local, then the globals (a library's as
+    `name@VERSION`, undefined). Which symbols is decided at creation; values after layout."""
+    type = elf.SHT_SYMTAB
+    flags = 0
+    entsize = 24
+
+    def __init__(self, res, live, copied):
+        super().__init__(".symtab")
+        strtab = self.link = StrTab()
+        local, glob = [], []
+        alive = live.alive
+        kinds = (elf.STT_NOTYPE, elf.STT_OBJECT, elf.STT_FUNC, elf.STT_TLS, elf.STT_GNU_IFUNC)
+        for obj in res.objects:
+            for s in res.syms[obj][1:obj.first_global]:
+                if s.type == elf.STT_FILE:
+                    local.append(s)
+                elif (s.type in kinds and s.name and not s.name.startswith(".L")
+                      and (s.is_abs or s.section in alive)):
+                    local.append(s)
+        for s in res.symtab.values():
+            if s.file is not None and s.section is not None and s.section not in alive:
+                continue      # a COMDAT loser's or gc's: not in the output
+            if not (s.defined or s.strong_ref) or (s.dso is not None and s not in copied and not s.strong_ref
+                                                    and s.bind != elf.STB_WEAK):
+                continue
+            if s.dso is None and s.defined and s.visibility in (elf.STV_HIDDEN, elf.STV_INTERNAL):
+                local.append(s)
+            else:
+                glob.append(s)
+        self.symbols = local + glob
+        self.info = 1 + len(local)
+        self.names = [strtab.add(self._name(s)) for s in self.symbols]
+        self.strtab = strtab
+        self.values = b""
+
+    @staticmethod
+    def _name(s):
+        return f"{s.name}@{s.version}" if s.dso is not None and s.version else s.name
+
+    def size(self):
+        return 24 * (1 + len(self.symbols))
+
+    def finalize(self, lk):
+        out = bytearray(24)
+        bss = lk.synth.bss
+        for k, (s, name) in enumerate(zip(self.symbols, self.names)):
+            bind = elf.STB_LOCAL if k + 1 < self.info else (elf.STB_WEAK if s.bind == elf.STB_WEAK
+                                                            else elf.STB_GLOBAL)
+            other = s.visibility
+            if s.type == elf.STT_FILE:
+                out += elf.SYM.pack(name, (elf.STB_LOCAL << 4) | elf.STT_FILE, 0, elf.SHN_ABS, 0, 0)
+                continue
+            value, shndx = 0, elf.SHN_UNDEF
+            if s.section is not None:
+                o = lk.osec_of.get(s.section)
+                if o is None:
+                    shndx = elf.SHN_ABS   # its section was stripped (-S): the symbol stays, as in GNU ld
+                else:
+                    value, shndx = lk.real_addr(s), o.index
+            elif s in bss.placed:
+                value, shndx = lk.real_addr(s), lk.osec_of[bss].index
+            elif s.is_abs:
+                value, shndx = s.value, elf.SHN_ABS
+            elif s.linker_defined:
+                value = lk.real_addr(s)
+                shndx = lk.shndx_of_addr(value)
+            elif s.dso is not None:
+                value = lk.sym_addr(s) if s in lk.synth.canonical else 0
+            if shndx == elf.SHN_UNDEF:     # an import is as strong as the references to it
+                bind = elf.STB_GLOBAL if s.strong_ref else elf.STB_WEAK
+            if s.type == elf.STT_TLS and shndx != elf.SHN_UNDEF:
+                value -= lk.tls_start       # a TLS symbol's value is its offset in the TLS segment
+            stype = s.type if s.type != elf.STT_GNU_IFUNC or s.dso is None else elf.STT_FUNC
+            out += elf.SYM.pack(name, (bind << 4) | stype, other, shndx, value & 0xFFFFFFFFFFFFFFFF, s.size)
+        self.values = bytes(out)
+
+    def write_to(self, buf, lk):
+        return _put(buf, lk.offset_of(self), self.values)
+
+
 class BuildId(Synthetic):
     type = elf.SHT_NOTE
     align = 4
@@ -844,6 +951,8 @@ def create(opts, mode, res, live, needs) -> Synthetics:
         out.append(build_id)
     if not opts.strip_all:
         out.append(Comment())
+        symtab = SymTab(res, live, copied)
+        out += [symtab, symtab.strtab]
     props = merge_properties(opts, res.objects)
     if props:
         if props.get(FEATURE_1_AND, 0) & FEATURE_1_IBT and needs.plt:

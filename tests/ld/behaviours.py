@@ -30,7 +30,8 @@ def spec(case):
         expected = f.read()
     return {"about": c["about"], "mode": c.get("mode", "none"), "cflags": shlex.split(c.get("cflags", "")),
             "ldflags": c.get("ldflags", ""), "facts": c.get("facts", "").split(),
-            "expect": c.get("expect", "link"), "output": c.get("output", "program"), "stdout": expected}
+            "expect": c.get("expect", "link"), "output": c.get("output", "program"), "stdout": expected,
+            "symbols": c.get("symbols", "").split()}
 
 
 def build(case, work):
@@ -75,8 +76,9 @@ def run(path, cwd):
     return subprocess.run([path], capture_output=True, text=True, cwd=cwd, timeout=30)
 
 
-def facts(path):
-    """readelf facts a case may ask to compare with GNU ld's output."""
+def facts(path, symbols=()):
+    """readelf facts a case may ask to compare with GNU ld's output (symbols: names whose nm
+    kind letter is compared)."""
     def readelf(*flags):
         return subprocess.run(["readelf", *flags, path], capture_output=True, text=True, check=True).stdout
     dyn, ph, notes = readelf("-dW"), readelf("-lW"), readelf("-nW")
@@ -89,4 +91,12 @@ def facts(path):
         "load_align": sorted({l.split()[-1] for l in ph.splitlines() if l.strip().startswith("LOAD")}),
         "stack": [" ".join(l.split()[6:-1]) for l in ph.splitlines() if l.strip().startswith("GNU_STACK")],
     }
+    nm = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
+    kinds = {line.split()[-1]: line.split()[-2] for line in nm.splitlines() if line.strip()}
+    out["symbols"] = [(name, kinds.get(name)) for name in symbols]
     return out
+
+
+def nm_addresses(path):
+    nm = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
+    return {p[2]: int(p[0], 16) for p in (line.split() for line in nm.splitlines()) if len(p) == 3}

@@ -48,7 +48,8 @@ def test_behaviour(case, tmp_path, shim):
         assert lw.returncode == 0, lw.stderr
         assert lw.stderr == ""
         _check_output(s, os.path.join(work, "lw"), work)
-        want, got = behaviours.facts(os.path.join(work, "ref")), behaviours.facts(os.path.join(work, "lw"))
+        want = behaviours.facts(os.path.join(work, "ref"), s["symbols"])
+        got = behaviours.facts(os.path.join(work, "lw"), s["symbols"])
         for fact in s["facts"]:
             assert got[fact] == want[fact], fact
         return
@@ -64,3 +65,15 @@ def test_behaviour(case, tmp_path, shim):
     wrapped = subprocess.run([cc, *args, "-o", "wrapped"], capture_output=True, text=True, cwd=work, env=env)
     assert (wrapped.returncode, wrapped.stderr) == (0, ""), wrapped.stderr
     _check_output(s, os.path.join(work, "wrapped"), work)
+
+
+def test_symtab_addresses_are_where_the_program_finds_them(tmp_path, shim):
+    (tmp_path / "p.c").write_text('#include <stdio.h>\nint data = 1;\nstatic int hidden(void) { return data; }\n'
+                                  'int main(void) { printf("%lx %lx %lx\\n", (unsigned long)main, '
+                                  '(unsigned long)&data, (unsigned long)hidden); return hidden() - 1; }\n')
+    subprocess.run(["gcc", "-O1", "-fno-pic", "-fno-inline", "-c", "p.c"], cwd=tmp_path, check=True)
+    r = _link(["-no-pie", "p.o"], "lw", str(tmp_path), shim)
+    assert r.returncode == 0, r.stderr
+    seen = [int(x, 16) for x in behaviours.run(str(tmp_path / "lw"), str(tmp_path)).stdout.split()]
+    nm = behaviours.nm_addresses(str(tmp_path / "lw"))
+    assert seen == [nm["main"], nm["data"], nm["hidden"]]
