@@ -153,12 +153,19 @@ class Layout:
     def dtp_offset(self, addr):
         return addr - self.tls_start
 
+    def merged_addr(self, sec, off):
+        """The address of offset off of SHF_MERGE input section sec, wherever its piece went."""
+        m = self.synth.merged_of[sec]
+        return self.addr_of[m] + m.offset_in(sec, off)
+
     def real_addr(self, s):
         sec = s.section
         if sec is not None:
             try:
                 return self.addr_of[sec] + s.value
             except KeyError:
+                if sec in self.synth.merged_of:
+                    return self.merged_addr(sec, s.value)
                 return 0                  # discarded (COMDAT, gc) or stripped
         off = self.bss_placed.get(s)
         if off is not None:
@@ -194,7 +201,10 @@ def compute(opts, mode, res, live, synth) -> Layout:
             o.first_input = len(osecs)
         return o
 
+    merged_of = synth.merged_of
     for sec in live.sections:
+        if sec in merged_of:
+            continue              # its pieces are in a MergedSection
         if opts.strip_debug and not sec.flags & elf.SHF_ALLOC and sec.name.startswith((".debug", ".zdebug")):
             continue
         if opts.strip_all and not sec.flags & elf.SHF_ALLOC and sec.name != ".comment":
@@ -325,6 +335,9 @@ def compute(opts, mode, res, live, synth) -> Layout:
         a = o.addr
         addr_of.update(zip(o.members, [a + off for off in o.offsets]))
         osec_of.update(dict.fromkeys(o.members, o))
+    for sec, m in merged_of.items():
+        if m in osec_of:
+            osec_of[sec] = osec_of[m]   # placed, piece by piece, where m is (no single address)
     # symbols and relocations name the InputSection an EhFrame stands in for
     for e in live.eh_frames:
         if e in addr_of:

@@ -54,6 +54,7 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag):
     rela = lk.synth.rela_dyn
     copied = lk.synth.copied
     canonical = lk.synth.canonical
+    merged_of = lk.synth.merged_of
     dynidx = lk.synth.dynsym.index if lk.synth.dynsym is not None else {}
     addr_get = lk.addr_of.get
     sym_addr = lk.sym_addr
@@ -78,6 +79,12 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag):
             S = a + s.value
             if s.type == elf.STT_GNU_IFUNC:
                 S = sym_addr(s)
+        elif tsec in merged_of:
+            # a merged string or constant: a section symbol's addend says which one (GNU ld, lld)
+            if s.type == elf.STT_SECTION:
+                S, A = lk.merged_addr(tsec, s.value + A), 0
+            else:
+                S = lk.merged_addr(tsec, s.value)
         elif tsec is not None and tsec not in alive:
             # discarded (COMDAT loser, gc); a live section without an address was stripped (-S/-s)
             if not alloc:
