@@ -60,7 +60,6 @@ class Options:
     fini: str = "_fini"
     allow_multiple_definition: bool = False
     unresolved: str = "report-all"
-    plugin: bool = False          # -plugin given (the LTO plugin gcc passes)
     version: bool = False
     time_phases: bool = False     # --time: print each pass's wall time to stderr
 
@@ -122,8 +121,8 @@ _opts("fini", True, "fini")
 _opts("allow-multiple-definition", False, "muldefs")
 _opts("unresolved-symbols", True, "unresolved")
 _opts("dynamic-list", True, "dynamic_list")
-_opts("plugin", True, "plugin")
-_opts("plugin-opt", True, IGNORE)
+# the LTO plugin gcc always passes: what matters is whether an input needs it (parse names those)
+_opts("plugin plugin-opt", True, IGNORE)
 _opts("flto flto-partition", "?", IGNORE)
 _opts("no-undefined-version undefined-version sort-common warn-common fatal-warnings no-fatal-warnings "
       "no-warn-mismatch no-copy-dt-needed-entries discard-locals no-keep-memory reduce-memory-overheads "
@@ -349,8 +348,6 @@ def parse_args(argv) -> Options:
             kw["unresolved"] = val
         elif action == "dynamic_list":
             dynlist.extend(read_dynamic_list(val))
-        elif action == "plugin":
-            kw["plugin"] = True
         elif action == "a":
             if val not in ("archive", "default", "shared"):
                 raise Unsupported(f"-a {val}")
