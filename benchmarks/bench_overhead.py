@@ -54,7 +54,8 @@ def main():
                     help="the linkwrap-cc to time (default: the console script)")
     ap.add_argument("--linkers", default="mold,lld,rust-lld")
     opts = ap.parse_args()
-    from linkwrap.wrap import args, config, linkers, pipeline, policy, probe, run  # noqa: F401
+    from linkwrap.wrap import args, run
+    from linkwrap.wrap.choose import choose
 
     with tempfile.TemporaryDirectory() as work:
         argv, env_prefix, ws = rustc_link_args(work)
@@ -67,7 +68,7 @@ def main():
             env = {**base_env, "LINKWRAP_LINKER": name}
             os.environ.update({"LINKWRAP_HOME": home})
             req = args.parse(argv, environ=env, cwd=ws)
-            decision = policy.decide(req, probe.snapshot(req), linkers.discover(req, env), config.load(req, env))
+            decision = choose(req, env).decision
             assert decision.linker and decision.linker.name == name, decision
             out_direct = os.path.join(work, "direct-out")
             direct = run.command(req, decision, out_direct)

@@ -8,8 +8,13 @@ line on stderr the first time, remembered by a marker file.
 import os
 
 
+def describe(doing: str, exc: BaseException) -> str:
+    """The one-line reason a fault leaves in the decision and the link's record."""
+    return f"linkwrap fault while {doing}: {type(exc).__name__}: {exc}"
+
+
 def note(doing: str, exc: BaseException) -> str:
-    reason = f"linkwrap fault while {doing}: {type(exc).__name__}: {exc}"
+    reason = describe(doing, exc)
     try:
         import time
         import traceback

@@ -21,7 +21,6 @@ import json
 import os
 import sys
 
-from linkwrap.errors import ConfigError
 
 KINDS = ("pie", "exec", "shared", "relocatable", "static", "static-pie")
 
@@ -78,31 +77,18 @@ def build_request(output, link_args, kind, environ, cwd):
 
 def explain(request, environ) -> dict:
     """The report as a plain dict (what --json prints). Raises ConfigError as config.load does."""
-    from linkwrap.wrap import config, linkers, policy, probe
-    facts = settings = None
-    found = {}
-    problems = []
-    try:
-        settings = config.load(request, environ)
-        found = linkers.discover(request, environ)
-    except ConfigError:
-        raise  # the user's to fix: one line, exit 1 (the link itself runs as asked meanwhile)
-    except Exception as e:
-        problems.append(f"linkwrap fault while reading configuration or finding linkers: {type(e).__name__}: {e}")
-    try:
-        facts = probe.snapshot(request)
-    except Exception as e:
-        problems.append(f"linkwrap fault while probing: {type(e).__name__}: {e}")
+    from linkwrap.wrap import policy
+    from linkwrap.wrap.choose import choose
+    choice = choose(request, environ)
+    if choice.config_error is not None:
+        raise choice.config_error  # the user's to fix: one line, exit 1 (the link itself runs as asked meanwhile)
+    settings, facts, found = choice.settings, choice.facts, choice.found
     if environ.get("LINKWRAP_DISABLE") == "1":  # what pipeline.main checks first
         decision = policy.as_asked("LINKWRAP_DISABLE=1: linkwrap is off, the link runs exactly as asked")
-    elif problems:
-        decision = policy.as_asked("; ".join(problems) + " -> the link runs as asked")
+    elif choice.faults:
+        decision = policy.as_asked(choice.decision.reasons[0] + " -> the link runs as asked")
     else:
-        try:
-            decision = policy.decide(request, facts, found, settings)
-        except Exception as e:
-            decision = policy.as_asked(f"linkwrap fault while choosing a linker: {type(e).__name__}: {e}"
-                                       " -> the link runs as asked")
+        decision = choice.decision
     return {
         "request": {"output": request.output, "kind": request.kind, "cwd": request.cwd,
                     "driver": request.driver, "fuse_ld": request.fuse_ld, "inputs": list(request.inputs)},

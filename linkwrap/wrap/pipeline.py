@@ -9,8 +9,8 @@ import os
 import time
 
 from linkwrap import faults
-from linkwrap.errors import LinkwrapError
-from linkwrap.wrap import args, config, linkers, policy, probe, record, run
+from linkwrap.wrap import args, policy, record, run
+from linkwrap.wrap.choose import choose
 
 
 def main(argv, driver=None, environ=os.environ) -> int:
@@ -27,24 +27,19 @@ def main(argv, driver=None, environ=os.environ) -> int:
         # `--version`, `-print-prog-name=ld`, `--help`…: a question to the driver, not a link.
         return passthrough(argv, driver, environ)
 
-    facts = decision = settings = None
-    try:
-        settings = config.load(request, environ)
-        found = linkers.discover(request, environ)
-        # Facts about this machine and this output; each may be unknown.
-        facts = probe.snapshot(request, environ)
-        # Pure: which linker, which flags, how to write the output, and why.
-        decision = policy.decide(request, facts, found, settings)
-    except LinkwrapError as e:
+    # config → linkers → probe → policy; a fault in any of them means "as asked", with the reason.
+    choice = choose(request, environ)
+    settings, facts, decision = choice.settings, choice.facts, choice.decision
+    for doing, e in choice.faults:
+        faults.note(doing, e)
+    if choice.config_error is not None:
         # The user's to fix (a malformed linkwrap.toml): said once per build (rustc < 1.97 hides a
         # successful link's stderr, so once for ever could be never), and shown by `linkwrap summary`.
         from linkwrap.wrap import build
+        e = choice.config_error
         faults.note("choosing a linker", e)
         faults.warn_once(f"config-{_crc(str(e) + build.identify(environ).key)}",
                          f"{e}; linking as asked until it is fixed")
-        decision = policy.as_asked(f"configuration error: {e}")
-    except Exception as e:
-        decision = policy.as_asked(faults.note("choosing a linker", e))
 
     # Run it. A failure that may be linkwrap's doing gets one more try as asked.
     first = None

@@ -427,14 +427,15 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 
 import mounts  # noqa: E402
-from linkwrap.wrap import linkers as linkers_mod, probe as probe_mod, run  # noqa: E402
+from linkwrap.wrap import probe as probe_mod, run  # noqa: E402
+from linkwrap.wrap.choose import choose  # noqa: E402
 
 STANDINS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "standins")
 
 
 def link_as_decided(cwd, argv, env):
     req = args.parse(argv, driver="cc", environ=env, cwd=str(cwd))
-    d = policy.decide(req, probe_mod.snapshot(req), linkers_mod.discover(req, env), config.load(req, env))
+    d = choose(req, env).decision
     done = subprocess.run(run.command(req, d, req.output), cwd=cwd, capture_output=True, text=True, env=env)
     return d, done
 

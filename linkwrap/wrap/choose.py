@@ -1,0 +1,52 @@
+"""config → linkers → probe → policy: the one sequence that turns a link request into a decision.
+
+The link path (pipeline.py), `linkwrap explain`, the tests and the benchmarks all call choose(), so
+what explain shows is what a link does, fault handling included. Each step may fail on its own:
+
+- a ConfigError or other LinkwrapError (a malformed linkwrap.toml, an unknown LINKWRAP_LINKER) is the
+  user's to fix: it comes back as `config_error`, and the decision is "as asked";
+- any other exception is a linkwrap fault: it comes back in `faults` as (what was being done, the
+  exception), and the decision is "as asked" with faults.describe()'s reason.
+
+The probe runs even after a configuration fault, so the link's record and explain still show the
+facts. Nothing here logs or prints: the caller decides who hears of a fault (the link log, a warning,
+explain's output).
+"""
+from linkwrap.records import record
+
+Choice = record("Choice", "settings found facts decision config_error faults")
+
+
+def choose(request, environ) -> Choice:
+    from linkwrap.errors import LinkwrapError
+    from linkwrap.faults import describe
+    from linkwrap.wrap import config, linkers, policy, probe
+    settings = facts = config_error = None
+    found = {}
+    faults = []
+    try:
+        settings = config.load(request, environ)
+        found = linkers.discover(request, environ)
+    except LinkwrapError as e:
+        config_error = e
+    except Exception as e:
+        faults.append(("reading configuration or finding linkers", e))
+    try:
+        # Facts about this machine and this output; each may be unknown.
+        facts = probe.snapshot(request, environ)
+    except Exception as e:
+        faults.append(("probing", e))
+
+    if config_error is not None:
+        decision = policy.as_asked(f"configuration error: {config_error}")
+    elif faults:
+        decision = policy.as_asked("; ".join(describe(doing, e) for doing, e in faults))
+    else:
+        try:
+            # Pure: which linker, which flags, how to write the output, and why.
+            decision = policy.decide(request, facts, found, settings)
+        except Exception as e:
+            faults.append(("choosing a linker", e))
+            decision = policy.as_asked(describe("choosing a linker", e))
+    return Choice(settings, found, facts, decision, config_error, tuple(faults))
+
