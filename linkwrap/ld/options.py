@@ -30,6 +30,7 @@ class Options:
     lib_dirs: tuple = ()
     pie: bool = False
     static: bool = False          # -static given: no shared libraries at all
+    relocatable: bool = False     # -r: one relocatable object out (relocatable.py)
     dynamic_linker: str = "/lib64/ld-linux-x86-64.so.2"
     no_dynamic_linker: bool = False
     entry: str = "_start"
@@ -137,7 +138,7 @@ _opts("no-threads", False, IGNORE)
 _opts("error-handling-script", True, IGNORE)
 # Known to GNU ld, not implemented here (each named when used): ------------------------------
 _opts("shared Bshareable", False, None)
-_opts("relocatable", False, None)
+_opts("relocatable", False, "relocatable")
 _opts("EL", False, IGNORE)
 _opts("emit-relocs Bgroup Bno-symbolic Bsymbolic Bsymbolic-functions EB Qy Ur accept-unknown-input-arch "
       "add-stdcall-alias compat-implib cref ctf-share-types ctf-variables dT dc dp default-imported-symver "
@@ -175,7 +176,8 @@ _SHORT = {
     "F": (True, None), "G": (True, None), "h": (True, None), "P": (True, None),
     "E": (False, "export_dynamic"), "S": (False, "strip_debug"), "s": (False, "strip_all"),
     "v": (False, "version"), "V": (False, "version"), "X": (False, IGNORE), "g": (False, IGNORE),
-    "(": (False, "group_start"), ")": (False, "group_end"), "r": (False, None), "i": (False, None),
+    "(": (False, "group_start"), ")": (False, "group_end"), "r": (False, "relocatable"),
+    "i": (False, "relocatable"),
     "d": (False, None), "M": (False, None), "n": (False, None), "N": (False, None), "q": (False, None),
     "t": (False, None), "x": (False, None), "w": (False, IGNORE),
 }
@@ -254,8 +256,6 @@ def parse_args(argv) -> Options:
         if action is None:
             if word in ("-shared", "--shared", "-Bshareable", "--Bshareable"):
                 raise Unsupported("-shared (shared library output)")
-            if word in ("-r", "-relocatable", "--relocatable", "-i"):
-                raise Unsupported("-r (relocatable output)")
             raise Unsupported(f"option {' '.join(argv[start:i])}")
         if action == IGNORE:
             pass
@@ -369,6 +369,7 @@ _SETS = {
     "export_dynamic": ("export_dynamic", True), "no_export_dynamic": ("export_dynamic", False),
     "strip_debug": ("strip_debug", True), "strip_all": ("strip_all", True), "version": ("version", True),
     "time": ("time_phases", True), "muldefs": ("allow_multiple_definition", True),
+    "relocatable": ("relocatable", True),
 }
 
 

@@ -72,6 +72,7 @@ class ObjectFile:
         self.stack_note = None          # .note.GNU-stack: None (absent), "" or "x" (executable stack)
         self.properties = None          # .note.gnu.property: {pr_type: value}, None without the note
         self.dropped_syms = frozenset()  # indexes of symbols in sections parse dropped (SHF_EXCLUDE ...)
+        self.gnu_warnings = False       # has .gnu.warning sections (a final link drops them; -r may not)
         _parse_object(self)
 
 
@@ -497,6 +498,7 @@ def _parse_object_checked(obj):
             obj.properties = _read_properties(obj, k, sh)
             continue
         if name.startswith(".gnu.warning"):
+            obj.gnu_warnings = True
             continue
         if st == elf.SHT_X86_64_UNWIND and name != ".eh_frame":
             raise Unsupported(f"{obj.name}: unwind section {name} other than .eh_frame")

@@ -316,11 +316,15 @@ def resolve(opts, inputs, diag) -> Resolution:
         dso_names.update(so.defs)
         dso_names.update(so.undefs)
     common = tuple(s for s in r.symtab.values() if s.is_common)
+    if opts.defsym and opts.relocatable:
+        from linkwrap.ld.diag import Unsupported
+        raise Unsupported("-r with --defsym")
     _defsyms(opts, r, diag)
     for name in opts.require_defined:
         if not r.symtab[name].defined:
             diag.error(f"required symbol `{name}' not defined")
-    _reserve_linker_symbols(opts, r)
+    if not opts.relocatable:     # -r leaves them to the final link, undefined
+        _reserve_linker_symbols(opts, r)
     needed = _decide_needed(r)
     return Resolution(r.symtab, tuple(r.objects), tuple(r.dsos), frozenset(dso_names), common,
                       r.syms, frozenset(r.discarded), needed)

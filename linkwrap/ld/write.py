@@ -24,7 +24,7 @@ def write_output(opts, mode, lk, buf, synth) -> None:
     _headers(opts, mode, lk, buf)
     if synth.build_id is not None:
         synth.build_id.fill_digest(buf, lk)
-    _save(opts.output, buf)
+    save(opts.output, buf)
 
 
 def _headers(opts, mode, lk, buf):
@@ -52,12 +52,12 @@ def _headers(opts, mode, lk, buf):
                        0, 0, 1, 0)
 
 
-def _save(path, buf):
+def save(path, buf, executable=True):
     d = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(d, f".{os.path.basename(path)}.linkwrap-ld.{os.getpid()}.tmp")
     umask = os.umask(0)
     os.umask(umask)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o777 & ~umask)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, (0o777 if executable else 0o666) & ~umask)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(buf)

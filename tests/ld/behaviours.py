@@ -4,7 +4,8 @@ A case is a directory under behaviours/ with case.ini ([case] about, mode, cflag
 facts, expect, output) and expected.stdout. Sources: *.c and *.s are the program; ar_*.c go
 into the static archive libar.a (after the objects); so_*.c into the shared library
 sub/libso.so, built without a SONAME and named by that relative path; root_lib_<name>.c into
-root/lib/lib<name>.a (for --sysroot). In ldflags, @WORK@ is the build directory and @SRC@ the
+root/lib/lib<name>.a (for --sysroot). `output = partial`: the link is a -r; GNU ld links
+its output into the program that is run. In ldflags, @WORK@ is the build directory and @SRC@ the
 case's directory. `expect = link` (the default): linkwrap.ld links it and the program runs
 as expected, with the listed readelf facts equal to GNU ld's. `expect = unsupported`:
 linkwrap.ld names what it cannot do, and linkwrap falls back to a linker that can.
@@ -91,6 +92,10 @@ def facts(path, symbols=()):
         "load_align": sorted({l.split()[-1] for l in ph.splitlines() if l.strip().startswith("LOAD")}),
         "stack": [" ".join(l.split()[6:-1]) for l in ph.splitlines() if l.strip().startswith("GNU_STACK")],
     }
+    syms = readelf("-sW")
+    out["rsyms"] = sorted((p[7], p[4], p[3], p[6] if p[6] in ("UND", "COM", "ABS") else "defined", p[5])
+                          for p in (line.split() for line in syms.splitlines())
+                          if len(p) == 8 and p[4] in ("GLOBAL", "WEAK"))
     nm = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
     kinds = {line.split()[-1]: line.split()[-2] for line in nm.splitlines() if line.strip()}
     out["symbols"] = [(name, kinds.get(name)) for name in symbols]
