@@ -12,6 +12,9 @@ linkwrap.ld's own per-pass times (--time) for the large link: what dominates.
     python benchmarks/bench_ld.py --passes-vs /work/main [--runs 15]
                                   # per-pass time of this tree's linker against another tree's,
                                   # interleaved in one run (what the allow-list checks cost)
+    python benchmarks/bench_ld.py --parse-vs /work/main [--runs 9]
+                                  # parse every libc.a member and decode its relocations, warm,
+                                  # in a process per tree, the trees alternating
 """
 import argparse
 import os
@@ -190,6 +193,52 @@ def passes_vs(root, baseline, runs, files, funcs):
                   f"[{boots[50]:.2f}, {boots[1949]:.2f}]")
 
 
+PARSE_CHILD = r"""
+import statistics, sys, time
+from linkwrap.ld import parse
+path = sys.argv[1]
+view = parse._map(path)
+ar = parse.Archive(path, view, False)
+def work():
+    for h, mname, off, size in ar.members:
+        if view[off:off + 4] == b"\x7fELF":
+            obj = parse.ObjectFile(mname, view[off:off + size], ar)
+            for sec in obj.sections:
+                if sec is not None:
+                    sec.get_relocs()
+work()
+samples = []
+for _ in range(5):
+    t = time.perf_counter()
+    work()
+    samples.append((time.perf_counter() - t) * 1000)
+print(statistics.median(samples))
+"""
+
+
+def parse_vs(baseline, runs):
+    """Warm parse (+ relocation decoding) of every libc.a member: this tree against `baseline`."""
+    import random
+    libc = subprocess.run(["gcc", "-print-file-name=libc.a"], capture_output=True, text=True).stdout.strip()
+    mine, base = [], []
+    for _ in range(runs):
+        for tree, into in ((None, mine), (baseline, base)):
+            env = dict(os.environ)
+            if tree:
+                env["PYTHONPATH"] = tree
+            r = subprocess.run([sys.executable, "-c", PARSE_CHILD, libc], capture_output=True, text=True,
+                               env=env, check=True)
+            into.append(float(r.stdout))
+    rng = random.Random(1)
+    ratio = statistics.median(mine) / statistics.median(base)
+    boots = sorted(statistics.median(rng.choices(mine, k=runs)) / statistics.median(rng.choices(base, k=runs))
+                   for _ in range(2000))
+    print(f"parse all {libc} members + their relocations, warm, median of {runs} processes each "
+          f"(load {' '.join(load())}):")
+    print(f"  baseline {statistics.median(base):.1f} ms, this tree {statistics.median(mine):.1f} ms, "
+          f"ratio {ratio:.3f}, 95% CI [{boots[50]:.3f}, {boots[1949]:.3f}]")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
@@ -198,7 +247,11 @@ def main():
     ap.add_argument("--cases", nargs="*", default=corpus.CASES)
     ap.add_argument("--behaviours", action="store_true", help="count the behaviour corpus's outcomes")
     ap.add_argument("--passes-vs", metavar="TREE", help="per-pass times against another checkout's linker")
+    ap.add_argument("--parse-vs", metavar="TREE", help="warm parse of libc.a against another checkout's")
     a = ap.parse_args()
+    if a.parse_vs:
+        parse_vs(a.parse_vs, a.runs)
+        return
     root = tempfile.mkdtemp(prefix="bench-ld-")
     if a.behaviours:
         print(f"behaviour corpus (load {' '.join(load())}):")
