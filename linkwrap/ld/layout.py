@@ -28,6 +28,7 @@ values here.
 from dataclasses import dataclass, replace
 
 from linkwrap.ld import elf, x86_64
+from linkwrap.ld.diag import Unsupported
 
 _PREFIX_MAP = (
     (".text.", ".text"), (".rodata.", ".rodata"), (".data.rel.ro.", ".data.rel.ro"), (".data.", ".data"),
@@ -401,10 +402,22 @@ def compute(opts, mode, res, live, synth) -> Layout:
                 addr_of.get(synth.bss, 0), synth.bss.placed)
     entry_sym = res.symtab.get(opts.entry)
     if entry_sym is not None and entry_sym.defined:
-        lk = replace(lk, entry=lk.sym_addr(entry_sym))
-    elif opts.entry.startswith("0x"):
-        lk = replace(lk, entry=int(opts.entry, 16))
-    return lk
+        return replace(lk, entry=lk.sym_addr(entry_sym))
+    number = entry_number(opts.entry)
+    if number is None:
+        # GNU ld warns and starts the program at .text: the real linker says it (falling back)
+        raise Unsupported(f"entry symbol {opts.entry} not found (GNU ld would warn and start at .text)")
+    return replace(lk, entry=number)
+
+
+def entry_number(text):
+    """-e NUMBER (GNU ld: a number when no symbol has that name; 0x hex, 0 octal, else decimal)."""
+    try:
+        if text.lower().startswith("0x"):
+            return int(text, 16)
+        return int(text, 8) if text.startswith("0") else int(text, 10)
+    except ValueError:
+        return None
 
 
 def exec_stack(opts, res) -> bool:

@@ -360,7 +360,7 @@ def merge_properties(opts, objects) -> dict:
         have = [p[t] for p in lists if t in p]
         if t in PROPERTY_OR:
             out[t] = _or(have)
-        elif len(have) == len(lists) and all(everyone):
+        elif (t in PROPERTY_AND or t in PROPERTY_OR_AND) and len(have) == len(lists) and all(everyone):
             v = have[0]
             for x in have[1:]:
                 v = (v & x) if t in PROPERTY_AND else (v | x)
