@@ -53,6 +53,7 @@ class Options:
     strip_debug: bool = False
     strip_all: bool = False
     rpath: tuple = ()
+    new_dtags: bool = True        # -rpath as DT_RUNPATH (GNU ld's default here); --disable-new-dtags: DT_RPATH
     sysroot: str = ""
     defsym: tuple = ()            # (name, expression text) of --defsym, in order
     undefined: tuple = ()         # -u / --undefined names: pull archive members that define them
@@ -125,14 +126,16 @@ _opts("dynamic-list", True, "dynamic_list")
 # the LTO plugin gcc always passes: what matters is whether an input needs it (parse names those)
 _opts("plugin plugin-opt", True, IGNORE)
 _opts("flto flto-partition", "?", IGNORE)
-_opts("no-undefined-version undefined-version sort-common warn-common fatal-warnings no-fatal-warnings "
+_opts("no-undefined-version undefined-version sort-common warn-common no-fatal-warnings "
       "no-warn-mismatch no-copy-dt-needed-entries discard-locals no-keep-memory reduce-memory-overheads "
       "no-undefined allow-shlib-undefined no-allow-shlib-undefined nostdlib relax no-relax warn-once "
       "no-demangle demangle no-map-whole-files map-whole-files no-warn-execstack warn-execstack "
       "no-warn-rwx-segments warn-rwx-segments no-warn-search-mismatch warn-textrel warn-constructors "
       "warn-alternate-em warn-section-align warn-multiple-gp no-ld-generated-unwind-info "
       "ld-generated-unwind-info check-sections no-check-sections stats no-print-map-discarded "
-      "print-map-discarded ignore-unresolved-symbol-not-used enable-new-dtags disable-new-dtags", False, IGNORE)
+      "print-map-discarded ignore-unresolved-symbol-not-used", False, IGNORE)
+_opts("enable-new-dtags", False, "new_dtags")
+_opts("disable-new-dtags", False, "old_dtags")
 _opts("color-diagnostics threads", "?", IGNORE)
 _opts("no-threads", False, IGNORE)
 _opts("error-handling-script", True, IGNORE)
@@ -154,7 +157,7 @@ _opts("emit-relocs Bgroup Bno-symbolic Bsymbolic Bsymbolic-functions EB Qy Ur ac
       "no-define-common no-omagic no-strip-discarded no-warnings noinhibit-exec omagic print-map "
       "print-memory-usage print-output-format print-sysroot qmagic strip-discarded support-old-code "
       "target-help traditional-format trace verbose warn-duplicate-exports warn-unresolved-symbols "
-      "split-by-file copy-dt-needed-entries", False, None)
+      "split-by-file copy-dt-needed-entries fatal-warnings", False, None)
 _opts("architecture assert audit auxiliary base-file compress-debug-sections default-script "
       "dependency-file depaudit dll-search-prefix exclude-libs exclude-modules-for-implib "
       "exclude-symbols export-dynamic-symbol export-dynamic-symbol-list file-alignment filter format "
@@ -326,6 +329,8 @@ def parse_args(argv) -> Options:
         elif action == "hash_style":
             if val not in ("gnu", "both", "sysv"):
                 raise BadInput(f"invalid hash style `{val}'")
+            if val != "gnu":
+                raise Unsupported(f"--hash-style={val} (only .gnu.hash is written)")
         elif action == "sysroot":
             kw["sysroot"] = val
         elif action == "defsym":
@@ -369,7 +374,7 @@ _SETS = {
     "export_dynamic": ("export_dynamic", True), "no_export_dynamic": ("export_dynamic", False),
     "strip_debug": ("strip_debug", True), "strip_all": ("strip_all", True), "version": ("version", True),
     "time": ("time_phases", True), "muldefs": ("allow_multiple_definition", True),
-    "relocatable": ("relocatable", True),
+    "relocatable": ("relocatable", True), "new_dtags": ("new_dtags", True), "old_dtags": ("new_dtags", False),
 }
 
 

@@ -301,6 +301,10 @@ def _script_inputs(path, base, body, arg, opts, items, diag, depth, as_needed):
                 _read_file(p, sub, opts, items, diag, depth + 1)
         else:
             p = t
+            if os.path.isabs(t) and opts.sysroot and _inside(path, opts.sysroot):
+                p = t = opts.sysroot.rstrip("/") + t     # a sysroot's script names files in the sysroot
+            elif t.startswith("=") and opts.sysroot:
+                p = t = opts.sysroot.rstrip("/") + t[1:]
             if not os.path.isabs(t) and not os.path.exists(t):
                 cands = [os.path.join(base, t)] + [os.path.join(d, t) for d in opts.lib_dirs]
                 p = next((c for c in cands if os.path.exists(c)), t)
@@ -309,6 +313,11 @@ def _script_inputs(path, base, body, arg, opts, items, diag, depth, as_needed):
             else:
                 _read_file(p, sub, opts, items, diag, depth + 1)
         j += 1
+
+
+def _inside(path, root):
+    root = os.path.realpath(root)
+    return os.path.realpath(path).startswith(root.rstrip("/") + "/")
 
 
 # --- ELF relocatable objects -----------------------------------------------------

@@ -737,7 +737,7 @@ class Dynamic(Synthetic):
         for so in needed:
             tags.append((elf.DT_NEEDED, dynstr.add(so.soname)))
         if opts.rpath:
-            tags.append((29, dynstr.add(":".join(opts.rpath))))  # DT_RUNPATH
+            tags.append((29 if opts.new_dtags else 15, dynstr.add(":".join(opts.rpath))))  # DT_RUNPATH/DT_RPATH
         # DT_INIT/DT_FINI: the -init/-fini symbols (_init, _fini), when something defines them
         for t, sym in ((elf.DT_INIT, init_fini[0]), (elf.DT_FINI, init_fini[1])):
             if sym is not None:

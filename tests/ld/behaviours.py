@@ -87,6 +87,7 @@ def facts(path, symbols=()):
         "needed": re.findall(r"\(NEEDED\)\s+Shared library: \[(.*?)\]", dyn),
         "flags": sorted(re.findall(r"\((FLAGS(?:_1)?)\)\s+(.*)", dyn)),
         "init": sorted(re.findall(r"\((INIT|FINI)\)", dyn)),
+        "rpath": re.findall(r"\((RPATH|RUNPATH)\)\s+\S+ \S+ \[(.*?)\]", dyn),
         "segments": sorted(set(re.findall(r"^\s+([A-Z_]+)\s+0x", ph, re.M))),
         "property": [l.strip() for l in notes.splitlines() if "x86 " in l or "Properties:" in l],
         "load_align": sorted({l.split()[-1] for l in ph.splitlines() if l.strip().startswith("LOAD")}),

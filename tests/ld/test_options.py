@@ -120,3 +120,17 @@ def test_dynamic_list_names_and_globs(tmp_path):
     lst.write_text('{ extern "C++" { ns::*; }; };')
     with pytest.raises(Unsupported):
         parse_args([f"--dynamic-list={lst}"])
+
+
+@pytest.mark.parametrize("argv, field, value", [
+    (["--disable-new-dtags"], "new_dtags", False),
+    (["-disable-new-dtags", "--enable-new-dtags"], "new_dtags", True),
+])
+def test_dtags(argv, field, value):
+    assert getattr(parse_args(argv), field) == value
+
+
+@pytest.mark.parametrize("argv", [["--hash-style=sysv"], ["--hash-style=both"], ["--fatal-warnings"]])
+def test_what_would_differ_from_gnu_ld_is_named(argv):
+    with pytest.raises(Unsupported):
+        parse_args(argv)
