@@ -179,6 +179,10 @@ def scan(opts, mode, res, live, diag) -> Needs:
                 uses_got_base = True
             elif kind == "gotbase":
                 uses_got_base = True
+                if pre and rtype == elf.R_X86_64_GOTOFF64:
+                    # S - GOT needs S at link time; GNU ld refuses it for a symbol bound at run time
+                    diag.error(f"{where(sec, off, syms)}: relocation R_X86_64_GOTOFF64 against `{s.name}' can not "
+                               f"be used: the symbol is bound at run time")
     for s, n in abs64_pre.items():
         if get(s, 0) & NEED_COPY:
             n_relative += n if pic else 0   # the copy lives in the executable: bound here
