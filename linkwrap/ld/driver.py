@@ -51,7 +51,7 @@ def link(opts, diag=None) -> Timings:
         from linkwrap.ld import relocatable
         with t.phase("Write relocatable output"):
             # sections concatenated by name, symbols and relocations renamed: nothing resolved
-            write.save(opts.output, relocatable.link_partial(opts, res), executable=False)
+            write.save(opts.output, relocatable.link_partial(opts, res, diag), executable=False)
         return t
     # Beyond this point, no input file is added and no Symbol changes.
     mode = _mode(opts, res)

@@ -69,6 +69,7 @@ class ObjectFile:
         self.raw_syms = []              # (name, info, other, shndx, value, size)
         self.first_global = 0
         self.groups = []                # (signature, [section indices]) for COMDAT groups
+        self.group_syms = []            # (signature symbol index, group section index) per entry of groups
         self.stack_note = None          # .note.GNU-stack: None (absent), "" or "x" (executable stack)
         self.properties = None          # .note.gnu.property: {pr_type: value}, None without the note
         self.dropped_syms = frozenset()  # indexes of symbols in sections parse dropped (SHF_EXCLUDE ...)
@@ -600,6 +601,7 @@ def _parse_object_checked(obj):
                 sig = names.get(shdrs[sym[3]][0])
             members = [m for m in words[1:]]
             obj.groups.append((sig, members))
+            obj.group_syms.append((sh[7], k))
             for m in members:
                 if m < len(sections) and sections[m] is not None:
                     sections[m].group_sig = sig

@@ -8,9 +8,13 @@ addend), the globals once each (defined, common, absolute or undefined, as resol
 every relocation moved along with its section and renamed to the output's symbols. Nothing is
 resolved to an address: the final link does that.
 
-Named as unsupported: COMDAT groups (they would have to stay groups), shared libraries,
-STB_GNU_UNIQUE symbols, .gnu.warning sections, and options that mean nothing or something
-else with -r (-pie, --gc-sections, --defsym, ...).
+COMDAT groups stay groups: the first group of a signature is kept (its members are sections
+of their own, with their relocation sections, listed by a .group section ahead of them) and
+later ones are dropped with everything in them, as in a final link.
+
+Named as unsupported: shared libraries, non-COMDAT groups, STB_GNU_UNIQUE symbols,
+.gnu.warning sections, a relocation against what a dropped group defined locally, and options
+that mean nothing or something else with -r (-pie, --gc-sections, --defsym, ...).
 """
 import struct
 
@@ -42,39 +46,58 @@ def check_options(opts):
             raise Unsupported(f"-r with {name}")
 
 
-def link_partial(opts, res) -> bytearray:
+def link_partial(opts, res, diag) -> bytearray:
+    from linkwrap.ld import gc
     check_options(opts)
+    # gc's records without --gc-sections: COMDAT losers dropped, each .eh_frame without the
+    # FDEs of the functions they took along (GNU ld -r drops those FDEs too)
+    live = gc.mark_live(opts, res, diag)
+    by_obj = {}
+    for sec in live.sections:
+        by_obj.setdefault(sec.file, []).append(sec)
     if res.dsos:
         raise Unsupported(f"-r with a shared library ({res.dsos[0].name})")
     outs = {}
     place = {}
+    discarded = res.discarded
+    groups = []               # (obj, signature symbol index, [member InputSections]) of kept groups
+    group_pos = {}            # (obj, its group section's index) -> that group's section index out
     for obj in res.objects:
-        if obj.groups:
-            raise Unsupported(f"-r with COMDAT groups ({obj.name})")
         if obj.gnu_warnings:
             raise Unsupported(f"-r with .gnu.warning sections ({obj.name})")
-        for sec in obj.sections:
-            if sec is None:
-                continue
-            o = outs.get(sec.name)
+        for (sig, members), (sym, gsec) in zip(obj.groups, obj.group_syms):
+            kept = [obj.sections[m] for m in members if m < len(obj.sections) and obj.sections[m] is not None]
+            if kept and not any(m in discarded for m in kept):
+                groups.append((obj, sym, kept))
+                group_pos[(obj, gsec)] = len(groups)    # .group sections are the first ones out
+        for sec in by_obj.get(obj, ()):
+            if sec.flags & elf.SHF_GROUP and sec.group_sig is None:
+                raise Unsupported(f"-r with a non-COMDAT section group ({obj.name}: {sec.name})")
+            # a group member stays a section of its own; others of one name are concatenated
+            key = sec.name if sec.group_sig is None else (obj, sec.index)
+            o = outs.get(key)
             if o is None:
-                o = outs[sec.name] = _Out(sec)
+                o = outs[key] = _Out(sec)
+                if sec.group_sig is not None:
+                    o.flags |= elf.SHF_GROUP
             elif o.type != sec.type:
                 if {o.type, sec.type} != {elf.SHT_PROGBITS, elf.SHT_NOBITS}:
                     raise Unsupported(f"-r: section {sec.name} of two types in {obj.name}")
                 o.type = elf.SHT_PROGBITS
-            o.flags |= sec.flags & ~elf.SHF_GROUP
+            o.flags |= sec.flags & ~elf.SHF_GROUP if sec.group_sig is None else sec.flags
             if o.entsize != sec.entsize:
                 o.entsize = 0
                 o.flags &= ~(elf.SHF_MERGE | elf.SHF_STRINGS)
             off = elf.align_up(o.size, sec.align)
             o.members.append((sec, off))
             place[sec] = (o, off)
+            if isinstance(sec, gc.EhFrame):
+                place[sec.input] = (o, off)    # symbols name the section as parse read it
             o.size = off + sec.size
             o.align = max(o.align, sec.align)
     sections = list(outs.values())
     notes = _notes(opts, res)
-    for k, o in enumerate(sections, 1):
+    for k, o in enumerate(sections, 1 + len(groups)):   # .group sections come first
         o.index = k
     # symbols: null, section symbols, then each object's locals, then the globals
     syms = [(0, 0, 0, 0, 0, 0)]
@@ -100,6 +123,8 @@ def link_partial(opts, res) -> bytearray:
                 continue
             if shndx == elf.SHN_ABS or info & 0xF == elf.STT_FILE:
                 out_shndx = shndx
+            elif (obj, shndx) in group_pos:
+                out_shndx = group_pos[(obj, shndx)]   # a signature symbol GCC defines in the group section
             elif 0 < shndx < len(obj.sections) and obj.sections[shndx] is not None:
                 o, off = place[obj.sections[shndx]]
                 out_shndx, value = o.index, value + off
@@ -143,7 +168,11 @@ def link_partial(opts, res) -> bytearray:
                     raw = obj.raw_syms[k]
                     if raw[1] & 0xF == elf.STT_SECTION:
                         target = obj.sections[raw[3]] if 0 < raw[3] < len(obj.sections) else None
-                        if target is None:
+                        if target is None or target not in place:
+                            if target is not None and target in discarded and not sec.flags & elf.SHF_ALLOC:
+                                # debug info of a dropped COMDAT copy: R_X86_64_NONE, as GNU ld -r writes
+                                o.relocs.append((off + r_off, 0, 0))
+                                continue
                             raise Unsupported(f"-r: relocation at {obj.name}:({sec.name}+0x{r_off:x}) against "
                                               f"a section that is not kept")
                         t, t_off = place[target]
@@ -156,7 +185,28 @@ def link_partial(opts, res) -> bytearray:
                 else:
                     new = global_idx[mine[k]]
                 o.relocs.append((off + r_off, (new << 32) | rtype, addend))
-    blob = _write(sections, notes, syms, first_global, names)
+    # each kept group: its signature symbol and its members, their relocation sections included
+    rela_index = {}
+    nxt = 1 + len(groups) + len(sections) + len(notes)
+    for o in sections:
+        if o.relocs:
+            rela_index[o] = nxt
+            nxt += 1
+    group_out = []
+    for obj, k, members in groups:
+        raw = obj.raw_syms[k]
+        if k >= obj.first_global:
+            sig = global_idx[res.syms[obj][k]]
+        elif raw[1] & 0xF == elf.STT_SECTION:
+            sig = place[obj.sections[raw[3]]][0].sym
+        elif (obj, k) in local_idx:
+            sig = local_idx[(obj, k)]
+        else:
+            raise Unsupported(f"-r: the signature symbol of a group of {obj.name} is not kept")
+        outs_of = [place[m][0] for m in members]
+        idx = [o.index for o in outs_of] + [rela_index[o] for o in outs_of if o in rela_index]
+        group_out.append((sig, struct.pack(f"<{1 + len(idx)}I", elf.GRP_COMDAT, *idx)))
+    blob = _write(sections, notes, syms, first_global, names, group_out)
     if opts.build_id:
         _fill_build_id(blob, opts.build_id)
     return blob
@@ -200,7 +250,7 @@ def _fill_build_id(blob, style):
             return
 
 
-def _write(sections, notes, syms, first_global, strtab):
+def _write(sections, notes, syms, first_global, strtab, groups=()):
     shstr = bytearray(b"\0")
 
     def sname(n):
@@ -222,7 +272,9 @@ def _write(sections, notes, syms, first_global, strtab):
 
     n_sections = len(sections)
     n_rela = sum(1 for o in sections if o.relocs)
-    symtab_index = n_sections + len(notes) + n_rela + 1
+    symtab_index = len(groups) + n_sections + len(notes) + n_rela + 1
+    for sig, data in groups:
+        add(".group", elf.SHT_GROUP, 0, 4, data, symtab_index, sig, 4)
     rela_of = []
     for o in sections:
         data = bytearray(o.size) if o.type != elf.SHT_NOBITS else b""
@@ -238,7 +290,8 @@ def _write(sections, notes, syms, first_global, strtab):
         add(nm, stype, flags, align, data)
     for o in rela_of:
         data = b"".join(elf.RELA.pack(*r) for r in o.relocs)
-        add(".rela" + o.name, elf.SHT_RELA, elf.SHF_INFO_LINK, 8, data, symtab_index, o.index, 24)
+        add(".rela" + o.name, elf.SHT_RELA, elf.SHF_INFO_LINK | (o.flags & elf.SHF_GROUP), 8, data,
+            symtab_index, o.index, 24)
     symdata = b"".join(elf.SYM.pack(*s) for s in syms)
     add(".symtab", elf.SHT_SYMTAB, 0, 8, symdata, symtab_index + 1, first_global, 24)
     add(".strtab", elf.SHT_STRTAB, 0, 1, bytes(strtab))

@@ -6,7 +6,7 @@ into the static archive libar.a (after the objects); so_*.c into the shared libr
 sub/libso.so, built without a SONAME and named by that relative path; root_lib_<name>.c into
 root/lib/lib<name>.a (for --sysroot). `output = partial`: the link is a -r; GNU ld links
 its output into the program that is run. In ldflags, @WORK@ is the build directory and @SRC@ the
-case's directory. `expect = link` (the default): linkwrap.ld links it and the program runs
+case's directory; `driver = g++` links (and finishes a -r) with g++. `expect = link` (the default): linkwrap.ld links it and the program runs
 as expected, with the listed readelf facts equal to GNU ld's. `expect = unsupported`:
 linkwrap.ld names what it cannot do, and linkwrap falls back to a linker that can.
 """
@@ -32,7 +32,7 @@ def spec(case):
     return {"about": c["about"], "mode": c.get("mode", "none"), "cflags": shlex.split(c.get("cflags", "")),
             "ldflags": c.get("ldflags", ""), "facts": c.get("facts", "").split(),
             "expect": c.get("expect", "link"), "output": c.get("output", "program"), "stdout": expected,
-            "symbols": c.get("symbols", "").split()}
+            "symbols": c.get("symbols", "").split(), "driver": c.get("driver", "gcc")}
 
 
 def build(case, work):
@@ -51,10 +51,11 @@ def build(case, work):
             obj = os.path.join(d, name[:-2] + ".o")
             subprocess.run(["gcc", "-O1", "-c", path, "-o", obj], check=True)
             subprocess.run(["ar", "rcs", os.path.join(d, "lib" + name[len("root_lib_"):-2] + ".a"), obj], check=True)
-        elif name.endswith((".c", ".s")):
-            obj = os.path.join(work, name[:-2] + ".o")
-            flags = s["cflags"] if name.endswith(".c") else []
-            subprocess.run(["gcc", "-O1", "-c", path, "-o", obj, *flags], check=True)
+        elif name.endswith((".c", ".s", ".cpp")):
+            obj = os.path.join(work, name.rsplit(".", 1)[0] + ".o")
+            flags = s["cflags"] if name.endswith((".c", ".cpp")) else []
+            cc = "g++" if name.endswith(".cpp") else "gcc"
+            subprocess.run([cc, "-O1", "-c", path, "-o", obj, *flags], check=True)
             (ar_objs if name.startswith("ar_") else objs).append(obj)
     args = [*MODE_FLAGS[s["mode"]], *objs]
     if ar_objs:

@@ -20,8 +20,8 @@ def shim(tmp_path_factory):
     return corpus.shim_dir(str(tmp_path_factory.mktemp("behaviours-shim")))
 
 
-def _link(args, out, cwd, shim=None):
-    cmd = ["gcc", *([f"-B{shim}"] if shim else []), *args, "-o", out]
+def _link(args, out, cwd, shim=None, driver="gcc"):
+    cmd = [driver, *([f"-B{shim}"] if shim else []), *args, "-o", out]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
 
 
@@ -30,7 +30,7 @@ def _check_output(s, path, cwd):
         # a relocatable object: GNU ld makes the program of it, which must run as expected
         r = subprocess.run(["readelf", "-h", path], capture_output=True, text=True, check=True)
         assert "REL (Relocatable file)" in r.stdout
-        done = subprocess.run(["gcc", path, "-o", path + ".prog"], capture_output=True, text=True, cwd=cwd)
+        done = subprocess.run([s["driver"], path, "-o", path + ".prog"], capture_output=True, text=True, cwd=cwd)
         assert done.returncode == 0, done.stderr
         path += ".prog"
     r = behaviours.run(path, cwd)
@@ -42,10 +42,10 @@ def test_behaviour(case, tmp_path, shim):
     s = behaviours.spec(case)
     work = str(tmp_path)
     args = behaviours.build(case, work)
-    ref = _link(args, "ref", work)
+    ref = _link(args, "ref", work, driver=s["driver"])
     assert ref.returncode == 0, ref.stderr
     _check_output(s, os.path.join(work, "ref"), work)
-    lw = _link(args, "lw", work, shim)
+    lw = _link(args, "lw", work, shim, s["driver"])
     assert "internal error" not in lw.stderr and "Traceback" not in lw.stderr, lw.stderr
     if s["expect"] == "link":
         assert lw.returncode == 0, lw.stderr
@@ -62,7 +62,7 @@ def test_behaviour(case, tmp_path, shim):
     assert not os.path.exists(os.path.join(work, "lw"))
     # through linkwrap: the python linker is asked for, says no, and the link falls back
     env = {**os.environ, "LINKWRAP_HOME": os.path.join(work, "lw-home"), "LINKWRAP_LINKER": "python",
-           "LINKWRAP_CC": "gcc"}
+           "LINKWRAP_CC": s["driver"]}
     env.pop("LINKWRAP_DISABLE", None)
     cc = os.path.join(sysconfig.get_path("scripts"), "linkwrap-cc")
     wrapped = subprocess.run([cc, *args, "-o", "wrapped"], capture_output=True, text=True, cwd=work, env=env)

@@ -1,8 +1,8 @@
 """-r (relocatable.py): a partial link GNU ld and linkwrap.ld can both finish, or a named refusal.
 
 The behaviour corpus (relocatable case) compares symbols with GNU ld's -r and runs the program
-GNU ld makes of it; here: linkwrap.ld's -r output finished by linkwrap.ld itself, a -r of a -r,
-and what -r refuses.
+GNU ld makes of it (relocatable_cxx: the same for C++); here: linkwrap.ld's -r output finished
+by linkwrap.ld itself, a -r of a -r, one copy of each COMDAT group, and what -r refuses.
 """
 import os
 import subprocess
@@ -37,11 +37,19 @@ def test_partial_link_finished_by_linkwrap_ld_and_of_a_partial_link(tmp_path):
     assert mode == 0, "a relocatable object is not executable"
 
 
-def test_comdat_groups_and_shared_libraries_are_named(tmp_path):
-    (tmp_path / "c.cpp").write_text("template <class T> T twice(T x) { return 2 * x; }\nint f(int x) { return twice(x); }\n")
-    subprocess.run(["g++", "-O0", "-c", "c.cpp"], cwd=tmp_path, check=True)
-    r = _ld(["-r", "-o", "c2.o", "c.o"], tmp_path)
-    assert r.returncode == 1 and r.stderr.startswith("linkwrap-ld: not supported yet: -r with COMDAT groups (c.o)")
+def test_comdat_groups_stay_groups_the_first_copy_kept(tmp_path):
+    src = "template <class T> T twice(T x) { return 2 * x; }\nint %s(int x) { return twice(x) + %d; }\n"
+    (tmp_path / "c1.cpp").write_text(src % ("f1", 1))
+    (tmp_path / "c2.cpp").write_text(src % ("f2", 2))
+    subprocess.run(["g++", "-O0", "-c", "c1.cpp", "c2.cpp"], cwd=tmp_path, check=True)
+    assert _ld(["-r", "-o", "c.o", "c1.o", "c2.o"], tmp_path).returncode == 0
+    groups = subprocess.run(["readelf", "-gW", "c.o"], capture_output=True, text=True, check=True, cwd=tmp_path).stdout
+    assert groups.count("[_Z5twiceIiET_S0_]") == 1, groups     # one copy of the template
+    ref = subprocess.run(["readelf", "-gW", "c1.o"], capture_output=True, text=True, check=True, cwd=tmp_path).stdout
+    assert groups.count("COMDAT group section") == ref.count("COMDAT group section")
+
+
+def test_shared_libraries_are_named(tmp_path):
     _objs(tmp_path)
     subprocess.run(["gcc", "-shared", "-fPIC", "b.c", "-o", "libb.so"], cwd=tmp_path, check=True)
     r = _ld(["-r", "-o", "x.o", "a.o", "libb.so"], tmp_path)
