@@ -30,6 +30,7 @@ MASK64 = (1 << 64) - 1
 def apply_all(res, lk, live, diag) -> bytearray:
     buf = bytearray(lk.file_size)
     syms_of = res.syms
+    kept = _KeptCopies(res)
     for o in lk.osecs:
         if o.type == elf.SHT_NOBITS:
             continue
@@ -42,11 +43,30 @@ def apply_all(res, lk, live, diag) -> bytearray:
             start = o.offset + out_off
             buf[start:start + len(data)] = data
             if m.rela is not None or m.relocs:
-                _relocate_section(buf, lk, m, start, o.addr + out_off, syms_of[m.file], live.alive, diag)
+                _relocate_section(buf, lk, m, start, o.addr + out_off, syms_of[m.file], live.alive, diag, kept)
     return buf
 
 
-def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag):
+class _KeptCopies:
+    """COMDAT loser section -> the winner's section of the same name and size (built when first asked).
+
+    GNU ld points debug info about a dropped copy of an inline function at the copy it kept
+    (_bfd_elf_check_kept_section); a 0 there would end a .debug_ranges list early."""
+
+    def __init__(self, res):
+        self.res = res
+        self.table = None
+
+    def get(self, sec):
+        if self.table is None:
+            discarded = self.res.discarded
+            self.table = {(s.group_sig, s.name): s for obj in self.res.objects for s in obj.sections
+                          if s is not None and s.group_sig is not None and s not in discarded}
+        k = self.table.get((sec.group_sig, sec.name))
+        return k if k is not None and k.size == sec.size else None
+
+
+def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept):
     mode = lk.mode
     pic = mode.pic
     alloc = sec.flags & elf.SHF_ALLOC
@@ -88,12 +108,17 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag):
         elif tsec is not None and tsec not in alive:
             # discarded (COMDAT loser, gc); a live section without an address was stripped (-S/-s)
             if not alloc:
-                continue   # debug info for a discarded function: leave 0
-            if s.is_local and tsec.group_sig is not None:
+                k = kept.get(tsec) if tsec.group_sig is not None else None
+                a = None if k is None else addr_get(k)
+                if a is None:
+                    continue   # debug info for a function gc dropped: leave 0, as GNU ld does
+                S = a + s.value
+            elif s.is_local and tsec.group_sig is not None:
                 diag.error(f"{where(sec, r_off, syms)}: relocation refers to a discarded COMDAT section "
                            f"{tsec.name} of {tsec.file.name}")
                 continue
-            S = 0
+            else:
+                S = 0
         else:
             S = sym_addr(s)
         kind = r.kind
