@@ -46,6 +46,15 @@ def main(argv, driver=None, environ=os.environ) -> int:
         faults.warn_once(f"config-{_crc(str(e) + build.identify(environ).key)}",
                          f"{e}; linking as asked until it is fixed")
 
+    # Memory: a link whose predicted memory does not fit waits for running links (admission.py).
+    ticket = None
+    if choice.memory is not None:
+        try:
+            from linkwrap.wrap import admission
+            ticket = admission.enter(choice, environ)
+        except Exception as e:
+            faults.note("waiting for memory", e)
+
     # Run it. A failure that may be linkwrap's doing gets one more try as asked.
     first = None
     try:
@@ -65,8 +74,13 @@ def main(argv, driver=None, environ=os.environ) -> int:
 
     # Beyond this point the link is over: nothing below may change its result.
     run.write_through(outcome)
+    memory = None
+    if choice.memory is not None or ticket is not None:
+        from linkwrap.wrap import admission
+        memory = admission.leave(ticket, choice.memory, decision.linker.name if decision.linker else None,
+                                 request.output, outcome, facts.input_bytes if facts is not None else None)
     if settings is None or settings.record:
-        record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first)
+        record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first, memory=memory)
     return outcome.returncode
 
 

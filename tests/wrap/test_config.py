@@ -173,12 +173,17 @@ def test_linkwrap_profile_overrides_the_path(project):
     # what a new user tried (issue: "a wrong type, an unknown key, an unknown table...")
     ('prefer = "mold"\n', 1, "'prefer' must be a list of linker names"),
     ('record = true\nin_place = "yes"\n', 2, "'in_place' must be true or false"),
-    ('[weird]\nx = 1\n', 1, "unknown key 'weird' (known: prefer, forbid, in_place, record, linkers, profile)"),
+    ('[weird]\nx = 1\n', 1, "unknown key 'weird' (known: prefer, forbid, in_place, record, linkers, memory, profile)"),
     ('[profile.release]\nprefer = ["lld"]\nbogus = 1\n', 3, "unknown key 'profile.release.bogus'"),
     ('profile = "release"\n', 1, "'profile' must be a table"),
     ('[profile]\nrelease = 3\n', 2, "'profile.release' must be a table"),
     ('[linkers]\nmold = "--icf=all"\n', 2, "'linkers.mold' must be a table"),
     ('prefer = ["mold"]\x00\n', 1, "column"),
+    ('[memory]\nadmission = "auto"\n', 2, "'memory.admission' must be true or false"),
+    ('[memory]\nheadroom_mb = -1\n', 2, "'memory.headroom_mb' must be a whole number of MiB"),
+    ('[memory]\nmax_wait_s = 0\n', 2, "'memory.max_wait_s' must be a number of seconds above 0"),
+    ('[memory]\nmax_wait = 10\n', 2, "unknown key 'memory.max_wait' (known: admission, headroom_mb, max_wait_s)"),
+    ('memory = 1\n', 1, "'memory' must be a table"),
 ])
 def test_malformed_file_is_one_line_naming_file_and_line(project, text, line, words):
     path = project / "linkwrap.toml"
@@ -342,7 +347,8 @@ def test_template_is_valid_and_every_example_line_is_too():
     example = re.compile(r"^# (\[[a-z.]+\]|[a-z_]+ = .*)$")
     lines = [line[2:] for line in text.splitlines() if example.match(line)]
     table = config.parse_text("\n".join(lines), "example")
-    assert set(table) == {"prefer", "forbid", "in_place", "record", "linkers", "profile"}
+    assert set(table) == {"prefer", "forbid", "in_place", "record", "linkers", "memory", "profile"}
+    assert table["memory"] == {"admission": True, "headroom_mb": 64, "max_wait_s": 300.0}
     assert table["profile"]["release"]["linkers"]["lld"]["extra_flags"] == ["-O2"]
 
 
@@ -415,3 +421,11 @@ def test_a_broken_file_is_a_configuration_error_in_the_summary(project, lw_home,
     assert "as asked (config error)" in table
     assert "a configuration error (fix it, and linkwrap chooses again)" in table
     assert "fault of linkwrap's own" not in table
+
+
+def test_memory_settings_layer_like_the_others(project, lw_home):
+    assert config.load(req(project), {}).memory == {"admission": None, "headroom_mb": 64, "max_wait_s": 300.0}
+    (project / "linkwrap.toml").write_text("[memory]\nheadroom_mb = 128\n[profile.release.memory]\nadmission = false\n")
+    c = config.load(req(project, "target/release/app"), {})
+    assert c.memory == {"admission": False, "headroom_mb": 128, "max_wait_s": 300.0}
+    assert c.sources["memory.admission"].endswith("[profile.release]")
