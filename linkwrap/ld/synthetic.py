@@ -111,6 +111,7 @@ class MergedSection(Synthetic):
         data = bytearray()
         seen = {}
         pieces = self.pieces = {}
+        self.starts = {}          # input section -> {piece offset: its offset here}: most references
         strings = flags & elf.SHF_STRINGS
         for sec in sections:
             ins, outs = [], []
@@ -124,9 +125,13 @@ class MergedSection(Synthetic):
                 ins.append(start)
                 outs.append(off)
             pieces[sec] = (ins, outs)
+            self.starts[sec] = dict(zip(ins, outs))
         self.data = bytes(data)
 
     def offset_in(self, sec, off):
+        hit = self.starts[sec].get(off)
+        if hit is not None:
+            return hit
         import bisect
         ins, outs = self.pieces[sec]
         k = bisect.bisect_right(ins, off) - 1
