@@ -207,6 +207,9 @@ def link_partial(opts, res, diag) -> bytearray:
         idx = [o.index for o in outs_of] + [rela_index[o] for o in outs_of if o in rela_index]
         group_out.append((sig, struct.pack(f"<{1 + len(idx)}I", elf.GRP_COMDAT, *idx)))
     blob = _write(sections, notes, syms, first_global, names, group_out)
+    from linkwrap.ld.synthetic import gnu_osabi
+    if gnu_osabi(res):
+        blob[7] = 3                   # ELFOSABI_GNU, as GNU ld -r marks it
     if opts.build_id:
         _fill_build_id(blob, opts.build_id)
     return blob

@@ -198,7 +198,8 @@ class _Resolver:
         s.value = value
         s.size = size
         s.type = stype
-        s.bind = elf.STB_WEAK if bind == elf.STB_WEAK else elf.STB_GLOBAL
+        # STB_GNU_UNIQUE (a C++ inline function's static) stays unique in .symtab and .dynsym
+        s.bind = bind if bind in (elf.STB_WEAK, elf.STB_GNU_UNIQUE) else elf.STB_GLOBAL
         s.is_abs = is_abs
         s.is_common = False
         s.dso = None

@@ -264,7 +264,7 @@ class SymTab(Synthetic):
         out = bytearray(24)
         bss = lk.synth.bss
         for k, (s, name) in enumerate(zip(self.symbols, self.names)):
-            bind = elf.STB_LOCAL if k + 1 < self.info else (elf.STB_WEAK if s.bind == elf.STB_WEAK
+            bind = elf.STB_LOCAL if k + 1 < self.info else (s.bind if s.bind in (elf.STB_WEAK, elf.STB_GNU_UNIQUE)
                                                             else elf.STB_GLOBAL)
             other = s.visibility
             if s.type == elf.STT_FILE:
@@ -450,7 +450,7 @@ class DynSym(Synthetic):
             name = self.dynstr.offsets[s.name]
             if s in copied or (s.dso is None and s.defined):
                 stype = elf.STT_FUNC if s.type == elf.STT_GNU_IFUNC else s.type
-                bind = elf.STB_WEAK if s.bind == elf.STB_WEAK else elf.STB_GLOBAL
+                bind = s.bind if s.bind in (elf.STB_WEAK, elf.STB_GNU_UNIQUE) else elf.STB_GLOBAL
                 if s.section is not None:
                     shndx = lk.osec_of[s.section].index
                 elif s in bss_placed:
@@ -996,6 +996,7 @@ class Synthetics:
     copied: frozenset = frozenset()   # symbols bound to their copy in .bss (no longer preemptible)
     canonical: frozenset = frozenset()  # imported functions whose PLT entry is their address
     merged_of: dict = None            # SHF_MERGE input section -> the MergedSection holding its pieces
+    gnu_osabi: bool = False           # EI_OSABI is ELFOSABI_GNU (an object defines IFUNC or unique symbols)
 
 
 def create(opts, mode, res, live, needs) -> Synthetics:
@@ -1062,7 +1063,14 @@ def create(opts, mode, res, live, needs) -> Synthetics:
     needed_list = tuple(s for s in out if s.is_needed())
     return Synthetics(needed_list, dynsym, dynstr, dynamic, got, got_plt, plt, rela_dyn, rela_plt,
                       eh_hdr, build_id, bss, tuple(bss.copies), copied, needs.canonical,
-                      {sec: m for m in merged for sec in m.inputs})
+                      {sec: m for m in merged for sec in m.inputs}, gnu_osabi(res))
+
+
+def gnu_osabi(res) -> bool:
+    """GNU ld marks the output ELFOSABI_GNU when an object (not a library) gives it a global
+    STT_GNU_IFUNC or STB_GNU_UNIQUE symbol (elf_link_add_object_symbols' has_gnu_osabi)."""
+    return any(s.file is not None and not s.is_local and
+               (s.type == elf.STT_GNU_IFUNC or s.bind == elf.STB_GNU_UNIQUE) for s in res.symtab.values())
 
 
 def _defined(res, name):

@@ -29,7 +29,7 @@ def write_output(opts, mode, lk, buf, synth) -> None:
 
 def _headers(opts, mode, lk, buf):
     shnum = len(lk.osecs) + 2
-    ident = elf.ELFMAG + bytes([2, 1, 1, 0]) + b"\0" * 8
+    ident = elf.ELFMAG + bytes([2, 1, 1, 3 if lk.synth.gnu_osabi else 0]) + b"\0" * 8
     etype = elf.ET_DYN if mode.pic else elf.ET_EXEC
     elf.EHDR.pack_into(buf, 0, ident, etype, elf.EM_X86_64, 1, lk.entry, 64 if lk.segments else 0,
                        lk.shoff, 0, 64, 56, len(lk.segments), 64, shnum, shnum - 1)

@@ -84,10 +84,12 @@ def facts(path, symbols=()):
     def readelf(*flags):
         return subprocess.run(["readelf", *flags, path], capture_output=True, text=True, check=True).stdout
     dyn, ph, notes = readelf("-dW"), readelf("-lW"), readelf("-nW")
+    osabi = re.search(r"OS/ABI:\s+(.*)", readelf("-hW")).group(1).strip()
     out = {
         "needed": re.findall(r"\(NEEDED\)\s+Shared library: \[(.*?)\]", dyn),
         "flags": sorted(re.findall(r"\((FLAGS(?:_1)?)\)\s+(.*)", dyn)),
         "init": sorted(re.findall(r"\((INIT|FINI)\)", dyn)),
+        "osabi": osabi,
         "rpath": re.findall(r"\((RPATH|RUNPATH)\)\s+\S+ \S+ \[(.*?)\]", dyn),
         "segments": sorted(set(re.findall(r"^\s+([A-Z_]+)\s+0x", ph, re.M))),
         "property": [l.strip() for l in notes.splitlines() if "x86 " in l or "Properties:" in l],

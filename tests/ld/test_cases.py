@@ -51,6 +51,8 @@ def readelf_facts(path):
     notes = subprocess.run(["readelf", "-nW", path], capture_output=True, text=True, check=True).stdout
     props = [line.strip() for line in notes.splitlines() if "x86 " in line]
     etype = re.search(r"Elf file type is (\w+)", ph).group(1)
+    hdr = subprocess.run(["readelf", "-hW", path], capture_output=True, text=True, check=True).stdout
+    osabi = re.search(r"OS/ABI:\s+(.*)", hdr).group(1).strip()
     ver = subprocess.run(["readelf", "-VW", path], capture_output=True, text=True, check=True).stdout
     needs = set()
     current = None
@@ -67,7 +69,7 @@ def readelf_facts(path):
         if len(parts) >= 8 and parts[1].startswith("0x") and parts[0] in ("GNU_STACK", "TLS", "GNU_RELRO", "INTERP"):
             flags[parts[0]] = " ".join(parts[6:-1])   # the R/W/E flags of the segment
     return {"needed": needed, "segments": types, "type": etype, "version_needs": needs, "flags": flags,
-            "properties": props}
+            "properties": props, "osabi": osabi}
 
 
 def bindings(path):
