@@ -35,15 +35,8 @@ VERBATIM_HELP = {
                "Links through linkwrap: the compiler driver (cc, c++, gcc...) and its whole link command "
                "line, as CMake's <LANG>_LINKER_LAUNCHER and ninja link rules pass them. Also installed as "
                "linkwrap-launch. `linkwrap install --cmake` and `--ninja` set it up."),
-    "ld": ("[OPTIONS] FILE...",
-           "linkwrap's own ELF linker (also linkwrap-ld; LINKWRAP_LINKER=python through the wrapper): "
-           "x86-64 Linux (glibc) executables, static, static-pie, PIE and non-PIE, with the command line "
-           "gcc's collect2 passes to ld: -o, -L, -l, -Bstatic/-Bdynamic, --as-needed, "
-           "-pie/-no-pie/-static/-static-pie, -z relro|now|noexecstack, --eh-frame-hdr, --build-id, "
-           "--gc-sections, --start-group/--end-group, --whole-archive, -e, --hash-style, -m elf_x86_64, "
-           "-dynamic-linker, @file; -plugin/-plugin-opt are ignored. What it cannot link yet (-shared, -r, "
-           "TLSDESC, SECTIONS scripts...) it names and exits 1. --version prints the version; --time "
-           "prints each pass's wall time to stderr. See {doc}."),
+    # The linker's own words (linkwrap/ld/__main__.py USAGE), so that the two helps never drift apart.
+    "ld": ("[OPTIONS] FILE...", None),
 }
 
 # The environment section of every --help: "  NAME  what it does" lines.
@@ -113,11 +106,22 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             usage, details = VERBATIM_HELP[name]
             p.usage = f"linkwrap {name} {usage}"
-            from linkwrap.resources import doc_path
-            p.description = details.format(doc=doc_path("ld.md"))
+            p.description = details or _ld_details()
+            if name == "ld":  # shown, never parsed: the linker reads its own command line
+                p.add_argument("--version", action="store_true", help="print the version")
+                p.add_argument("--time", action="store_true", help="print each pass's wall time to stderr")
             p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
         p.epilog = environment_epilog(p.epilog)
     return parser
+
+
+def _ld_details() -> str:
+    from linkwrap.ld.__main__ import USAGE
+    from linkwrap.resources import doc_path
+    # Its option lines ("  --version ...") become options of the parser (verbatim_options).
+    lines = [line for line in USAGE.split("\n")[1:] if not line.startswith("  ")]
+    body = " ".join(" ".join(lines).split())
+    return body.replace("docs/ld.md", doc_path("ld.md"))
 
 
 def verbatim_help(name) -> str:
