@@ -56,7 +56,8 @@ def collect(path=None) -> dict:
             cargo_place("cargo-project", where)
         elif kind == "cmake-cache":
             found = cmake.cache_installed(where) if os.path.isdir(where) else None
-            place(kind, where, found, entries=sorted(found["entries"]) if found else [])
+            place(kind, where, found, entries=sorted(found["entries"]) if found else [],
+                  marked=found["marked"] if found else None)
         elif kind == "cmake-presets":
             found = cmake.presets_installed(os.path.dirname(where))
             place(kind, where, found, preset=found["preset"] if found else None)
@@ -122,7 +123,8 @@ def run(args) -> int:
             state = (f"installed for {', '.join(p['targets'])}" + ("" if p.get("marked") else " (set by hand)")
                      + "".join(f"\n{'':17}linker = {linker}" for linker in p.get("linkers", [])))
         elif p["kind"] == "cmake-cache":
-            state = f"installed ({', '.join(p['entries'])})"
+            state = f"installed ({', '.join(p['entries'])})" + (
+                "" if p.get("marked") else " (no marker: set by `linkwrap run`, a preset or by hand)")
         elif p["kind"] == "cmake-presets":
             state = f"installed (preset {p['preset']!r})"
         else:
