@@ -105,13 +105,24 @@ LABELS = {"cargo-project": "cargo project", "cargo-global": "cargo global", "cma
           "cmake-presets": "cmake presets", "ninja": "ninja file"}
 
 
+def _unwritten(name, info) -> str:
+    """Why an entry point script is not there, truthfully for each way install writes."""
+    if name == "linkwrap-cc" and info["on_path"].get(name):
+        # install then writes the bare name, which PATH resolves: this script is not needed.
+        return ("not needed: `linkwrap install` writes the bare name linkwrap-cc, found on PATH; "
+                "`linkwrap install --absolute` writes this path instead")
+    if name == "linkwrap-cc":
+        return "not written yet: `linkwrap install` writes it"
+    return "not written yet: `linkwrap install --cmake` or `--ninja` writes it"
+
+
 def run(args) -> int:
     info = collect(args.path)
     if args.json:
         print(json.dumps(info, indent=2, sort_keys=True))
         return 0
     for name, where in info["scripts"].items():
-        print(f"{name + ':':17}{where}" + ("" if os.path.exists(where) else " (not written yet: `linkwrap install` writes it)"))
+        print(f"{name + ':':17}{where}" + ("" if os.path.exists(where) else f" ({_unwritten(name, info)})"))
     for name, where in info["on_path"].items():
         print(f"{'on PATH:':17}{where or f'no {name} of linkwrap' + chr(39) + 's (install writes absolute paths)'}")
     for p in info["places"]:
