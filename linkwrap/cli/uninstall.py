@@ -36,7 +36,7 @@ def run(args) -> int:
         return 0
     from linkwrap.install import cmake
     folder = os.path.abspath(args.cmake)
-    if cmake.classify(folder) == "build":
+    if cmake.classify(folder, "uninstall") == "build":
         carry_out(cmake.plan_cache_uninstall(folder), args.dry_run, lambda: marker.forget("cmake-cache", folder))
         return 0
     built = cmake.preset_build_dir(folder) if cmake.presets_installed(folder) else None

@@ -363,16 +363,19 @@ def _repoint(text, triple, current, linker):
 
 def _check(path, new: bytes | None, expected: dict, exact: bool) -> None:
     """Re-read what we are about to write; refuse to write anything else."""
+    # exact is install's check; uninstall's (not exact) hint is to take linkwrap's lines out, not to set one.
+    hint = (f"set `linker` by hand, see {doc_path('install.md')}" if exact else
+            "take out the lines marked `linkwrap (ID: …)` by hand (a replaced line's old text is in its marker)")
     try:
         got = tomllib.loads(new.decode("utf-8")) if new is not None else {}
     except tomllib.TOMLDecodeError as e:
         raise InstallError(f"{path}: linkwrap's edit would not be valid TOML ({e}); nothing was changed\n"
-                           f"hint: set `linker` by hand, see {doc_path('install.md')}") from e
+                           f"hint: {hint}") from e
     if not exact:
         got, expected = _prune(got), _prune(expected)
     if got != expected:
         raise InstallError(f"{path}: linkwrap's edit would change more than the linker; nothing was changed\n"
-                           f"hint: set `linker` by hand, see {doc_path('install.md')}")
+                           f"hint: {hint}")
 
 
 def _prune(d):

@@ -30,14 +30,16 @@ LANGS = (("C", (3, 21)), ("CXX", (3, 21)), ("OBJC", (3, 21)), ("OBJCXX", (3, 21)
 CACHE_RE = re.compile(r'^(?:"(?P<qname>[^"]*)"|(?P<name>[^:=\s#/][^:=]*)):(?P<type>[A-Z]+)=(?P<value>.*)$')
 
 
-def classify(folder: str) -> str:
+def classify(folder: str, command: str = "install") -> str:
     """'build' or 'source' (a directory with both is an in-source build: its cache wins)."""
     if os.path.isfile(os.path.join(folder, "CMakeCache.txt")):
         return "build"
     if os.path.isfile(os.path.join(folder, "CMakeLists.txt")):
         return "source"
+    hint = ("`linkwrap status` lists where linkwrap is installed; then linkwrap uninstall --cmake DIR"
+            if command == "uninstall" else "linkwrap install --cmake DIR")
     raise InstallError(f"{folder} has neither CMakeCache.txt nor CMakeLists.txt\n"
-                       "hint: pass a CMake build directory or source directory: linkwrap install --cmake DIR")
+                       f"hint: pass a CMake build directory or source directory: {hint}")
 
 
 # ---- build directory: cache entries ----
