@@ -137,13 +137,18 @@ def bench_one(name, link, root, copy_root, found, rounds):
     out = req.output
     plans = [(label, run.command(req, d, out)) for label, d in variants(req, found)]
     env = run.linker_environment(env)
-    for _, cmd in plans:  # warm-up: inputs in the page cache, shims made
-        time_link(cmd, env, cwd, out)
-    times = {label: [] for label, _ in plans}
-    for r in range(rounds):
-        k = r % len(plans)
-        for label, cmd in plans[k:] + plans[:k]:
-            times[label].append(time_link(cmd, env, cwd, out))
+    here = os.getcwd()
+    os.chdir(cwd)  # C++ inputs are named relative to it (run.spawn runs in this process's directory)
+    try:
+        for _, cmd in plans:  # warm-up: inputs in the page cache, shims made
+            time_link(cmd, env, cwd, out)
+        times = {label: [] for label, _ in plans}
+        for r in range(rounds):
+            k = r % len(plans)
+            for label, cmd in plans[k:] + plans[:k]:
+                times[label].append(time_link(cmd, env, cwd, out))
+    finally:
+        os.chdir(here)  # or the mount stays busy
     return times, req
 
 
