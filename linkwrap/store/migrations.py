@@ -96,6 +96,13 @@ def m003_first_attempt_and_startup(db):
 
 
 @migration
+def m004_store_counts(db):
+    # Counters of the store itself: records the spool held that were malformed and skipped.
+    db.execute("CREATE TABLE store_counts (name TEXT PRIMARY KEY, value INTEGER NOT NULL)")
+    db.execute("INSERT INTO store_counts (name, value) VALUES ('rejected_records', 0)")
+
+
+@migration
 def m006_memory(db):
     # Links that fit in memory (linkwrap/wrap/admission.py): the prediction, what the link added, the wait.
     for column in ("predicted_peak_kb INTEGER",   # what the link was predicted to add to its memory group
@@ -108,6 +115,15 @@ def m006_memory(db):
                    "jobserver_wait TEXT",         # what was done with the build's jobserver slot while waiting
                    "mem_limit_mb INTEGER"):       # the memory limit that applied (cgroup), if any
         db.execute(f"ALTER TABLE links ADD COLUMN {column}")
+
+
+@migration
+def m008_project(db):
+    # The project a build belongs to (linkwrap.wrap.build.project_of), set when it is ingested:
+    # what `summary`, `report` and `log status` are scoped to.
+    db.execute("ALTER TABLE builds ADD COLUMN project_dir TEXT")  # Cargo workspace root, CMake source dir, ninja file's dir
+    db.execute("ALTER TABLE builds ADD COLUMN build_dir TEXT")    # Cargo target dir, CMake build dir, ninja file's dir
+    db.execute("CREATE INDEX builds_project ON builds(project_dir)")
 
 
 def migrate(db) -> list:
