@@ -48,7 +48,6 @@ SINCE = {
     "--no-fork": {"mold": (1, 0), "wild": (0, 3)},
     "--threads=": {"mold": (1, 1), "wild": (0, 2), "lld": (11,), "rust-lld": (11,)},
     "--mmap-output-file": {"wild": (0, 7)},   # mold 1.10 rejects it; lld's flipped meaning at 21
-    "--no-update-in-place": {"wild": (0, 8)},
 }
 # In-place pays only for linkers that would reuse the inode: mold (every version)
 # and wild >= 0.8 (its default became update-in-place). GNU ld, gold and lld always
@@ -58,6 +57,11 @@ IN_PLACE_SINCE = {"mold": (0,), "wild": (0, 8)}
 # 2a010c412853, reverted for 6.13); distribution backports can't be told apart.
 NO_ETXTBSY = ((6, 11), (6, 12))
 WILD_BTRFS_MMAP_FIXED = (7, 2)   # wild buffers its output on btrfs below this kernel
+# ...but only from 0.10 on: 0.7-0.9 mmap it there as everywhere (wild 0.8.0 checked with strace here).
+WILD_BTRFS_BUFFERS_SINCE = (0, 10)
+# Before 0.9 wild has no linker-plugin support: it warns about gcc's `-plugin` on stdout at
+# every link, and refuses GCC LTO objects ("GCC IR (LTO mode) is not supported yet").
+WILD_PLUGIN_SINCE = (0, 9)
 MIN_CACHED_FRACTION = 0.5        # below this an in-place write first reads the old file back
 # -fuse-ld=<x> values that name a linker linkwrap knows.
 FUSE_LD = {"mold": "mold", "wild": "wild", "lld": "lld", "bfd": "bfd", "gold": "gold"}
@@ -66,33 +70,30 @@ FUSE_LD = {"mold": "mold", "wild": "wild", "lld": "lld", "bfd": "bfd", "gold": "
 def decide(request, probe, linkers, config) -> Decision:
     """The linker, its flags and the write mode for one link, with reasons."""
     reasons = []
-    info = choose_linker(request, linkers, config, reasons)
+    info = choose_linker(request, linkers, config, reasons, probe)
     if info is None:
         return Decision(None, (), (), FRESH, tuple(reasons))
     flags = _flags(info, probe, reasons, _callers_flags(request))
     mode = write_mode(request, probe, info, config, reasons)
+    driver_flags = ()
     if info.name == "wild":
-        if mode == FRESH:
-            if _has(info, "--no-update-in-place"):
-                flags.append("--no-update-in-place")
-                reasons.append("--no-update-in-place: wild >= 0.8 would otherwise reuse the old inode")
-            else:
-                reasons.append(f"{info.label} has no --no-update-in-place (needs >= 0.8) "
-                               "and replaces existing outputs anyway")
-        else:
+        # FRESH needs no --no-update-in-place: output.py hands wild a new name in a private
+        # directory, and for a device or FIFO written directly that flag would replace the node.
+        if mode == IN_PLACE:
             reasons.append("wild writes in place only with more than one thread "
                            "(its single-thread path always unlinks)")
+        driver_flags = _wild_driver_flags(info, request, reasons)
     extra = tuple(config.extra_flags.get(info.name, ())) if config is not None else ()
     if extra:
         where = config.sources.get(f"linkers.{info.name}.extra_flags", "configuration")
         flags.extend(extra)
         reasons.append(f"extra flags for {info.name} from {where}: {' '.join(extra)}")
-    return Decision(info, tuple(flags), (), mode, tuple(reasons))
+    return Decision(info, tuple(flags), driver_flags, mode, tuple(reasons))
 
 
 # --- which linker ----------------------------------------------------------
 
-def choose_linker(request, linkers, config, reasons):
+def choose_linker(request, linkers, config, reasons, probe=None):
     """LINKWRAP_LINKER, else the caller's own -fuse-ld=, else the preference order."""
     # config.load refuses a LINKWRAP_LINKER that names no known linker.
     forced = config.forced if config is not None else None
@@ -136,6 +137,10 @@ def choose_linker(request, linkers, config, reasons):
             skipped.append(name)
             continue
         info = linkers[name]
+        unfit = unsuitable(info, request, probe)
+        if unfit:
+            reasons.append(f"{info.label} passed over: {unfit}")
+            continue
         note = f" ({', '.join(skipped)} forbidden)" if skipped else ""
         reasons.append(f"{info.label}: first installed of {order}{note}")
         return info
@@ -153,6 +158,54 @@ def _callers_choice(request):
     if not fuse or request.rust_lld:
         return None
     return FUSE_LD.get(fuse)
+
+
+def unsuitable(info, request, probe):
+    """Why the preference order must skip this linker for this link, or None.
+
+    Only the preference order asks: LINKWRAP_LINKER and the caller's -fuse-ld= are choices
+    that stand (a failed link is then retried as asked).
+    """
+    if info.name != "wild":
+        return None
+    if needs_linker_plugin(request) and not _at_least(info.version, WILD_PLUGIN_SINCE):
+        return f"gcc's LTO needs the linker plugin, which wild has only from {_v(WILD_PLUGIN_SINCE)}"
+    out = getattr(probe, "output", None)
+    if out is not None and out.exists and out.is_regular is False:
+        # Checked with 0.8.0: it adds exec bits to a device node, and its single-thread path
+        # (1 CPU, or 1 jobserver token) replaces the node with a regular file -- /dev/null, as root.
+        return "the output is not a regular file, which wild may chmod or replace"
+    return None
+
+
+def needs_linker_plugin(request) -> bool:
+    """-flto (not undone by a later -fno-lto) or -fuse-linker-plugin on the command line."""
+    lto = plugin = False
+    for a in request.args:
+        if a == "-flto" or a.startswith("-flto="):
+            lto = True
+        elif a == "-fno-lto":
+            lto = False
+        elif a == "-fuse-linker-plugin":
+            plugin = True
+    return lto or plugin
+
+
+def _wild_driver_flags(info, request, reasons) -> tuple:
+    """-fno-use-linker-plugin for wild < 0.9, so that gcc does not hand it a plugin it
+    can only warn about (on stdout: a build log line per link, a warning under rustc >= 1.97)."""
+    if _at_least(info.version, WILD_PLUGIN_SINCE):
+        return ()
+    if needs_linker_plugin(request):
+        reasons.append(f"{info.label} cannot link GCC LTO objects: a failed link is retried as asked")
+        return ()
+    reasons.append(f"-fno-use-linker-plugin: {info.label} cannot use gcc's LTO plugin "
+                   "and would warn about it at every link")
+    return ("-fno-use-linker-plugin",)
+
+
+def _at_least(version, since) -> bool:
+    return version is not None and tuple(version) >= since
 
 
 # --- which flags -----------------------------------------------------------
@@ -213,6 +266,10 @@ def _wild_mmap(info, probe, reasons, flags):
     kernel = probe.kernel
     if kernel is not None and tuple(kernel[:2]) >= WILD_BTRFS_MMAP_FIXED:
         reasons.append(f"btrfs with kernel {_v(kernel)} (>= 7.2): wild mmaps its output by itself")
+        return
+    if _has(info, "--mmap-output-file") and not _at_least(info.version, WILD_BTRFS_BUFFERS_SINCE):
+        reasons.append(f"{info.label} mmaps its output on btrfs by itself "
+                       f"(wild buffers it there from {_v(WILD_BTRFS_BUFFERS_SINCE)} on)")
         return
     k = "unknown kernel" if kernel is None else f"kernel {_v(kernel)} (< 7.2)"
     if _has(info, "--mmap-output-file"):

@@ -264,7 +264,7 @@ def test_an_unknown_linkwrap_linker_is_a_config_error(project, value, shown):
 
 
 def test_a_known_but_missing_linker_is_not_an_error(project):
-    # wild is not installed here: the policy says so and chooses as usual
+    # whether wild is installed or not: a known name is no configuration error
     c = config.load(req(project), {"LINKWRAP_LINKER": "wild"})
     assert c.forced == "wild"
 
