@@ -32,6 +32,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true",
                         help="print the summary as JSON on stdout (the build's own stdout goes to stderr)")
     parser.add_argument("--quiet", "-q", action="store_true", help="print no summary; only record the build")
+    parser.add_argument("--save", action="store_true",
+                        help="keep this build's links replayable for `linkwrap bench` (sets LINKWRAP_SAVE=1)")
     # dest is not "command": cli.main keeps the subcommand's name there.
     parser.add_argument("build_command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
                         help="the build command and its arguments, after --")
@@ -47,6 +49,8 @@ def run(args) -> int:
     key = build.new_run_key()
     cwd = os.getcwd()
     env = {**os.environ, build.ENV: key, "LINKWRAP_BUILD_CWD": cwd}
+    if args.save:
+        env["LINKWRAP_SAVE"] = "1"
     started_unix, started = time.time(), time.perf_counter()
     # ^C goes to the whole foreground process group: let the build handle it and end.
     old = signal.signal(signal.SIGINT, signal.SIG_IGN)

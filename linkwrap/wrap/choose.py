@@ -12,16 +12,18 @@ The probe runs even after a configuration fault, so the link's record and explai
 facts. Nothing here logs or prints: the caller decides who hears of a fault (the link log, a warning,
 explain's output).
 """
+import os
+
 from linkwrap.records import record
 
-Choice = record("Choice", "settings found facts decision config_error faults")
+Choice = record("Choice", "settings found facts decision config_error faults measured")
 
 
 def choose(request, environ) -> Choice:
     from linkwrap.errors import LinkwrapError
     from linkwrap.faults import describe
     from linkwrap.wrap import config, linkers, policy, probe
-    settings = facts = config_error = None
+    settings = facts = config_error = measured = None
     found = {}
     faults = []
     try:
@@ -42,11 +44,38 @@ def choose(request, environ) -> Choice:
     elif faults:
         decision = policy.as_asked("; ".join(describe(doing, e) for doing, e in faults))
     else:
+        # What `linkwrap bench` measured on this machine for links like this one. Unreadable
+        # measurements are no fault of the link's: they are said in explain and ignored.
+        try:
+            from linkwrap.bench import measured as measured_mod
+            measured = measured_mod.applicable(request, facts, found)
+        except Exception as e:
+            from linkwrap.bench.measured import Measured
+            measured = Measured(None, (), (describe("reading measurements", e),))
         try:
             # Pure: which linker, which flags, how to write the output, and why.
-            decision = policy.decide(request, facts, found, settings)
+            decision = policy.decide(request, facts, found, settings, measured, driver_ld(request, found, environ))
         except Exception as e:
             faults.append(("choosing a linker", e))
             decision = policy.as_asked(describe("choosing a linker", e))
-    return Choice(settings, found, facts, decision, config_error, tuple(faults))
+    return Choice(settings, found, facts, decision, config_error, tuple(faults), measured)
+
+
+def driver_ld(request, found, environ):
+    """Which of the found linkers `ld` on PATH is, for a link rustc did not force to rust-lld.
+
+    gcc runs its own `ld` (on Debian GNU ld unless the user replaced it); a machine where `ld` is
+    mold or lld has chosen that linker as its default, and the static order keeps it first.
+    """
+    if request.rust_lld:
+        return None
+    for d in environ.get("PATH", "").split(os.pathsep):
+        ld = os.path.join(d, "ld") if d else ""
+        if ld and os.path.exists(ld):
+            real = os.path.realpath(ld)
+            for name, info in found.items():
+                if os.path.realpath(info.path) == real:
+                    return name
+            return None
+    return None
 

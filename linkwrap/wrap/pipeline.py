@@ -62,7 +62,18 @@ def main(argv, driver=None, environ=os.environ) -> int:
     run.write_through(outcome)
     if settings is None or settings.record:
         record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first)
+    if outcome.returncode == 0 and environ.get("LINKWRAP_SAVE") == "1":
+        _save(request, facts, outcome)  # now, while rustc's temporary inputs still exist
     return outcome.returncode
+
+
+def _save(request, facts, outcome) -> None:
+    """Keep the link replayable for `linkwrap bench`; a failure costs only the saved copy."""
+    try:
+        from linkwrap.bench import save
+        save.save(request, outcome, facts)
+    except Exception as e:
+        faults.note("saving the link for replay", e)
 
 
 # What every linker reports the same way: retrying with another would only say it twice.

@@ -64,10 +64,15 @@ MIN_CACHED_FRACTION = 0.5        # below this an in-place write first reads the 
 FUSE_LD = {"mold": "mold", "wild": "wild", "lld": "lld", "bfd": "bfd", "gold": "gold"}
 
 
-def decide(request, probe, linkers, config) -> Decision:
-    """The linker, its flags and the write mode for one link, with reasons."""
+def decide(request, probe, linkers, config, measured=None, callers_ld=None) -> Decision:
+    """The linker, its flags and the write mode for one link, with reasons.
+
+    measured: linkwrap.bench.measured.Measured, the replay results that apply to this link (None:
+    nothing measured). callers_ld: the linker the caller's driver runs by default (a name of KNOWN),
+    for links rustc did not force to rust-lld.
+    """
     reasons = []
-    info = choose_linker(request, linkers, config, reasons)
+    info = choose_linker(request, linkers, config, reasons, measured, callers_ld)
     if info is None:
         return Decision(None, (), (), FRESH, tuple(reasons))
     flags = _flags(info, probe, reasons)
@@ -93,8 +98,9 @@ def decide(request, probe, linkers, config) -> Decision:
 
 # --- which linker ----------------------------------------------------------
 
-def choose_linker(request, linkers, config, reasons):
-    """LINKWRAP_LINKER, else the caller's own -fuse-ld=, else the preference order."""
+def choose_linker(request, linkers, config, reasons, measured=None, callers_ld=None):
+    """LINKWRAP_LINKER, else the caller's own -fuse-ld=, else a configured `prefer`, else the
+    fastest measured here, else the static order (the caller's own default first)."""
     # config.load refuses a LINKWRAP_LINKER that names no known linker.
     forced = getattr(config, "forced", None)
     if forced:
@@ -122,6 +128,17 @@ def choose_linker(request, linkers, config, reasons):
         where = config.sources.get("prefer", "configuration")
         reasons.append(f"prefer = [] in {where}: no linker to choose; linking as asked")
         return None
+    default = None
+    if config is None or config.sources.get("prefer", "default") == "default":
+        default = callers_default(request, callers_ld)
+        prefer = static_order(prefer, default)
+        pick = measured_pick(prefer, linkers, forbid, measured)
+        if measured is not None and measured.ignored:
+            reasons.append(f"measurements ignored: {'; '.join(measured.ignored[:3])}"
+                           + (f" (and {len(measured.ignored) - 3} more)" if len(measured.ignored) > 3 else ""))
+        if pick is not None:
+            reasons.append(measured_reason(pick, linkers, measured))
+            return linkers[pick[0].linker]
     order = ", ".join(prefer)
     skipped = []
     for name in prefer:
@@ -132,10 +149,67 @@ def choose_linker(request, linkers, config, reasons):
             continue
         info = linkers[name]
         note = f" ({', '.join(skipped)} forbidden)" if skipped else ""
-        reasons.append(f"{info.label}: first installed of {order}{note}")
+        if default is not None and name == prefer[0]:
+            reasons.append(f"{info.label}: {default[1]}, first of {order} while nothing is measured{note}")
+        else:
+            reasons.append(f"{info.label}: first installed of {order}{note}")
         return info
     reasons.append(f"none of {order} is installed and allowed; linking as asked")
     return None
+
+
+# Fast linkers: the caller's own default goes first among these when nothing is measured, so a
+# link through linkwrap is never slower than without it (rust-lld beat mold 1.15x on a real Rust
+# link here, mold beat rust-lld 0.83x on a generated one: shared/reference/measurements.md).
+FAST = ("mold", "wild", "lld", "rust-lld")
+
+
+def callers_default(request, callers_ld):
+    """(name, why) of the linker the caller would get without linkwrap, when it is a fast one."""
+    if getattr(request, "rust_lld", None):
+        return ("rust-lld", "rustc's own default")
+    if callers_ld in FAST:
+        return (callers_ld, "the driver's own ld")
+    return None
+
+
+def static_order(prefer, default) -> tuple:
+    """`prefer` with the caller's fast default moved first; GNU ld and gold stay last."""
+    if default is None or default[0] not in prefer:
+        return tuple(prefer)
+    return (default[0],) + tuple(n for n in prefer if n != default[0])
+
+
+def measured_pick(order, linkers, forbid, measured):
+    """(chosen row, fastest row, rows compared) from the measurements, or None.
+
+    Only fresh writes compete (what every link may do; in place depends on the output's facts).
+    Among candidates whose 95 % confidence interval reaches the fastest one's, the static order
+    decides: a difference the measurement cannot tell from noise is no reason to move.
+    """
+    if measured is None or not measured.rows:
+        return None
+    rows = [r for r in measured.rows if r.variant == "fresh" and not r.failed
+            and r.linker in linkers and r.linker not in forbid and r.linker in order]
+    if not rows:
+        return None
+    fastest = min(rows, key=lambda r: r.median_ms)
+    close = [r for r in rows if r.ci_low_ms <= fastest.ci_high_ms]
+    chosen = min(close, key=lambda r: order.index(r.linker))
+    return chosen, fastest, tuple(sorted(rows, key=lambda r: r.median_ms))
+
+
+def measured_reason(pick, linkers, measured) -> str:
+    chosen, fastest, rows = pick
+    half = (chosen.ci_high_ms - chosen.ci_low_ms) / 2
+    pct = 100 * half / chosen.median_ms if chosen.median_ms else 0.0
+    others = ", ".join(f"{r.label} {r.median_ms:.0f} ms" for r in rows if r is not chosen)
+    vs = f" vs {others}" if others else ""
+    fs = f" on {chosen.fs}" if chosen.fs else ""
+    what = ("measured fastest here" if chosen is fastest else
+            f"measured within the confidence interval of {fastest.label} and first in the static order here")
+    return (f"{linkers[chosen.linker].label}: {what} for {measured.scope}{fs} "
+            f"({chosen.median_ms:.0f} ms ±{pct:.1f} %{vs}; {chosen.runs} rounds, {chosen.date})")
 
 
 def _callers_choice(request):
