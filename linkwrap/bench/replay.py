@@ -8,7 +8,8 @@ without --mmap-output-file. Outputs are written beside the real output, on its f
 One warm-up round (page cache, the linkers' own binaries), then rounds in which every
 candidate runs once, the order rotated each round so that no candidate always follows the same
 one, until the 95 % confidence interval of every median is within +-3 % of it or the time
-budget runs out. A candidate that fails (non-zero exit, no output, not an ELF file of the same
+budget runs out. A candidate more than SLOW_FACTOR times the fastest in the warm-up round is
+shown with that one figure (runs = 1) and not timed further. A candidate that fails (non-zero exit, no output, not an ELF file of the same
 type as the original) is listed with its first error line and not timed further.
 The confidence interval of the median is the distribution-free one from order statistics
 (ranks n/2 -+ 1.96 sqrt(n)/2): link times here are skewed by a busy machine, not normal.
@@ -22,6 +23,7 @@ from linkwrap.records import record
 
 TARGET_CI = 0.03
 MIN_ROUNDS = 5
+SLOW_FACTOR = 4   # a candidate this many times the fastest in the warm-up is not timed further
 
 Candidate = record("Candidate", "name label info variant argv out")
 Result = record("Result", [
@@ -83,7 +85,7 @@ def candidates(manifest, args, found, work, only=None) -> list:
         for variant, dec in variants:
             o = os.path.join(work, f"{name}-{variant}")
             argv = run.command(request_for(manifest, args, o), dec, o)
-            cands.append(Candidate(name, info.label, info, variant, argv, o))
+            cands.append(Candidate(name, info.label, info, variant, tuple(argv), o))
     return cands, facts
 
 
@@ -104,7 +106,7 @@ def run_once(cand, manifest, env):
             os.unlink(cand.out)
         except FileNotFoundError:
             pass
-    code, wall_ms, _, _, rss, _, err = run.spawn(cand.argv, env)
+    code, wall_ms, _, _, rss, _, err = run.spawn(list(cand.argv), env)
     if code != 0:
         return None, None, record.first_error(err) or f"exit status {code}"
     got = elf_type(cand.out)
@@ -128,16 +130,25 @@ def bench(manifest, args, found, *, budget_s=60.0, only=None, max_rounds=1000, p
         cands, facts = candidates(manifest, args, found, work, only)
         env = run.linker_environment(os.environ)
         failed, times, rss = {}, {c: [] for c in cands}, {c: 0 for c in cands}
-        for c in cands:   # warm-up round, not timed; it also finds the candidates that fail
-            _, _, err = run_once(c, manifest, env)
+        warm = {}
+        for c in cands:   # warm-up round, not counted; it also finds the candidates that fail
+            wall, peak, err = run_once(c, manifest, env)
             if err:
                 failed[c] = err
-        alive = [c for c in cands if c not in failed]
+            else:
+                warm[c] = (wall, peak)
+        # One far slower than the fastest (GNU ld, linkwrap's own linker) cannot win: its warm-up
+        # figure is shown and the budget goes to the candidates that can.
+        best = min((w for w, _ in warm.values()), default=None)
+        for c, (wall, peak) in warm.items():
+            if wall > SLOW_FACTOR * best:
+                times[c], rss[c] = [wall], peak
+        alive = [c for c in cands if c not in failed and not times[c]]
         started, rounds = time.monotonic(), 0
         while alive and rounds < max_rounds:
             turn = alive[rounds % len(alive):] + alive[:rounds % len(alive)]
             for c in turn:
-                if c in failed:
+                if c in failed or (rounds and time.monotonic() - started >= budget_s):
                     continue
                 wall, peak, err = run_once(c, manifest, env)
                 if err:

@@ -161,7 +161,8 @@ def _keep(src, objects, st) -> int:
 def manifest_id(cwd, output) -> str:
     import zlib
     from linkwrap.bench.measured import output_key
-    return f"{zlib.crc32(f'{cwd}\0{output_key(output)}'.encode('utf-8', 'surrogateescape')):08x}"
+    key = "\0".join((cwd, output_key(output))).encode("utf-8", "surrogateescape")
+    return f"{zlib.crc32(key):08x}"
 
 
 def save(request, outcome, facts=None, state=None) -> str:

@@ -162,6 +162,7 @@ def choose_linker(request, linkers, config, reasons, measured=None, callers_ld=N
 # link through linkwrap is never slower than without it (rust-lld beat mold 1.15x on a real Rust
 # link here, mold beat rust-lld 0.83x on a generated one: shared/reference/measurements.md).
 FAST = ("mold", "wild", "lld", "rust-lld")
+MIN_MEASURED_RUNS = 3   # fewer timed runs give no confidence interval worth the name
 
 
 def callers_default(request, callers_ld):
@@ -183,16 +184,17 @@ def static_order(prefer, default) -> tuple:
 def measured_pick(order, linkers, forbid, measured):
     """(chosen row, fastest row, rows compared) from the measurements, or None.
 
-    Only fresh writes compete (what every link may do; in place depends on the output's facts).
+    Only fresh writes compete (what every link may do; in place depends on the output's facts), and
+    only candidates timed at least MIN_MEASURED_RUNS times.
     Among candidates whose 95 % confidence interval reaches the fastest one's, the static order
     decides: a difference the measurement cannot tell from noise is no reason to move.
     """
     if measured is None or not measured.rows:
         return None
-    rows = [r for r in measured.rows if r.variant == "fresh" and not r.failed
+    rows = [r for r in measured.rows if r.variant == "fresh" and not r.failed and r.runs >= MIN_MEASURED_RUNS
             and r.linker in linkers and r.linker not in forbid and r.linker in order]
-    if not rows:
-        return None
+    if len(rows) < 2:
+        return None   # nothing to compare with: a lone result says nothing about the others
     fastest = min(rows, key=lambda r: r.median_ms)
     close = [r for r in rows if r.ci_low_ms <= fastest.ci_high_ms]
     chosen = min(close, key=lambda r: order.index(r.linker))

@@ -14,10 +14,10 @@ MACHINE = "Some CPU x2"
 
 
 def row(linker, median, half=2.0, variant="fresh", output=None, project="/w", kind="pie",
-        input_bytes=1 << 20, fs="ext4", machine=MACHINE, mtime=1, failed=None, date="2026-11-30"):
+        input_bytes=1 << 20, fs="ext4", machine=MACHINE, mtime=1, failed=None, date="2026-11-30", runs=12):
     return m.Row(machine, fs, "6.18.44", project, output or m.output_key("/w/target/debug/deps/foo-0123"),
                  kind, input_bytes, linker, f"{linker} 1.0", f"/opt/{linker}/bin/{linker}", mtime, variant,
-                 median, median - half, median + half, 12, 100000, date, failed)
+                 median, median - half, median + half, runs, 100000, date, failed)
 
 
 def stamps(installed, mtime=1):
@@ -44,8 +44,10 @@ def decide(rows, req=None, cfg=None, installed=ALL, pr=None, stamp=1, callers_ld
     ([row("mold", 218, half=5), row("rust-lld", 222, half=5)], "rust-lld",
      "measured within the confidence interval of mold 1.0"),
     # a failed candidate and an in-place variant never win the choice
-    ([row("mold", 100, failed="mold: error: x"), row("rust-lld", 220)], "rust-lld", "measured fastest"),
-    ([row("mold", 100, variant="in-place"), row("rust-lld", 220)], "rust-lld", "measured fastest"),
+    ([row("mold", 100, failed="mold: error: x"), row("rust-lld", 220), row("lld", 260)], "rust-lld", "measured fastest"),
+    ([row("mold", 100, variant="in-place"), row("rust-lld", 220), row("lld", 260)], "rust-lld", "measured fastest"),
+    # one or two timed runs are no measurement to move for
+    ([row("mold", 100, runs=2), row("rust-lld", 220), row("lld", 260)], "rust-lld", "measured fastest"),
     # the closest scope wins: this output's ranking over the project's other outputs'
     ([row("mold", 100, output="/w/target/debug/deps/other"), row("rust-lld", 200, output="/w/target/debug/deps/other"),
       row("mold", 300), row("rust-lld", 200)], "rust-lld", "for this output"),
@@ -75,6 +77,11 @@ def test_measurements_from_elsewhere_are_ignored_and_said(change, why):
     assert has_reason(d, "measurements ignored: mold 1.0 " + why), d.reasons
 
 
+def test_a_lone_measured_candidate_is_no_comparison():
+    d = decide([row("mold", 100), row("rust-lld", 50, failed="rust-lld: error: x")])
+    assert d.linker.name == "rust-lld" and has_reason(d, "rustc's own default"), d.reasons
+
+
 def test_a_changed_linker_binary_voids_its_measurement():
     d = decide([row("mold", 100), row("rust-lld", 200)], stamp=2)
     assert d.linker.name == "rust-lld" and has_reason(d, "rustc's own default")
@@ -91,7 +98,7 @@ def test_a_measured_linker_that_is_not_installed_is_not_chosen():
 @pytest.mark.parametrize("cfg, env, expected, reason", [
     # the caller's explicit choices win over any measurement
     ({"prefer": ["rust-lld", "mold"]}, {}, "rust-lld", "first installed of rust-lld, mold"),
-    ({"forbid": ["mold"]}, {}, "rust-lld", "measured fastest"),
+    ({"forbid": ["mold"]}, {}, "rust-lld", "rustc's own default"),
     ({}, {"LINKWRAP_LINKER": "lld"}, "lld", "LINKWRAP_LINKER=lld"),
 ])
 def test_explicit_choices_beat_measurements(cfg, env, expected, reason):
