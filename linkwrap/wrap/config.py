@@ -29,7 +29,7 @@ LINKER_NAMES = ("mold", "wild", "lld", "rust-lld", "bfd", "gold", "python")
 DEFAULT_PREFER = ("mold", "wild", "lld", "rust-lld", "bfd", "gold")
 DEFAULT = "default"
 ENV_LINKER = "env LINKWRAP_LINKER"
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
 _CACHE_MAX_FILES = 64
 
 
@@ -43,6 +43,8 @@ class Config(record("Config", [
     "sources",       # dict[str, str]: key -> where its value came from
     "profile",       # str | None: the build profile the overrides were taken for
     "files",         # tuple[str]: configuration files read, user's first
+    "learn",         # bool: [choice] learn: learn the fastest linker from an output's relinks
+    "save",          # str: [bench] save: "off" | "all" | "largest" (links kept for `linkwrap bench`)
 ])):
     """The settings for one link. Keys of `sources`: prefer, forbid, linker,
     in_place, record, profile, linkers.<name>.extra_flags."""
@@ -52,7 +54,7 @@ class Config(record("Config", [
 def defaults() -> Config:
     sources = {"prefer": DEFAULT, "forbid": DEFAULT, "linker": DEFAULT, "in_place": DEFAULT,
                "record": DEFAULT, "profile": DEFAULT}
-    return Config(DEFAULT_PREFER, frozenset(), None, {}, True, True, sources, None, ())
+    return Config(DEFAULT_PREFER, frozenset(), None, {}, True, True, sources, None, (), True, "off")
 
 
 def load(request=None, environ=None, profile=None) -> Config:
@@ -91,6 +93,7 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=()) -> Co
     c = defaults()
     prefer, forbid, in_place, record = c.prefer, c.forbid, c.in_place, c.record
     extra, sources = {}, dict(c.sources)
+    learn, save = c.learn, c.save
     for label, table in layers:
         if "prefer" in table:
             prefer, sources["prefer"] = tuple(table["prefer"]), label
@@ -100,6 +103,10 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=()) -> Co
             in_place, sources["in_place"] = table["in_place"], label
         if "record" in table:
             record, sources["record"] = table["record"], label
+        if "learn" in table.get("choice", {}):
+            learn, sources["choice.learn"] = table["choice"]["learn"], label
+        if "save" in table.get("bench", {}):
+            save, sources["bench.save"] = table["bench"]["save"], label
         for name, settings in table.get("linkers", {}).items():
             if "extra_flags" in settings:
                 extra[name] = tuple(settings["extra_flags"])
@@ -108,7 +115,7 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=()) -> Co
     if forced:
         sources["linker"] = ENV_LINKER
     sources["profile"] = profile_source
-    return Config(prefer, forbid, forced, extra, in_place, record, sources, profile, files)
+    return Config(prefer, forbid, forced, extra, in_place, record, sources, profile, files, learn, save)
 
 
 def forced_linker(environ) -> str | None:
@@ -277,7 +284,10 @@ def _store_cache(data) -> None:
 
 # --- parsing and validating ------------------------------------------------
 
-_TOP_KEYS = ("prefer", "forbid", "in_place", "record", "linkers", "profile")
+_TOP_KEYS = ("prefer", "forbid", "in_place", "record", "linkers", "choice", "bench", "profile")
+# Small tables: key -> (allowed values or bool, what the error says it must be).
+_SMALL_TABLES = {"choice": {"learn": ((True, False), "true or false")},
+                 "bench": {"save": (("off", "all", "largest"), '"off", "all" or "largest"')}}
 
 
 def parse_text(text: str, path: str = FILE_NAME) -> dict:
@@ -320,6 +330,8 @@ def _table(raw, text, path, where, allow_profile) -> dict:
             out[key] = value
         elif key == "linkers":
             out[key] = _linkers(value, text, path, where + (key,))
+        elif key in _SMALL_TABLES:
+            out[key] = _small_table(key, value, text, path, where)
         else:
             if not isinstance(value, dict):
                 _fail(text, path, where, key, "'profile' must be a table: [profile.<name>]")
@@ -358,6 +370,20 @@ def _linkers(value, text, path, where) -> dict:
                 _fail(text, path, where + (name,), key, f"'{_dotted(where + (name,), key)}' must be a list of non-empty strings")
         out[name] = {k: list(v) for k, v in settings.items()}
     return out
+
+
+def _small_table(name, value, text, path, where) -> dict:
+    if not isinstance(value, dict):
+        _fail(text, path, where, name, f"'{_dotted(where, name)}' must be a table: [{name}]")
+    known = _SMALL_TABLES[name]
+    for key, v in value.items():
+        if key not in known:
+            _fail(text, path, where + (name,), key,
+                  f"unknown key '{_dotted(where + (name,), key)}' (known: {', '.join(known)})")
+        allowed, words = known[key]
+        if type(v) is not type(allowed[0]) or v not in allowed:
+            _fail(text, path, where + (name,), key, f"'{_dotted(where + (name,), key)}' must be {words}")
+    return dict(value)
 
 
 def _dotted(where, key) -> str:

@@ -115,11 +115,12 @@ def test_missing_and_broken_saved_inputs_are_one_line(saved, tmp_path):
     copy = tmp_path / "home"
     shutil.copytree(home, copy, symlinks=True)
     env2 = {**env, "LINKWRAP_HOME": str(copy)}
-    objects = [os.path.join(d, n) for d, _, names in os.walk(copy / "saved") for n in names
-               if os.path.basename(d) == "objects"]
-    assert objects
-    for p in objects:
-        os.unlink(p)
+    import marshal
+    [manifest] = (copy / "saved" / "links").iterdir()
+    m = marshal.loads(manifest.read_bytes())
+    first = next(k for k, v in m["files"].items() if v[0] == "object")
+    m["files"][first] = ("object", str(tmp_path / "evicted-object"), *m["files"][first][2:])
+    manifest.write_bytes(marshal.dumps(m))
     done = bench(project, env2)
     assert done.returncode == 1
     assert "is gone" in done.stderr and "save the link again" in done.stderr, done.stderr
