@@ -16,14 +16,14 @@ import os
 
 from linkwrap.records import record
 
-Choice = record("Choice", "settings found facts decision config_error faults measured")
+Choice = record("Choice", "settings found facts decision config_error faults measured learned")
 
 
 def choose(request, environ) -> Choice:
     from linkwrap.errors import LinkwrapError
     from linkwrap.faults import describe
     from linkwrap.wrap import config, linkers, policy, probe
-    settings = facts = config_error = measured = None
+    settings = facts = config_error = measured = learned = None
     found = {}
     faults = []
     try:
@@ -52,13 +52,20 @@ def choose(request, environ) -> Choice:
         except Exception as e:
             from linkwrap.bench.measured import Measured
             measured = Measured(None, (), (describe("reading measurements", e),))
+        if settings.learn:
+            try:
+                from linkwrap.bench import learn
+                learned = learn.evidence(request)
+            except Exception:  # evidence is a hint: without it the static order decides
+                learned = None
         try:
             # Pure: which linker, which flags, how to write the output, and why.
-            decision = policy.decide(request, facts, found, settings, measured, driver_ld(request, found, environ))
+            decision = policy.decide(request, facts, found, settings, measured, driver_ld(request, found, environ),
+                                     learned)
         except Exception as e:
             faults.append(("choosing a linker", e))
             decision = policy.as_asked(describe("choosing a linker", e))
-    return Choice(settings, found, facts, decision, config_error, tuple(faults), measured)
+    return Choice(settings, found, facts, decision, config_error, tuple(faults), measured, learned)
 
 
 def driver_ld(request, found, environ):

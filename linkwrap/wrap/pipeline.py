@@ -43,6 +43,7 @@ def main(argv, driver=None, environ=os.environ) -> int:
 
     # Run it. A failure that may be linkwrap's doing gets one more try as asked.
     first = None
+    chosen = decision
     try:
         try:
             outcome = run.execute(request, decision, environ)
@@ -62,9 +63,20 @@ def main(argv, driver=None, environ=os.environ) -> int:
     run.write_through(outcome)
     if settings is None or settings.record:
         record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first)
+    if choice.learned is not None:
+        _learn(request, chosen, outcome, facts, first)
     if outcome.returncode == 0 and environ.get("LINKWRAP_SAVE") == "1":
         _save(request, facts, outcome)  # now, while rustc's temporary inputs still exist
     return outcome.returncode
+
+
+def _learn(request, chosen, outcome, facts, first) -> None:
+    """This relink's time (or failure) into its output's evidence; a fault costs only that."""
+    try:
+        from linkwrap.bench import learn
+        learn.note(request, chosen, outcome, getattr(facts, "cpus", None), first)
+    except Exception as e:
+        faults.note("keeping what this relink taught", e)
 
 
 def _save(request, facts, outcome) -> None:

@@ -64,15 +64,16 @@ MIN_CACHED_FRACTION = 0.5        # below this an in-place write first reads the 
 FUSE_LD = {"mold": "mold", "wild": "wild", "lld": "lld", "bfd": "bfd", "gold": "gold"}
 
 
-def decide(request, probe, linkers, config, measured=None, callers_ld=None) -> Decision:
+def decide(request, probe, linkers, config, measured=None, callers_ld=None, learned=None) -> Decision:
     """The linker, its flags and the write mode for one link, with reasons.
 
     measured: linkwrap.bench.measured.Measured, the replay results that apply to this link (None:
     nothing measured). callers_ld: the linker the caller's driver runs by default (a name of KNOWN),
-    for links rustc did not force to rust-lld.
+    for links rustc did not force to rust-lld. learned: linkwrap.bench.learn.Learned, this output's
+    own relinks (None: learning is off).
     """
     reasons = []
-    info = choose_linker(request, linkers, config, reasons, measured, callers_ld)
+    info = choose_linker(request, linkers, config, reasons, measured, callers_ld, learned)
     if info is None:
         return Decision(None, (), (), FRESH, tuple(reasons))
     flags = _flags(info, probe, reasons)
@@ -98,9 +99,10 @@ def decide(request, probe, linkers, config, measured=None, callers_ld=None) -> D
 
 # --- which linker ----------------------------------------------------------
 
-def choose_linker(request, linkers, config, reasons, measured=None, callers_ld=None):
+def choose_linker(request, linkers, config, reasons, measured=None, callers_ld=None, learned=None):
     """LINKWRAP_LINKER, else the caller's own -fuse-ld=, else a configured `prefer`, else the
-    fastest measured here, else the static order (the caller's own default first)."""
+    fastest measured here, else what this output's relinks taught, else the static order (the
+    caller's own default first)."""
     # config.load refuses a LINKWRAP_LINKER that names no known linker.
     forced = getattr(config, "forced", None)
     if forced:
@@ -139,6 +141,10 @@ def choose_linker(request, linkers, config, reasons, measured=None, callers_ld=N
         if pick is not None:
             reasons.append(measured_reason(pick, linkers, measured))
             return linkers[pick[0].linker]
+        taught = learned_pick(prefer, linkers, forbid, learned)
+        if taught is not None:
+            reasons.append(taught[1])
+            return linkers[taught[0]]
     order = ", ".join(prefer)
     skipped = []
     for name in prefer:
@@ -212,6 +218,44 @@ def measured_reason(pick, linkers, measured) -> str:
             f"measured within the confidence interval of {fastest.label} and first in the static order here")
     return (f"{linkers[chosen.linker].label}: {what} for {measured.scope}{fs} "
             f"({chosen.median_ms:.0f} ms ±{pct:.1f} %{vs}; {chosen.runs} rounds, {chosen.date})")
+
+
+def learned_pick(order, linkers, forbid, learned):
+    """(name, reason) from this output's own relinks, or None (the static order decides).
+
+    Exploration is bounded: while a fast candidate has fewer than learn.NEED timed relinks it is
+    tried on at most every other link (never two tries in a row); once all are judged the fastest
+    median keeps the output, and one link in learn.EXPLORE_EVERY re-tries the runner-up. A
+    candidate that failed on this output is never tried again.
+    """
+    from linkwrap.bench.learn import EXPLORE_EVERY, EXPLORING, NEED
+    if learned is None:
+        return None
+    cands = [n for n in order if n in FAST and n in linkers and n not in forbid and n not in learned.failed]
+    if len(cands) < 2:
+        return None
+    stats = learned.stats
+    judged = {n: stats[n][1] for n in cands if stats.get(n, (0, 0))[0] >= NEED}
+    untried = [n for n in cands if n not in judged]
+    summary = ", ".join(f"{linkers[n].label} {stats[n][1]:.0f} ms ({stats[n][0]} timed)"
+                        for n in sorted(stats, key=lambda n: stats[n][1]) if n in linkers)
+    summary = summary or "nothing timed yet"
+    if untried:
+        exploit = min(judged, key=judged.get) if judged else cands[0]
+        tries = [n for n in untried if n != exploit]
+        if tries and not learned.last_explored:
+            n = tries[0]
+            return n, (f"{linkers[n].label}{EXPLORING} on this output ({stats.get(n, (0,))[0]} of {NEED} "
+                       f"relinks timed; so far {summary}; never two tries in a row)")
+        if judged:
+            return exploit, f"{linkers[exploit].label}: fastest of this output's relinks so far ({summary})"
+        return None
+    ranked = sorted(cands, key=judged.get)
+    if learned.links % EXPLORE_EVERY == EXPLORE_EVERY - 1 and not learned.last_explored:
+        n = ranked[1]
+        return n, (f"{linkers[n].label}{EXPLORING} again on this output (one link in {EXPLORE_EVERY} "
+                   f"re-checks the runner-up; {summary})")
+    return ranked[0], f"{linkers[ranked[0]].label}: learnt fastest from this output's relinks ({summary})"
 
 
 def _callers_choice(request):
