@@ -243,7 +243,8 @@ def learned_pick(order, linkers, forbid, learned):
     if untried:
         exploit = min(judged, key=judged.get) if judged else cands[0]
         tries = [n for n in untried if n != exploit]
-        if tries and not learned.last_explored:
+        # The first link of an output takes the usual choice; tries start with the second.
+        if tries and not learned.last_explored and stats.get(exploit, (0, 0))[0] >= 1:
             n = tries[0]
             return n, (f"{linkers[n].label}{EXPLORING} on this output ({stats.get(n, (0,))[0]} of {NEED} "
                        f"relinks timed; so far {summary}; never two tries in a row)")
