@@ -220,9 +220,49 @@ def save(request, outcome, facts=None, state=None) -> str:
     return path
 
 
-def wanted(environ, settings=None) -> bool:
-    """LINKWRAP_SAVE=1 (`linkwrap run --save` sets it)."""
-    return environ.get("LINKWRAP_SAVE") == "1"
+LARGEST = 3   # [bench] save = "largest" keeps this many outputs per project
+
+
+def wanted(request, facts, environ, settings, state=None) -> bool:
+    """LINKWRAP_SAVE=1 (`linkwrap run --save` sets it), `[bench] save = "all"`, or "largest" and
+    this output is one of its project's LARGEST largest by input bytes (the others' saved links
+    are dropped as they fall out)."""
+    if environ.get("LINKWRAP_SAVE") == "1":
+        return True
+    mode = getattr(settings, "save", "off")
+    if mode == "all":
+        return True
+    if mode != "largest" or not request.output or not getattr(facts, "input_bytes", None):
+        return False
+    from linkwrap.bench.measured import output_key
+    index_path = os.path.join(saved_dir(state), "largest.marshal")
+    try:
+        with open(index_path, "rb") as f:
+            index = marshal.load(f)
+        if not isinstance(index, dict):
+            index = {}
+    except (OSError, EOFError, ValueError, TypeError):
+        index = {}
+    top = dict(index.get(request.cwd, ()))
+    key = output_key(request.output)
+    if key not in top and len(top) >= LARGEST and facts.input_bytes <= min(top.values()):
+        return False
+    top[key] = facts.input_bytes
+    ranked = sorted(top.items(), key=lambda kv: -kv[1])
+    for dropped, _ in ranked[LARGEST:]:
+        try:
+            os.unlink(os.path.join(saved_dir(state), "links", manifest_id(request.cwd, dropped) + ".marshal"))
+        except OSError:
+            pass
+    index[request.cwd] = tuple(ranked[:LARGEST])
+    os.makedirs(os.path.dirname(saved_dir(state)), mode=0o700, exist_ok=True)
+    _private_dir(saved_dir(state))
+    tmp = f"{index_path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        marshal.dump(index, f)
+    os.replace(tmp, index_path)
+    return True
 
 
 # --- reading saved links ------------------------------------------------------

@@ -65,8 +65,8 @@ def main(argv, driver=None, environ=os.environ) -> int:
         record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first)
     if choice.learned is not None:
         _learn(request, chosen, outcome, facts, first)
-    if outcome.returncode == 0 and environ.get("LINKWRAP_SAVE") == "1":
-        _save(request, facts, outcome)  # now, while rustc's temporary inputs still exist
+    if outcome.returncode == 0 and (environ.get("LINKWRAP_SAVE") == "1" or getattr(settings, "save", "off") != "off"):
+        _save(request, facts, outcome, settings, environ)  # now, while rustc's temporary inputs still exist
     return outcome.returncode
 
 
@@ -79,11 +79,12 @@ def _learn(request, chosen, outcome, facts, first) -> None:
         faults.note("keeping what this relink taught", e)
 
 
-def _save(request, facts, outcome) -> None:
+def _save(request, facts, outcome, settings, environ) -> None:
     """Keep the link replayable for `linkwrap bench`; a failure costs only the saved copy."""
     try:
         from linkwrap.bench import save
-        save.save(request, outcome, facts)
+        if save.wanted(request, facts, environ, settings):
+            save.save(request, outcome, facts)
     except Exception as e:
         faults.note("saving the link for replay", e)
 

@@ -79,3 +79,26 @@ def test_a_store_directory_of_someone_else_is_refused(tmp_path, lw_home):
     a = make(tmp_path / "a.o", 10)
     with pytest.raises(save.SaveError, match="not a directory of this user's"):
         save.save(request(tmp_path, tmp_path / "app", a), Done())
+
+
+def test_save_largest_keeps_a_projects_three_largest_outputs(tmp_path, lw_home):
+    from linkwrap.wrap import config
+    settings = config.merge([("project file", {"bench": {"save": "largest"}})], {})
+
+    class Facts:
+        def __init__(self, n):
+            self.input_bytes = n
+
+    def link(name, size):
+        obj = make(tmp_path / f"{name}.o", 10)
+        req = request(tmp_path, tmp_path / name, obj)
+        if save.wanted(req, Facts(size), {}, settings):
+            save.save(req, Done())
+
+    for name, size in (("a", 100), ("b", 300), ("c", 200), ("tiny", 50), ("d", 400)):
+        link(name, size)
+    assert {os.path.basename(m["output"]) for m in save.all_saved()} == {"b", "c", "d"}
+    assert not save.wanted(request(tmp_path, tmp_path / "x", make(tmp_path / "x.o", 1)), Facts(10), {},
+                           config.merge([], {}))
+    assert save.wanted(request(tmp_path, tmp_path / "x", make(tmp_path / "x.o", 1)), Facts(10),
+                       {"LINKWRAP_SAVE": "1"}, config.merge([], {}))
