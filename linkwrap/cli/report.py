@@ -31,7 +31,7 @@ def run(args) -> int:
         if not args.all:
             builds = builds[-DEFAULT_BUILDS:]
     data = summary.summarize(conn, builds, since_utc=since)
-    text = html.page(data, generated_utc=utc_iso(time.time()))
+    text = html.page(data, generated_utc=utc_iso(time.time()), bench=queries.latest_bench(conn))
     if args.html == "-":
         import sys
         sys.stdout.write(text)

@@ -119,7 +119,40 @@ def links_table(build) -> str:
             "<th class=n>peak RSS</th><th class=n>output</th><th>status</th></tr>" + "".join(rows) + "</table>")
 
 
-def page(summary, *, generated_utc: str) -> str:
+def bench_section(rows) -> str:
+    """The latest `linkwrap bench` results per output: each candidate's median, CI and ratio to the fastest."""
+    if not rows:
+        return ""
+    parts = ["<h2>Bench results</h2>",
+             '<p class="dim">Saved links replayed on every linker (`linkwrap bench`); later links of these outputs '
+             "follow the fastest whose confidence interval is clear of the rest.</p>"]
+    by_output = {}
+    for r in rows:
+        by_output.setdefault(r["output_path"], []).append(r)
+    for output, cands in by_output.items():
+        ok = [c["median_ms"] for c in cands if not c["failed"] and c["median_ms"]]
+        best = min(ok) if ok else None
+        first = cands[0]
+        body = []
+        for c in sorted(cands, key=lambda c: (c["failed"] is not None, c["median_ms"] or 0)):
+            if c["failed"]:
+                body.append(f'<tr class="bad"><td>{e(c["linker_label"])}</td><td>{e(c["variant"])}</td>'
+                            f'<td colspan=4>failed: {e(c["failed"])}</td></tr>')
+                continue
+            body.append(f'<tr><td>{e(c["linker_label"])}</td><td>{e(c["variant"])}</td>'
+                        f'<td class=n>{e(fmt_ms(c["median_ms"]))}</td>'
+                        f'<td class=n>{e(fmt_ms(c["ci_low_ms"]))}–{e(fmt_ms(c["ci_high_ms"]))}</td>'
+                        f'<td class=n>{e(fmt_kb(c["peak_rss_kb"]))}</td>'
+                        f'<td class=n>{c["median_ms"] / best:.2f}×</td></tr>')
+        parts += [f'<h3>{e(output)}</h3>',
+                  f'<p class="dim">{e(first["measured_utc"])} · {e(first["fs_type"] or "?")} · {e(first["machine_key"])} · '
+                  f'{first["runs"]} runs · load {first["load_avg_1m"]:.2f}</p>',
+                  "<table><tr><th>linker</th><th>variant</th><th class=n>median</th><th class=n>95 % CI</th>"
+                  "<th class=n>peak RSS</th><th class=n>× fastest</th></tr>" + "".join(body) + "</table>"]
+    return "\n".join(parts)
+
+
+def page(summary, *, generated_utc: str, bench=None) -> str:
     colour_of = colours(summary)
     t = summary["totals"]
     builds = summary["builds"]
@@ -150,5 +183,6 @@ def page(summary, *, generated_utc: str) -> str:
                   f'<p class="dim">{e(b["cwd"] or "")} · {e(b["started_utc"] or "")} · '
                   f'{plural(b["totals"]["links"], "link")}, {e(fmt_ms(b["totals"]["wall_ms"]))}{e(share_text)}</p>',
                   timeline(b, colour_of), links_table(b)]
+    parts.append(bench_section(bench))
     parts.append("</body></html>")
     return "\n".join(parts)

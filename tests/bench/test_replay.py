@@ -131,3 +131,15 @@ def test_missing_and_broken_saved_inputs_are_one_line(saved, tmp_path):
     done = bench(project, env, str(bad))
     assert done.returncode == 1 and "not a saved link" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_html_report_shows_the_bench_results(saved, tmp_path):
+    import html
+    project, env, output = saved
+    assert bench(project, env, "--linker", "lld").returncode == 0
+    done = linkwrap("report", "--html", tmp_path / "r.html", cwd=project, env=env)
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "r.html").read_text()
+    section = text[text.index("<h2>Bench results</h2>"):]
+    assert f"<h3>{html.escape(output)}</h3>" in section
+    assert html.escape(linkers.discover(None, env)["lld"].label) in section and "× fastest" in section
