@@ -14,7 +14,9 @@ def load(name: str, fmt: int) -> dict:
     """The cache `name` if it holds format `fmt`, else {"format": fmt}."""
     try:
         with open(os.path.join(paths.cache_dir(), name), "rb") as f:
-            data = marshal.load(f)
+            # loads(read()): marshal.load(f) reads a file object a few bytes at a time (58 ms for
+            # a 1200-row cache here, against ~1 ms).
+            data = marshal.loads(f.read())
         if isinstance(data, dict) and data.get("format") == fmt:
             return data
     except (OSError, EOFError, ValueError, TypeError):

@@ -44,7 +44,7 @@ def _read(path, request) -> dict:
     from linkwrap.bench.measured import output_key
     try:
         with open(path, "rb") as f:
-            data = marshal.load(f)
+            data = marshal.loads(f.read())  # not load(f): it reads a few bytes at a time
         if isinstance(data, dict) and data.get("format") == FORMAT and \
                 data.get("key") == (request.cwd, output_key(request.output)):
             return data

@@ -93,7 +93,19 @@ def output_key(path) -> str:
 
 def applicable(request, facts, found, rows=None):
     """Measured for this link, or None when nothing was ever measured here."""
-    rows = load_rows() if rows is None else rows
+    if rows is None:
+        raw = cache_mod.load(CACHE, FORMAT).get("rows") or []
+        if not raw:
+            return None
+        # On the link path: look at the raw tuples first, so that only this project's results and
+        # other links of this kind and size become Rows (a few hundred results cost ~1 ms, not 10).
+        cwd, kind = request.cwd, request.kind
+        size = getattr(facts, "input_bytes", None) or 0
+        n = len(Row._fields)
+        rows = [Row(*r) for r in raw if isinstance(r, tuple) and len(r) == n and
+                (r[3] == cwd or (r[5] == kind and r[6] and size / 2 <= r[6] <= size * 2))]
+        if not rows:
+            return Measured(None, (), ())
     if not rows:
         return None
     return match(request, facts, found, rows, machine_key(getattr(facts, "cpus", None)), _stamps(found))

@@ -238,7 +238,7 @@ def wanted(request, facts, environ, settings, state=None) -> bool:
     index_path = os.path.join(saved_dir(state), "largest.marshal")
     try:
         with open(index_path, "rb") as f:
-            index = marshal.load(f)
+            index = marshal.loads(f.read())
         if not isinstance(index, dict):
             index = {}
     except (OSError, EOFError, ValueError, TypeError):
@@ -271,7 +271,7 @@ def load(path) -> dict:
     """A manifest, checked: SaveError (one line) when it cannot be replayed."""
     try:
         with open(path, "rb") as f:
-            m = marshal.load(f)
+            m = marshal.loads(f.read())
     except FileNotFoundError:
         raise SaveError(f"{path}: no such saved link") from None
     except (OSError, EOFError, ValueError, TypeError) as e:
