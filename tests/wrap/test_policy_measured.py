@@ -125,3 +125,45 @@ def test_output_key_drops_cargos_hash_only():
     assert m.output_key("/t/debug/deps/app-0123456789abcdef") == "/t/debug/deps/app"
     assert m.output_key("/t/debug/deps/my-app") == "/t/debug/deps/my-app"
     assert m.output_key("/t/lib-x.so") == "/t/lib-x.so"
+
+
+# --- learning from relinks (policy.learned_pick; the evidence comes in as data) ---------------
+
+from linkwrap.bench import learn  # noqa: E402
+
+TWO = {"mold": (1, 10, 1), "lld": (16, 0, 6), "bfd": (2, 40)}
+
+
+def learned(stats=None, failed=(), links=0, explored=0, last=False):
+    return learn.Learned(("/w", "/w/target/debug/deps/foo"), stats or {}, frozenset(failed), links, explored, last)
+
+
+@pytest.mark.parametrize("ev, expected, words", [
+    (learned(), "mold", "first installed"),                                    # first link: the usual choice
+    (learned({"mold": (1, 50.0)}, links=1), "lld", "exploring on this output (0 of 3"),
+    (learned({"mold": (1, 50.0), "lld": (1, 10.0)}, links=2, explored=1, last=True), "mold", "first installed"),
+    (learned({"mold": (3, 50.0), "lld": (2, 10.0)}, links=5, explored=2), "lld", "exploring"),
+    (learned({"mold": (3, 50.0), "lld": (2, 10.0)}, links=5, explored=2, last=True), "mold",
+     "fastest of this output's relinks so far"),
+    (learned({"mold": (3, 50.0), "lld": (3, 10.0)}, links=6, explored=3), "lld", "learnt fastest"),
+    (learned({"mold": (3, 50.0), "lld": (3, 10.0)}, links=learn.EXPLORE_EVERY - 1, explored=3), "mold",
+     "exploring again on this output (one link in 20"),
+    (learned({"mold": (3, 50.0), "lld": (3, 10.0)}, links=learn.EXPLORE_EVERY - 1, explored=3, last=True), "lld",
+     "learnt fastest"),
+    # a candidate that failed on this output is never tried there again
+    (learned({"mold": (1, 50.0)}, failed=["lld"], links=1), "mold", "first installed"),
+])
+def test_learning_explores_within_bounds_then_keeps_the_fastest(ev, expected, words):
+    d = policy.decide(request(), probe(), found(**TWO), settings(), None, None, ev)
+    assert d.linker.name == expected and has_reason(d, words), d.reasons
+
+
+def test_measurements_win_over_learnt_evidence_and_explicit_choices_over_both():
+    ev = learned({"mold": (3, 50.0), "lld": (3, 10.0)}, links=6)
+    req = request()
+    linkers = found(**TWO)
+    rows = [row("mold", 5), row("lld", 100)]
+    measured = m.match(req, probe(), linkers, rows, MACHINE, stamps(linkers))
+    assert policy.decide(req, probe(), linkers, settings(), measured, None, ev).linker.name == "mold"
+    d = policy.decide(req, probe(), linkers, settings(prefer=["mold", "lld"]), None, None, ev)
+    assert d.linker.name == "mold" and has_reason(d, "first installed of mold, lld")
