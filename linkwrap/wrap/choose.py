@@ -51,7 +51,8 @@ def choose(request, environ) -> Choice:
             measured = measured_mod.applicable(request, facts, found)
         except Exception:
             measured = None
-        if settings.learn:
+        # Relinks teach only where linkwrap chooses: not under LINKWRAP_LINKER or a configured `prefer`.
+        if settings.learn and not settings.forced and settings.sources.get("prefer") == "default":
             try:
                 from linkwrap.bench import learn
                 learned = learn.evidence(request)
