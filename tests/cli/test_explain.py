@@ -181,7 +181,10 @@ def test_a_configuration_error_is_one_line_exit_1(tmp_path, lw_home, json_flag, 
 
 
 def test_a_known_but_missing_forced_linker_chooses_as_usual(tmp_path, lw_home):
-    d = explain("out", cwd=tmp_path, env={"LINKWRAP_LINKER": "wild"})["decision"]
+    # wild taken off PATH (CI puts it there): a known linker that is not installed
+    path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep)
+                           if not os.path.exists(os.path.join(d, "wild")))
+    d = explain("out", cwd=tmp_path, env={"LINKWRAP_LINKER": "wild", "PATH": path})["decision"]
     assert d["linker"] == "mold"
     assert d["reasons"][0] == "LINKWRAP_LINKER=wild, but wild is not installed; choosing as usual"
 
