@@ -102,3 +102,25 @@ def test_save_largest_keeps_a_projects_three_largest_outputs(tmp_path, lw_home):
                            config.merge([], {}))
     assert save.wanted(request(tmp_path, tmp_path / "x", make(tmp_path / "x.o", 1)), Facts(10),
                        {"LINKWRAP_SAVE": "1"}, config.merge([], {}))
+
+
+@pytest.mark.parametrize("fstype, copies", [("btrfs", False), ("ext4", True)])
+def test_where_no_hard_link_can_be_made_a_clone_then_a_counted_copy(tmp_path, lw_home, monkeypatch, fstype, copies):
+    """btrfs clones the blocks (FICLONE): nothing copied; ext4 cannot clone: the copy is counted.
+    The store sits on the output's filesystem (a loop mount here, not the state directory's)."""
+    import mounts
+
+    def refuse(*a, **k):   # as fs.protected_hardlinks refuses another user's file
+        raise PermissionError(1, "Operation not permitted")
+
+    with mounts.loop_mount(tmp_path, fstype) as point:
+        obj = make(tmp_path.__class__(point) / "a.o", 1 << 20)
+        monkeypatch.setattr(os, "link", refuse)
+        m = save.load(save.save(request(tmp_path, tmp_path.__class__(point) / "app", obj), Done()))
+        monkeypatch.undo()
+        how, where, size, _ = m["files"][str(obj)]
+        assert how == "object" and where.startswith(os.path.join(point, ".linkwrap-saved"))
+        assert os.stat(where).st_dev == os.stat(point).st_dev
+        with open(where, "rb") as a, open(obj, "rb") as b:
+            assert a.read() == b.read()
+        assert m["copied_bytes"] == (size if copies else 0)
