@@ -1,9 +1,10 @@
 """Choice quality: linkwrap's choice against the best candidate replayed, per filesystem.
 
-For each filesystem (loop-mounted ext4, btrfs, xfs, and tmpfs; root needed), the generated
-std-only Rust project (benchmarks/genproject.py) is built there through linkwrap with its links
-saved, then `linkwrap bench` replays the debug and the release link on every installed linker
-(interleaved rounds, one process, so the ratios share the machine's state). Printed per link:
+The generated std-only Rust project (benchmarks/genproject.py) is built once through linkwrap
+with its links saved; for each filesystem (loop-mounted ext4, btrfs, xfs, and tmpfs; root
+needed) the saved links' inputs, working directory and outputs are put there and `linkwrap
+bench` replays the debug and the release link on every installed linker (interleaved rounds,
+one process, so the ratios share the machine's state). Printed per link:
 
   static  the static order's choice (rustc's own rust-lld) / the best replayed candidate
   chosen  linkwrap's choice once the measurement is in / the best replayed candidate
@@ -54,28 +55,67 @@ def host():
     return next(l.split(":", 1)[1].strip() for l in out.splitlines() if l.startswith("host:"))
 
 
-def one_fs(base, fstype, args):
+def build_and_save(point, args, env):
+    """Build the generated project at point through linkwrap, saving its links; -> {profile: output}."""
+    project = genproject.rust(os.path.join(point, "proj"), modules=args.modules, funcs=args.funcs)
+    os.makedirs(os.path.join(project, ".cargo"), exist_ok=True)
+    cc = os.path.join(os.path.dirname(sys.executable), "linkwrap-cc")
+    with open(os.path.join(project, ".cargo", "config.toml"), "w") as f:
+        f.write(f'[target.{host()}]\nlinker = "{cc}"\n')
+    outputs = {}
+    for profile in args.profiles:
+        release = ["--release"] if profile == "release" else []
+        done = lw("run", "--save", "-q", "--", "cargo", "build", "-q", *release, cwd=project, env=env)
+        assert done.returncode == 0, done.stderr
+        deps = os.path.join(project, "target", profile, "deps")
+        [outputs[profile]] = [os.path.join(deps, n) for n in os.listdir(deps)
+                              if n.startswith("genbig-") and "." not in n]
+    return project, outputs
+
+
+def moved(manifest_path, point, profile):
+    """The saved link carried onto another filesystem: its saved inputs copied there, its output
+    and working directory there too, so that the replay reads and writes on that filesystem."""
+    import marshal
+    import shutil
+    with open(manifest_path, "rb") as f:
+        m = marshal.loads(f.read())
+    store = os.path.join(point, "inputs", profile)
+    os.makedirs(store, exist_ok=True)
+    files = {}
+    for orig, (how, where, size, mtime) in m["files"].items():
+        if how == "object":
+            new = os.path.join(store, os.path.basename(where))
+            shutil.copy2(where, new)
+            st = os.stat(new)
+            files[orig] = (how, new, st.st_size, st.st_mtime_ns)
+        else:
+            files[orig] = (how, where, size, mtime)
+    m["files"] = files
+    m["cwd"] = os.path.join(point, "proj")
+    m["output"] = os.path.join(m["cwd"], "target", profile, "deps", os.path.basename(m["output"]))
+    os.makedirs(os.path.dirname(m["output"]), exist_ok=True)
+    path = os.path.join(point, f"{profile}.marshal")
+    with open(path, "wb") as f:
+        marshal.dump(m, f)
+    return path, m["cwd"], m["output"]
+
+
+def one_fs(base, fstype, saved, args, env):
     rows = []
     with filesystem(base, fstype) as point:
-        project = genproject.rust(os.path.join(point, "proj"), modules=args.modules, funcs=args.funcs)
-        os.makedirs(os.path.join(project, ".cargo"), exist_ok=True)
-        cc = os.path.join(os.path.dirname(sys.executable), "linkwrap-cc")
-        with open(os.path.join(project, ".cargo", "config.toml"), "w") as f:
-            f.write(f'[target.{host()}]\nlinker = "{cc}"\n')
-        env = {**os.environ, "LINKWRAP_HOME": os.path.join(point, "lw-home")}
-        env.pop("LINKWRAP_LINKER", None)
-        for profile in args.profiles:
-            release = ["--release"] if profile == "release" else []
-            done = lw("run", "--save", "-q", "--", "cargo", "build", "-q", *release, cwd=project, env=env)
-            assert done.returncode == 0, done.stderr
-            deps = os.path.join(project, "target", profile, "deps")
-            [out] = [os.path.join(deps, n) for n in os.listdir(deps) if n.startswith("genbig-") and "." not in n]
-            before = json.loads(lw("explain", "--json", out, cwd=project, env=env).stdout)["decision"]
-            done = lw("bench", "--json", "--budget", str(args.budget), out, cwd=project, env=env)
+        for profile, manifest in saved.items():
+            path, cwd, out = moved(manifest, point, profile)
+            done = lw("bench", "--json", "--budget", str(args.budget), path, cwd=cwd, env=env)
             assert done.returncode == 0, done.stderr
             [report] = json.loads(done.stdout)
-            after = json.loads(lw("explain", "--json", out, cwd=project, env=env).stdout)["decision"]
-            rows.append((fstype, profile, report, before, after))
+            # As rustc asks for the link: its -B…/gcc-ld tells where rust-lld is.
+            with open(path, "rb") as f:
+                import marshal
+                gcc_ld = os.path.join(os.path.dirname(marshal.loads(f.read())["rust_lld"]), "gcc-ld")
+            after = json.loads(lw("explain", "--json", "--", f"-B{gcc_ld}", "-fuse-ld=lld", "-pie", "-o", out,
+                                  cwd=cwd, env=env).stdout)["decision"]
+            rows.append((fstype, profile, report, after))
     return rows
 
 
@@ -96,8 +136,23 @@ def main():
     args.profiles = args.profiles.split(",")
     print(f"load before: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory(prefix="bench-choice-") as base:
+        env = {**os.environ, "LINKWRAP_HOME": os.path.join(base, "lw-home")}
+        env.pop("LINKWRAP_LINKER", None)
+        # Built once (rustc takes minutes here); each filesystem then gets the saved links' inputs,
+        # working directory and outputs, and replays them there.
+        with filesystem(base, "ext4") as point:
+            project, outputs = build_and_save(point, args, env)
+            sys.path.insert(0, os.path.dirname(HERE))
+            from linkwrap.bench import save
+            os.environ["LINKWRAP_HOME"] = env["LINKWRAP_HOME"]
+            saved = {p: save.find([o], project)[0]["path"] for p, o in outputs.items()}
+            keep = os.path.join(base, "saved")
+            os.makedirs(keep)
+            for p, path in list(saved.items()):   # the objects must outlive this mount: copy them off
+                m_path, _, _ = moved(path, os.path.join(keep, p), p)
+                saved[p] = m_path
         for fstype in args.fs.split(","):
-            for fs, profile, report, before, after in one_fs(base, fstype, args):
+            for fs, profile, report, after in one_fs(base, fstype, saved, args, env):
                 static, fresh, best = ratio(report, report["default"])
                 chosen, _, _ = ratio(report, after["linker"])
                 vs_rustc = (fresh[after["linker"]]["median_ms"] / fresh["rust-lld"]["median_ms"]
@@ -106,8 +161,9 @@ def main():
                                   for n, r in sorted(fresh.items(), key=lambda kv: kv[1]["median_ms"]))
                 f = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
                 print(f"{fs:6} {profile:7} static {report['default']:8} {f(static)}  chosen {after['linker']:8} "
-                      f"{f(chosen)}  vs rustc {f(vs_rustc)}  rounds {report['rounds']}  load {report['load_avg']:.2f}")
-                print(f"       ms (median [95 % CI]): {cands}")
+                      f"{f(chosen)}  vs rustc {f(vs_rustc)}  rounds {report['rounds']}  load {report['load_avg']:.2f}",
+                      flush=True)
+                print(f"       ms (median [95 % CI]): {cands}", flush=True)
     print(f"load after: {os.getloadavg()[0]:.2f}")
 
 
