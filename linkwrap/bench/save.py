@@ -23,6 +23,7 @@ its manifest) and the objects no manifest references any more.
 """
 import marshal
 import os
+import stat  # already imported by os: free
 import time
 
 FORMAT = 1
@@ -47,7 +48,6 @@ def _private_dir(path) -> str:
     except FileExistsError:
         pass
     st = os.lstat(path)
-    import stat
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
         raise SaveError(f"{path}: not a directory of this user's; not saving there")
     if st.st_mode & 0o077:
@@ -184,7 +184,6 @@ def save(request, outcome, facts=None, state=None) -> str:
                 st = os.stat(full)
             except OSError:
                 continue
-            import stat
             if not stat.S_ISREG(st.st_mode):
                 continue
             if _stable(os.path.realpath(full), sysroot):
