@@ -106,7 +106,8 @@ def one_fs(base, fstype, saved, args, env):
     with filesystem(base, fstype) as point:
         for profile, manifest in saved.items():
             path, cwd, out = moved(manifest, point, profile)
-            done = lw("bench", "--json", "--budget", str(args.budget), path, cwd=cwd, env=env)
+            only = [a for n in args.linkers.split(",") for a in ("--linker", n)] if args.linkers else []
+            done = lw("bench", "--json", "--budget", str(args.budget), *only, path, cwd=cwd, env=env)
             assert done.returncode == 0, done.stderr
             [report] = json.loads(done.stdout)
             # As rustc asks for the link: its -B…/gcc-ld tells where rust-lld is.
@@ -121,6 +122,8 @@ def one_fs(base, fstype, saved, args, env):
 
 def ratio(report, linker):
     fresh = {r["linker"]: r for r in report["rows"] if r["variant"] == "fresh" and not r["failed"] and r["runs"] >= 3}
+    if not fresh:
+        raise SystemExit(f"no candidate was timed 3 times: {report}")
     best = min(r["median_ms"] for r in fresh.values())
     return (fresh[linker]["median_ms"] / best if linker in fresh else None), fresh, best
 
@@ -132,6 +135,8 @@ def main():
     ap.add_argument("--modules", type=int, default=24)
     ap.add_argument("--funcs", type=int, default=120)
     ap.add_argument("--profiles", default="debug,release")
+    ap.add_argument("--linkers", default="mold,wild,lld,rust-lld,bfd,gold",
+                    help="candidates (default: all but linkwrap's own, which takes ~10x as long)")
     args = ap.parse_args()
     args.profiles = args.profiles.split(",")
     print(f"load before: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs")

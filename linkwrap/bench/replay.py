@@ -8,7 +8,7 @@ without --mmap-output-file. Outputs are written beside the real output, on its f
 One warm-up round (page cache, the linkers' own binaries), then rounds in which every
 candidate runs once, the order rotated each round so that no candidate always follows the same
 one, until the 95 % confidence interval of every median is within +-3 % of it or the time
-budget runs out. A candidate more than SLOW_FACTOR times the fastest in the warm-up round is
+budget runs out (but never before MIN_TIMED_ROUNDS rounds). A candidate more than SLOW_FACTOR times the fastest in the warm-up round is
 shown with that one figure (runs = 1) and not timed further. A candidate that fails (non-zero exit, no output, not an ELF file of the same
 type as the original) is listed with its first error line and not timed further.
 The confidence interval of the median is the distribution-free one from order statistics
@@ -23,6 +23,7 @@ from linkwrap.records import record
 
 TARGET_CI = 0.03
 MIN_ROUNDS = 5
+MIN_TIMED_ROUNDS = 3   # policy.MIN_MEASURED_RUNS: fewer and the results could not count
 SLOW_FACTOR = 4   # a candidate this many times the fastest in the warm-up is not timed further
 
 Candidate = record("Candidate", "name label info variant argv out")
@@ -163,7 +164,8 @@ def bench(manifest, args, found, *, budget_s=60.0, only=None, max_rounds=1000, p
                 progress(rounds, time.monotonic() - started, spread)
             if rounds >= MIN_ROUNDS and spread <= TARGET_CI:
                 break
-            if time.monotonic() - started >= budget_s:
+            # The budget ends the rounds, but never before the fewest a choice may rest on.
+            if time.monotonic() - started >= budget_s and rounds >= MIN_TIMED_ROUNDS:
                 break
         results = []
         for c in cands:

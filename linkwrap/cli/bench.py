@@ -20,8 +20,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("outputs", nargs="*", metavar="OUTPUT",
                         help="outputs whose links were saved (default: this project's slowest saved link)")
     parser.add_argument("--budget", type=float, default=60.0, metavar="SECONDS",
-                        help="time budget per link (default 60): rounds stop earlier when every median's "
-                             "95 %% confidence interval is within +-3 %%")
+                        help="time budget per link (default 60; at least 3 rounds are run whatever it says): "
+                             "rounds stop earlier when every median's 95 %% confidence interval is within +-3 %%")
     parser.add_argument("--linker", action="append", metavar="NAME",
                         help="replay only with this linker (repeatable; default every installed one)")
     parser.add_argument("--json", action="store_true", help="print JSON (a stable interface)")
