@@ -2,10 +2,16 @@
 (scripts/install-test-deps installs them)."""
 import os
 import shutil
+import signal
 import subprocess
 import sysconfig
 
 import pytest
+
+# A test run started with SIGINT ignored (a background job of a non-interactive shell, as CI may be)
+# would hand that to every process it starts, and the tests that interrupt a link would test nothing:
+# give the run the interpreter's usual handler, so children start with SIGINT's default again.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
@@ -27,6 +33,12 @@ def script(name: str) -> str:
     path = os.path.join(SCRIPTS, name)
     assert os.access(path, os.X_OK), f"{name} is not installed in {SCRIPTS}: pip install -e '.[test]'"
     return path
+
+
+def path_without_linkwrap(path=None) -> str:
+    """PATH without the directories that hold a linkwrap-cc: `install` then writes an absolute path."""
+    dirs = (path if path is not None else os.environ.get("PATH", "")).split(os.pathsep)
+    return os.pathsep.join(d for d in dirs if d and not os.path.exists(os.path.join(d, "linkwrap-cc")))
 
 
 def tool(name: str) -> str:

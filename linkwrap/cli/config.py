@@ -80,6 +80,8 @@ def describe(settings, cwd, environ=None) -> dict:
     for name in config_mod.LINKER_NAMES:
         key = f"linkers.{name}.extra_flags"
         values[key] = (list(settings.extra_flags.get(name, ())), src.get(key, "default"))
+    for name, value in settings.memory.items():  # admission unset: on only when a memory limit applies
+        values[f"memory.{name}"] = (value, src.get(f"memory.{name}", "default"))
     user = paths.user_config_file()
     return {
         "files": {"user": user, "user_exists": os.path.isfile(user),

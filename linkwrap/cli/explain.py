@@ -10,11 +10,13 @@ Output: rich tables; --json prints a stable object:
    "decision": {"linker", "version", "path", "flags", "driver_flags", "write_mode", "reasons",
                 "measured": null | {"used", "scope", "rows", "ignored"},
                 "learned": null | {"used", "exploring", "links", "explored", "failed", "candidates"}},
-   "linkers": {name: {"path", "version"}}, "config": {"profile", "files"}}
+   "linkers": {name: {"path", "version"}}, "config": {"profile", "files"},
+   "memory": {"predicted_kb", "source", "detail", "admission", "room_kb", "running_links"}}
   (plus "request.inputs" and "probe.output.cache_not_measured": why the page-cache share was not
    measured, e.g. "< 8 MiB", else null).
 A configuration error (a malformed or unreadable linkwrap.toml, an unknown LINKWRAP_LINKER) is a
-one-line error, exit 1: every link runs as asked until it is fixed. A fault of linkwrap's own is
+one-line error, exit 1: every link fails with that line until it is fixed (LINKWRAP_CONFIG_ERRORS=warn:
+links run as asked). A fault of linkwrap's own is
 reported the way the link would handle it: linked as asked, with the reason. LINKWRAP_DISABLE=1
 shows the facts and a decision of "as asked", as the link would do.
 """
@@ -83,11 +85,11 @@ def explain(request, environ) -> dict:
     from linkwrap.wrap.choose import choose
     choice = choose(request, environ)
     if choice.config_error is not None:
-        raise choice.config_error  # the user's to fix: one line, exit 1 (the link itself runs as asked meanwhile)
+        raise choice.config_error  # the user's to fix: one line, exit 1 (and so does the link)
     settings, facts, found = choice.settings, choice.facts, choice.found
     if environ.get("LINKWRAP_DISABLE") == "1":  # what pipeline.main checks first
         decision = policy.as_asked("LINKWRAP_DISABLE=1: linkwrap is off, the link runs exactly as asked")
-    elif choice.faults:
+    elif any(doing != "predicting memory" for doing, _ in choice.faults):
         decision = policy.as_asked(choice.decision.reasons[0] + " -> the link runs as asked")
     else:
         decision = choice.decision
@@ -100,7 +102,29 @@ def explain(request, environ) -> dict:
                          learned=learned_dict(choice.learned, decision)),
         "linkers": {name: {"path": info.path, "version": _dotted(info.version)} for name, info in found.items()},
         "config": {"profile": getattr(settings, "profile", None), "files": list(getattr(settings, "files", ()))},
+        "memory": memory_dict(choice),
     }
+
+
+def memory_dict(choice) -> dict:
+    """The prediction and its source, whether the link would wait for memory, and the room now."""
+    from linkwrap.wrap import admission
+    p = choice.memory
+    running = {}
+    room = None
+    try:
+        from linkwrap import paths
+        from linkwrap.wrap.predict import read_table
+        # Read without the lock: a torn read shows no running links, and explain changes nothing.
+        running = read_table(os.path.join(paths.state_dir(), admission.LEDGER)).get("running", {})
+        running = {pid: e for pid, e in running.items() if admission.alive(pid, e[0])}
+        room = admission.measure_room(choice.facts, running, os.getpid(),
+                                      admission.settings_of(choice.settings)[0])
+    except Exception:
+        pass
+    return {"predicted_kb": p.kb if p else None, "source": p.source if p else None,
+            "detail": p.detail if p else None, "admission": admission.enabled(choice.settings, choice.facts),
+            "room_kb": room, "running_links": len(running)}
 
 
 def probe_dict(facts) -> dict:
@@ -283,8 +307,14 @@ def render(report) -> None:
         ("huge pages", _show(p.get("thp"))),
         ("jobserver", _show(p.get("jobserver"))),
     ]
+    m = report.get("memory") or {}
+    if m.get("predicted_kb") is not None:
+        rows.append(("memory predicted", f"{m['predicted_kb'] >> 10} MiB ({m['source']}: {m['detail']})"))
+    rows.append(("memory admission", ("on" if m.get("admission") else "off")
+                 + (f", room now {m['room_kb'] >> 10} MiB with {m['running_links']} link(s) running"
+                    if m.get("admission") and m.get("room_kb") is not None else "")))
     for k, v in rows:
-        facts.add_row(k, v)
+        facts.add_row(k, escape(v) if k == "memory predicted" else v)
     console.print(facts)
 
     decision = Table(title="Decision", title_justify="left", show_header=False, box=None, padding=(0, 2))

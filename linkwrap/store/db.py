@@ -90,7 +90,8 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
         return memory()
     if ingest:
         try:
-            spool.ingest(conn, state)
+            if spool.ingest(conn, state):
+                refit(conn)
         except sqlite3.DatabaseError as e:
             if is_corrupt(e):
                 conn.close()
@@ -104,6 +105,16 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
         except OSError as e:
             warn(f"cannot read the link spool in {state}: {e.strerror or e}")
     return conn
+
+
+def refit(conn) -> None:
+    """Fit the memory model the link path predicts with (linkwrap.wrap.predict) on the new records.
+    It is an aid to prediction: a failure leaves the last model in place."""
+    try:
+        from linkwrap.wrap import predict
+        predict.refit(conn)
+    except Exception:
+        pass
 
 
 def _fallback(db_path, exc, warn):

@@ -129,6 +129,21 @@ def m005_bench_results(db):
     db.execute("CREATE INDEX bench_results_output ON bench_results(output_key)")
 
 
+@migration
+def m006_memory(db):
+    # Links that fit in memory (linkwrap/wrap/admission.py): the prediction, what the link added, the wait.
+    for column in ("predicted_peak_kb INTEGER",   # what the link was predicted to add to its memory group
+                   "prediction_source TEXT",      # output | model | default
+                   "charge_kb INTEGER",           # what it added, estimated from its peak RSS (charge_how)
+                   "charge_how TEXT",             # peak RSS | peak RSS less mapped inputs
+                   "waited_ms REAL",              # time spent waiting for memory; NULL: admission was off
+                   "wait_note TEXT",              # why it ran without fitting: alone, or the wait bound
+                   "memory_room_kb INTEGER",      # the room when it was admitted
+                   "jobserver_wait TEXT",         # what was done with the build's jobserver slot while waiting
+                   "mem_limit_mb INTEGER"):       # the memory limit that applied (cgroup), if any
+        db.execute(f"ALTER TABLE links ADD COLUMN {column}")
+
+
 def migrate(db) -> list:
     """Apply the migrations not yet applied; -> their names.
 

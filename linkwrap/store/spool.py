@@ -33,6 +33,8 @@ LINK_COLUMNS = (
     "peak_rss_kb", "exit_status", "input_count", "input_bytes", "overhead_ms", "fell_back",
     "first_exit_status", "first_wall_ms", "first_command", "fault", "driver", "argv",
     "args_expanded", "command", "first_linker", "first_error", "startup_ms",
+    "predicted_peak_kb", "prediction_source", "charge_kb", "charge_how", "waited_ms", "wait_note",
+    "memory_room_kb", "jobserver_wait", "mem_limit_mb",
 )
 
 

@@ -43,18 +43,23 @@ class Config(record("Config", [
     "sources",       # dict[str, str]: key -> where its value came from
     "profile",       # str | None: the build profile the overrides were taken for
     "files",         # tuple[str]: configuration files read, user's first
+    "memory",        # dict: [memory] admission (bool | None = when a limit applies), headroom_mb, max_wait_s
     "learn",         # bool: [choice] learn: learn the fastest linker from an output's relinks
     "save",          # str: [bench] save: "off" | "all" | "largest" (links kept for `linkwrap bench`)
 ])):
     """The settings for one link. Keys of `sources`: prefer, forbid, linker,
-    in_place, record, profile, linkers.<name>.extra_flags."""
+    in_place, record, profile, linkers.<name>.extra_flags, memory.<key>."""
     __slots__ = ()
 
 
 def defaults() -> Config:
     sources = {"prefer": DEFAULT, "forbid": DEFAULT, "linker": DEFAULT, "in_place": DEFAULT,
                "record": DEFAULT, "profile": DEFAULT}
-    return Config(DEFAULT_PREFER, frozenset(), None, {}, True, True, sources, None, (), True, "off")
+    return Config(DEFAULT_PREFER, frozenset(), None, {}, True, True, sources, None, (), dict(MEMORY_DEFAULTS), True, "off")
+
+
+# [memory]: admission of links by their predicted memory (linkwrap/wrap/admission.py).
+MEMORY_DEFAULTS = {"admission": None, "headroom_mb": 64, "max_wait_s": 300.0}
 
 
 def load(request=None, environ=None, profile=None) -> Config:
@@ -92,7 +97,7 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=()) -> Co
     """Apply validated tables in order (later wins), then the environment. Pure."""
     c = defaults()
     prefer, forbid, in_place, record = c.prefer, c.forbid, c.in_place, c.record
-    extra, sources = {}, dict(c.sources)
+    extra, sources, memory = {}, dict(c.sources), dict(c.memory)
     learn, save = c.learn, c.save
     for label, table in layers:
         if "prefer" in table:
@@ -111,11 +116,13 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=()) -> Co
             if "extra_flags" in settings:
                 extra[name] = tuple(settings["extra_flags"])
                 sources[f"linkers.{name}.extra_flags"] = label
+        for name, value in table.get("memory", {}).items():
+            memory[name], sources[f"memory.{name}"] = value, label
     forced = forced_linker(environ)
     if forced:
         sources["linker"] = ENV_LINKER
     sources["profile"] = profile_source
-    return Config(prefer, forbid, forced, extra, in_place, record, sources, profile, files, learn, save)
+    return Config(prefer, forbid, forced, extra, in_place, record, sources, profile, files, memory, learn, save)
 
 
 def forced_linker(environ) -> str | None:
@@ -284,7 +291,7 @@ def _store_cache(data) -> None:
 
 # --- parsing and validating ------------------------------------------------
 
-_TOP_KEYS = ("prefer", "forbid", "in_place", "record", "linkers", "choice", "bench", "profile")
+_TOP_KEYS = ("prefer", "forbid", "in_place", "record", "linkers", "memory", "choice", "bench", "profile")
 # Small tables: key -> (allowed values or bool, what the error says it must be).
 _SMALL_TABLES = {"choice": {"learn": ((True, False), "true or false")},
                  "bench": {"save": (("off", "all", "largest"), '"off", "all" or "largest"')}}
@@ -330,6 +337,8 @@ def _table(raw, text, path, where, allow_profile) -> dict:
             out[key] = value
         elif key == "linkers":
             out[key] = _linkers(value, text, path, where + (key,))
+        elif key == "memory":
+            out[key] = _memory(value, text, path, where + (key,))
         elif key in _SMALL_TABLES:
             out[key] = _small_table(key, value, text, path, where)
         else:
@@ -370,6 +379,21 @@ def _linkers(value, text, path, where) -> dict:
                 _fail(text, path, where + (name,), key, f"'{_dotted(where + (name,), key)}' must be a list of non-empty strings")
         out[name] = {k: list(v) for k, v in settings.items()}
     return out
+
+
+def _memory(value, text, path, where) -> dict:
+    if not isinstance(value, dict):
+        _fail(text, path, where[:-1], where[-1], "'memory' must be a table: [memory]")
+    for key, v in value.items():
+        if key not in MEMORY_DEFAULTS:
+            _fail(text, path, where, key, f"unknown key '{_dotted(where, key)}' (known: {', '.join(MEMORY_DEFAULTS)})")
+        if key == "admission" and not isinstance(v, bool):
+            _fail(text, path, where, key, f"'{_dotted(where, key)}' must be true or false")
+        if key == "headroom_mb" and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            _fail(text, path, where, key, f"'{_dotted(where, key)}' must be a whole number of MiB, 0 or more")
+        if key == "max_wait_s" and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1e6):
+            _fail(text, path, where, key, f"'{_dotted(where, key)}' must be a number of seconds above 0")
+    return {k: float(v) if k == "max_wait_s" else v for k, v in value.items()}
 
 
 def _small_table(name, value, text, path, where) -> dict:

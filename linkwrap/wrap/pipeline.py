@@ -33,13 +33,27 @@ def main(argv, driver=None, environ=os.environ) -> int:
     for doing, e in choice.faults:
         faults.note(doing, e)
     if choice.config_error is not None:
-        # The user's to fix (a malformed linkwrap.toml): said once per build (rustc < 1.97 hides a
-        # successful link's stderr, so once for ever could be never), and shown by `linkwrap summary`.
-        from linkwrap.wrap import build
         e = choice.config_error
         faults.note("choosing a linker", e)
+        if environ.get(CONFIG_ERRORS) != "warn":
+            # The user's to fix (a malformed linkwrap.toml): rustc discards a successful link's stderr,
+            # so a warning goes unseen and the build quietly runs without linkwrap's choice. Fail the
+            # link in the build where it happens, as ccache and Cargo do with their own config files.
+            return _config_failure(request, facts, decision, e, started_ns)
+        # LINKWRAP_CONFIG_ERRORS=warn: said once per build (once for ever could be never, as above),
+        # the link runs as asked, and `linkwrap summary` shows it.
+        from linkwrap.wrap import build
         faults.warn_once(f"config-{_crc(str(e) + build.identify(environ).key)}",
                          f"{e}; linking as asked until it is fixed")
+
+    # Memory: a link whose predicted memory does not fit waits for running links (admission.py).
+    ticket = None
+    if choice.memory is not None:
+        try:
+            from linkwrap.wrap import admission
+            ticket = admission.enter(choice, environ)
+        except Exception as e:
+            faults.note("waiting for memory", e)
 
     # Run it. A failure that may be linkwrap's doing gets one more try as asked.
     first = None
@@ -61,8 +75,13 @@ def main(argv, driver=None, environ=os.environ) -> int:
 
     # Beyond this point the link is over: nothing below may change its result.
     run.write_through(outcome)
+    memory = None
+    if choice.memory is not None or ticket is not None:
+        from linkwrap.wrap import admission
+        memory = admission.leave(ticket, choice.memory, decision.linker.name if decision.linker else None,
+                                 request.output, outcome, facts.input_bytes if facts is not None else None)
     if settings is None or settings.record:
-        record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first)
+        record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first, memory=memory)
     if choice.learned is not None:
         _learn(request, chosen, outcome, facts, first)
     if outcome.returncode == 0 and (environ.get("LINKWRAP_SAVE") == "1" or getattr(settings, "save", "off") != "off"):
@@ -87,6 +106,24 @@ def _save(request, facts, outcome, settings, environ) -> None:
             save.save(request, outcome, facts)
     except Exception as e:
         faults.note("saving the link for replay", e)
+
+
+# LINKWRAP_CONFIG_ERRORS=warn: a configuration error is said once and links run as asked, for those
+# who prefer a build that never stops for linkwrap.
+CONFIG_ERRORS = "LINKWRAP_CONFIG_ERRORS"
+
+
+def _config_failure(request, facts, decision, error, started_ns) -> int:
+    """Fail the link with one line naming the file and line, the fix and the ways round."""
+    message = (f"linkwrap: error: {error} (fix it; LINKWRAP_DISABLE=1 links without linkwrap, "
+               f"{CONFIG_ERRORS}=warn links as asked)\n").encode("utf-8", "replace")
+    try:
+        os.write(2, message)
+    except OSError:
+        pass
+    outcome = run.Outcome(1, 0.0, 0.0, 0.0, 0, b"", message, (), decision.write_mode, None, None)
+    record.save(request, facts, decision, outcome, started_ns=started_ns)
+    return 1
 
 
 # What every linker reports the same way: retrying with another would only say it twice.

@@ -43,7 +43,7 @@ TRAILER = b"\x01rWL"
 FORMAT = 1  # the "v" of every record; bump when fields change meaning
 
 
-def save(request, probe, decision, outcome, *, started_ns, first_attempt=None) -> None:
+def save(request, probe, decision, outcome, *, started_ns, first_attempt=None, memory=None) -> None:
     """Append this link's record to the spool. Never raises."""
     try:
         now_ns = time.perf_counter_ns()
@@ -52,7 +52,7 @@ def save(request, probe, decision, outcome, *, started_ns, first_attempt=None) -
         if _disabled(state):
             return
         frame = encode(make(request, probe, decision, outcome, started_ns=started_ns,
-                            first_attempt=first_attempt, now_ns=now_ns))
+                            first_attempt=first_attempt, now_ns=now_ns, memory=memory))
     except BaseException as e:  # a fault of ours: the link's result stands
         _fault("building the link record", e)
         return
@@ -72,11 +72,13 @@ def _disabled(state) -> bool:
 
 
 def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, now_ns=None,
-         environ=os.environ) -> dict:
+         environ=os.environ, memory=None) -> dict:
     """The record: a dict of plain values (str, int, float, bool, None, tuples)."""
     now_ns = now_ns or time.perf_counter_ns()
     elapsed_ms = (now_ns - started_ns) / 1e6
     linker_runs_ms = outcome.wall_ms + (first_attempt.wall_ms if first_attempt else 0.0)
+    # A wait for memory is the build's time, not linkwrap's work: it has its own figure (waited_ms).
+    linker_runs_ms += (memory.waited_ms or 0.0) if memory is not None else 0.0
     from linkwrap.wrap import build
     b = build.identify(environ)
     crate_name, crate_kind = classify(request, environ)
@@ -142,6 +144,11 @@ def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, n
         "args_expanded": tuple(request.args) if request.used_response_file else None,
         "command": tuple(outcome.command),
     }
+    if memory is not None:  # admission.Memory: the prediction, the charge, the wait
+        rec.update(predicted_peak_kb=memory.predicted_kb, prediction_source=memory.source,
+                   charge_kb=memory.charge_kb, charge_how=memory.charge_how, waited_ms=memory.waited_ms,
+                   wait_note=memory.wait_note, memory_room_kb=memory.room_kb, jobserver_wait=memory.jobserver,
+                   mem_limit_mb=probe.mem_limit_mb if probe is not None else None)
     return rec
 
 

@@ -43,6 +43,10 @@ def test_json_keys_are_the_stable_interface(tmp_path, lw_home):
     assert (d["linker"], d["version"]) == ("mold", "1.10.1")
     assert d["flags"] == ["--no-fork", f"--threads={p['cpus']}"]
     assert d["write_mode"] == "fresh" and d["reasons"][-1] == "no existing output -> fresh"
+    # The memory the link would add and where that figure comes from; no limit here, so no admission.
+    m = data["memory"]
+    assert m["source"] == "default" and m["predicted_kb"] > 0 and "no record of mold here" in m["detail"]
+    assert m["admission"] is (p["mem_limit_mb"] is not None)
     assert data["request"] == {"output": str(tmp_path / "out"), "kind": "pie", "cwd": str(tmp_path),
                                "driver": "cc", "fuse_ld": None, "inputs": []}
     assert p["output"]["cache_not_measured"] is None    # nothing there to measure

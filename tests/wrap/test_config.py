@@ -173,7 +173,7 @@ def test_linkwrap_profile_overrides_the_path(project):
     # what a new user tried (issue: "a wrong type, an unknown key, an unknown table...")
     ('prefer = "mold"\n', 1, "'prefer' must be a list of linker names"),
     ('record = true\nin_place = "yes"\n', 2, "'in_place' must be true or false"),
-    ('[weird]\nx = 1\n', 1, "unknown key 'weird' (known: prefer, forbid, in_place, record, linkers, choice, bench, profile)"),
+    ('[weird]\nx = 1\n', 1, "unknown key 'weird' (known: prefer, forbid, in_place, record, linkers, memory, choice, bench, profile)"),
     ('[profile.release]\nprefer = ["lld"]\nbogus = 1\n', 3, "unknown key 'profile.release.bogus'"),
     ('[choice]\nlearn = "yes"\n', 2, "'choice.learn' must be true or false"),
     ('[bench]\nsave = "biggest"\n', 2, "'bench.save' must be \"off\", \"all\" or \"largest\""),
@@ -183,6 +183,11 @@ def test_linkwrap_profile_overrides_the_path(project):
     ('[profile]\nrelease = 3\n', 2, "'profile.release' must be a table"),
     ('[linkers]\nmold = "--icf=all"\n', 2, "'linkers.mold' must be a table"),
     ('prefer = ["mold"]\x00\n', 1, "column"),
+    ('[memory]\nadmission = "auto"\n', 2, "'memory.admission' must be true or false"),
+    ('[memory]\nheadroom_mb = -1\n', 2, "'memory.headroom_mb' must be a whole number of MiB"),
+    ('[memory]\nmax_wait_s = 0\n', 2, "'memory.max_wait_s' must be a number of seconds above 0"),
+    ('[memory]\nmax_wait = 10\n', 2, "unknown key 'memory.max_wait' (known: admission, headroom_mb, max_wait_s)"),
+    ('memory = 1\n', 1, "'memory' must be a table"),
 ])
 def test_malformed_file_is_one_line_naming_file_and_line(project, text, line, words):
     path = project / "linkwrap.toml"
@@ -346,36 +351,54 @@ def test_template_is_valid_and_every_example_line_is_too():
     example = re.compile(r"^# (\[[a-z.]+\]|[a-z_]+ = .*)$")
     lines = [line[2:] for line in text.splitlines() if example.match(line)]
     table = config.parse_text("\n".join(lines), "example")
-    assert set(table) == {"prefer", "forbid", "in_place", "record", "linkers", "choice", "bench", "profile"}
+    assert set(table) == {"prefer", "forbid", "in_place", "record", "linkers", "memory", "choice", "bench", "profile"}
+    assert table["memory"] == {"admission": True, "headroom_mb": 64, "max_wait_s": 300.0}
     assert table["profile"]["release"]["linkers"]["lld"]["extra_flags"] == ["-O2"]
 
 
 # --- on the link path: fail-open ------------------------------------------------
 
-def test_a_broken_linkwrap_toml_does_not_break_the_link(project, lw_home, hello_obj):
+def link_hello(project, hello_obj, **env):
+    return subprocess.run([script("linkwrap-cc"), str(hello_obj), "-o", "hello"], cwd=project,
+                          capture_output=True, text=True, env={**os.environ, **env})
+
+
+FIX = "(fix it; LINKWRAP_DISABLE=1 links without linkwrap, LINKWRAP_CONFIG_ERRORS=warn links as asked)"
+
+
+def test_a_broken_linkwrap_toml_fails_the_link_with_one_line(project, lw_home, hello_obj):
+    """rustc discards a successful link's stderr: a warning would go unseen and the build would
+    quietly run without linkwrap's choice. So the link fails, in the build where the file broke."""
     (project / "linkwrap.toml").write_text('prefer = ["mold"]\nin_place = maybe\n')
-    done = subprocess.run([script("linkwrap-cc"), str(hello_obj), "-o", "hello"], cwd=project,
-                          capture_output=True, text=True)
-    # said once, on one line, naming file and line (rustc >= 1.97 shows it as a warning)
-    assert (done.returncode, done.stdout) == (0, "")
-    assert done.stderr.startswith(f"linkwrap: warning: {project / 'linkwrap.toml'}:2: ") and done.stderr.count("\n") == 1
-    again = subprocess.run([script("linkwrap-cc"), str(hello_obj), "-o", "hello"], cwd=project,
-                           capture_output=True, text=True)
-    assert (again.returncode, again.stdout, again.stderr) == (0, "", "")
-    assert subprocess.run([str(project / "hello")], capture_output=True, text=True).stdout == "hello\n"
+    for _ in range(2):  # every link, not once: each one would otherwise run without the user's settings
+        done = link_hello(project, hello_obj)
+        assert (done.returncode, done.stdout) == (1, "")
+        assert done.stderr.startswith(f"linkwrap: error: {project / 'linkwrap.toml'}:2: Invalid value")
+        assert done.stderr.endswith(f" {FIX}\n") and done.stderr.count("\n") == 1
+        assert not (project / "hello").exists()
     # the fault is noted for the log, with file and line
     assert f"{project / 'linkwrap.toml'}:2: Invalid value" in (lw_home / "linkwrap.log").read_text()
-
-
-def test_an_unknown_linkwrap_linker_links_as_asked(project, lw_home, hello_obj):
-    """LINKWRAP_LINKER=nonsense used to mean mold, quietly. Now it is a configuration error:
-    the link runs exactly as asked (cc's default, GNU ld here), and the log says why."""
-    env = {**os.environ, "LINKWRAP_LINKER": "nonsense"}
-    done = subprocess.run([script("linkwrap-cc"), str(hello_obj), "-o", "hello"], cwd=project,
-                          capture_output=True, text=True, env=env)
-    message = f"LINKWRAP_LINKER=nonsense: not a linker linkwrap knows ({KNOWN_LIST})"
+    # the two ways round that the line names
+    done = link_hello(project, hello_obj, LINKWRAP_DISABLE="1")
+    assert (done.returncode, done.stderr) == (0, "")
+    (project / "hello").unlink()
+    done = link_hello(project, hello_obj, LINKWRAP_CONFIG_ERRORS="warn")
     assert (done.returncode, done.stdout) == (0, "")
-    # pipeline.py may say it once on stderr; if it does, it is this one line
+    assert done.stderr.startswith(f"linkwrap: warning: {project / 'linkwrap.toml'}:2: ") and done.stderr.count("\n") == 1
+    again = link_hello(project, hello_obj, LINKWRAP_CONFIG_ERRORS="warn")
+    assert (again.returncode, again.stdout, again.stderr) == (0, "", "")
+    assert subprocess.run([str(project / "hello")], capture_output=True, text=True).stdout == "hello\n"
+
+
+def test_an_unknown_linkwrap_linker_fails_the_link(project, lw_home, hello_obj):
+    """LINKWRAP_LINKER=nonsense used to mean mold, quietly. It is a configuration error: the link fails
+    with one line; with LINKWRAP_CONFIG_ERRORS=warn it runs exactly as asked (cc's default, GNU ld here)."""
+    message = f"LINKWRAP_LINKER=nonsense: not a linker linkwrap knows ({KNOWN_LIST})"
+    done = link_hello(project, hello_obj, LINKWRAP_LINKER="nonsense")
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", f"linkwrap: error: {message} {FIX}\n")
+    done = link_hello(project, hello_obj, LINKWRAP_LINKER="nonsense", LINKWRAP_CONFIG_ERRORS="warn")
+    assert (done.returncode, done.stdout) == (0, "")
+    # said at most once per build; if it is, it is this one line
     assert done.stderr in ("", f"linkwrap: warning: {message}; linking as asked until it is fixed\n"), done.stderr
     assert subprocess.run([str(project / "hello")], capture_output=True, text=True).stdout == "hello\n"
     text = subprocess.run(["readelf", "-p", ".comment", str(project / "hello")], capture_output=True, text=True).stdout
@@ -395,11 +418,18 @@ def test_the_project_file_chooses_the_linker(project, lw_home, hello_obj, prefer
 
 def test_a_broken_file_is_a_configuration_error_in_the_summary(project, lw_home, hello_obj):
     (project / "linkwrap.toml").write_text('prefer = "mold"\n')
-    done = subprocess.run([script("linkwrap-cc"), str(hello_obj), "-o", "hello"], cwd=project,
-                          capture_output=True, text=True)
-    assert done.returncode == 0
+    assert link_hello(project, hello_obj).returncode == 1
+    assert link_hello(project, hello_obj, LINKWRAP_CONFIG_ERRORS="warn").returncode == 0
     table = subprocess.run([script("linkwrap"), "summary"], cwd=project, capture_output=True, text=True,
                            env={**os.environ, "COLUMNS": "200"}).stdout
     assert "as asked (config error)" in table
     assert "a configuration error (fix it, and linkwrap chooses again)" in table
     assert "fault of linkwrap's own" not in table
+
+
+def test_memory_settings_layer_like_the_others(project, lw_home):
+    assert config.load(req(project), {}).memory == {"admission": None, "headroom_mb": 64, "max_wait_s": 300.0}
+    (project / "linkwrap.toml").write_text("[memory]\nheadroom_mb = 128\n[profile.release.memory]\nadmission = false\n")
+    c = config.load(req(project, "target/release/app"), {})
+    assert c.memory == {"admission": False, "headroom_mb": 128, "max_wait_s": 300.0}
+    assert c.sources["memory.admission"].endswith("[profile.release]")

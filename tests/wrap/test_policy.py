@@ -37,7 +37,8 @@ def output(**kw):
 def probe(out=None, **kw):
     base = dict(fs="ext4", fs_options="rw,relatime", fs_local=True, kernel=(6, 18, 44),
                 output=out if out is not None else output(), input_bytes=1 << 20, cpus=2,
-                mem_available_mb=4000, mem_limit_mb=None, thp="madvise", jobserver=False)
+                mem_available_mb=4000, mem_limit_mb=None, thp="madvise", jobserver=False, mem_used_mb=None,
+                mem_group=None)
     base.update(kw)
     return Probe(**base)
 
@@ -399,7 +400,7 @@ def test_reasons_are_short_sentences():
 
 def test_unknown_everything_is_conservative():
     unknown = Probe(None, None, None, None, OutputFacts(True, None, None, None, None, None, None),
-                    None, None, None, None, None, False)
+                    None, None, None, None, None, False, None, None)
     d = decide(found(mold=MOLD, wild=(0, 10, 0)), unknown)
     assert d.linker.name == "mold"
     assert d.write_mode == FRESH
