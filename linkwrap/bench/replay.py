@@ -8,8 +8,8 @@ without --mmap-output-file. Outputs are written beside the real output, on its f
 One warm-up round (page cache, the linkers' own binaries), then rounds in which every
 candidate runs once, the order rotated each round so that no candidate always follows the same
 one, until the 95 % confidence interval of every median is within +-3 % of it or the time
-budget runs out (but never before MIN_TIMED_ROUNDS rounds). A candidate more than SLOW_FACTOR times the fastest in the warm-up round is
-shown with that one figure (runs = 1) and not timed further. A candidate that fails (non-zero exit, no output, not an ELF file of the same
+budget runs out (but never before MIN_TIMED_ROUNDS rounds). A candidate more than SLOW_FACTOR times the fastest (and over SLOW_MIN_MS) in the warm-up round
+is shown with that one figure (runs = 1) and not timed further. A candidate that fails (non-zero exit, no output, not an ELF file of the same
 type as the original) is listed with its first error line and not timed further.
 The confidence interval of the median is the distribution-free one from order statistics
 (ranks n/2 -+ 1.96 sqrt(n)/2): link times here are skewed by a busy machine, not normal.
@@ -24,7 +24,8 @@ from linkwrap.records import record
 TARGET_CI = 0.03
 MIN_ROUNDS = 5
 MIN_TIMED_ROUNDS = 3   # policy.MIN_MEASURED_RUNS: fewer and the results could not count
-SLOW_FACTOR = 4   # a candidate this many times the fastest in the warm-up is not timed further
+SLOW_FACTOR = 4   # a candidate this many times the fastest in the warm-up is not timed further…
+SLOW_MIN_MS = 1000  # …when its warm-up took longer than this
 
 Candidate = record("Candidate", "name label info variant argv out")
 Result = record("Result", [
@@ -142,7 +143,9 @@ def bench(manifest, args, found, *, budget_s=60.0, only=None, max_rounds=1000, p
         # figure is shown and the budget goes to the candidates that can.
         best = min((w for w, _ in warm.values()), default=None)
         for c, (wall, peak) in warm.items():
-            if wall > SLOW_FACTOR * best:
+            # Only slow in absolute terms too: one warm-up of a short link on a busy machine can be
+            # 4x the fastest by chance, and such links cost the budget little anyway.
+            if wall > SLOW_FACTOR * best and wall > SLOW_MIN_MS:
                 times[c], rss[c] = [wall], peak
         alive = [c for c in cands if c not in failed and not times[c]]
         started, rounds = time.monotonic(), 0
