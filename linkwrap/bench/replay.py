@@ -8,9 +8,10 @@ without --mmap-output-file. Outputs are written beside the real output, on its f
 One warm-up round (page cache, the linkers' own binaries), then rounds in which every
 candidate runs once, the order rotated each round so that no candidate always follows the same
 one, until the 95 % confidence interval of every median is within +-3 % of it or the time
-budget runs out (but never before MIN_TIMED_ROUNDS rounds). A candidate more than SLOW_FACTOR times the fastest (and over SLOW_MIN_MS) in the warm-up round
-is shown with that one figure (runs = 1) and not timed further. A candidate that fails (non-zero exit, no output, not an ELF file of the same
-type as the original) is listed with its first error line and not timed further.
+budget runs out (but never before MIN_TIMED_ROUNDS rounds). A candidate more than SLOW_FACTOR
+times the fastest (and over SLOW_MIN_MS) in the warm-up round is shown with that one figure
+(runs = 1) and not timed further. A candidate that fails (non-zero exit, no output, not an ELF
+file of the same type as the original) is listed with its first error line and not timed further.
 The confidence interval of the median is the distribution-free one from order statistics
 (ranks n/2 -+ 1.96 sqrt(n)/2): link times here are skewed by a busy machine, not normal.
 """
