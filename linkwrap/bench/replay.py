@@ -54,7 +54,7 @@ def callers_default(manifest, found) -> str | None:
         return "rust-lld"
     from linkwrap.wrap.choose import driver_ld
     from linkwrap.wrap.args import LinkRequest
-    req = LinkRequest(*([None] * len(LinkRequest._fields)))
+    req = LinkRequest(**dict.fromkeys(LinkRequest._fields))   # driver_ld reads rust_lld alone
     return driver_ld(req, found, os.environ) or ("bfd" if "bfd" in found else None)
 
 
@@ -64,7 +64,8 @@ def request_for(manifest, args, out):
     return args_mod.LinkRequest(argv=tuple(full), args=tuple(full), driver=manifest["driver"], output=out,
                                 kind=manifest["kind"], inputs=tuple(args_mod._inputs(full)), fuse_ld=None,
                                 rust_lld=manifest.get("rust_lld"), removed=(), used_response_file=False,
-                                cwd=manifest["cwd"] if os.path.isdir(manifest["cwd"]) else "/")
+                                cwd=manifest["cwd"] if os.path.isdir(manifest["cwd"]) else "/",
+                                target=manifest.get("target"))
 
 
 def candidates(manifest, args, found, work, only=None) -> list:

@@ -202,6 +202,7 @@ def save(request, outcome, facts=None, state=None) -> str:
     manifest = {
         "format": FORMAT, "cwd": request.cwd, "driver": request.driver, "args": list(request.args),
         "output": output, "kind": request.kind, "rust_lld": request.rust_lld, "fuse_ld": request.fuse_ld,
+        "target": getattr(request, "target", None),
         "files": files, "e_type": e_type, "wall_ms": getattr(outcome, "wall_ms", None),
         "linker": getattr(outcome, "linker", None), "saved_utc": time.time(),
         "input_bytes": sum(f[2] for f in files.values()), "copied_bytes": copied,
