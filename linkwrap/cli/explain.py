@@ -62,16 +62,13 @@ def split_words(args):
 
 
 def build_request(output, link_args, kind, environ, cwd):
-    from linkwrap.errors import UsageError
     from linkwrap.wrap import args as args_mod
     driver = environ.get("LINKWRAP_CC") or "cc"
-    try:
-        if link_args:
-            request = args_mod.parse(link_args, driver=driver, environ=environ, cwd=cwd)
-        else:
-            request = args_mod.parse(["-o", output or "a.out"], driver=driver, environ=environ, cwd=cwd)
-    except args_mod.ArgsError as e:  # an unreadable @file
-        raise UsageError(str(e)) from None
+    # An unreadable @file raises args.ArgsError, a UsageError: one error line.
+    if link_args:
+        request = args_mod.parse(link_args, driver=driver, environ=environ, cwd=cwd)
+    else:
+        request = args_mod.parse(["-o", output or "a.out"], driver=driver, environ=environ, cwd=cwd)
     if link_args and output:
         request = request._replace(output=os.path.join(cwd, output))
     if kind:
@@ -93,7 +90,19 @@ def explain(request, environ) -> dict:
         decision = policy.as_asked(choice.decision.reasons[0] + " -> the link runs as asked")
     else:
         decision = choice.decision
+    note = None
+    linked_as = cargo_link_path(request.output)
+    if linked_as and facts is not None and decision.linker is not None:
+        # What the link really meets: Cargo deletes deps/<bin>-<hash> first, so there is no output.
+        from linkwrap.wrap.probe import OutputFacts
+        request = request._replace(output=linked_as)
+        gone = OutputFacts(exists=False, **dict.fromkeys(f for f in OutputFacts._fields if f != "exists"))
+        facts = facts._replace(output=gone)
+        decision = policy.decide(request, facts, found, settings)
+        note = (f"Cargo links this binary as {linked_as} and deletes that file first: at link time there is "
+                "no output (shown below); this name is a hard link Cargo makes after the link")
     return {
+        "note": note,
         "request": {"output": request.output, "kind": request.kind, "cwd": request.cwd,
                     "driver": request.driver, "fuse_ld": request.fuse_ld, "inputs": list(request.inputs)},
         "probe": probe_dict(facts),
@@ -104,6 +113,28 @@ def explain(request, environ) -> dict:
         "config": {"profile": getattr(settings, "profile", None), "files": list(getattr(settings, "files", ()))},
         "memory": memory_dict(choice),
     }
+
+
+def cargo_link_path(output):
+    """For Cargo's uplifted <target>/<profile>/<bin>: the deps/<bin>-<hash> it is a hard link to
+    (what rustc really links), else None."""
+    if not output:
+        return None
+    d, name = os.path.split(output)
+    deps = os.path.join(d, "deps")
+    try:
+        st = os.stat(output)
+        if st.st_nlink < 2:
+            return None
+        for entry in os.scandir(deps):
+            stem, dash, tag = entry.name.rpartition("-")
+            if dash and stem in (name, name.replace("-", "_")):
+                other = entry.stat(follow_symlinks=False)
+                if (other.st_ino, other.st_dev) == (st.st_ino, st.st_dev):
+                    return entry.path
+    except OSError:
+        pass
+    return None
 
 
 def memory_dict(choice) -> dict:
@@ -223,6 +254,7 @@ def _dotted(version):
 
 
 def run(args) -> int:
+    from linkwrap.errors import printable_data
     output, link_args, kind, as_json = split_words(args)
     request = build_request(output, link_args, kind, os.environ, os.getcwd())
     report = explain(request, os.environ)
@@ -230,7 +262,7 @@ def run(args) -> int:
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        render(report)
+        render(printable_data(report))
     return 0
 
 
@@ -256,6 +288,8 @@ def render(report) -> None:
     req, p, d = report["request"], report["probe"], report["decision"]
     console.print(f"[bold]{escape(req['output'] or '(no output)')}[/bold]  kind {req['kind']}"
                   + (f", profile {report['config']['profile']}" if report["config"]["profile"] else ""))
+    if report.get("note"):
+        console.print(f"[yellow]{escape(report['note'])}[/]")
     where = os.path.dirname(req["output"]) if req["output"] else None
     if where and not os.path.isdir(where):
         # The probe walks up to the nearest directory that exists: say whose facts these are.

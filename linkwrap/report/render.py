@@ -281,6 +281,8 @@ def render_many(summary, console: Console) -> None:
 
 
 def render(summary, console: Console | None = None) -> None:
+    from linkwrap.errors import printable_data
+    summary = printable_data(summary)  # names and commands come from anyone: no terminal escapes
     console = console or wide_console()
     if not summary["builds"]:
         console.print("No link records yet. Links through linkwrap are recorded in "

@@ -96,6 +96,13 @@ def m003_first_attempt_and_startup(db):
 
 
 @migration
+def m004_store_counts(db):
+    # Counters of the store itself: records the spool held that were malformed and skipped.
+    db.execute("CREATE TABLE store_counts (name TEXT PRIMARY KEY, value INTEGER NOT NULL)")
+    db.execute("INSERT INTO store_counts (name, value) VALUES ('rejected_records', 0)")
+
+
+@migration
 def m005_bench_results(db):
     # `linkwrap bench`: one row per candidate (linker and variant) of one replayed link.
     db.execute("""

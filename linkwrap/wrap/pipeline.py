@@ -30,8 +30,13 @@ def main(argv, driver=None, environ=os.environ) -> int:
     # config → linkers → probe → policy; a fault in any of them means "as asked", with the reason.
     choice = choose(request, environ)
     settings, facts, decision = choice.settings, choice.facts, choice.decision
+    if settings is not None:
+        faults.LOG_MAX_BYTES = int(settings.retention["max_log_kb"] * 1024)
     for doing, e in choice.faults:
         faults.note(doing, e)
+    for path, why in settings.ignored if settings is not None else ():
+        # Another user's file could name a linker plugin: not read, and said once.
+        faults.warn_once(f"config-{_crc(path)}", f"ignoring {path}: {why}")
     if choice.config_error is not None:
         e = choice.config_error
         faults.note("choosing a linker", e)
@@ -81,7 +86,9 @@ def main(argv, driver=None, environ=os.environ) -> int:
         memory = admission.leave(ticket, choice.memory, decision.linker.name if decision.linker else None,
                                  request.output, outcome, facts.input_bytes if facts is not None else None)
     if settings is None or settings.record:
-        record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first, memory=memory)
+        limits = settings.retention if settings is not None else {}
+        record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first, memory=memory,
+                    max_spool_bytes=int(limits.get("max_spool_mb", 64) * (1 << 20)))
     if choice.learned is not None:
         _learn(request, chosen, outcome, facts, first)
     if outcome.returncode == 0 and (environ.get("LINKWRAP_SAVE") == "1" or getattr(settings, "save", "off") != "off"):
@@ -115,8 +122,9 @@ CONFIG_ERRORS = "LINKWRAP_CONFIG_ERRORS"
 
 def _config_failure(request, facts, decision, error, started_ns) -> int:
     """Fail the link with one line naming the file and line, the fix and the ways round."""
-    message = (f"linkwrap: error: {error} (fix it; LINKWRAP_DISABLE=1 links without linkwrap, "
-               f"{CONFIG_ERRORS}=warn links as asked)\n").encode("utf-8", "replace")
+    from linkwrap.errors import error_line
+    message = error_line(f"{error} (fix it; LINKWRAP_DISABLE=1 links without linkwrap, "
+                         f"{CONFIG_ERRORS}=warn links as asked)").encode("utf-8", "replace")
     try:
         os.write(2, message)
     except OSError:
@@ -156,5 +164,6 @@ def passthrough(argv, driver, environ) -> int:
     try:
         os.execvpe(driver, [driver, *argv], dict(environ))
     except OSError as e:
-        os.write(2, f"linkwrap: error: cannot run {driver}: {e.strerror}\n".encode())
+        from linkwrap.errors import error_line
+        os.write(2, error_line(f"cannot run {driver}: {e.strerror}").encode("utf-8", "surrogateescape"))
         return 127

@@ -37,13 +37,15 @@ import time
 from linkwrap.wrap import probe as _probe
 
 SPOOL = "links.spool"
+ROTATED = SPOOL + ".1"  # the spool moved aside once it passed its size limit; the one before is dropped
 OFF_MARKER = "logs-off"
 MAGIC = b"LWr\x01"
 TRAILER = b"\x01rWL"
 FORMAT = 1  # the "v" of every record; bump when fields change meaning
 
 
-def save(request, probe, decision, outcome, *, started_ns, first_attempt=None, memory=None) -> None:
+def save(request, probe, decision, outcome, *, started_ns, first_attempt=None, memory=None,
+         max_spool_bytes=64 << 20) -> None:
     """Append this link's record to the spool. Never raises."""
     try:
         now_ns = time.perf_counter_ns()
@@ -57,7 +59,7 @@ def save(request, probe, decision, outcome, *, started_ns, first_attempt=None, m
         _fault("building the link record", e)
         return
     try:
-        append(state, frame)
+        append(state, frame, max_spool_bytes)
     except OSError as e:
         _warn_once(state, e)
     except BaseException as e:
@@ -134,7 +136,7 @@ def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, n
         "fell_back": first_attempt is not None,
         "first_exit_status": first_attempt.returncode if first_attempt else None,
         "first_wall_ms": first_attempt.wall_ms if first_attempt else None,
-        "first_command": tuple(first_attempt.command) if first_attempt else None,
+        "first_command": compact_command(first_attempt, request) if first_attempt else None,
         "first_error": first_error(first_attempt.stderr) if first_attempt else None,
         "first_linker": first_attempt.linker if first_attempt else None,
         "startup_ms": startup_ms(now_ns - started_ns),
@@ -142,7 +144,7 @@ def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, n
         "driver": request.driver,
         "argv": tuple(request.argv),
         "args_expanded": tuple(request.args) if request.used_response_file else None,
-        "command": tuple(outcome.command),
+        "command": compact_command(outcome, request),
     }
     if memory is not None:  # admission.Memory: the prediction, the charge, the wait
         rec.update(predicted_peak_kb=memory.predicted_kb, prediction_source=memory.source,
@@ -150,6 +152,23 @@ def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, n
                    wait_note=memory.wait_note, memory_room_kb=memory.room_kb, jobserver_wait=memory.jobserver,
                    mem_limit_mb=probe.mem_limit_mb if probe is not None else None)
     return rec
+
+
+ARGS_MARK = "{args}"
+
+
+def compact_command(outcome, request) -> tuple:
+    """What was run, with the caller's own arguments (argv, or args_expanded for an @file, each
+    already in the record) replaced by ARGS_MARK: a 100k-argument link is stored once, not twice.
+    The -o inside them named this link's private path; the record's output_path says the real one."""
+    command = tuple(outcome.command)
+    if request.used_response_file:
+        return command  # [driver, @file]: already short
+    # linkwrap's choice: [driver, -B<shim>, *args, *flags]; as asked: [driver, *argv].
+    start, n = (2, len(request.args)) if outcome.linker is not None else (1, len(request.argv))
+    if len(command) < start + n:
+        return command
+    return command[:start] + (ARGS_MARK,) + command[start + n:]
 
 
 FIRST_ERROR_CHARS = 300
@@ -258,15 +277,20 @@ def encode(record: dict) -> bytes:
     return MAGIC + len(body).to_bytes(4, "little") + body + TRAILER
 
 
-def append(state, frame, _tries=3) -> None:
-    """One os.write of one frame to the spool, under the spool's lock."""
+def append(state, frame, max_bytes=0, _tries=3) -> None:
+    """One os.write of one frame to the spool, under the spool's lock.
+
+    A spool past max_bytes (nobody ran a reading command for a long time) is renamed to
+    links.spool.1, replacing the one before: at most about twice max_bytes stay on disk, the
+    oldest records go first, and the next ingestion reads links.spool.1 before links.spool."""
     path = os.path.join(state, SPOOL)
     for _ in range(_tries):
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except FileNotFoundError:
-            os.makedirs(state, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            from linkwrap.paths import make_private_dir
+            make_private_dir(state)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             os.lockf(fd, os.F_LOCK, 0)
             # The ingester may have renamed this file aside before we got the lock.
@@ -274,6 +298,12 @@ def append(state, frame, _tries=3) -> None:
                 same = os.stat(path).st_ino == os.fstat(fd).st_ino
             except FileNotFoundError:
                 same = False
+            if same and max_bytes and os.fstat(fd).st_size + len(frame) > max_bytes:
+                try:
+                    os.rename(path, os.path.join(state, ROTATED))
+                except FileNotFoundError:
+                    pass  # an ingester took it first
+                continue  # under the lock: a writer waiting on this file will see it moved
             if same:
                 n = os.write(fd, frame)
                 if n != len(frame):
@@ -288,8 +318,11 @@ def _warn_once(state, err) -> None:
     import errno as errno_mod
     from linkwrap import faults
     kind = errno_mod.errorcode.get(err.errno, "error") if err.errno else "error"
-    faults.warn_once(kind, f"cannot record links in {state} ({err.strerror or err}); "
-                           f"links are not affected; said once (see `linkwrap log status`)")
+    from linkwrap.paths import state_problem
+    problem = state_problem()
+    why = f": {problem}" if problem else f" in {state} ({err.strerror or err})"
+    faults.warn_once(kind, f"cannot record links{why}; links are not affected; said once "
+                           "(see `linkwrap log status`)")
 
 
 def _fault(doing, exc) -> None:
