@@ -42,8 +42,13 @@ def _path(request) -> str:
 
 def _read(path, request) -> dict:
     from linkwrap.bench.measured import output_key
+    from linkwrap import paths
     try:
-        with open(path, "rb") as f:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with open(fd, "rb") as f:
+            # Evidence another user could have written is not evidence.
+            if paths.others_can_write(os.fstat(fd)) or paths.others_can_write(os.stat(os.path.dirname(path))):
+                raise ValueError("not ours")
             data = marshal.loads(f.read())  # not load(f): it reads a few bytes at a time
         if isinstance(data, dict) and data.get("format") == FORMAT and \
                 data.get("key") == (request.cwd, output_key(request.output)):
@@ -100,7 +105,8 @@ def note(request, decision, outcome, cpus, first_attempt=None) -> None:
         samples = data["samples"].setdefault(name, [])
         samples.append(round(corrected_ms(outcome.wall_ms, cpus), 3))
         del samples[:-KEEP]
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    from linkwrap import paths
+    paths.make_private_dir(os.path.dirname(path))
     tmp = f"{path}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "wb") as f:

@@ -61,11 +61,12 @@ def callers_default(manifest, found) -> str | None:
 def request_for(manifest, args, out):
     from linkwrap.wrap import args as args_mod
     full = args_mod.with_output(args, out)
-    return args_mod.LinkRequest(argv=tuple(full), args=tuple(full), driver=manifest["driver"], output=out,
-                                kind=manifest["kind"], inputs=tuple(args_mod._inputs(full)), fuse_ld=None,
-                                rust_lld=manifest.get("rust_lld"), removed=(), used_response_file=False,
-                                cwd=manifest["cwd"] if os.path.isdir(manifest["cwd"]) else "/",
-                                target=manifest.get("target"))
+    fields = dict.fromkeys(args_mod.LinkRequest._fields)   # fields added later stay unset (None)
+    fields.update(argv=tuple(full), args=tuple(full), driver=manifest["driver"], output=out,
+                  kind=manifest["kind"], inputs=tuple(args_mod._inputs(full)), fuse_ld=None,
+                  rust_lld=manifest.get("rust_lld"), removed=(), used_response_file=False,
+                  cwd=manifest["cwd"] if os.path.isdir(manifest["cwd"]) else "/", target=manifest.get("target"))
+    return args_mod.LinkRequest(**fields)
 
 
 def candidates(manifest, args, found, work, only=None) -> list:

@@ -57,8 +57,9 @@ def _private_dir(path) -> str:
 
 def store_for(output_dir, state=None) -> str:
     """The object store on the same filesystem as output_dir."""
+    from linkwrap import paths
     base = saved_dir(state)
-    os.makedirs(os.path.dirname(base), mode=0o700, exist_ok=True)
+    paths.make_private_dir(os.path.dirname(base))
     _private_dir(base)
     dev = os.stat(output_dir).st_dev
     if os.stat(base).st_dev == dev:
@@ -255,7 +256,8 @@ def wanted(request, facts, environ, settings, state=None) -> bool:
         except OSError:
             pass
     index[request.cwd] = tuple(ranked[:LARGEST])
-    os.makedirs(os.path.dirname(saved_dir(state)), mode=0o700, exist_ok=True)
+    from linkwrap import paths
+    paths.make_private_dir(os.path.dirname(saved_dir(state)))
     _private_dir(saved_dir(state))
     tmp = f"{index_path}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)

@@ -113,7 +113,8 @@ def test_missing_and_broken_saved_inputs_are_one_line(saved, tmp_path):
     # a saved copy that is gone: the saved link says which, in one line
     home = env["LINKWRAP_HOME"]
     copy = tmp_path / "home"
-    shutil.copytree(home, copy, symlinks=True)
+    copy.mkdir(mode=0o700)
+    shutil.copytree(os.path.join(home, "saved"), copy / "saved", symlinks=True)   # the saved links alone
     env2 = {**env, "LINKWRAP_HOME": str(copy)}
     import marshal
     [manifest] = (copy / "saved" / "links").iterdir()
