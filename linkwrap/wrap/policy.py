@@ -197,8 +197,9 @@ def measured_pick(order, linkers, forbid, measured):
 
     Only fresh writes compete (what every link may do; in place depends on the output's facts), and
     only candidates timed at least MIN_MEASURED_RUNS times.
-    Among candidates whose 95 % confidence interval reaches the fastest one's, the static order
-    decides: a difference the measurement cannot tell from noise is no reason to move.
+    The first of the static order stays while its 95 % confidence interval reaches the fastest
+    one's (a difference the measurement cannot tell from noise is no reason to move); otherwise the
+    fastest wins, never a slower candidate for merely overlapping it.
     """
     if measured is None or not measured.rows:
         return None
@@ -207,8 +208,11 @@ def measured_pick(order, linkers, forbid, measured):
     if len(rows) < 2:
         return None   # nothing to compare with: a lone result says nothing about the others
     fastest = min(rows, key=lambda r: r.median_ms)
-    close = [r for r in rows if r.ci_low_ms <= fastest.ci_high_ms]
-    chosen = min(close, key=lambda r: order.index(r.linker))
+    # The static order's first measured candidate (the caller's own default when it was measured)
+    # stays while its interval reaches the fastest one's; any other candidate must be the fastest:
+    # a slower one is never chosen for merely overlapping.
+    first = min(rows, key=lambda r: order.index(r.linker))
+    chosen = first if first.ci_low_ms <= fastest.ci_high_ms else fastest
     return chosen, fastest, tuple(sorted(rows, key=lambda r: r.median_ms))
 
 

@@ -167,3 +167,10 @@ def test_measurements_win_over_learnt_evidence_and_explicit_choices_over_both():
     assert policy.decide(req, probe(), linkers, settings(), measured, None, ev).linker.name == "mold"
     d = policy.decide(req, probe(), linkers, settings(prefer=["mold", "lld"]), None, None, ev)
     assert d.linker.name == "mold" and has_reason(d, "first installed of mold, lld")
+
+
+def test_a_slower_candidate_never_wins_by_overlapping_the_fastest():
+    # mold's interval touches wild's, rust-lld's (the default) does not: the fastest, wild, wins
+    rows = [row("wild", 64, half=15), row("mold", 100, half=23), row("rust-lld", 89, half=5)]
+    d = decide(rows)
+    assert d.linker.name == "wild" and has_reason(d, "measured fastest here"), d.reasons
