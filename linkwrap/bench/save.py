@@ -32,8 +32,11 @@ EVICT_EVERY_S = 600     # the link path looks at the cap at most this often
 STABLE_PREFIXES = ("/usr/", "/lib/", "/lib64/", "/opt/")
 
 
-class SaveError(Exception):
-    """A saved link that cannot be replayed; str() is the one line the user reads."""
+from linkwrap.errors import LinkwrapError
+
+
+class SaveError(LinkwrapError):
+    """A saved link that cannot be replayed; str() is the one line the user reads (exit 1)."""
 
 
 def saved_dir(state=None) -> str:

@@ -308,6 +308,7 @@ def test_with_no_output_the_last_recorded_link_is_explained_beside_what_now_woul
     assert done.returncode == 2 and done.stderr.startswith("linkwrap: error: no link recorded yet to explain")
     assert len(done.stderr.splitlines()) == 1
     (tmp_path / "m.c").write_text("int main(void){return 0;}\n")
+    (tmp_path / "linkwrap.toml").write_text("[choice]\nlearn = false\n")   # a relink may try another linker
     subprocess.run(["cc", "-c", "m.c"], cwd=tmp_path, check=True)
     cc = os.path.join(os.path.dirname(sys.executable), "linkwrap-cc")
     subprocess.run([cc, "m.o", "-o", "app"], cwd=tmp_path, check=True)
