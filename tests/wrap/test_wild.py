@@ -266,8 +266,12 @@ def test_on_btrfs_wild_before_0_10_maps_its_output(tmp_path, wild):
                                "-Wl,--no-fork"], cwd=point, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
     lines = trace.read_text().splitlines()
-    [opened] = [ln for ln in lines if 'openat(AT_FDCWD, "prog"' in ln and "O_CREAT" in ln]
-    pid, fd = opened.split()[0], opened.rsplit("=", 1)[1].strip()
+    [at] = [i for i, ln in enumerate(lines) if 'openat(AT_FDCWD, "prog"' in ln and "O_CREAT" in ln]
+    pid = lines[at].split()[0]
+    # With threads, strace may split the call: "… <unfinished ...>", then "<pid> <... openat resumed>) = 3".
+    ended = lines[at] if "<unfinished" not in lines[at] else next(
+        ln for ln in lines[at + 1:] if ln.split()[0] == pid and "openat resumed>" in ln)
+    fd = ended.rsplit("=", 1)[1].strip()
     mine = [ln for ln in lines if ln.split()[0] == pid or "resumed" in ln]
     mapped_rw = any(f", {fd}, 0)" in ln and "PROT_WRITE" in ln and "MAP_SHARED" in ln for ln in mine)
     written = any(f"write({fd}," in ln or f"pwrite64({fd}," in ln for ln in mine)
