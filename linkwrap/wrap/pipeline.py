@@ -62,6 +62,7 @@ def main(argv, driver=None, environ=os.environ) -> int:
 
     # Run it. A failure that may be linkwrap's doing gets one more try as asked.
     first = None
+    chosen = decision
     try:
         try:
             outcome = run.execute(request, decision, environ)
@@ -88,7 +89,30 @@ def main(argv, driver=None, environ=os.environ) -> int:
         limits = settings.retention if settings is not None else {}
         record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first, memory=memory,
                     max_spool_bytes=int(limits.get("max_spool_mb", 64) * (1 << 20)))
+    if choice.learned is not None:
+        _learn(request, chosen, outcome, facts, first)
+    if outcome.returncode == 0 and (environ.get("LINKWRAP_SAVE") == "1" or getattr(settings, "save", "off") != "off"):
+        _save(request, facts, outcome, settings, environ)  # now, while rustc's temporary inputs still exist
     return outcome.returncode
+
+
+def _learn(request, chosen, outcome, facts, first) -> None:
+    """This relink's time (or failure) into its output's evidence; a fault costs only that."""
+    try:
+        from linkwrap.bench import learn
+        learn.note(request, chosen, outcome, getattr(facts, "cpus", None), first)
+    except Exception as e:
+        faults.note("keeping what this relink taught", e)
+
+
+def _save(request, facts, outcome, settings, environ) -> None:
+    """Keep the link replayable for `linkwrap bench`; a failure costs only the saved copy."""
+    try:
+        from linkwrap.bench import save
+        if save.wanted(request, facts, environ, settings):
+            save.save(request, outcome, facts)
+    except Exception as e:
+        faults.note("saving the link for replay", e)
 
 
 # LINKWRAP_CONFIG_ERRORS=warn: a configuration error is said once and links run as asked, for those

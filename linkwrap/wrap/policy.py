@@ -67,10 +67,16 @@ MIN_CACHED_FRACTION = 0.5        # below this an in-place write first reads the 
 FUSE_LD = {"mold": "mold", "wild": "wild", "lld": "lld", "bfd": "bfd", "gold": "gold"}
 
 
-def decide(request, probe, linkers, config) -> Decision:
-    """The linker, its flags and the write mode for one link, with reasons."""
+def decide(request, probe, linkers, config, measured=None, callers_ld=None, learned=None) -> Decision:
+    """The linker, its flags and the write mode for one link, with reasons.
+
+    measured: linkwrap.bench.measured.Measured, the replay results that apply to this link (None:
+    nothing measured). callers_ld: the linker the caller's driver runs by default (a name of KNOWN),
+    for links rustc did not force to rust-lld. learned: linkwrap.bench.learn.Learned, this output's
+    own relinks (None: learning is off).
+    """
     reasons = []
-    info = choose_linker(request, linkers, config, reasons, probe)
+    info = choose_linker(request, linkers, config, reasons, probe, measured, callers_ld, learned)
     if info is None:
         return Decision(None, (), (), FRESH, tuple(reasons))
     flags = _flags(info, probe, reasons, _callers_flags(request))
@@ -93,8 +99,10 @@ def decide(request, probe, linkers, config) -> Decision:
 
 # --- which linker ----------------------------------------------------------
 
-def choose_linker(request, linkers, config, reasons, probe=None):
-    """LINKWRAP_LINKER, else the caller's own -fuse-ld=, else the preference order."""
+def choose_linker(request, linkers, config, reasons, probe=None, measured=None, callers_ld=None, learned=None):
+    """LINKWRAP_LINKER, else the caller's own -fuse-ld=, else a configured `prefer`, else the
+    fastest measured here, else what this output's relinks taught, else the static order (the
+    caller's own default first)."""
     # config.load refuses a LINKWRAP_LINKER that names no known linker.
     forced = config.forced if config is not None else None
     if forced:
@@ -128,6 +136,24 @@ def choose_linker(request, linkers, config, reasons, probe=None):
         where = config.sources.get("prefer", "configuration")
         reasons.append(f"prefer = [] in {where}: no linker to choose; linking as asked")
         return None
+    default = None
+    if config is None or config.sources.get("prefer", "default") == "default":
+        default = callers_default(request, callers_ld)
+        prefer = static_order(prefer, default)
+        # A measurement or a lesson never overrides what makes a linker unfit for this link (wild
+        # on an LTO link or a device node): those are passed over as if forbidden.
+        unfit = frozenset(n for n in prefer if n in linkers and unsuitable(linkers[n], request, probe))
+        pick = measured_pick(prefer, linkers, forbid | unfit, measured)
+        if measured is not None and measured.ignored:
+            reasons.append(f"measurements ignored: {'; '.join(measured.ignored[:3])}"
+                           + (f" (and {len(measured.ignored) - 3} more)" if len(measured.ignored) > 3 else ""))
+        if pick is not None:
+            reasons.append(measured_reason(pick, linkers, measured))
+            return linkers[pick[0].linker]
+        taught = learned_pick(prefer, linkers, forbid | unfit, learned)
+        if taught is not None:
+            reasons.append(taught[1])
+            return linkers[taught[0]]
     order = ", ".join(prefer)
     skipped = []
     for name in prefer:
@@ -142,10 +168,112 @@ def choose_linker(request, linkers, config, reasons, probe=None):
             reasons.append(f"{info.label} passed over: {unfit}")
             continue
         note = f" ({', '.join(skipped)} forbidden)" if skipped else ""
-        reasons.append(f"{info.label}: first installed of {order}{note}")
+        if default is not None and name == prefer[0]:
+            reasons.append(f"{info.label}: {default[1]}, first of {order} while nothing is measured{note}")
+        else:
+            reasons.append(f"{info.label}: first installed of {order}{note}")
         return info
     reasons.append(f"none of {order} is installed and allowed; linking as asked")
     return None
+
+
+# Fast linkers: the caller's own default goes first among these when nothing is measured, so a
+# link through linkwrap is never slower than without it (rust-lld beat mold 1.15x on a real Rust
+# link here, mold beat rust-lld 0.83x on a generated one: shared/reference/measurements.md).
+FAST = ("mold", "wild", "lld", "rust-lld")
+MIN_MEASURED_RUNS = 3   # fewer timed runs give no confidence interval worth the name
+
+
+def callers_default(request, callers_ld):
+    """(name, why) of the linker the caller would get without linkwrap, when it is a fast one."""
+    if getattr(request, "rust_lld", None):
+        return ("rust-lld", "rustc's own default")
+    if callers_ld in FAST:
+        return (callers_ld, "the driver's own ld")
+    return None
+
+
+def static_order(prefer, default) -> tuple:
+    """`prefer` with the caller's fast default moved first; GNU ld and gold stay last."""
+    if default is None or default[0] not in prefer:
+        return tuple(prefer)
+    return (default[0],) + tuple(n for n in prefer if n != default[0])
+
+
+def measured_pick(order, linkers, forbid, measured):
+    """(chosen row, fastest row, rows compared) from the measurements, or None.
+
+    Only fresh writes compete (what every link may do; in place depends on the output's facts), and
+    only candidates timed at least MIN_MEASURED_RUNS times.
+    The first of the static order stays while its 95 % confidence interval reaches the fastest
+    one's (a difference the measurement cannot tell from noise is no reason to move); otherwise the
+    fastest wins, never a slower candidate for merely overlapping it.
+    """
+    if measured is None or not measured.rows:
+        return None
+    rows = [r for r in measured.rows if r.variant == "fresh" and not r.failed and r.runs >= MIN_MEASURED_RUNS
+            and r.linker in linkers and r.linker not in forbid and r.linker in order]
+    if len(rows) < 2:
+        return None   # nothing to compare with: a lone result says nothing about the others
+    fastest = min(rows, key=lambda r: r.median_ms)
+    # The static order's first measured candidate (the caller's own default when it was measured)
+    # stays while its interval reaches the fastest one's; any other candidate must be the fastest:
+    # a slower one is never chosen for merely overlapping.
+    first = min(rows, key=lambda r: order.index(r.linker))
+    chosen = first if first.ci_low_ms <= fastest.ci_high_ms else fastest
+    return chosen, fastest, tuple(sorted(rows, key=lambda r: r.median_ms))
+
+
+def measured_reason(pick, linkers, measured) -> str:
+    chosen, fastest, rows = pick
+    half = (chosen.ci_high_ms - chosen.ci_low_ms) / 2
+    pct = 100 * half / chosen.median_ms if chosen.median_ms else 0.0
+    others = ", ".join(f"{r.label} {r.median_ms:.0f} ms" for r in rows if r is not chosen)
+    vs = f" vs {others}" if others else ""
+    fs = f" on {chosen.fs}" if chosen.fs else ""
+    what = ("measured fastest here" if chosen is fastest else
+            f"measured within the confidence interval of {fastest.label} and first in the static order here")
+    return (f"{linkers[chosen.linker].label}: {what} for {measured.scope}{fs} "
+            f"({chosen.median_ms:.0f} ms ±{pct:.1f} %{vs}; {chosen.runs} rounds, {chosen.date})")
+
+
+def learned_pick(order, linkers, forbid, learned):
+    """(name, reason) from this output's own relinks, or None (the static order decides).
+
+    Exploration is bounded: while a fast candidate has fewer than learn.NEED timed relinks it is
+    tried on at most every other link (never two tries in a row); once all are judged the fastest
+    median keeps the output, and one link in learn.EXPLORE_EVERY re-tries the runner-up. A
+    candidate that failed on this output is never tried again.
+    """
+    from linkwrap.bench.learn import EXPLORE_EVERY, EXPLORING, NEED
+    if learned is None:
+        return None
+    cands = [n for n in order if n in FAST and n in linkers and n not in forbid and n not in learned.failed]
+    if len(cands) < 2:
+        return None
+    stats = learned.stats
+    judged = {n: stats[n][1] for n in cands if stats.get(n, (0, 0))[0] >= NEED}
+    untried = [n for n in cands if n not in judged]
+    summary = ", ".join(f"{linkers[n].label} {stats[n][1]:.0f} ms ({stats[n][0]} timed)"
+                        for n in sorted(stats, key=lambda n: stats[n][1]) if n in linkers)
+    summary = summary or "nothing timed yet"
+    if untried:
+        exploit = min(judged, key=judged.get) if judged else cands[0]
+        tries = [n for n in untried if n != exploit]
+        # The first link of an output takes the usual choice; tries start with the second.
+        if tries and not learned.last_explored and stats.get(exploit, (0, 0))[0] >= 1:
+            n = tries[0]
+            return n, (f"{linkers[n].label}{EXPLORING} on this output ({stats.get(n, (0,))[0]} of {NEED} "
+                       f"relinks timed; so far {summary}; never two tries in a row)")
+        if judged:
+            return exploit, f"{linkers[exploit].label}: fastest of this output's relinks so far ({summary})"
+        return None
+    ranked = sorted(cands, key=judged.get)
+    if learned.links % EXPLORE_EVERY == EXPLORE_EVERY - 1 and not learned.last_explored:
+        n = ranked[1]
+        return n, (f"{linkers[n].label}{EXPLORING} again on this output (one link in {EXPLORE_EVERY} "
+                   f"re-checks the runner-up; {summary})")
+    return ranked[0], f"{linkers[ranked[0]].label}: learnt fastest from this output's relinks ({summary})"
 
 
 def _callers_choice(request):

@@ -130,7 +130,8 @@ def test_summary_lists_every_link_of_the_build(workspace, tmp_path, lw_home):
     assert kinds == [("app", "bin"), ("app", "build-script"), ("greet_macros", "proc-macro")]
     for link in build["links"]:
         assert link["wall_ms"] > 0 and link["user_ms"] + link["sys_ms"] > 0 and link["peak_rss_kb"] > 1000
-        assert link["exit_status"] == 0 and link["linker"] == "mold" and link["write_mode"] == "fresh"
+        # nothing measured or learnt yet: rustc's own default, never slower than without linkwrap
+        assert link["exit_status"] == 0 and link["linker"] == "rust-lld" and link["write_mode"] == "fresh"
     assert cargo(workspace, "test", "--quiet", "--no-run", CARGO_TARGET_DIR=str(target)).returncode == 0
     summary = subprocess.run([script("linkwrap"), "summary", "--json"], cwd=workspace, capture_output=True, text=True)
     [build] = json.loads(summary.stdout)["builds"]
