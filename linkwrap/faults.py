@@ -2,6 +2,7 @@
 
 note() returns the one-line reason that goes into the link's record; the
 traceback goes to <state dir>/linkwrap.log (`linkwrap log status` names it).
+note_config() logs a configuration error there too, as the user's, apart from faults.
 warn_once() is for what the user must fix (a malformed linkwrap.toml): one
 line on stderr the first time, remembered by a marker file.
 """
@@ -18,24 +19,54 @@ def describe(doing: str, exc: BaseException) -> str:
 def note(doing: str, exc: BaseException) -> str:
     reason = describe(doing, exc)
     try:
-        import time
         import traceback
-        from linkwrap import __version__, paths
-        path = paths.log_file()
-        paths.make_private_dir(os.path.dirname(path))
         from linkwrap.errors import LinkwrapError
         # A LinkwrapError is a message for the user, not a bug: no traceback to keep.
         text = "" if isinstance(exc, LinkwrapError) else "".join(traceback.format_exception(exc))
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        with open(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600), "a",
-                  encoding="utf-8") as f:
-            f.write(f"--- {stamp} linkwrap {__version__} pid {os.getpid()}\n{reason}\n{text}\n")
-            size = f.tell()
-        if LOG_MAX_BYTES and size > LOG_MAX_BYTES:
-            _keep_newer_half(path)
+        _append(reason, text)
     except Exception:
         pass  # the log is a courtesy; the link goes on regardless
     return reason
+
+
+CONFIG_ERROR = "configuration error: "  # how the log (and a link's record) tells the user's errors from faults
+
+
+def note_config(exc: BaseException) -> str:
+    """A configuration error (the user's to fix, not linkwrap's fault): logged as one, without traceback."""
+    reason = f"{CONFIG_ERROR}{exc}"
+    try:
+        _append(reason, "")
+    except Exception:
+        pass
+    return reason
+
+
+def _append(reason: str, text: str) -> None:
+    import time
+    from linkwrap import __version__, paths
+    path = paths.log_file()
+    paths.make_private_dir(os.path.dirname(path))
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    with open(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600), "a",
+              encoding="utf-8") as f:
+        f.write(f"--- {stamp} linkwrap {__version__} pid {os.getpid()}\n{reason}\n{text}\n")
+        size = f.tell()
+    if LOG_MAX_BYTES and size > LOG_MAX_BYTES:
+        _keep_newer_half(path)
+
+
+def counts(text: str) -> tuple:
+    """(faults, configuration errors, the last configuration error) in the log's text."""
+    n_faults = n_config = 0
+    last = None
+    for entry in ("\n" + text).split("\n--- ")[1:]:
+        reason = (entry.split("\n", 2) + ["", ""])[1]
+        if reason.startswith(CONFIG_ERROR):
+            n_config, last = n_config + 1, reason[len(CONFIG_ERROR):]
+        else:
+            n_faults += 1
+    return n_faults, n_config, last
 
 
 def _keep_newer_half(path) -> None:

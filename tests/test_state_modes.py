@@ -81,3 +81,20 @@ def test_status_names_an_entry_point_others_can_write(lw_home):
     assert "can be written by other users" in launcher.problem(entry)
     launcher.fast_script("linkwrap-cc")  # install again: mended
     assert launcher.problem(entry) is None
+
+
+def test_links_db_and_its_wal_and_shm_are_0600(lw_home):
+    from linkwrap.store import db
+    old = os.umask(0o022)
+    try:
+        conn = db.connect()
+        conn.execute("SELECT count(*) FROM links").fetchone()
+        modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in lw_home.glob("links.db*")}
+        conn.close()
+        assert modes == {"links.db": 0o600, "links.db-wal": 0o600, "links.db-shm": 0o600}, modes
+        # One left 0644 by an older linkwrap is tightened.
+        os.chmod(lw_home / "links.db", 0o644)
+        db.connect().close()
+        assert stat.S_IMODE((lw_home / "links.db").stat().st_mode) == 0o600
+    finally:
+        os.umask(old)

@@ -132,7 +132,19 @@ def _status(args=None) -> int:
             continue
         print(f"Recording failed at least once ({kind}); `linkwrap log on` resets this notice: {m}")
     if os.path.exists(paths.log_file()):
-        print(f"linkwrap's own faults (tracebacks): {paths.log_file()}, {fmt_bytes(os.path.getsize(paths.log_file()))}")
+        try:
+            with open(paths.log_file(), encoding="utf-8", errors="replace") as f:
+                n_faults, n_config, last = faults.counts(f.read())
+        except OSError:
+            n_faults, n_config, last = 1, 0, None  # unreadable: name the file, as a fault would
+        size = fmt_bytes(os.path.getsize(paths.log_file()))
+        if n_faults:
+            print(f"linkwrap's own faults (tracebacks): {paths.log_file()}, {size}: {n_faults}")
+        if n_config:
+            # The user's to fix, not linkwrap's: counted apart, with the last one's words.
+            from linkwrap.errors import printable
+            print(f"Configuration errors (yours to fix): {n_config} in {paths.log_file()}"
+                  + ("" if n_faults else f", {size}") + f"; the last: {printable(last or '?')}")
     limits = db.retention()
     shown = [f"links older than {limits['keep_days']:g} days" if limits["keep_days"] else "",
              f"links.db over {limits['max_db_mb']:g} MiB" if limits["max_db_mb"] else "",

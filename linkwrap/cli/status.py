@@ -56,7 +56,8 @@ def collect(path=None) -> dict:
             cargo_place("cargo-project", where)
         elif kind == "cmake-cache":
             found = cmake.cache_installed(where) if os.path.isdir(where) else None
-            place(kind, where, found, entries=sorted(found["entries"]) if found else [])
+            place(kind, where, found, entries=sorted(found["entries"]) if found else [],
+                  marked=found["marked"] if found else None)
         elif kind == "cmake-presets":
             found = cmake.presets_installed(os.path.dirname(where))
             place(kind, where, found, preset=found["preset"] if found else None)
@@ -104,13 +105,24 @@ LABELS = {"cargo-project": "cargo project", "cargo-global": "cargo global", "cma
           "cmake-presets": "cmake presets", "ninja": "ninja file"}
 
 
+def _unwritten(name, info) -> str:
+    """Why an entry point script is not there, truthfully for each way install writes."""
+    if name == "linkwrap-cc" and info["on_path"].get(name):
+        # install then writes the bare name, which PATH resolves: this script is not needed.
+        return ("not needed: `linkwrap install` writes the bare name linkwrap-cc, found on PATH; "
+                "`linkwrap install --absolute` writes this path instead")
+    if name == "linkwrap-cc":
+        return "not written yet: `linkwrap install` writes it"
+    return "not written yet: `linkwrap install --cmake` or `--ninja` writes it"
+
+
 def run(args) -> int:
     info = collect(args.path)
     if args.json:
         print(json.dumps(info, indent=2, sort_keys=True))
         return 0
     for name, where in info["scripts"].items():
-        print(f"{name + ':':17}{where}" + ("" if os.path.exists(where) else " (not written yet: `linkwrap install` writes it)"))
+        print(f"{name + ':':17}{where}" + ("" if os.path.exists(where) else f" ({_unwritten(name, info)})"))
     for name, where in info["on_path"].items():
         print(f"{'on PATH:':17}{where or f'no {name} of linkwrap' + chr(39) + 's (install writes absolute paths)'}")
     for p in info["places"]:
@@ -122,7 +134,8 @@ def run(args) -> int:
             state = (f"installed for {', '.join(p['targets'])}" + ("" if p.get("marked") else " (set by hand)")
                      + "".join(f"\n{'':17}linker = {linker}" for linker in p.get("linkers", [])))
         elif p["kind"] == "cmake-cache":
-            state = f"installed ({', '.join(p['entries'])})"
+            state = f"installed ({', '.join(p['entries'])})" + (
+                "" if p.get("marked") else " (no marker: set by `linkwrap run`, a preset or by hand)")
         elif p["kind"] == "cmake-presets":
             state = f"installed (preset {p['preset']!r})"
         else:

@@ -36,11 +36,19 @@ def run(args) -> int:
         return 0
     from linkwrap.install import cmake
     folder = os.path.abspath(args.cmake)
-    if cmake.classify(folder) == "build":
+    if cmake.classify(folder, "uninstall") == "build":
         carry_out(cmake.plan_cache_uninstall(folder), args.dry_run, lambda: marker.forget("cmake-cache", folder))
         return 0
+    built = cmake.preset_build_dir(folder) if cmake.presets_installed(folder) else None
     change = cmake.plan_presets_uninstall(folder)
     carry_out(change, args.dry_run, lambda: marker.forget("cmake-presets", change.path))
+    # A build directory configured from the preset keeps the launcher in its cache: take it out
+    # too, or it would go on linking through linkwrap.
+    if built and cmake.configured_from(built, folder):
+        carry_out(cmake.plan_cache_uninstall(built), args.dry_run, lambda: marker.forget("cmake-cache", built))
+    elif built is None and change.changes_anything:
+        say(["note: a build directory configured from the preset keeps linkwrap's launcher in its cache: "
+             "`linkwrap uninstall --cmake BUILD_DIR` takes it out"])
     return 0
 
 

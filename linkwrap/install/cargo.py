@@ -363,16 +363,19 @@ def _repoint(text, triple, current, linker):
 
 def _check(path, new: bytes | None, expected: dict, exact: bool) -> None:
     """Re-read what we are about to write; refuse to write anything else."""
+    # exact is install's check; uninstall's (not exact) hint is to take linkwrap's lines out, not to set one.
+    hint = (f"set `linker` by hand, see {doc_path('install.md')}" if exact else
+            "take out the lines marked `linkwrap (ID: …)` by hand (a replaced line's old text is in its marker)")
     try:
         got = tomllib.loads(new.decode("utf-8")) if new is not None else {}
     except tomllib.TOMLDecodeError as e:
         raise InstallError(f"{path}: linkwrap's edit would not be valid TOML ({e}); nothing was changed\n"
-                           f"hint: set `linker` by hand, see {doc_path('install.md')}") from e
+                           f"hint: {hint}") from e
     if not exact:
         got, expected = _prune(got), _prune(expected)
     if got != expected:
         raise InstallError(f"{path}: linkwrap's edit would change more than the linker; nothing was changed\n"
-                           f"hint: set `linker` by hand, see {doc_path('install.md')}")
+                           f"hint: {hint}")
 
 
 def _prune(d):
@@ -397,7 +400,7 @@ def plan_uninstall(path: str, triples=None) -> marker.Change:
     data = parse(path, old)
     lines = old.decode("utf-8").splitlines(keepends=True)
     expected = copy.deepcopy(data)
-    said, delete_file, drop_dir = [], False, None
+    said, delete_file, drop_dir, created = [], False, None, set()
 
     heads = {i: p for i, p in _sections(lines)}
     out, i = [], 0
@@ -431,6 +434,8 @@ def plan_uninstall(path: str, triples=None) -> marker.Change:
                     delete_file = True
                     if "new-dir" in flags:
                         drop_dir = os.path.dirname(path)
+                else:  # another block came after it (a second target): the file is still ours to remove
+                    created |= {f for f in flags if f in ("new-file", "new-dir")}
             else:  # someone added keys inside our block: keep the table and their lines
                 out.append(inner[0])
                 out.extend(ln for ln in inner[1:] if not (LINKER_RE.match(ln) and _line_is_ours(ln)))
@@ -461,9 +466,28 @@ def plan_uninstall(path: str, triples=None) -> marker.Change:
         i += 1
     if not said:
         return marker.Change(path, old, old, [f"not installed in {path}"])
+    if created and not delete_file:
+        if not "".join(out):
+            delete_file = True
+            drop_dir = os.path.dirname(path) if "new-dir" in created else None
+        else:
+            _pass_on(out, created)
     new = None if delete_file else "".join(out).encode("utf-8")
     _check(path, new, {} if delete_file else expected, exact=False)
     return marker.Change(path, old, new, said, drop_dir=drop_dir)
+
+
+def _pass_on(out, created) -> None:
+    """Hand the new-file/new-dir flags of a removed block to the first of linkwrap's blocks left, so
+    the uninstall that takes out the last one removes the file (and .cargo/) install made."""
+    for k, line in enumerate(out):
+        begin = BEGIN_RE.match(line)
+        if begin and begin.group(1) in (marker.ID, *marker.PRIOR_IDS):
+            flags = begin.group("flags").split()
+            merged = [f for f in ("new-file", "new-dir") if f in created or f in flags]
+            merged += [f for f in flags if f not in merged]
+            out[k] = line[:begin.start("flags")] + " ".join(merged) + line[begin.end("flags"):]
+            return
 
 
 def _line_is_ours(line: str) -> bool:

@@ -30,14 +30,16 @@ LANGS = (("C", (3, 21)), ("CXX", (3, 21)), ("OBJC", (3, 21)), ("OBJCXX", (3, 21)
 CACHE_RE = re.compile(r'^(?:"(?P<qname>[^"]*)"|(?P<name>[^:=\s#/][^:=]*)):(?P<type>[A-Z]+)=(?P<value>.*)$')
 
 
-def classify(folder: str) -> str:
+def classify(folder: str, command: str = "install") -> str:
     """'build' or 'source' (a directory with both is an in-source build: its cache wins)."""
     if os.path.isfile(os.path.join(folder, "CMakeCache.txt")):
         return "build"
     if os.path.isfile(os.path.join(folder, "CMakeLists.txt")):
         return "source"
+    hint = ("`linkwrap status` lists where linkwrap is installed; then linkwrap uninstall --cmake DIR"
+            if command == "uninstall" else "linkwrap install --cmake DIR")
     raise InstallError(f"{folder} has neither CMakeCache.txt nor CMakeLists.txt\n"
-                       "hint: pass a CMake build directory or source directory: linkwrap install --cmake DIR")
+                       f"hint: pass a CMake build directory or source directory: {hint}")
 
 
 # ---- build directory: cache entries ----
@@ -150,7 +152,15 @@ def plan_cache_uninstall(builddir: str) -> CacheChange:
     cmake = cache.get("CMAKE_COMMAND", (None, None))[1] or shutil.which("cmake") or "cmake"
     state = _state(cache)
     if state is None:
-        return CacheChange(builddir, cmake, [], [f"not installed in {builddir}"])
+        # No marker, yet linkwrap's launcher: set by `linkwrap run`, a preset or by hand. Every such
+        # entry holds linkwrap-launch alone, so taking it out leaves the directory linking as plain CMake.
+        ours = unmarked_launchers(cache)
+        if not ours:
+            return CacheChange(builddir, cmake, [], [f"not installed in {builddir}"])
+        return CacheChange(builddir, cmake, [f"-U{name}" for name in ours],
+                           [f"removed linkwrap's launcher from the CMake build directory {builddir} "
+                            f"({', '.join(ours)}; set without `linkwrap install`: by `linkwrap run`, "
+                            "a preset or by hand)"])
     args = []
     for name, old in sorted(state.get("entries", {}).items()):
         if old is None:
@@ -159,6 +169,13 @@ def plan_cache_uninstall(builddir: str) -> CacheChange:
             args.append(f"-D{name}:{old[0]}={old[1]}")
     args.append(f"-U{STATE}")
     return CacheChange(builddir, cmake, args, [f"removed linkwrap from the CMake build directory {builddir}"])
+
+
+def unmarked_launchers(cache) -> list:
+    """The *_LINKER_LAUNCHER entries that run linkwrap-launch and nothing else."""
+    return sorted(name for name, (_, value) in cache.items()
+                  if name.endswith("_LINKER_LAUNCHER") and ";" not in value
+                  and os.path.basename(value) == SCRIPT)
 
 
 def check_generated(builddir: str, launcher: str) -> list[str]:
@@ -433,3 +450,45 @@ def presets_installed(srcdir: str) -> dict | None:
         if _ours(p):
             return {"preset": p.get("name"), "launcher": p.get("cacheVariables", {}).get("CMAKE_C_LINKER_LAUNCHER")}
     return None
+
+
+def preset_build_dir(srcdir: str) -> str | None:
+    """The build directory `cmake --preset linkwrap` configures (its binaryDir, or the inherited
+    preset's), when the presets say it plainly; None when a macro only CMake can expand is in it."""
+    srcdir = os.path.abspath(srcdir)
+    presets = {}
+    for name in ("CMakePresets.json", PRESETS):  # the user's file may use the project's presets
+        try:
+            with open(os.path.join(srcdir, name), encoding="utf-8") as f:
+                found = json.load(f).get("configurePresets", [])
+        except (OSError, ValueError, AttributeError):
+            continue
+        for p in found if isinstance(found, list) else []:
+            if isinstance(p, dict) and isinstance(p.get("name"), str):
+                presets.setdefault(p["name"], p)
+    preset, seen = presets.get(PRESET_NAME), set()
+    while isinstance(preset, dict) and "binaryDir" not in preset and preset.get("name") not in seen:
+        seen.add(preset.get("name"))
+        parent = preset.get("inherits")
+        parent = parent[0] if isinstance(parent, list) and parent else parent
+        preset = presets.get(parent) if isinstance(parent, str) else None
+    binary = preset.get("binaryDir") if isinstance(preset, dict) else None
+    if not isinstance(binary, str):
+        return None
+    macros = {"sourceDir": srcdir, "sourceParentDir": os.path.dirname(srcdir),
+              "sourceDirName": os.path.basename(srcdir), "presetName": PRESET_NAME}
+    expanded = re.sub(r"\$\{(\w+)\}", lambda m: macros.get(m.group(1), m.group(0)), binary)
+    if "${" in expanded or "$env{" in expanded or "$penv{" in expanded:
+        return None
+    return os.path.normpath(os.path.join(srcdir, expanded))
+
+
+def configured_from(builddir: str, srcdir: str) -> bool:
+    """builddir holds a cache of srcdir's project that runs linkwrap-launch."""
+    try:
+        cache = read_cache(builddir)
+    except InstallError:
+        return False
+    home = cache.get("CMAKE_HOME_DIRECTORY", (None, ""))[1]
+    return (bool(home) and os.path.realpath(home) == os.path.realpath(srcdir)
+            and bool(unmarked_launchers(cache) or _state(cache)))

@@ -220,10 +220,12 @@ def _prefix(launcher: str) -> str:
     return marker.template("ninja-prefix.txt", launcher=quoted)
 
 
-def _read(path: str):
+def _read(path: str, command: str = "install"):
     data = marker.read_bytes(path)
     if data is None:
-        raise InstallError(f"{path}: no such file\nhint: name the hand-written ninja file: linkwrap install --ninja FILE")
+        raise InstallError(f"{path}: no such file\nhint: name the hand-written ninja file: "
+                           + ("`linkwrap status` lists those linkwrap is installed in; linkwrap uninstall --ninja FILE"
+                              if command == "uninstall" else "linkwrap install --ninja FILE"))
     try:
         return data, data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -282,7 +284,7 @@ def plan_install(path: str, launcher: str, rule_names=()) -> marker.Change:
 
 
 def plan_uninstall(path: str) -> marker.Change:
-    old, text = _read(path)
+    old, text = _read(path, "uninstall")
     top, rules, lines = parse(text)
     mark_at, ours = _marker_line(lines)
     if mark_at is None:

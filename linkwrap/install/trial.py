@@ -155,9 +155,14 @@ def cmake(args, env) -> list[str]:
     langs = [lang for lang, since in cmake_mod.LANGS if version >= since]
     for lang in langs:
         env.setdefault(f"CMAKE_{lang}_LINKER_LAUNCHER", ours)
-    where = f" {os.path.abspath(folder)}" if folder else ""
-    return [f"the new build directory{where} links through linkwrap "
-            f"(CMAKE_<LANG>_LINKER_LAUNCHER, kept in its cache; `linkwrap uninstall --cmake DIR` takes it out)"]
+    if not folder:
+        return ["the new build directory links through linkwrap (CMAKE_<LANG>_LINKER_LAUNCHER, kept in its "
+                "cache; `linkwrap uninstall --cmake DIR` takes it out)"]
+    folder = os.path.abspath(folder)
+    from linkwrap.install import marker
+    marker.remember("cmake-cache", folder, how="run")  # the launcher outlives the run: status lists it
+    return [f"the new build directory {folder} links through linkwrap (CMAKE_<LANG>_LINKER_LAUNCHER, "
+            f"kept in its cache; `linkwrap uninstall --cmake {folder}` takes it out)"]
 
 
 def _configured_without_us(builddir) -> list[str]:

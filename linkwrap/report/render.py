@@ -209,8 +209,7 @@ def render_build(b, console: Console) -> None:
     if b["wall_ms"] is not None and b["exit_status"] is not None:
         console.print(f"Build: {fmt_ms(b['wall_ms'])}, exit status {b['exit_status']}")
     if len(b["by_linker"]) > 1:
-        parts = [f"{g['linker']}: {g['links']} × {fmt_ms(g['wall_ms'])}" for g in b["by_linker"]]
-        console.print("By linker: " + ";  ".join(parts))
+        console.print(by_linker_line(b["by_linker"]))
     line = memory_line(t)
     if line:
         console.print(line)
@@ -219,6 +218,8 @@ def render_build(b, console: Console) -> None:
     for l in b["failures"]:
         console.print(Text.assemble(("failed", "red"), f": {what(l)} ({l['output_path'] or '-'}) "
                                                        f"exit {l['exit_status']}"))
+        if _config_error(l):
+            console.print(Padding(Text(l["fault"], style="dim"), (0, 0, 0, 2), expand=False))
     if b["fell_back"]:
         console.print(Text(f"linked as asked instead ({len(b['fell_back'])}):", style="yellow"))
         for l in b["fell_back"]:
@@ -226,6 +227,12 @@ def render_build(b, console: Console) -> None:
             console.print(Padding(Text(f"{what(l)}: {what_failed}"), (0, 0, 0, 2), expand=False))
             if why:
                 console.print(Padding(Text(why, style="dim"), (0, 0, 0, 4), expand=False))
+
+
+def by_linker_line(groups) -> str:
+    """Each linker's links and their summed wall time ("9 × 528 ms" read as a time per link)."""
+    return "By linker: " + ";  ".join(f"{g['linker']}: {plural(g['links'], 'link')}, {fmt_ms(g['wall_ms'])} in all"
+                                      for g in groups)
 
 
 def memory_line(t) -> str | None:
@@ -263,8 +270,8 @@ def own_time_lines(t) -> list:
     measured = "" if known == n else f" ({known} of {n} measured)"
     return [f"linkwrap's own time: {fmt_ms(start + inside)} over {plural(n, 'link')}, "
             f"{fmt_ms((start + inside) / n)} per link",
-            f"  start-up (interpreter and imports): {fmt_ms(start)}{measured}; each link's timed",
-            "    with the kernel's 10 ms clock ticks, so the sum is unbiased",
+            f"  start-up (interpreter and imports): {fmt_ms(start)}{measured}; each link's timed "
+            "with the kernel's 10 ms clock ticks, so the sum is unbiased",
             f"  inside Python (excluding interpreter start-up): {fmt_ms(inside)}"]
 
 
@@ -286,7 +293,9 @@ def render_many(summary, console: Console) -> None:
                      "failed/\nfell back": f"{bt['failures']}/{bt['fell_back']}"})
 
     def make(dropped):
-        table = Table(title="builds", title_justify="left", box=box.SIMPLE_HEAD, show_footer=True,
+        # The "Builds of …" line above names them; a lone "builds" under it would say it twice.
+        table = Table(title=None if summary.get("scope") else "builds", title_justify="left",
+                      box=box.SIMPLE_HEAD, show_footer=True,
                       pad_edge=False, collapse_padding=True)
         shown = [c for c in columns if c not in dropped]
         for c in shown:
@@ -300,8 +309,7 @@ def render_many(summary, console: Console) -> None:
         print_line(console, f"Builds of {summary['scope']['shows']}", "dim")
     console.print(fit(console, make, "command", optional=("tool", "peak RSS"), least=20))
     if summary["by_linker"]:
-        parts = [f"{g['linker']}: {g['links']} × {fmt_ms(g['wall_ms'])}" for g in summary["by_linker"]]
-        console.print("By linker: " + ";  ".join(parts))
+        console.print(by_linker_line(summary["by_linker"]))
     line = memory_line(t)
     if line:
         console.print(line)

@@ -32,8 +32,9 @@ NOTES = {
                   "to the start of linkwrap's link code. null where it was not measured (older records).",
     "fell_back": "links whose first attempt (with the linker linkwrap chose) failed and were linked again "
                  "as asked, and links where a fault of linkwrap's own made it link as asked; "
-                 "first_linker and first_error say what failed and why.",
-    "failures": "links whose final exit status was not 0.",
+                 "first_linker and first_error say what failed and why. A link that failed in the end "
+                 "is counted in failures only.",
+    "failures": "links whose final exit status was not 0 (a configuration error fails a link: fault says it).",
     "waited_ms": "time a link waited for memory before it ran (its wall_ms does not include it); "
                  "null where admission was off. predicted_peak_kb is what it was predicted to add to its "
                  "memory group, charge_kb what it added, estimated from its peak RSS.",
@@ -80,8 +81,9 @@ def waited(link) -> bool:
 
 
 def fell_back(link) -> bool:
-    """Linked as asked after linkwrap's own choice failed, or after a fault of linkwrap's."""
-    return bool(link["fell_back"] or link["fault"])
+    """Linked as asked after linkwrap's own choice failed, or after a fault of linkwrap's, and succeeded:
+    a failed link (a configuration error fails it by design) is a failure only."""
+    return bool((link["fell_back"] or link["fault"]) and not link["failed"])
 
 
 def by_linker(links) -> list:

@@ -29,6 +29,7 @@ def connect(db_path=None, *, create=True) -> sqlite3.Connection:
         paths.make_private_dir(os.path.dirname(db_path))
     elif not os.path.exists(db_path):
         raise FileNotFoundError(db_path)
+    _private(db_path, create=create)
     conn = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
@@ -37,6 +38,25 @@ def connect(db_path=None, *, create=True) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous = NORMAL")
     migrations.migrate(conn)
     return conn
+
+
+def _private(db_path, create) -> None:
+    """links.db 0600 whatever the umask, as every state file (SQLite would make it 0644); SQLite
+    gives -wal and -shm the database's mode, and ones left 0644 by an older linkwrap are tightened."""
+    for name, make in ((db_path, create), (db_path + "-wal", False), (db_path + "-shm", False)):
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_CREAT if make else 0)
+        try:
+            fd = os.open(name, flags, 0o600)
+        except OSError:
+            continue  # absent, a symlink, a read-only filesystem: SQLite says what matters
+        try:
+            st = os.fstat(fd)
+            if st.st_uid == os.getuid() and st.st_mode & 0o077:
+                os.fchmod(fd, 0o600)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def connect_readonly(db_path=None) -> sqlite3.Connection:

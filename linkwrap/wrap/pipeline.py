@@ -39,7 +39,7 @@ def main(argv, driver=None, environ=os.environ) -> int:
         faults.warn_once(f"config-{_crc(path)}", f"ignoring {path}: {why}")
     if choice.config_error is not None:
         e = choice.config_error
-        faults.note("choosing a linker", e)
+        faults.note_config(e)
         if environ.get(CONFIG_ERRORS) != "warn":
             # The user's to fix (a malformed linkwrap.toml): rustc discards a successful link's stderr,
             # so a warning goes unseen and the build quietly runs without linkwrap's choice. Fail the

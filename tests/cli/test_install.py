@@ -116,6 +116,17 @@ def test_no_cargo_project_says_what_to_do(tmp_path, lw_home):
     assert "--cmake" in done.stderr.splitlines()[1]
 
 
+@pytest.mark.parametrize("flag, what", [("--cmake", "DIR"), ("--ninja", "FILE")])
+def test_each_command_hints_at_itself(tmp_path, lw_home, flag, what):
+    for command in ("install", "uninstall"):
+        done = lw(command, flag, tmp_path / "nothing-here", cwd=tmp_path)
+        assert done.returncode == 1 and len(done.stderr.splitlines()) == 2, done.stderr
+        hint = done.stderr.splitlines()[1]
+        assert f"linkwrap {command} {flag} {what}" in hint
+        other = "install" if command == "uninstall" else "uninstall"
+        assert f"linkwrap {other} " not in hint
+
+
 def test_options_of_different_paths_do_not_mix(tmp_path, lw_home):
     done = lw("install", "--cmake", ".", "--target", HOST, cwd=tmp_path)
     assert done.returncode == 2 and done.stderr == "linkwrap: error: --target is for Cargo projects, not --cmake\n"

@@ -52,6 +52,11 @@ def test_a_committed_install_builds_through_linkwrap_in_a_fresh_clone(repo, tmp_
     assert f'note: wrote the bare name linker = "linkwrap-cc" (on PATH: {SCRIPTS}/linkwrap-cc)' in done.stdout
     assert (f"note: {config} is tracked by git: once it is committed, every teammate and CI runner needs "
             "linkwrap") in done.stdout
+    # The bare name needs no script in the state directory, and status says so rather than "not written yet".
+    text = linkwrap("status", cwd=repo, env=mine).stdout
+    cc_line = next(line for line in text.splitlines() if line.startswith("linkwrap-cc:"))
+    assert "not needed: `linkwrap install` writes the bare name linkwrap-cc, found on PATH" in cc_line, text
+    assert "not written yet" not in cc_line
     run([*GIT, "commit", "-qam", "link through linkwrap"], cwd=repo)
 
     # A teammate: a fresh clone, another LINKWRAP_HOME, linkwrap on PATH.

@@ -103,6 +103,24 @@ def test_status_names_the_fault_log_and_not_config_notices_as_recording_failures
     assert "Recording failed" not in done.stdout
 
 
+def test_config_errors_are_the_users_and_counted_apart_from_faults(tmp_path, lw_home):
+    obj = c_object(tmp_path)
+    failed = cc_link([obj, "-o", "a"], tmp_path, env={"LINKWRAP_LINKER": "moldy"})
+    assert failed.returncode != 0 and "LINKWRAP_LINKER=moldy" in failed.stderr
+    log = (lw_home / "linkwrap.log").read_text()
+    assert "configuration error: LINKWRAP_LINKER=moldy" in log and "linkwrap fault" not in log
+    done = lw("log", "status")
+    assert "linkwrap's own faults" not in done.stdout
+    assert (f"Configuration errors (yours to fix): 1 in {lw_home / 'linkwrap.log'}" in done.stdout
+            and "the last: LINKWRAP_LINKER=moldy" in done.stdout), done.stdout
+    with open(lw_home / "linkwrap.log", "a") as f:
+        f.write("--- 2026-01-01T00:00:00Z linkwrap 0 pid 1\nlinkwrap fault while probing: OSError: x\n\n")
+    done = lw("log", "status")
+    assert f"linkwrap's own faults (tracebacks): {lw_home / 'linkwrap.log'}" in done.stdout
+    assert done.stdout.split("linkwrap's own faults (tracebacks): ")[1].split("\n")[0].endswith(": 1")
+    assert "Configuration errors (yours to fix): 1 in" in done.stdout
+
+
 def test_a_read_only_state_dir_is_one_line_not_a_crash(tmp_path, monkeypatch):
     import mounts
     state = tmp_path / "state"

@@ -137,3 +137,12 @@ def test_summary_lists_every_link_of_the_build(workspace, tmp_path, lw_home):
     [build] = json.loads(summary.stdout)["builds"]
     tests = [link for link in build["links"] if link["crate_kind"] == "test"]
     assert len(tests) >= 3  # app's unit tests, tests/runs.rs, greet's unit tests (and greet_macros')
+
+
+def test_every_example_has_a_readme_and_this_ones_output_is_the_programs():
+    examples = os.path.dirname(EXAMPLE)
+    assert all(os.path.isfile(os.path.join(examples, name, "README.md")) for name in os.listdir(examples))
+    with open(os.path.join(EXAMPLE, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    shown = text.split("`./target/debug/app` prints:\n\n```\n", 1)[1].split("```", 1)[0]
+    assert shown == EXPECTED_OUTPUT

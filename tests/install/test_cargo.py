@@ -112,6 +112,23 @@ def test_new_file_and_directory_are_removed_again(tmp_path):
     assert not path.exists() and not path.parent.exists()
 
 
+@pytest.mark.parametrize("installs, uninstalls", [
+    ((("aarch64-unknown-linux-gnu",), (HOST,)), (None,)),
+    (((HOST,), ("aarch64-unknown-linux-gnu",)), (None,)),
+    ((("aarch64-unknown-linux-gnu",), (HOST,)), ({"aarch64-unknown-linux-gnu"}, {HOST})),
+    ((("aarch64-unknown-linux-gnu",), (HOST,)), ({HOST}, {"aarch64-unknown-linux-gnu"})),
+    (((HOST, "aarch64-unknown-linux-gnu"),), ({HOST}, None)),
+])
+def test_new_file_and_directory_go_whatever_the_order_of_installs(tmp_path, installs, uninstalls):
+    path = tmp_path / "proj" / ".cargo" / "config.toml"
+    (tmp_path / "proj").mkdir()
+    for targets in installs:
+        install(path, targets=targets)
+    for targets in uninstalls:
+        uninstall(path, targets)
+    assert os.listdir(tmp_path / "proj") == []
+
+
 def test_existing_empty_cargo_dir_stays(tmp_path):
     path = tmp_path / ".cargo" / "config.toml"
     path.parent.mkdir()

@@ -170,3 +170,28 @@ def test_preset_configures_builds_and_runs_through_linkwrap(source, tmp_path, lw
     assert len(ran(calls, "linkwrap-launch")) == 4
     check_programs(out)
     assert "mold" in comment(out / "area")
+
+
+def test_preset_uninstall_also_cleans_the_build_dir_configured_from_it(source, tmp_path, lw_home):
+    from linkrecords import lw
+    lw("install", "--cmake", source, cwd=source)
+    run(["cmake", "--preset", "linkwrap", "-G", "Ninja"], cwd=source)
+    out = source / "build" / "linkwrap"
+    assert cmake.configured_from(str(out), str(source))
+    done = lw("uninstall", "--cmake", ".", cwd=source)
+    assert f"removed linkwrap's launcher from the CMake build directory {out}" in done.stdout
+    assert not [n for n in cmake.read_cache(out) if n.endswith("_LINKER_LAUNCHER")]
+    _, calls = execs(["ninja", "-C", out], cwd=source, tmp=tmp_path)
+    assert not ran(calls, "linkwrap-launch")
+    check_programs(out)
+
+
+def test_preset_build_dir_follows_inherits_and_gives_up_on_environment_macros(source):
+    (source / "CMakePresets.json").write_text(json.dumps({"version": 3, "configurePresets": [
+        {"name": "dev", "binaryDir": "${sourceParentDir}/out/${presetName}"},
+        {"name": "env", "binaryDir": "$env{HOME}/b"}]}))
+    cmake.plan_presets_install(str(source), LAUNCH, inherits="dev").apply()
+    assert cmake.preset_build_dir(str(source)) == str(source.parent / "out" / "linkwrap")
+    cmake.plan_presets_uninstall(str(source)).apply()
+    cmake.plan_presets_install(str(source), LAUNCH, inherits="env").apply()
+    assert cmake.preset_build_dir(str(source)) is None

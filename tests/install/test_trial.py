@@ -6,7 +6,7 @@ import shutil
 from cargokit import env_name, host_triple, new_crate
 from install.buildtools import EXAMPLES, check_signed_by_the_chosen_linker, run
 from linkrecords import lw
-from linkwrap.install import trial
+from linkwrap.install import cmake, trial
 
 def snapshot(root):
     """{relative path: bytes or symlink target} of every file under root."""
@@ -92,6 +92,22 @@ def test_cmake_configure_and_build_link_through_linkwrap(tmp_path, lw_home):
     for name, link in links.items():
         check_signed_by_the_chosen_linker(link, build / name)
     assert snapshot(source) == before
+
+
+def test_a_build_directory_configured_by_run_is_listed_and_uninstalled(tmp_path, lw_home):
+    source = tmp_path / "c-cmake"
+    shutil.copytree(os.path.join(EXAMPLES, "c-cmake"), source, ignore=shutil.ignore_patterns("build"))
+    build = tmp_path / "build"
+    done = lw("run", "--", "cmake", "-S", source, "-B", build, "-G", "Ninja", cwd=tmp_path)
+    assert f"`linkwrap uninstall --cmake {build}` takes it out" in done.stderr
+    assert f"cmake build dir  {build}: installed (CMAKE_CXX_LINKER_LAUNCHER, CMAKE_C_LINKER_LAUNCHER) (no marker" in lw("status", cwd=tmp_path).stdout
+    assert "already installed" in lw("install", "--cmake", build, cwd=tmp_path).stdout
+    done = lw("uninstall", "--cmake", build, cwd=tmp_path)
+    assert "removed linkwrap's launcher" in done.stdout and "CMAKE_CXX_LINKER_LAUNCHER" in done.stdout
+    assert not [n for n in cmake.read_cache(build) if n.endswith("_LINKER_LAUNCHER")]
+    assert "linkwrap-launch" not in (build / "CMakeFiles" / "rules.ninja").read_text()
+    assert "not installed" in lw("uninstall", "--cmake", build, cwd=tmp_path).stdout
+    assert str(build) not in lw("status", cwd=tmp_path).stdout
 
 
 def test_a_build_directory_configured_without_linkwrap_gets_the_install_command(tmp_path, lw_home):

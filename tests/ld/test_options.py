@@ -134,3 +134,34 @@ def test_dtags(argv, field, value):
 def test_what_would_differ_from_gnu_ld_is_named(argv):
     with pytest.raises(Unsupported):
         parse_args(argv)
+
+
+# Each option `linkwrap-ld --help` lists as handled, as a command line; the help may list
+# nothing this table lacks, so a new line in the help needs its proof here.
+HELP_HANDLED = {"-o": ["-o", "x"], "-r": ["-r"], "-L": ["-L", "/tmp"], "-l": ["-lc"], "-Bstatic": ["-Bstatic"],
+                "-Bdynamic": ["-Bdynamic"], "--as-needed": ["--as-needed"], "--whole-archive": ["--whole-archive"],
+                "-pie": ["-pie"], "-no-pie": ["-no-pie"], "-static": ["-static"], "-e": ["-e", "main"],
+                "-u": ["-u", "f"], "--defsym": ["--defsym", "a=1"], "-init": ["-init", "f"],
+                "-fini": ["-fini", "f"], "--dynamic-list": ["--dynamic-list", "@LIST@"],
+                "--sysroot": ["--sysroot=/"], "--gc-sections": ["--gc-sections"], "--build-id": ["--build-id"],
+                "--eh-frame-hdr": ["--eh-frame-hdr"], "--allow-multiple-definition": ["--allow-multiple-definition"],
+                "-z": ["-z", "now", "-z", "relro", "-z", "origin", "-z", "max-page-size=4096", "-z", "ibt",
+                       "-z", "shstk"],
+                "-rpath": ["-rpath", "/x"], "-E": ["-E"], "-s": ["-s"], "-S": ["-S"]}
+
+
+def test_the_help_lists_what_the_linker_takes_and_refuses(tmp_path):
+    import re
+    from linkwrap.ld.__main__ import USAGE
+    handled = USAGE[USAGE.index("keywords):"):USAGE.index("What it cannot")]
+    named = set(re.findall(r"(?<![\w|=.-])-{1,2}[A-Za-z][\w-]*", handled))
+    assert named == set(HELP_HANDLED)
+    (tmp_path / "list").write_text("{ f; };\n")
+    for option, argv in HELP_HANDLED.items():
+        parse_args([a.replace("@LIST@", str(tmp_path / "list")) for a in argv] + ["a.o"])  # never Unsupported
+    assert parse_args(["-r", "a.o"]).relocatable
+    refused = USAGE[USAGE.index("What it cannot link ("):USAGE.index("names on one line")]
+    assert "-r" not in refused.split()
+    for argv in (["-shared"], ["-T", "x.ld"], ["--version-script", "v"]):
+        with pytest.raises(Unsupported):
+            parse_args(argv + ["a.o"])

@@ -110,3 +110,39 @@ def test_the_builds_table_counts_failures_and_fall_backs_from_the_records():
     assert [(r[0], r[-1]) for r in rows] == [("3", "1/1"), ("4", "0/1")], text
     footer = lines[lines.index(next(l for l in lines if l.startswith(" 4 "))) + 2].split()
     assert footer == ["5", "617", "ms", "1/2"], text
+
+
+CONFIG_FAULT = "configuration error: linkwrap.toml:2: unknown linker 'moldy'"
+
+
+def test_a_link_failed_by_a_config_error_is_a_failure_only():
+    bad = link(2, "app", "bin", failed=True, exit_status=1, fault=CONFIG_FAULT, linker="as asked",
+               linker_version=None)
+    b = build_of([link(1, "lib", "bin"), bad])
+    text = shown(b)
+    assert "failed: app (/w/target/debug/app) exit 1\n" in text and f"  {CONFIG_FAULT}" in text
+    assert "linked as asked instead" not in text
+    assert (b["totals"]["failures"], b["totals"]["fell_back"]) == (1, 0)
+    rows = [line.split() for line in shown(b, build_of([link(5, "d", "bin")], id=4)).splitlines()
+            if line.startswith(" 3 ")]
+    assert rows[0][-1] == "1/0"
+
+
+def test_by_linker_says_the_total_not_a_time_per_link():
+    links = APP + [link(5, "tool", "bin", linker="lld", linker_version="LLD 16.0.6", wall_ms=50.0)]
+    text = shown(build_of(links), width=160)
+    assert "By linker: mold 1.10.1: 4 links, 494 ms in all;  LLD 16.0.6: 1 link, 50 ms in all" in text
+    assert "×" not in text
+
+
+def test_the_builds_of_a_project_have_one_heading_and_lines_wrap_where_rich_wraps_them():
+    every = APP + [link(5, "d", "bin")]
+    console = Console(width=140, file=io.StringIO(), record=True, color_system=None)
+    render.render({"builds": [build_of(APP), build_of([link(5, "d", "bin")], id=4)],
+                   "totals": summary.totals(every), "by_linker": summary.by_linker(every),
+                   "scope": {"shows": "the project in /work/a/project"}}, console)
+    lines = [line.strip() for line in console.export_text().splitlines()]
+    assert lines[0] == "Builds of the project in /work/a/project" and "builds" not in lines
+    # 140 columns hold the start-up line whole: it is not broken at a fixed place.
+    assert any(line.startswith("start-up (interpreter and imports):") and line.endswith("so the sum is unbiased")
+               for line in lines), lines

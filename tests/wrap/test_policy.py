@@ -450,7 +450,7 @@ def test_unknown_everything_is_conservative():
     assert d.linker_flags == ("--no-fork",)   # no thread count without a CPU count
 
 
-def test_decide_does_no_io(monkeypatch):
+def test_decide_does_no_io():
     def refuse(*a, **kw):
         raise AssertionError("policy.decide did I/O")
 
@@ -459,14 +459,18 @@ def test_decide_does_no_io(monkeypatch):
             refuse()
         get = __contains__ = __getitem__
 
-    for name in ("stat", "lstat", "open", "listdir", "scandir", "access", "getcwd", "uname", "getenv"):
-        monkeypatch.setattr(os, name, refuse)
-    monkeypatch.setattr(os, "environ", NoEnviron())
-    monkeypatch.setattr(builtins, "open", refuse)
     cfg = settings(linkers={"wild": {"extra_flags": ["--gc-sections"]}})
-    for installed in (ALL, found(wild=(0, 10, 0)), {}):
-        for pr in (probe(), probe(output(nlink=2), fs="btrfs", kernel=None)):
-            policy.decide(request(), pr, found(**installed) if installed is ALL else installed, cfg)
+    cases = [(request(), pr, found(**installed) if installed is ALL else installed)
+             for installed in (ALL, found(wild=(0, 10, 0)), {})
+             for pr in (probe(), probe(output(nlink=2), fs="btrfs", kernel=None))]
+    # Patched around decide() alone: pytest itself writes files (the -v result line) between phases.
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("stat", "lstat", "open", "listdir", "scandir", "access", "getcwd", "uname", "getenv"):
+            patch.setattr(os, name, refuse)
+        patch.setattr(os, "environ", NoEnviron())
+        patch.setattr(builtins, "open", refuse)
+        for req, pr, linkers in cases:
+            policy.decide(req, pr, linkers, cfg)
 
 
 # --- real linkers accept what decide() gives ------------------------------------
