@@ -8,6 +8,7 @@ Output: rich tables; --json prints a stable object:
    "is_regular", "size", "nlink", "inode", "held_by_others", "cached_fraction"}, "input_bytes", "cpus",
    "mem_available_mb", "mem_limit_mb", "thp", "jobserver"},
    "decision": {"linker", "version", "path", "flags", "driver_flags", "write_mode", "reasons"},
+   "start": {"how": "direct" | "driver", "why"},
    "linkers": {name: {"path", "version"}}, "config": {"profile", "files"}}
   (plus "request.inputs" and "probe.output.cache_not_measured": why the page-cache share was not
    measured, e.g. "< 8 MiB", else null).
@@ -95,6 +96,7 @@ def explain(request, environ) -> dict:
         "probe": probe_dict(facts),
         "held_by": holders(request.output) if facts is not None and facts.output.held_by_others else [],
         "decision": decision_dict(decision),
+        "start": start_dict(request, decision, environ),
         "linkers": {name: {"path": info.path, "version": _dotted(info.version)} for name, info in found.items()},
         "config": {"profile": getattr(settings, "profile", None), "files": list(getattr(settings, "files", ()))},
     }
@@ -160,6 +162,19 @@ def decision_dict(decision) -> dict:
         "write_mode": decision.write_mode,
         "reasons": list(decision.reasons),
     }
+
+
+def start_dict(request, decision, environ) -> dict:
+    """How the link would be started: the linker itself, or through the driver, and why."""
+    from linkwrap.wrap import direct
+    try:
+        direct.command(request, decision, request.output, environ)
+    except direct.NotDirect as e:
+        return {"how": "driver", "why": str(e)}
+    except Exception as e:
+        from linkwrap.faults import describe
+        return {"how": "driver", "why": describe("learning the driver's linker command", e)}
+    return {"how": "direct", "why": f"the linker's command line as `{request.driver} -###` gives it"}
 
 
 def _dotted(version):
@@ -264,6 +279,9 @@ def render(report) -> None:
     flags = [f"-Wl,{f}" for f in d["flags"]] + d["driver_flags"]
     decision.add_row("flags", escape(" ".join(flags)) or "none")
     decision.add_row("write mode", d["write_mode"])
+    start = report["start"]
+    decision.add_row("started", escape(f"directly ({start['why']})" if start["how"] == "direct"
+                                       else f"through {req['driver']} ({start['why']})"))
     console.print(decision)
 
     console.print("[bold]Reasons[/bold]")

@@ -95,6 +95,14 @@ def m003_first_attempt_and_startup(db):
     db.execute("ALTER TABLE links ADD COLUMN startup_ms REAL")    # process start -> pipeline.main, +-5 ms
 
 
+@migration
+def m007_link_start(db):
+    # How the link was started: linker_start direct (the linker itself) | driver (through cc);
+    # entry_point script (a process per link) | server (forked by the warm link server).
+    db.execute("ALTER TABLE links ADD COLUMN linker_start TEXT")
+    db.execute("ALTER TABLE links ADD COLUMN entry_point TEXT")
+
+
 def migrate(db) -> list:
     """Apply the migrations not yet applied; -> their names.
 

@@ -33,6 +33,7 @@ LINK_COLUMNS = (
     "peak_rss_kb", "exit_status", "input_count", "input_bytes", "overhead_ms", "fell_back",
     "first_exit_status", "first_wall_ms", "first_command", "fault", "driver", "argv",
     "args_expanded", "command", "first_linker", "first_error", "startup_ms",
+    "linker_start", "entry_point",
 )
 
 

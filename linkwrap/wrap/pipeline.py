@@ -49,6 +49,9 @@ def main(argv, driver=None, environ=os.environ) -> int:
         except Exception as e:  # e.g. no room for the -B directory: link as asked
             decision = policy.as_asked(faults.note(f"running {_label(decision)}", e))
             outcome = run.execute(request, decision, environ)
+        if outcome.returncode != 0 and outcome.start == "direct":
+            # What the driver's expansion cannot show (LTO code in an archive): the driver has the last word.
+            outcome = run.execute(request, decision, environ, direct=False)
         if outcome.returncode != 0 and decision.changes_anything and not _callers_error(decision, outcome):
             first = outcome
             decision = policy.as_asked(f"{_label(decision)} failed (exit {outcome.returncode}); linked as asked")

@@ -41,6 +41,7 @@ OFF_MARKER = "logs-off"
 MAGIC = b"LWr\x01"
 TRAILER = b"\x01rWL"
 FORMAT = 1  # the "v" of every record; bump when fields change meaning
+ENTRY_POINT = "script"  # how this link reached linkwrap: "script" (a process per link) or "server"
 
 
 def save(request, probe, decision, outcome, *, started_ns, first_attempt=None) -> None:
@@ -141,6 +142,8 @@ def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, n
         "argv": tuple(request.argv),
         "args_expanded": tuple(request.args) if request.used_response_file else None,
         "command": tuple(outcome.command),
+        "linker_start": outcome.start,
+        "entry_point": ENTRY_POINT,
     }
     return rec
 

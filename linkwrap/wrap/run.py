@@ -31,6 +31,7 @@ class Outcome(record("Outcome", [
     "write_mode",   # str: the write mode that was applied
     "output_bytes", # int | None: size of the output after a successful link
     "linker",       # str | None: the linker that ran ("mold 1.10.1"), None when run as asked
+    "start",        # "direct" (the linker itself) | "driver" (through cc): see direct.py
 ])):
     __slots__ = ()
 
@@ -63,19 +64,23 @@ def command(request, decision, link_path) -> list:
     return [request.driver, f"-B{shim_dir(decision.linker)}", *body, *flags, *decision.driver_flags]
 
 
-def execute(request, decision, environ=os.environ) -> Outcome:
+def execute(request, decision, environ=os.environ, direct=True) -> Outcome:
     """Run the link for this decision and carry out its write mode.
 
     SIGINT, SIGTERM and SIGHUP that arrive while the linker runs are passed on
     to it (it runs in its own process group); once it has exited the attempt is
     finished or cleaned up and linkwrap dies of the same signal, as the caller
-    expects of an interrupted command.
+    expects of an interrupted command. direct=False keeps the driver even when
+    the linker could be started directly.
     """
     plan = output_mod.prepare(request, decision.write_mode)
     forward = _Forward()
     rsp = None
     try:
-        argv = command(request, decision, plan.link_path)
+        argv = direct_command(request, decision, plan.link_path, environ) if direct else None
+        start = "driver" if argv is None else "direct"
+        if argv is None:
+            argv = command(request, decision, plan.link_path)
         if request.used_response_file:
             rsp, argv = _to_response_file(argv, plan.work_dir)
         with forward:
@@ -117,7 +122,20 @@ def execute(request, decision, environ=os.environ) -> Outcome:
     if forward.caught:
         forward.die()
     return Outcome(*result, tuple(argv), plan.mode, output_bytes,
-                   decision.linker.label if decision.linker else None)
+                   decision.linker.label if decision.linker else None, start)
+
+
+def direct_command(request, decision, link_path, environ=os.environ):
+    """The linker's own command line (direct.py), or None: the driver runs this link."""
+    from linkwrap.wrap import direct
+    try:
+        return direct.command(request, decision, link_path, environ)
+    except direct.NotDirect:
+        return None
+    except Exception as e:  # a fault of ours: the driver knows how to run it
+        from linkwrap import faults
+        faults.note("learning the driver's linker command", e)
+        return None
 
 
 # posix_spawnp errors that mean the driver itself cannot be run (a shell's 127).

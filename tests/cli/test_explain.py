@@ -289,3 +289,14 @@ def test_an_output_in_a_missing_directory_says_whose_facts_these_are(tmp_path, l
     assert done.returncode == 0, done.stderr
     assert f"{tmp_path / 'no' / 'such'} does not exist (yet): the filesystem facts are those of {tmp_path}" \
         in done.stdout
+
+
+def test_says_whether_the_linker_is_started_directly(tmp_path, lw_home):
+    start = explain("--", "main.o", "-o", "app", cwd=tmp_path)["start"]
+    assert start["how"] == "direct" and "cc -###" in start["why"]
+    start = explain("--", "main.o", "-flto", "-o", "app", cwd=tmp_path)["start"]
+    assert start == {"how": "driver", "why": "-flto is left to the driver"}
+    start = explain("--", "main.o", "-o", "app", cwd=tmp_path, env={"LINKWRAP_DISABLE": "1"})["start"]
+    assert start["how"] == "driver" and "as asked" in start["why"]
+    done = linkwrap("explain", "--", "main.o", "-o", "app", cwd=tmp_path, env={"COLUMNS": "200"})
+    assert any(line.split()[:2] == ["started", "directly"] for line in done.stdout.splitlines()), done.stdout

@@ -88,7 +88,7 @@ def test_response_file_lives_in_the_private_directory_and_goes_with_it(tmp_path,
 def test_write_through_passes_bytes_unchanged(tmp_path):
     code = textwrap.dedent("""
         from linkwrap.wrap import run
-        o = run.Outcome(0, 0, 0, 0, 0, b"to stdout\\xff\\n", b"to stderr\\n", (), "fresh", None, None)
+        o = run.Outcome(0, 0, 0, 0, 0, b"to stdout\\xff\\n", b"to stderr\\n", (), "fresh", None, None, "driver")
         run.write_through(o)
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True)
