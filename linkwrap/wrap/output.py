@@ -75,8 +75,10 @@ def _space() -> str:
     return f"{h:08x}"
 
 
-def prepare(request, write_mode) -> Plan:
-    """Make this link's private directory; for IN_PLACE move the old output into it."""
+def prepare(request, write_mode, owner=None) -> Plan:
+    """Make this link's private directory; for IN_PLACE move the old output into it.
+
+    owner: the directory's owner tag (a server's child names its client), else this process's."""
     final = request.output
     if not final:
         return Plan(None, None, write_mode, None)
@@ -91,8 +93,9 @@ def prepare(request, write_mode) -> Plan:
         # fatal, as root); the linker writes them itself, as it would unwrapped.
         return Plan(final, final, FRESH, None)
     top = os.path.join(d, TMP_DIR)
-    sweep(top)
-    work = os.path.join(top, owner_tag())
+    owner = owner or owner_tag()
+    sweep(top, owner)
+    work = os.path.join(top, owner)
     for _ in range(5):
         try:
             os.mkdir(top, 0o755)
@@ -206,13 +209,13 @@ def _remove_work_dir(work, keep=None):
         pass
 
 
-def sweep(top) -> int:
+def sweep(top, mine=None) -> int:
     """Remove private directories of links whose owner is gone. -> how many."""
     try:
         names = os.listdir(top)
     except OSError:
         return 0  # the usual case: no .linkwrap-tmp at all
-    mine = owner_tag()
+    mine = mine or owner_tag()
     space = mine.rsplit("-", 1)[1]
     removed = 0
     for n in names:

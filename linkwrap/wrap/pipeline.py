@@ -9,17 +9,24 @@ import os
 import time
 
 from linkwrap import faults
-from linkwrap.wrap import args, policy, record, run
+from linkwrap.wrap import args, invocation, policy, record, run
 from linkwrap.wrap.choose import choose
 
 
 def main(argv, driver=None, environ=os.environ) -> int:
+    """The link this process was started for; exec and dying of a signal happen here."""
+    return invocation.act(link(invocation.current(argv, driver, environ)))
+
+
+def link(inv):
+    """One link. -> its exit status, invocation.Exec (become the driver) or invocation.Killed."""
     started_ns = time.perf_counter_ns()
+    argv, driver, environ = inv.argv, inv.driver, inv.environ
     if environ.get("LINKWRAP_DISABLE") == "1":
         return passthrough(argv, driver, environ)
     try:
         # Classify the command line; take out what forces rustc's own linker.
-        request = args.parse(argv, driver, environ)
+        request = args.parse(argv, driver, environ, cwd=inv.cwd)
     except Exception as e:  # an unreadable @file: let the driver say so
         faults.note("reading the command line", e)
         return passthrough(argv, driver, environ)
@@ -38,24 +45,27 @@ def main(argv, driver=None, environ=os.environ) -> int:
         from linkwrap.wrap import build
         e = choice.config_error
         faults.note("choosing a linker", e)
-        faults.warn_once(f"config-{_crc(str(e) + build.identify(environ).key)}",
+        faults.warn_once(f"config-{_crc(str(e) + build.identify(environ, inv.caller_pid).key)}",
                          f"{e}; linking as asked until it is fixed")
 
     # Run it. A failure that may be linkwrap's doing gets one more try as asked.
     first = None
+    owner = inv.owner
     try:
         try:
-            outcome = run.execute(request, decision, environ)
+            outcome = run.execute(request, decision, environ, owner=owner)
         except Exception as e:  # e.g. no room for the -B directory: link as asked
             decision = policy.as_asked(faults.note(f"running {_label(decision)}", e))
-            outcome = run.execute(request, decision, environ)
+            outcome = run.execute(request, decision, environ, owner=owner)
         if outcome.returncode != 0 and outcome.start == "direct":
             # What the driver's expansion cannot show (LTO code in an archive): the driver has the last word.
-            outcome = run.execute(request, decision, environ, direct=False)
+            outcome = run.execute(request, decision, environ, direct=False, owner=owner)
         if outcome.returncode != 0 and decision.changes_anything and not _callers_error(decision, outcome):
             first = outcome
             decision = policy.as_asked(f"{_label(decision)} failed (exit {outcome.returncode}); linked as asked")
-            outcome = run.execute(request, decision, environ)
+            outcome = run.execute(request, decision, environ, owner=owner)
+    except run.Interrupted as e:
+        return invocation.Killed(e.signal)
     except Exception as e:
         # linkwrap cannot even run the link as asked (a bug, an odd path): become the driver, untouched.
         faults.note("running the link as asked", e)
@@ -64,7 +74,8 @@ def main(argv, driver=None, environ=os.environ) -> int:
     # Beyond this point the link is over: nothing below may change its result.
     run.write_through(outcome)
     if settings is None or settings.record:
-        record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first)
+        record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first,
+                    environ=environ, caller_pid=inv.caller_pid, entry=inv.entry)
     return outcome.returncode
 
 
@@ -92,11 +103,7 @@ def _label(decision) -> str:
     return decision.linker.label if decision.linker else "the link as asked"
 
 
-def passthrough(argv, driver, environ) -> int:
+def passthrough(argv, driver, environ):
     """Become the driver itself: the link exactly as asked, untouched."""
     driver = driver or environ.get("LINKWRAP_CC") or "cc"
-    try:
-        os.execvpe(driver, [driver, *argv], dict(environ))
-    except OSError as e:
-        os.write(2, f"linkwrap: error: cannot run {driver}: {e.strerror}\n".encode())
-        return 127
+    return invocation.Exec((driver, *argv), environ)

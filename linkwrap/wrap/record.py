@@ -41,19 +41,20 @@ OFF_MARKER = "logs-off"
 MAGIC = b"LWr\x01"
 TRAILER = b"\x01rWL"
 FORMAT = 1  # the "v" of every record; bump when fields change meaning
-ENTRY_POINT = "script"  # how this link reached linkwrap: "script" (a process per link) or "server"
 
 
-def save(request, probe, decision, outcome, *, started_ns, first_attempt=None) -> None:
+def save(request, probe, decision, outcome, *, started_ns, first_attempt=None, environ=os.environ,
+         caller_pid=None, entry="script") -> None:
     """Append this link's record to the spool. Never raises."""
     try:
         now_ns = time.perf_counter_ns()
         from linkwrap import paths
         state = paths.state_dir()
-        if _disabled(state):
+        if _disabled(state, environ):
             return
         frame = encode(make(request, probe, decision, outcome, started_ns=started_ns,
-                            first_attempt=first_attempt, now_ns=now_ns))
+                            first_attempt=first_attempt, now_ns=now_ns, environ=environ,
+                            caller_pid=caller_pid, entry=entry))
     except BaseException as e:  # a fault of ours: the link's result stands
         _fault("building the link record", e)
         return
@@ -65,21 +66,21 @@ def save(request, probe, decision, outcome, *, started_ns, first_attempt=None) -
         _fault("writing the link record", e)
 
 
-def _disabled(state) -> bool:
+def _disabled(state, environ=os.environ) -> bool:
     # `linkwrap log off` leaves a marker; LINKWRAP_LOG=off does the same per process.
-    if os.environ.get("LINKWRAP_LOG", "").lower() in ("off", "0", "no", "false"):
+    if environ.get("LINKWRAP_LOG", "").lower() in ("off", "0", "no", "false"):
         return True
     return os.path.exists(os.path.join(state, OFF_MARKER))
 
 
 def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, now_ns=None,
-         environ=os.environ) -> dict:
+         environ=os.environ, caller_pid=None, entry="script") -> dict:
     """The record: a dict of plain values (str, int, float, bool, None, tuples)."""
     now_ns = now_ns or time.perf_counter_ns()
     elapsed_ms = (now_ns - started_ns) / 1e6
     linker_runs_ms = outcome.wall_ms + (first_attempt.wall_ms if first_attempt else 0.0)
     from linkwrap.wrap import build
-    b = build.identify(environ)
+    b = build.identify(environ, caller_pid)
     crate_name, crate_kind = classify(request, environ)
     linker = decision.linker
     out = probe.output if probe is not None else None
@@ -100,7 +101,7 @@ def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, n
         "project_dir": b.cwd or environ.get("CARGO_MANIFEST_DIR") or request.cwd,
         "manifest_dir": environ.get("CARGO_MANIFEST_DIR"),
         "cwd": request.cwd,
-        "pid": os.getpid(),
+        "pid": caller_pid or os.getpid(),
         "output_path": request.output,
         "output_kind": request.kind,
         "output_bytes": outcome.output_bytes,
@@ -143,7 +144,7 @@ def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, n
         "args_expanded": tuple(request.args) if request.used_response_file else None,
         "command": tuple(outcome.command),
         "linker_start": outcome.start,
-        "entry_point": ENTRY_POINT,
+        "entry_point": entry,
     }
     return rec
 

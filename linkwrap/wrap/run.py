@@ -64,16 +64,17 @@ def command(request, decision, link_path) -> list:
     return [request.driver, f"-B{shim_dir(decision.linker)}", *body, *flags, *decision.driver_flags]
 
 
-def execute(request, decision, environ=os.environ, direct=True) -> Outcome:
+def execute(request, decision, environ=os.environ, direct=True, owner=None) -> Outcome:
     """Run the link for this decision and carry out its write mode.
 
     SIGINT, SIGTERM and SIGHUP that arrive while the linker runs are passed on
     to it (it runs in its own process group); once it has exited the attempt is
     finished or cleaned up and linkwrap dies of the same signal, as the caller
-    expects of an interrupted command. direct=False keeps the driver even when
-    the linker could be started directly.
+    expects of an interrupted command (raises Interrupted). direct=False keeps the
+    driver even when the linker could be started directly; owner names the
+    private directory (invocation.owner).
     """
-    plan = output_mod.prepare(request, decision.write_mode)
+    plan = output_mod.prepare(request, decision.write_mode, owner)
     forward = _Forward()
     rsp = None
     try:
@@ -188,15 +189,17 @@ class _Forward:
         return False
 
     def die(self):
-        """Exit the conventional way for a command stopped by this signal."""
-        sig = self.caught
-        try:
-            _signal.signal(sig, _signal.SIG_DFL)
-            _signal.pthread_sigmask(_signal.SIG_UNBLOCK, [sig])
-            os.kill(os.getpid(), sig)
-        except (ValueError, OSError):
-            pass
-        os._exit(128 + sig)
+        """End the link as stopped by this signal: the entry point dies of it (invocation.Killed)."""
+        raise Interrupted(self.caught)
+
+
+class Interrupted(BaseException):
+    """SIGINT, SIGTERM or SIGHUP stopped the link; its attempt is cleaned up. Not an Exception:
+    no fall-back may catch it and link again."""
+
+    def __init__(self, sig):
+        super().__init__(sig)
+        self.signal = sig
 
 
 def spawn(argv, env, forward=None):
@@ -276,4 +279,4 @@ def write_through(outcome) -> None:
             view = view[n:]
 
 
-__all__ = ["Outcome", "execute", "command", "spawn", "write_through"]
+__all__ = ["Outcome", "Interrupted", "execute", "command", "spawn", "write_through"]

@@ -16,6 +16,7 @@ EXPECTED_LINKS = {
     "first_exit_status": "INTEGER", "first_wall_ms": "REAL", "first_command": "TEXT", "fault": "TEXT",
     "driver": "TEXT", "argv": "TEXT", "args_expanded": "TEXT", "command": "TEXT",
     "first_linker": "TEXT", "first_error": "TEXT", "startup_ms": "REAL",
+    "linker_start": "TEXT", "entry_point": "TEXT",
 }
 EXPECTED_BUILDS = {
     "id": "INTEGER", "build_key": "TEXT", "tool": "TEXT", "pid": "INTEGER", "command": "TEXT", "cwd": "TEXT",
