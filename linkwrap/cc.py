@@ -12,10 +12,12 @@ LAUNCH_USAGE = ("usage: linkwrap-launch [--] <compiler driver> <link arguments..
 
 
 def main() -> None:
+    _after_client()
     _run(sys.argv[1:], None)
 
 
 def launch_main() -> None:
+    _after_client()
     usage = launch_usage(sys.argv[1:], "linkwrap-launch")
     if usage is not None:
         sys.exit(usage)
@@ -54,3 +56,20 @@ def _run(argv, driver) -> None:
     sys.stderr.flush()
     import os
     os._exit(code)
+
+
+def _after_client() -> None:
+    """The native client (linkwrap/server/client.c) execs this script when no server took the link.
+
+    With none running (or one of another version) a server is started for the next links;
+    the link itself runs here, as it always did.
+    """
+    import os
+    why = os.environ.pop("LINKWRAP_SERVER_FALLBACK", None)
+    if why in ("absent", "version"):
+        try:
+            from linkwrap.server.start import start_detached
+            start_detached()
+        except Exception as e:  # the server is a saving, never a condition of the link
+            from linkwrap import faults
+            faults.note("starting the link server", e)

@@ -252,7 +252,16 @@ def _is_stale(top, name, space) -> bool:
     except OSError:
         return False
     now = _start_time(pid)
-    return now is not None and now != start  # the pid was reused: the owner is gone
+    # the pid was reused, or its owner is a zombie (killed, not yet reaped): the owner is gone
+    return now is not None and (now != start or _zombie(pid))
+
+
+def _zombie(pid) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _remove_tree(path, keep=None):
