@@ -192,6 +192,9 @@ def serve(listener, stamp, path, dfd) -> None:
                                 other.close()
                         if not _control(conn, state):
                             child(conn)
+                    except BaseException as e:  # the client links again through the script
+                        from linkwrap import faults
+                        faults.note("serving a link", e)
                     finally:
                         os._exit(70)
                 state["children"].add(pid)
@@ -313,7 +316,7 @@ def child(conn) -> None:
     if len(fds) != len(req["fds"]):
         _refuse(conn, b"F")
     try:
-        take(req, fds, peer_pid)
+        conn = take(req, fds, peer_pid, conn)
     except Exception as e:
         from linkwrap import faults
         faults.note("taking a link from the client", e)
@@ -357,13 +360,20 @@ def parse_request(data: bytes) -> dict:
     return {"version": version, "name": name, "cwd": cwd, "argv": argv, "env": env, "fds": targets}
 
 
-def take(req, fds, peer_pid) -> None:
-    """Become the client's link: its fds, environment, cwd, umask, limits and cgroups."""
-    # Received fds first go above every target, so that no dup2 overwrites one still needed.
-    high = [os.dup(fd) if fd > max(req["fds"]) else _dup_above(fd, max(req["fds"])) for fd in fds]
+def take(req, fds, peer_pid, conn):
+    """Become the client's link: its fds, environment, cwd, umask, limits and cgroups. -> conn,
+    moved above the fd numbers the link needs (a jobserver's may be any)."""
+    import socket
+    # Received fds and the connection first go above every target and every received fd,
+    # so that no dup2 overwrites one still needed.
+    floor = max(req["fds"] + fds + [conn.fileno()])
+    moved = socket.socket(fileno=_dup_above(conn.fileno(), floor))
+    conn.close()
+    conn = moved
+    floor = conn.fileno()
+    high = [_dup_above(fd, floor) for fd in fds]
     for fd in fds:
-        if fd not in high:
-            os.close(fd)
+        os.close(fd)
     for fd, target in zip(high, req["fds"]):
         os.dup2(fd, target, inheritable=True)
         os.close(fd)
@@ -378,6 +388,7 @@ def take(req, fds, peer_pid) -> None:
         _signal.signal(sig, _signal.SIG_DFL)
     from linkwrap.wrap import output
     output._owner = None  # this child owns the link's private directory, not the server
+    return conn
 
 
 def _dup_above(fd, floor):

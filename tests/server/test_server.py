@@ -373,3 +373,34 @@ def test_a_server_killed_mid_link_and_the_next_link(tmp_path, lw_home, client, s
     assert done.returncode == 0
     assert not os.path.exists(tmp_path / ".linkwrap-tmp")  # the dead link's directory was swept
     assert entry_points(lw_home)[-1] == "script" and len(entry_points(lw_home)) == 2
+
+
+EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "examples", "cargo-workspace")
+
+
+def test_cargo_build_of_the_example_through_the_client_and_the_server(tmp_path, lw_home, server):
+    """`linkwrap install` makes the native client Cargo's linker; every link of a clean build goes
+    through the running server, in the build (the client's pid and build), with the jobserver passed."""
+    import shutil
+    from linkrecords import lw
+    root = tmp_path / "ws"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("target", ".cargo"))
+    lw("install", cwd=root)
+    linker = [line for line in (root / ".cargo" / "config.toml").read_text().splitlines() if "linker" in line]
+    assert linker and launcher.fast_script("linkwrap-cc", write=False) in linker[0]
+    target = tmp_path / "target"
+    done = subprocess.run(["cargo", "build", "--quiet"], cwd=root, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "CARGO_TARGET_DIR": str(target), "LINKWRAP_LINKER": "mold"})
+    assert done.returncode == 0 and "linkwrap" not in done.stderr, done.stderr
+    assert subprocess.run([str(target / "debug" / "app")], capture_output=True, text=True).stdout == \
+        "Hello, linkwrap!\nanswer=42 Point (derived)\nbuilt by build.rs (debug)\n"
+    rows = db_rows(lw_home)
+    assert sorted((r["crate_name"], r["crate_kind"]) for r in rows) == [
+        ("app", "bin"), ("app", "build-script"), ("greet_macros", "proc-macro")]
+    assert {(r["entry_point"], r["linker"], r["linker_start"], r["exit_status"]) for r in rows} == {
+        ("server", "mold", "direct", 0)}
+    assert len({r["build_id"] for r in rows}) == 1
+    builds = db_rows(lw_home, "SELECT tool FROM builds")
+    assert builds == [{"tool": "cargo"}]
+    for r in rows:
+        assert r["wall_ms"] > 0 and r["peak_rss_kb"] > 1000
