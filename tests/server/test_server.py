@@ -404,3 +404,25 @@ def test_cargo_build_of_the_example_through_the_client_and_the_server(tmp_path, 
     assert builds == [{"tool": "cargo"}]
     for r in rows:
         assert r["wall_ms"] > 0 and r["peak_rss_kb"] > 1000
+
+
+def test_the_launcher_entry_point_goes_through_the_server_too(tmp_path, lw_home, server):
+    launch = launcher.fast_script("linkwrap-launch")
+    assert open(launch, "rb").read(4) == b"\x7fELF"
+    obj = c_object(tmp_path, body='#include <stdio.h>\nint main(void){puts("hi");return 0;}\n')
+    done = subprocess.run([launch, "--", "cc", obj, "-o", "app"], cwd=tmp_path, capture_output=True,
+                          env=env_with(tmp_path))
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert subprocess.run([str(tmp_path / "app")], capture_output=True).stdout == b"hi\n"
+    assert entry_points(lw_home) == ["server"]
+    # Not a link: the script answers, as it always did.
+    version = subprocess.run([launch, "--version"], capture_output=True, text=True)
+    assert version.returncode == 0 and version.stdout.startswith("linkwrap-launch (linkwrap ")
+    usage = subprocess.run([launch], capture_output=True, text=True)
+    assert usage.returncode == 2 and "usage: linkwrap-launch" in usage.stderr
+
+
+def test_a_driver_question_through_the_server_is_answered_by_the_driver(tmp_path, lw_home, client, server):
+    done = subprocess.run([client, "-dumpmachine"], capture_output=True, text=True)
+    assert done.returncode == 0
+    assert done.stdout == subprocess.run(["cc", "-dumpmachine"], capture_output=True, text=True).stdout
