@@ -193,13 +193,29 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "/proc/self/fd/%d/s-%s", dir, key);
     strcpy(sa.sun_path, path);
     g_sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (g_sock < 0 || connect(g_sock, (struct sockaddr *)&sa, sizeof sa) != 0)
+    if (g_sock < 0)
         fallback("absent");
+    /* A full backlog or a server that stopped reading must not hang the build: connect and
+     * send give up after LW_TIMEOUT_S too. */
+    struct timeval tv = {LW_TIMEOUT_S, 0};
+    setsockopt(g_sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(g_sock, (struct sockaddr *)&sa, sizeof sa) != 0)
+        fallback(errno == EAGAIN || errno == EINPROGRESS ? "timeout" : "absent");
     close(dir);
     struct ucred cred;
     socklen_t cl = sizeof cred;
     if (getsockopt(g_sock, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cred.uid != geteuid())
         fallback("another uid");
+
+    /* The server answers 'A' when it accepts (one that does not within LW_TIMEOUT_S is wedged:
+     * the script links). Only then do the fds go: fds queued on a socket nobody reads would
+     * keep the build's pipes open. The child may still answer 'F' or 'V' instead of a result. */
+    setsockopt(g_sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char a = 0;
+    if (recv(g_sock, &a, 1, 0) != 1)
+        fallback("timeout");
+    if (a != 'A')
+        fallback(a == 'V' ? "version" : "refused");
 
     int fds[3 + 16] = {0, 1, 2};
     int nfds = 3 + jobserver_fds(fds + 3, 16);
@@ -246,18 +262,10 @@ int main(int argc, char **argv) {
             fallback("protocol");
         off2 += (size_t)w;
     }
-
-    /* The server's child answers 'A' as soon as it exists (a server that does not answer in
-     * LW_TIMEOUT_S is wedged: the script links), then 'F' or 'V' if it will not take the link. */
-    struct timeval tv = {LW_TIMEOUT_S, 0};
-    setsockopt(g_sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    char a = 0;
-    if (recv(g_sock, &a, 1, 0) != 1)
-        fallback("timeout");
-    if (a != 'A')
-        fallback(a == 'V' ? "version" : "refused");
     tv.tv_sec = 0;
     setsockopt(g_sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(g_sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+
 
     struct sigaction act = {.sa_handler = forward};
     sigemptyset(&act.sa_mask);

@@ -426,3 +426,17 @@ def test_a_driver_question_through_the_server_is_answered_by_the_driver(tmp_path
     done = subprocess.run([client, "-dumpmachine"], capture_output=True, text=True)
     assert done.returncode == 0
     assert done.stdout == subprocess.run(["cc", "-dumpmachine"], capture_output=True, text=True).stdout
+
+
+def test_a_server_that_does_not_answer_is_passed_by(tmp_path, lw_home, client):
+    """A wedged server (listening, never accepting): the client gives up after its timeout and links."""
+    os.makedirs(os.path.dirname(socket_path(lw_home)), mode=0o700, exist_ok=True)
+    wedged = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    wedged.bind(socket_path(lw_home))
+    wedged.listen(8)
+    try:
+        done = link(client, tmp_path, env_with(tmp_path), timeout=120)
+        assert done.returncode == 0 and done.stderr == b""
+        assert entry_points(lw_home) == ["script"]
+    finally:
+        wedged.close()
