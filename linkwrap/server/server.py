@@ -101,7 +101,7 @@ def socket_name(key) -> str:
 
 # --- the server ------------------------------------------------------------------
 
-def main(argv=None) -> None:
+def main() -> None:
     """`python -m linkwrap.server.server`: serve this world until idle; quiet, detached."""
     import fcntl
     import socket

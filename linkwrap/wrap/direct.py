@@ -217,7 +217,9 @@ def _store(data) -> None:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             os.fchmod(fd, 0o600)
-            os.write(fd, marshal.dumps(data))
+            view = memoryview(marshal.dumps(data))
+            while view:
+                view = view[os.write(fd, view):]
         finally:
             os.close(fd)
         os.replace(tmp, target)
