@@ -103,6 +103,18 @@ def bench_link(label, argv, cwd, env, linker, client, script, runs, work):
         med, p90, (lo, hi) = median_ci([b - a for a, b in zip(samples["cc"], samples[name])])
         print(f" | {name} {med:+6.1f} (p90 {p90:+6.1f}, 95% CI {lo:+.1f}..{hi:+.1f})", end="")
     print()
+    # linkwrap's own time as its records tell it (start-up + its work, the linker's run excluded):
+    # less sensitive to a busy machine's scheduling than the wall-time differences above.
+    from linkwrap.store import db
+    rows = db.open_store().execute(
+        "SELECT entry_point, linker_start, startup_ms, overhead_ms FROM links WHERE output_path IN (?, ?)",
+        (outs["script"], outs["client"])).fetchall()
+    for entry in ("script", "server"):
+        own = [(r[2] or 0) + r[3] for r in rows if r[0] == entry]
+        starts = {r[1] for r in rows if r[0] == entry}
+        if own:
+            print(f"{'':13s} {entry}: linkwrap's own time {statistics.median(own):.1f} ms median over "
+                  f"{len(own)} links (start {'/'.join(sorted(starts))})")
 
 
 def clean_builds(ws, client, builds, work, linker):
