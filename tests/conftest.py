@@ -42,6 +42,12 @@ def script(name: str) -> str:
     return path
 
 
+def path_without_linkwrap(path=None) -> str:
+    """PATH without the directories that hold a linkwrap-cc: `install` then writes an absolute path."""
+    dirs = (path if path is not None else os.environ.get("PATH", "")).split(os.pathsep)
+    return os.pathsep.join(d for d in dirs if d and not os.path.exists(os.path.join(d, "linkwrap-cc")))
+
+
 def tool(name: str) -> str:
     """Absolute path of a required tool; fails the test when it is missing."""
     path = shutil.which(name)

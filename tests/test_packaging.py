@@ -5,6 +5,8 @@ import sys
 
 import pytest
 
+from conftest import path_without_linkwrap
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -50,14 +52,32 @@ def test_install_from_the_wheel_uses_the_shipped_template(venv, tmp_path):
     (project / "src").mkdir(parents=True)
     (project / "Cargo.toml").write_text('[package]\nname = "proj"\nversion = "0.1.0"\nedition = "2021"\n')
     (project / "src" / "main.rs").write_text('fn main() { println!("ok"); }\n')
-    env = {**os.environ, "LINKWRAP_HOME": str(tmp_path / "home")}
+    # No linkwrap-cc on PATH: install writes the absolute path of its fast entry point (install/launcher.py).
+    env = {**os.environ, "LINKWRAP_HOME": str(tmp_path / "home"), "PATH": path_without_linkwrap()}
     done = subprocess.run([str(venv / "bin" / "linkwrap"), "install"], cwd=project, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     config = (project / ".cargo" / "config.toml").read_text()
-    entries = list((tmp_path / "home" / "bin").glob("*/linkwrap-cc"))  # the fast entry point (install/launcher.py)
+    entries = list((tmp_path / "home" / "bin").glob("*/linkwrap-cc"))
     assert len(entries) == 1 and f'linker = "{entries[0]}"' in config
     # the native client, compiled from the client.c the wheel ships, and the Python script it falls back to
     assert entries[0].read_bytes()[:4] == b"\x7fELF"
     assert f"py={venv / 'bin' / 'python'}" in (entries[0].parent / "py" / "linkwrap-cc").read_text()
     built = subprocess.run(["cargo", "run", "-q"], cwd=project, capture_output=True, text=True, env=env)
     assert built.returncode == 0 and built.stdout == "ok\n", built.stderr
+
+
+def test_with_the_wheels_bin_on_path_install_writes_the_bare_name(venv, tmp_path):
+    """The wheel's linkwrap-cc console script on PATH: `linker = "linkwrap-cc"` links through it."""
+    project = tmp_path / "proj"
+    (project / "src").mkdir(parents=True)
+    (project / "Cargo.toml").write_text('[package]\nname = "proj"\nversion = "0.1.0"\nedition = "2021"\n')
+    (project / "src" / "main.rs").write_text('fn main() { println!("ok"); }\n')
+    home = tmp_path / "home"
+    env = {**os.environ, "LINKWRAP_HOME": str(home), "PATH": f"{venv / 'bin'}{os.pathsep}{path_without_linkwrap()}"}
+    done = subprocess.run([str(venv / "bin" / "linkwrap"), "install"], cwd=project, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert 'linker = "linkwrap-cc"' in (project / ".cargo" / "config.toml").read_text()
+    assert not (home / "bin").exists()  # nothing of this machine's is needed
+    built = subprocess.run(["cargo", "run", "-q"], cwd=project, capture_output=True, text=True, env=env)
+    assert built.returncode == 0 and built.stdout == "ok\n", built.stderr
+    assert (home / "links.spool").exists() or (home / "links.db").exists()  # the link went through linkwrap

@@ -13,7 +13,8 @@ Output: rich tables; --json prints a stable object:
   (plus "request.inputs" and "probe.output.cache_not_measured": why the page-cache share was not
    measured, e.g. "< 8 MiB", else null).
 A configuration error (a malformed or unreadable linkwrap.toml, an unknown LINKWRAP_LINKER) is a
-one-line error, exit 1: every link runs as asked until it is fixed. A fault of linkwrap's own is
+one-line error, exit 1: every link fails with that line until it is fixed (LINKWRAP_CONFIG_ERRORS=warn:
+links run as asked). A fault of linkwrap's own is
 reported the way the link would handle it: linked as asked, with the reason. LINKWRAP_DISABLE=1
 shows the facts and a decision of "as asked", as the link would do.
 """
@@ -82,7 +83,7 @@ def explain(request, environ) -> dict:
     from linkwrap.wrap.choose import choose
     choice = choose(request, environ)
     if choice.config_error is not None:
-        raise choice.config_error  # the user's to fix: one line, exit 1 (the link itself runs as asked meanwhile)
+        raise choice.config_error  # the user's to fix: one line, exit 1 (and so does the link)
     settings, facts, found = choice.settings, choice.facts, choice.found
     if environ.get("LINKWRAP_DISABLE") == "1":  # what pipeline.main checks first
         decision = policy.as_asked("LINKWRAP_DISABLE=1: linkwrap is off, the link runs exactly as asked")

@@ -22,6 +22,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--console-script", action="store_true",
                         help="point builds at pip's console script instead of linkwrap's faster entry point "
                              "(which skips site-packages processing: 10-30 ms per link)")
+    parser.add_argument("--absolute", action="store_true",
+                        help="Cargo: write the absolute path of linkwrap's entry point even when linkwrap-cc "
+                             "is on PATH (this machine only; the default then writes the bare name)")
 
 
 def add_common(parser) -> None:
@@ -57,6 +60,8 @@ def which(args) -> str:
         raise UsageError("--rule goes with --ninja")
     if getattr(args, "inherits", None):
         raise UsageError("--inherits goes with --cmake")
+    if getattr(args, "absolute", False) and getattr(args, "console_script", False):
+        raise UsageError("--absolute and --console-script do not go together")
     return "cargo"
 
 
@@ -111,13 +116,24 @@ def run(args) -> int:
     if kind == "cargo":
         from linkwrap.install import cargo
         path, root = cargo_file(args)
+        if args.target:
+            cargo.check_targets(args.target)
         triples = args.target or [cargo.host_triple()]
-        change = cargo.plan_install(path, triples, entry(cargo.SCRIPT), force=args.force)
+        if args.absolute or args.console_script:
+            linker, why = entry(cargo.SCRIPT), None
+        else:
+            linker, why = cargo.linker_to_write(lambda: entry(cargo.SCRIPT))
+        change = cargo.plan_install(path, triples, linker, force=args.force)
         changed = show_or_apply(change, args.dry_run)
         if args.dry_run:
             return 0
         marker.remember("cargo", path, targets=triples, scope="global" if args.global_ else "project")
         say(change.said)
+        if changed and why:
+            say([why])
+        notes, warnings = cargo.teammates(path, linker, None if args.global_ else cargo.git_status(path))
+        say(notes if changed else [])
+        warn(warnings)
         warn(cargo.fights(triples, cargo.configs_read(root or os.getcwd())))
         if changed and os.path.islink(path):
             say([f"note: {path} is a symbolic link: its target {os.path.realpath(path)} was edited"])

@@ -5,6 +5,11 @@ The build gets LINKWRAP_BUILD_ID in its environment, so every link under it
 wall time is measured here, which gives the share of it spent linking. The
 exit status is the build command's (128+N when a signal N ended it).
 
+The build runs in a process group of its own (the terminal's foreground one, as
+a shell does it): SIGTERM, SIGHUP and SIGINT sent to `linkwrap run` are passed
+on to that group, and linkwrap waits for it, records the build and exits with its
+status, so that a CI timeout or timeout(1) leaves no cargo or ninja behind.
+
 Where things go: the human summary goes to stderr, after the build's own
 output, so that it never mixes into what the build prints on stdout (which a
 caller may be capturing). With --json the JSON is all that goes to stdout, so
@@ -47,23 +52,19 @@ def run(args) -> int:
     key = build.new_run_key()
     cwd = os.getcwd()
     env = {**os.environ, build.ENV: key, "LINKWRAP_BUILD_CWD": cwd}
+    # Without `linkwrap install`, make this child's links run linkwrap where that can be done from outside.
+    from linkwrap.install import trial
+    env, notes = trial.prepare(argv, env)
+    for note in [] if args.quiet else notes:
+        print(f"linkwrap: note: {note}", file=sys.stderr)
     started_unix, started = time.time(), time.perf_counter()
-    # ^C goes to the whole foreground process group: let the build handle it and end.
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        try:
-            # --json: stdout is the JSON's alone, so the build's stdout joins its stderr.
-            proc = subprocess.Popen(argv, env=env, restore_signals=True, stdout=2 if args.json else None,
-                                    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-        except OSError as e:  # as a shell says it, with a shell's status
-            print(f"linkwrap: error: cannot run {argv[0]}: {e.strerror or e}", file=sys.stderr)
-            return 127 if isinstance(e, FileNotFoundError) else 126
-        code = proc.wait()
-    finally:
-        signal.signal(signal.SIGINT, old)
+        # --json: stdout is the JSON's alone, so the build's stdout joins its stderr.
+        code = run_build(argv, env, stdout=2 if args.json else None)
+    except OSError as e:  # as a shell says it, with a shell's status
+        print(f"linkwrap: error: cannot run {argv[0]}: {e.strerror or e}", file=sys.stderr)
+        return 127 if isinstance(e, FileNotFoundError) else 126
     wall_ms = (time.perf_counter() - started) * 1000
-    if code < 0:
-        code = 128 - code
     _summarise(args, key, " ".join(shlex.quote(a) for a in argv), cwd, started_unix, wall_ms, code)
     return code
 
@@ -94,3 +95,116 @@ def _summarise(args, key, command, cwd, started_unix, wall_ms, code) -> None:
     else:
         from linkwrap.report import render
         render.render(data, render.wide_console(stderr=True))
+
+
+# What a CI timeout, a closed terminal or ^C sends: passed on to the build's process group.
+FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+# How long the rest of the build's process group may take to die once its leader has.
+_GROUP_GRACE_S = 10.0
+
+
+def run_build(argv, env, stdout=None) -> int:
+    """Run the build in a process group of its own; -> its exit status (128+N if signal N ended it).
+
+    Its own group, so that a signal to linkwrap reaches cargo, rustc, ninja and every linker under
+    them (never linkwrap's caller, which may share linkwrap's group); on a terminal that group is
+    made the foreground one, as a shell does, so that ^C and reads from the terminal reach the
+    build directly. SIGTERM, SIGHUP and SIGINT sent to linkwrap itself are passed on to the group,
+    and linkwrap waits until the build has ended, so that it can be recorded and nothing outlives
+    `linkwrap run`. Raises OSError when the command cannot be started.
+    """
+    tty = _foreground_tty()
+    pending, group = [], []
+
+    def forward(signum, frame):
+        pending.append(signum)
+        if group:
+            _kill_group(group[0], signum)
+
+    # A signal linkwrap was started with ignored (SIGINT for a background job of a script) stays
+    # ignored, for the build too, as a shell does it.
+    old = {s: signal.signal(s, forward) for s in FORWARDED if signal.getsignal(s) is not signal.SIG_IGN}
+    try:
+        proc = subprocess.Popen(argv, env=env, stdout=stdout, restore_signals=True, process_group=0,
+                                preexec_fn=None if tty is None else lambda: _take_terminal(tty))
+        group.append(proc.pid)
+        if tty is not None:
+            _give_terminal(tty, proc.pid)  # the child did it too: whichever runs first wins the race
+        for signum in pending:  # arrived before the group existed
+            _kill_group(proc.pid, signum)
+        try:
+            status = _wait(proc.pid, tty)
+            proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+        finally:
+            if tty is not None:
+                _give_terminal(tty, os.getpgrp())
+        if pending:
+            _wait_group_gone(proc.pid)
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+    code = proc.returncode
+    return 128 - code if code < 0 else code
+
+
+def _wait(pid, tty) -> int:
+    """waitpid until the build ends; when ^Z stops it on a terminal, stop linkwrap too, then continue both."""
+    while True:
+        _, status = os.waitpid(pid, 0 if tty is None else os.WUNTRACED)
+        if not os.WIFSTOPPED(status):
+            return status
+        _give_terminal(tty, os.getpgrp())
+        os.kill(os.getpid(), signal.SIGSTOP)  # as the build is: the shell sees the job stopped
+        _give_terminal(tty, pid)
+        _kill_group(pid, signal.SIGCONT)
+
+
+def _foreground_tty():
+    """The fd of the controlling terminal when linkwrap runs in its foreground, else None."""
+    for fd in (0, 1, 2):
+        try:
+            if os.isatty(fd) and os.tcgetpgrp(fd) == os.getpgrp():
+                return fd
+        except OSError:
+            continue
+    return None
+
+
+def _give_terminal(fd, pgid) -> None:
+    # From the background tcsetpgrp raises SIGTTOU; ignored, it just works (as shells do it).
+    old = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    try:
+        os.tcsetpgrp(fd, pgid)
+    except OSError:
+        pass
+    finally:
+        signal.signal(signal.SIGTTOU, old)
+
+
+def _take_terminal(fd) -> None:
+    """In the child, before exec: make its new group the terminal's foreground."""
+    signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    try:
+        os.tcsetpgrp(fd, os.getpgrp())
+    except OSError:
+        pass
+    signal.signal(signal.SIGTTOU, signal.SIG_DFL)
+
+
+def _kill_group(pgid, signum) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except OSError:
+        pass  # gone already
+
+
+def _wait_group_gone(pgid) -> None:
+    """After a forwarded signal: wait (bounded) until the rest of the build's group has ended too."""
+    deadline = time.monotonic() + _GROUP_GRACE_S
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except OSError:
+            return
+        time.sleep(0.02)
+

@@ -34,10 +34,9 @@ def collect(path=None) -> dict:
               marked=all(f["marked"] for f in found) if found else None, exists=os.path.exists(config),
               linkers=sorted({f["linker"] for f in found}))
         for linker in sorted({f["linker"] for f in found}):
-            why = launcher.problem(linker)
+            why = entry_point_problem(config, linker)
             if why:
-                broken.append(f"{config}: linker {linker} will not run linkwrap ({why}); links run as asked "
-                              f"until `linkwrap install --force` is run again")
+                broken.append(why)
         return [f["target"] for f in found]
 
     root = None
@@ -68,7 +67,37 @@ def collect(path=None) -> dict:
         warnings = cargo.fights(sorted(set(targets)), cargo.configs_read(root or os.getcwd()))
     # The entry points `linkwrap install` writes from this interpreter (install/launcher.py).
     scripts = {name: launcher.fast_script(name, write=False) for name in ("linkwrap-cc", "linkwrap-launch")}
-    return {"scripts": scripts, "places": places, "warnings": broken + warnings}
+    # What a bare `linker = "linkwrap-cc"` runs for a build started from here.
+    on_path = {cargo.SCRIPT: cargo.on_path()}
+    return {"scripts": scripts, "on_path": on_path, "places": places, "warnings": broken + warnings}
+
+
+def entry_point_problem(config, linker):
+    """What fails when Cargo runs `linker` from `config`, and what repairs it; None when it runs linkwrap."""
+    import shutil
+    from linkwrap.install import cargo, launcher
+    fails = f'Cargo stops with "linker `{linker}` not found" (exit 101)'
+    if os.sep not in linker:  # a bare name: found on PATH, as Cargo finds it
+        found = shutil.which(linker)
+        if found is None:
+            try:
+                from linkwrap.install import marker
+                where = f"put {os.path.dirname(marker.script_path(linker))} on PATH"
+            except LinkwrapError:
+                where = "install linkwrap (`pip install linkwrap`) so that it is on PATH"
+            return (f'{config}: linker = "{linker}" is not on PATH: {fails}; {where}, or run '
+                    f"`linkwrap install --absolute` (this machine only)")
+        if cargo.on_path() is None:
+            return (f'{config}: linker = "{linker}" runs {found}, which is not linkwrap\'s entry point '
+                    f"(or is a version manager's shim): put linkwrap's own bin directory first on PATH")
+        linker = found
+    if not os.path.lexists(linker):
+        return f"{config}: linker = {linker!r} does not exist: {fails}; `linkwrap install` writes it again"
+    why = launcher.problem(linker)
+    if why:
+        return (f"{config}: linker {linker} will not run linkwrap ({why}): links run as asked, without "
+                f"linkwrap; `linkwrap install` repairs it")
+    return None
 
 
 LABELS = {"cargo-project": "cargo project", "cargo-global": "cargo global", "cmake-cache": "cmake build dir",
@@ -82,6 +111,8 @@ def run(args) -> int:
         return 0
     for name, where in info["scripts"].items():
         print(f"{name + ':':17}{where}" + ("" if os.path.exists(where) else " (not written yet: `linkwrap install` writes it)"))
+    for name, where in info["on_path"].items():
+        print(f"{'on PATH:':17}{where or f'no {name} of linkwrap' + chr(39) + 's (install writes absolute paths)'}")
     for p in info["places"]:
         if "error" in p:
             state = f"unreadable: {p['error']}"

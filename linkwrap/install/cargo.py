@@ -96,6 +96,97 @@ def host_triple() -> str:
     raise InstallError("`rustc -vV` printed no host line\nhint: pass --target TRIPLE")
 
 
+# ---- what to write ----
+
+def on_path(environ=os.environ):
+    """The linkwrap-cc a bare `linker = "linkwrap-cc"` runs for a build with this PATH, or None
+    when there is none, it is not linkwrap's, or it is a version manager's shim (~60 ms per link)."""
+    import shutil
+    found = shutil.which(SCRIPT, path=environ.get("PATH", os.defpath))
+    if not found or marker._is_shim(found) or not is_entry_point(found):
+        return None
+    return found
+
+
+def is_entry_point(path: str) -> bool:
+    """True when path looks like one of linkwrap's linkwrap-cc entry points: pip's console script,
+    linkwrap's own script or a native client all name linkwrap in their text; a compiler someone
+    called linkwrap-cc does not."""
+    try:
+        with open(path, "rb") as f:
+            return b"linkwrap" in f.read(8 << 20)
+    except OSError:
+        return False
+
+
+def linker_to_write(absolute, environ=os.environ):
+    """(the linker value, a sentence saying why): the bare name when PATH finds linkwrap's entry point,
+    so that a committed file works for everyone who has linkwrap; else `absolute()`'s path."""
+    found = on_path(environ)
+    if found:
+        return SCRIPT, (f'note: wrote the bare name linker = "{SCRIPT}" (on PATH: {found}): it works for '
+                        f"everyone with linkwrap installed and its bin directory on PATH")
+    path = absolute()
+    return path, (f"note: {SCRIPT} is not on PATH, so the absolute path {path} was written: it works on this "
+                  f"machine only, while linkwrap's state directory is kept; with linkwrap's bin directory on "
+                  f"PATH, `linkwrap install` writes the bare name")
+
+
+def git_status(path: str):
+    """'tracked', 'untracked' (in a work tree, not ignored) or None (no git, ignored, no work tree)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    try:
+        def git(*argv):
+            return subprocess.run(["git", "-C", folder, *argv], capture_output=True, text=True, timeout=30)
+        if git("rev-parse", "--is-inside-work-tree").stdout.strip() != "true":
+            return None
+        if git("ls-files", "--error-unmatch", "--", os.path.abspath(path)).returncode == 0:
+            return "tracked"
+        if git("check-ignore", "-q", "--", os.path.abspath(path)).returncode == 0:
+            return None
+        return "untracked"
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def teammates(path: str, linker: str, state):
+    """(notes, warnings) for the user when the edited file is (or may be) committed."""
+    if state is None:
+        return [], []
+    where = "is tracked by git" if state == "tracked" else "is in a git work tree"
+    if linker == SCRIPT:
+        return [f"note: {path} {where}: once it is committed, every teammate and CI runner needs linkwrap "
+                f"(`pip install linkwrap`, {SCRIPT} on PATH), or Cargo stops with "
+                f"\"linker `{SCRIPT}` not found\"; for yourself alone: `linkwrap uninstall` and "
+                f"`linkwrap install --global`"], []
+    return [], [f"{path} {where}, and {linker} exists on this machine only: do not commit it "
+            f"(teammates' Cargo would stop with \"linker not found\"); put {SCRIPT} on PATH and run "
+            f"`linkwrap install` again, or use `linkwrap install --global`"]
+
+
+def env_key(triple: str) -> str:
+    """Cargo's mangling of a triple in environment names: upper case, `-` and `.` as `_`."""
+    return re.sub(r"[-.]", "_", triple).upper()
+
+
+def check_targets(triples) -> None:
+    """Refuse a --target rustc does not know (`rustc --print target-list`); a target file (.json) passes."""
+    try:
+        out = subprocess.run(["rustc", "--print", "target-list"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise InstallError(f"cannot ask rustc for its targets ({e})\nhint: is rustc on PATH?") from e
+    known = set(out.split())
+    for triple in triples:
+        if triple in known or triple.endswith(".json"):
+            continue
+        import difflib
+        close = difflib.get_close_matches(triple, sorted(known), n=3)
+        hint = f"did you mean {' or '.join(close)}?" if close else "`rustc --print target-list` lists them"
+        raise InstallError(f"--target {triple}: not a target rustc knows\nhint: {hint}")
+
+
 # ---- reading ----
 
 def parse(path: str, data: bytes | None) -> dict:
@@ -200,8 +291,8 @@ def plan_install(path: str, triples, linker: str, force: bool = False) -> marker
         said.append(f"installed in {path} for {triple}: linker = {linker}"
                     + (f" (was {current!r}; `linkwrap uninstall` puts it back)" if current is not None else ""))
         if current is not None and _is_driver(str(current)):
-            said.append(f"note: linkwrap runs `cc` as the compiler driver; to keep {current!r}, "
-                        f"set LINKWRAP_CC={current} (for instance in [env] of this file)")
+            said.append(f"note: linkwrap links {triple} through {current!r} as the compiler driver (kept in its "
+                        f"marker; LINKWRAP_CC_{env_key(triple)} names another)")
     new = text.encode("utf-8") if text or old is not None else None
     if new != old:
         _check(path, new, expected, exact=True)
@@ -410,7 +501,7 @@ def fights(triples, configs, environ=os.environ) -> list[str]:
     """
     out = []
     for triple in triples:
-        up = re.sub(r"[-.]", "_", triple).upper()
+        up = env_key(triple)
         var = f"CARGO_TARGET_{up}_LINKER"
         if environ.get(var):
             out.append(f"{var}={environ[var]} overrides the config file: unset it, or linkwrap is not used")

@@ -97,6 +97,15 @@ class CacheChange:
             raise InstallError(f"`{' '.join(self.command())}` failed (exit {proc.returncode}): {' / '.join(tail)}")
 
 
+def _enabled(builddir, cache, lang) -> bool:
+    """The project enabled lang: its compiler is cached, or, when a toolchain file set it (cross
+    builds: a plain variable, not cached), CMake wrote CMakeFiles/<version>/CMake<LANG>Compiler.cmake."""
+    if f"CMAKE_{lang}_COMPILER" in cache:
+        return True
+    import glob
+    return bool(glob.glob(os.path.join(glob.escape(builddir), "CMakeFiles", "*", f"CMake{lang}Compiler.cmake")))
+
+
 def plan_cache_install(builddir: str, launcher: str, force: bool = False) -> CacheChange:
     cache = read_cache(builddir)
     version = _cache_version(cache)
@@ -106,7 +115,7 @@ def plan_cache_install(builddir: str, launcher: str, force: bool = False) -> Cac
                            "hint: upgrade CMake, or use `linkwrap install --ninja` on a hand-written build.ninja")
     cmake = cache.get("CMAKE_COMMAND", (None, None))[1] or shutil.which("cmake") or "cmake"
     state = _state(cache) or {"id": marker.ID, "entries": {}}
-    langs = [lang for lang, since in LANGS if version >= since and f"CMAKE_{lang}_COMPILER" in cache]
+    langs = [lang for lang, since in LANGS if version >= since and _enabled(builddir, cache, lang)]
     if not langs:
         raise InstallError(f"{builddir}: no C, C++ or Fortran compiler in CMakeCache.txt\n"
                            "hint: configure the project first: cmake -S SRC -B BUILD")

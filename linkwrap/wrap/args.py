@@ -16,7 +16,7 @@ from linkwrap.records import record
 class LinkRequest(record("LinkRequest", [
     "argv",        # tuple[str]: the arguments exactly as received (@files unexpanded)
     "args",        # tuple[str]: expanded, minus rustc's linker-forcing arguments
-    "driver",      # str: the cc driver to run ($LINKWRAP_CC, else "cc", or the launcher's)
+    "driver",      # str: the cc driver to run: the launcher's, else the target's (target.driver_for)
     "output",      # str | None: absolute path of -o
     "kind",        # "pie" | "exec" | "shared" | "relocatable" | "static" | "static-pie"
     "inputs",      # tuple[str]: input files named on the command line
@@ -25,6 +25,7 @@ class LinkRequest(record("LinkRequest", [
     "removed",     # tuple[str]: arguments taken out, in order
     "used_response_file",  # bool: the caller passed @file (keep passing one: ARG_MAX)
     "cwd",         # str
+    "target",      # str | None: a Rust link's target triple, or a prefixed driver's (aarch64-linux-gnu)
 ])):
     """One link, as asked for. Immutable; every later stage reads it."""
     __slots__ = ()
@@ -54,10 +55,17 @@ def parse(argv, driver=None, environ=os.environ, cwd=None) -> LinkRequest:
         else:
             kept.append(arg)
     output = output_path(kept)
+    # Which machine the link is for decides the driver of a Cargo link (the launcher names its own).
+    from linkwrap.wrap import target as target_mod
+    if driver:
+        target = target_mod.of_driver(driver)
+    else:
+        target = target_mod.of_args(kept)
+        driver = target_mod.driver_for(target, cwd, environ)[0]
     return LinkRequest(
         argv=tuple(argv),
         args=tuple(kept),
-        driver=driver or environ.get("LINKWRAP_CC") or "cc",
+        driver=driver,
         output=os.path.join(cwd, output) if output else None,
         kind=output_kind(kept),
         inputs=tuple(_inputs(kept)),
@@ -66,6 +74,7 @@ def parse(argv, driver=None, environ=os.environ, cwd=None) -> LinkRequest:
         removed=tuple(removed),
         used_response_file=used_response_file,
         cwd=cwd,
+        target=target,
     )
 
 

@@ -31,25 +31,40 @@ CANDIDATES = {
     "rust-lld": ("rust-lld",),     # on PATH when rustc runs the link
 }
 NAMES = ("mold", "wild", "lld", "rust-lld", "bfd", "gold", "python")
-_CACHE_FORMAT = 3
+_CACHE_FORMAT = 4
 
 
 def discover(request=None, environ=os.environ) -> dict:
-    """{name: LinkerInfo} for every linker found. Never raises for a missing one."""
+    """{name: LinkerInfo} for every linker found. Never raises for a missing one.
+
+    A cross link (request.target another machine's) gets that target's GNU ld and gold
+    (`aarch64-linux-gnu-ld.bfd`: the host's know only the host) and never the Python linker
+    (x86-64 only); mold, wild and lld link for several machines with one binary."""
     path_dirs = [d for d in environ.get("PATH", os.defpath).split(os.pathsep) if d]
     cache = _load_cache()
-    found = _search_path(path_dirs, cache)
+    prefix = ""
+    if request is not None and (request.target or request.driver):
+        from linkwrap.wrap import target
+        prefix = target.tool_prefix(request.target, request.driver)
+    found = _search_path(path_dirs, cache, prefix)
     rust_lld = _rust_lld(request, found, path_dirs, cache)
     found.pop("rust-lld", None)
     if rust_lld:
         found["rust-lld"] = rust_lld
-    python_ld = _python_linker()
+    python_ld = None if prefix else _python_linker()
     if python_ld:
         found["python"] = python_ld
     return _with_versions(found, cache)
 
 
-def _search_path(path_dirs, cache) -> dict:
+def candidates(prefix=""):
+    """CANDIDATES for a target whose GNU tools carry `prefix` (`aarch64-linux-gnu-`)."""
+    if not prefix:
+        return CANDIDATES
+    return {**CANDIDATES, "bfd": (f"{prefix}ld.bfd", f"{prefix}ld"), "gold": (f"{prefix}ld.gold",)}
+
+
+def _search_path(path_dirs, cache, prefix="") -> dict:
     """The linkers on PATH. Remembered per PATH and its directories' mtimes
     (installing or removing a binary changes its directory's mtime), so a warm
     link makes one stat() per PATH entry instead of listing directories."""
@@ -59,18 +74,18 @@ def _search_path(path_dirs, cache) -> dict:
             key.append((d, os.stat(d).st_mtime_ns))
         except OSError:
             key.append((d, -1))
-    key = tuple(key)
-    hit = cache.get("search")
+    key = (prefix, tuple(key))
+    hit = cache.get("search" + prefix)
     if hit and hit[0] == key:
         return dict(hit[1])
     found = {}
-    for name, exes in CANDIDATES.items():
+    for name, exes in candidates(prefix).items():
         path = _which_any(exes, path_dirs)
         if name == "lld" and not path:
             path = _find_lld(path_dirs)
         if path:
             found[name] = path
-    cache["search"] = (key, found)
+    cache["search" + prefix] = (key, found)
     cache["dirty"] = True
     return dict(found)
 

@@ -40,11 +40,16 @@ def link(inv):
     for doing, e in choice.faults:
         faults.note(doing, e)
     if choice.config_error is not None:
-        # The user's to fix (a malformed linkwrap.toml): said once per build (rustc < 1.97 hides a
-        # successful link's stderr, so once for ever could be never), and shown by `linkwrap summary`.
-        from linkwrap.wrap import build
         e = choice.config_error
         faults.note("choosing a linker", e)
+        if environ.get(CONFIG_ERRORS) != "warn":
+            # The user's to fix (a malformed linkwrap.toml): rustc discards a successful link's stderr,
+            # so a warning goes unseen and the build quietly runs without linkwrap's choice. Fail the
+            # link in the build where it happens, as ccache and Cargo do with their own config files.
+            return _config_failure(request, facts, decision, e, started_ns, inv)
+        # LINKWRAP_CONFIG_ERRORS=warn: said once per build (once for ever could be never, as above),
+        # the link runs as asked, and `linkwrap summary` shows it.
+        from linkwrap.wrap import build
         faults.warn_once(f"config-{_crc(str(e) + build.identify(environ, inv.caller_pid).key)}",
                          f"{e}; linking as asked until it is fixed")
 
@@ -77,6 +82,25 @@ def link(inv):
         record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first,
                     environ=environ, caller_pid=inv.caller_pid, entry=inv.entry)
     return outcome.returncode
+
+
+# LINKWRAP_CONFIG_ERRORS=warn: a configuration error is said once and links run as asked, for those
+# who prefer a build that never stops for linkwrap.
+CONFIG_ERRORS = "LINKWRAP_CONFIG_ERRORS"
+
+
+def _config_failure(request, facts, decision, error, started_ns, inv) -> int:
+    """Fail the link with one line naming the file and line, the fix and the ways round."""
+    message = (f"linkwrap: error: {error} (fix it; LINKWRAP_DISABLE=1 links without linkwrap, "
+               f"{CONFIG_ERRORS}=warn links as asked)\n").encode("utf-8", "replace")
+    try:
+        os.write(2, message)
+    except OSError:
+        pass
+    outcome = run.Outcome(1, 0.0, 0.0, 0.0, 0, b"", message, (), decision.write_mode, None, None, "driver")
+    record.save(request, facts, decision, outcome, started_ns=started_ns, environ=inv.environ,
+                caller_pid=inv.caller_pid, entry=inv.entry)
+    return 1
 
 
 # What every linker reports the same way: retrying with another would only say it twice.

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from conftest import script
+from conftest import path_without_linkwrap, script
 from install.buildtools import EXAMPLES, linkwrap
 
 HOST = "x86_64-unknown-linux-gnu"
@@ -23,6 +23,7 @@ def entry(name):
 @pytest.fixture
 def project(tmp_path, lw_home, monkeypatch):
     monkeypatch.setenv("CARGO_HOME", str(tmp_path / "cargo-home"))
+    monkeypatch.setenv("PATH", path_without_linkwrap())  # the absolute path is written (test_install_git.py: PATH)
     for var in ("RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_RUSTFLAGS",
                 f"CARGO_TARGET_{HOST.upper().replace('-', '_')}_LINKER"):
         monkeypatch.delenv(var, raising=False)
@@ -38,6 +39,9 @@ def test_install_twice_then_uninstall(project):
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         f"linkwrap: installed in {config} for {HOST}: linker = {entry('linkwrap-cc')}",
+        f"linkwrap: note: linkwrap-cc is not on PATH, so the absolute path {entry('linkwrap-cc')} was written: "
+        "it works on this machine only, while linkwrap's state directory is kept; with linkwrap's bin "
+        "directory on PATH, `linkwrap install` writes the bare name",
         "linkwrap: note: Cargo hashes the linker's path, so the next build rebuilds everything once"]
     assert done.stderr == ""
     assert f'linker = "{entry("linkwrap-cc")}"' in config.read_text()
@@ -156,10 +160,10 @@ def test_a_symlinked_config_stays_a_symlink(project, tmp_path):
     assert link.is_symlink() and real.read_bytes() == original
 
 
-def test_forcing_over_a_compiler_driver_says_how_to_keep_it(project):
+def test_forcing_over_a_compiler_driver_keeps_it_as_the_driver(project):
     (project / ".cargo").mkdir()
     (project / ".cargo" / "config.toml").write_text(f'[target.{HOST}]\nlinker = "clang"\n')
     done = lw("install", "--force", cwd=project)
     assert done.returncode == 0, done.stderr
-    assert "linkwrap: note: linkwrap runs `cc` as the compiler driver; to keep 'clang', set LINKWRAP_CC=clang" \
-        in done.stdout
+    assert (f"linkwrap: note: linkwrap links {HOST} through 'clang' as the compiler driver (kept in its marker; "
+            f"LINKWRAP_CC_{HOST.upper().replace('-', '_')} names another)") in done.stdout

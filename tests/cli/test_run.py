@@ -1,7 +1,12 @@
 """`linkwrap run -- <build>`: every link under it is one build, its summary follows, its exit status passes."""
 import json
 import os
+import signal
+import subprocess
 import sys
+import time
+
+import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 from conftest import script  # noqa: E402
@@ -60,3 +65,104 @@ def test_a_run_without_links_says_so_in_one_line(tmp_path, lw_home):
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("no links recorded for this build #"), done.stderr
     assert lines[0].endswith("exit status 0): sh -c 'exit 0'")
+
+
+# --- signals ---------------------------------------------------------------------
+
+def build_processes(token):
+    """Pids of live processes whose environment carries token (every process of the build does)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if f"LW_TEST_TOKEN={token}".encode() in f.read().split(b"\0"):
+                    found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+def default_signals():
+    """As a terminal's job starts: a test runner started in the background ignores SIGINT, and a
+    command started with a signal ignored rightly keeps ignoring it."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+SLEEPY_BUILD = "echo started > started; sleep 600 & sleep 600; wait"
+
+
+def test_timeout_leaves_no_process_of_the_build_behind(tmp_path, lw_home):
+    """A CI timeout signals `linkwrap run`: the build's whole process group ends with it, and the build
+    is recorded as ended by that signal (exit status 128+15)."""
+    token = f"{os.getpid()}-{tmp_path.name}"
+    done = subprocess.run(["timeout", "--preserve-status", "5", script("linkwrap"), "run", "-q", "--",
+                           "sh", "-c", SLEEPY_BUILD], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "LW_TEST_TOKEN": token}, stdin=subprocess.DEVNULL)
+    assert (tmp_path / "started").exists()  # the build did run
+    assert done.returncode == 128 + 15, done.stderr
+    assert build_processes(token) == []
+    [b] = summary_json("--all", cwd=tmp_path)["builds"]
+    assert b["exit_status"] == 128 + 15 and b["command"] == f"sh -c '{SLEEPY_BUILD}'"
+
+
+def test_plain_timeout_too(tmp_path, lw_home):
+    token = f"{os.getpid()}-{tmp_path.name}-plain"
+    done = subprocess.run(["timeout", "5", script("linkwrap"), "run", "-q", "--", "sh", "-c", SLEEPY_BUILD],
+                          cwd=tmp_path, capture_output=True, env={**os.environ, "LW_TEST_TOKEN": token},
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 124  # timeout's own status
+    assert build_processes(token) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_linkwrap_run_alone_reaches_the_build(tmp_path, lw_home, sig):
+    """Sent to linkwrap's pid only (not its group, as a supervisor may): the build still gets it, ends,
+    and linkwrap exits with the build's status. The build's sleep is in the foreground: a
+    non-interactive sh makes background jobs ignore SIGINT."""
+    token = f"{os.getpid()}-{tmp_path.name}-{sig}"
+    proc = subprocess.Popen([script("linkwrap"), "run", "-q", "--", "sh", "-c", "echo started > started; exec sleep 600"],
+                            cwd=tmp_path, env={**os.environ, "LW_TEST_TOKEN": token}, stdin=subprocess.DEVNULL,
+                            start_new_session=True, preexec_fn=default_signals)
+    while not (tmp_path / "started").exists():
+        assert proc.poll() is None
+        time.sleep(0.01)
+    time.sleep(0.1)  # `exec sleep` has replaced sh
+    proc.send_signal(sig)
+    assert proc.wait(timeout=60) == 128 + sig
+    assert build_processes(token) == []
+    [b] = summary_json("--all", cwd=tmp_path)["builds"]
+    assert b["exit_status"] == 128 + sig
+
+
+def test_on_a_terminal_the_build_reads_it_and_gets_ctrl_c(tmp_path, lw_home):
+    """The build runs in a group of its own made the terminal's foreground, as a shell does: it can
+    read the terminal (no SIGTTIN stop), and ^C from the terminal ends it: exit status 128+2."""
+    import pty
+    pid, master = pty.fork()
+    if pid == 0:  # a new session with the pty as its controlling terminal
+        os.chdir(tmp_path)
+        try:
+            default_signals()
+            os.execv(script("linkwrap"), ["linkwrap", "run", "-q", "--", "sh", "-c",
+                                          "read line; echo got $line; echo started > started; exec sleep 600"])
+        finally:
+            os._exit(127)
+    import select
+    os.write(master, b"hello\n")
+    seen, deadline = b"", time.monotonic() + 120  # a guard against a hang, not a timing
+    while b"got hello" not in seen:
+        if time.monotonic() > deadline:
+            os.killpg(pid, signal.SIGKILL)
+            raise AssertionError(f"the build never read the terminal (stopped by SIGTTIN?): {seen!r}")
+        if select.select([master], [], [], 1)[0]:
+            seen += os.read(master, 1024)
+    while not (tmp_path / "started").exists():
+        time.sleep(0.01)
+    time.sleep(0.1)
+    os.write(master, b"\x03")  # ^C, as typed
+    _, status = os.waitpid(pid, 0)
+    os.close(master)
+    assert os.waitstatus_to_exitcode(status) == 128 + signal.SIGINT

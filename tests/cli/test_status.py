@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from conftest import script
+from conftest import path_without_linkwrap, script
 from install.buildtools import EXAMPLES, linkwrap, run
 
 HOST = "x86_64-unknown-linux-gnu"
@@ -18,6 +18,7 @@ def lw(*argv, cwd, env=None):
 @pytest.fixture
 def project(tmp_path, lw_home, monkeypatch):
     monkeypatch.setenv("CARGO_HOME", str(tmp_path / "cargo-home"))
+    monkeypatch.setenv("PATH", path_without_linkwrap())  # the absolute path is written (test_install_git.py: PATH)
     monkeypatch.delenv("RUSTFLAGS", raising=False)
     root = tmp_path / "proj"
     root.mkdir()

@@ -51,6 +51,20 @@ def comment(path) -> str:
     return run(["readelf", "-p", ".comment", path]).stdout
 
 
+# What each linker writes into .comment (GNU ld writes nothing of its own).
+SIGNATURE = {"mold": "mold", "lld": "LLD", "rust-lld": "LLD", "wild": "Linked with Wild"}
+
+
+def check_signed_by_the_chosen_linker(link, binary):
+    """The linker linkwrap recorded for a link (a summary --json link) is the one that wrote the output."""
+    assert link["linker"] != "as asked", link
+    text = comment(binary)
+    if link["linker"] in SIGNATURE:
+        assert SIGNATURE[link["linker"]] in text, text
+    else:
+        assert not any(s in text for s in SIGNATURE.values()), text
+
+
 def linkwrap(*argv, cwd, env=None):
     """The real `linkwrap` console script (by its path, not a pyenv shim)."""
     from conftest import script

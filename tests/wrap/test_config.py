@@ -348,30 +348,47 @@ def test_template_is_valid_and_every_example_line_is_too():
 
 # --- on the link path: fail-open ------------------------------------------------
 
-def test_a_broken_linkwrap_toml_does_not_break_the_link(project, lw_home, hello_obj):
+def link_hello(project, hello_obj, **env):
+    return subprocess.run([script("linkwrap-cc"), str(hello_obj), "-o", "hello"], cwd=project,
+                          capture_output=True, text=True, env={**os.environ, **env})
+
+
+FIX = "(fix it; LINKWRAP_DISABLE=1 links without linkwrap, LINKWRAP_CONFIG_ERRORS=warn links as asked)"
+
+
+def test_a_broken_linkwrap_toml_fails_the_link_with_one_line(project, lw_home, hello_obj):
+    """rustc discards a successful link's stderr: a warning would go unseen and the build would
+    quietly run without linkwrap's choice. So the link fails, in the build where the file broke."""
     (project / "linkwrap.toml").write_text('prefer = ["mold"]\nin_place = maybe\n')
-    done = subprocess.run([script("linkwrap-cc"), str(hello_obj), "-o", "hello"], cwd=project,
-                          capture_output=True, text=True)
-    # said once, on one line, naming file and line (rustc >= 1.97 shows it as a warning)
-    assert (done.returncode, done.stdout) == (0, "")
-    assert done.stderr.startswith(f"linkwrap: warning: {project / 'linkwrap.toml'}:2: ") and done.stderr.count("\n") == 1
-    again = subprocess.run([script("linkwrap-cc"), str(hello_obj), "-o", "hello"], cwd=project,
-                           capture_output=True, text=True)
-    assert (again.returncode, again.stdout, again.stderr) == (0, "", "")
-    assert subprocess.run([str(project / "hello")], capture_output=True, text=True).stdout == "hello\n"
+    for _ in range(2):  # every link, not once: each one would otherwise run without the user's settings
+        done = link_hello(project, hello_obj)
+        assert (done.returncode, done.stdout) == (1, "")
+        assert done.stderr.startswith(f"linkwrap: error: {project / 'linkwrap.toml'}:2: Invalid value")
+        assert done.stderr.endswith(f" {FIX}\n") and done.stderr.count("\n") == 1
+        assert not (project / "hello").exists()
     # the fault is noted for the log, with file and line
     assert f"{project / 'linkwrap.toml'}:2: Invalid value" in (lw_home / "linkwrap.log").read_text()
-
-
-def test_an_unknown_linkwrap_linker_links_as_asked(project, lw_home, hello_obj):
-    """LINKWRAP_LINKER=nonsense used to mean mold, quietly. Now it is a configuration error:
-    the link runs exactly as asked (cc's default, GNU ld here), and the log says why."""
-    env = {**os.environ, "LINKWRAP_LINKER": "nonsense"}
-    done = subprocess.run([script("linkwrap-cc"), str(hello_obj), "-o", "hello"], cwd=project,
-                          capture_output=True, text=True, env=env)
-    message = f"LINKWRAP_LINKER=nonsense: not a linker linkwrap knows ({KNOWN_LIST})"
+    # the two ways round that the line names
+    done = link_hello(project, hello_obj, LINKWRAP_DISABLE="1")
+    assert (done.returncode, done.stderr) == (0, "")
+    (project / "hello").unlink()
+    done = link_hello(project, hello_obj, LINKWRAP_CONFIG_ERRORS="warn")
     assert (done.returncode, done.stdout) == (0, "")
-    # pipeline.py may say it once on stderr; if it does, it is this one line
+    assert done.stderr.startswith(f"linkwrap: warning: {project / 'linkwrap.toml'}:2: ") and done.stderr.count("\n") == 1
+    again = link_hello(project, hello_obj, LINKWRAP_CONFIG_ERRORS="warn")
+    assert (again.returncode, again.stdout, again.stderr) == (0, "", "")
+    assert subprocess.run([str(project / "hello")], capture_output=True, text=True).stdout == "hello\n"
+
+
+def test_an_unknown_linkwrap_linker_fails_the_link(project, lw_home, hello_obj):
+    """LINKWRAP_LINKER=nonsense used to mean mold, quietly. It is a configuration error: the link fails
+    with one line; with LINKWRAP_CONFIG_ERRORS=warn it runs exactly as asked (cc's default, GNU ld here)."""
+    message = f"LINKWRAP_LINKER=nonsense: not a linker linkwrap knows ({KNOWN_LIST})"
+    done = link_hello(project, hello_obj, LINKWRAP_LINKER="nonsense")
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", f"linkwrap: error: {message} {FIX}\n")
+    done = link_hello(project, hello_obj, LINKWRAP_LINKER="nonsense", LINKWRAP_CONFIG_ERRORS="warn")
+    assert (done.returncode, done.stdout) == (0, "")
+    # said at most once per build; if it is, it is this one line
     assert done.stderr in ("", f"linkwrap: warning: {message}; linking as asked until it is fixed\n"), done.stderr
     assert subprocess.run([str(project / "hello")], capture_output=True, text=True).stdout == "hello\n"
     text = subprocess.run(["readelf", "-p", ".comment", str(project / "hello")], capture_output=True, text=True).stdout
@@ -391,9 +408,8 @@ def test_the_project_file_chooses_the_linker(project, lw_home, hello_obj, prefer
 
 def test_a_broken_file_is_a_configuration_error_in_the_summary(project, lw_home, hello_obj):
     (project / "linkwrap.toml").write_text('prefer = "mold"\n')
-    done = subprocess.run([script("linkwrap-cc"), str(hello_obj), "-o", "hello"], cwd=project,
-                          capture_output=True, text=True)
-    assert done.returncode == 0
+    assert link_hello(project, hello_obj).returncode == 1
+    assert link_hello(project, hello_obj, LINKWRAP_CONFIG_ERRORS="warn").returncode == 0
     table = subprocess.run([script("linkwrap"), "summary"], cwd=project, capture_output=True, text=True,
                            env={**os.environ, "COLUMNS": "200"}).stdout
     assert "as asked (config error)" in table

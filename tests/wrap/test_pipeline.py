@@ -118,3 +118,20 @@ def test_no_response_file_is_left_beside_an_output_whose_name_prefixes_it(tmp_pa
     done = link(linkwrap_cc, ["@a.rsp"], tmp_path)
     assert (done.returncode, done.stderr) == (0, "")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.rsp", "hello.c", "hello.o", "link", "lw-home"]
+
+
+def test_a_broken_linkwrap_toml_fails_cargo_build_with_one_line(tmp_path, lw_home, linkwrap_cc):
+    """rustc shows a failed link's stderr: the user learns of the broken file in this build."""
+    from cargokit import env_name, host_triple, new_crate
+    crate = new_crate(tmp_path)
+    toml = os.path.join(crate, "linkwrap.toml")
+    with open(toml, "w") as f:
+        f.write('prefer = ["mold"]\nforbid = "lld"\n')
+    env = {**os.environ, env_name(host_triple()): linkwrap_cc, "CARGO_TARGET_DIR": str(tmp_path / "target")}
+    done = subprocess.run(["cargo", "build", "--quiet"], cwd=crate, capture_output=True, text=True, env=env)
+    assert done.returncode != 0
+    ours = [line for line in done.stderr.splitlines() if "linkwrap: " in line]
+    assert len(ours) == 1, done.stderr
+    assert f"linkwrap: error: {toml}:2: 'forbid' must be a list of linker names (fix it; LINKWRAP_DISABLE=1" in ours[0]
+    env["LINKWRAP_DISABLE"] = "1"
+    assert subprocess.run(["cargo", "build", "--quiet"], cwd=crate, capture_output=True, env=env).returncode == 0

@@ -1,0 +1,121 @@
+"""`linkwrap install` in a team: a committed .cargo/config.toml that works in a teammate's clone, and a
+state directory that went away (real git, real cargo builds)."""
+import json
+import os
+import shutil
+
+import pytest
+
+from cargokit import host_triple, new_crate
+from conftest import SCRIPTS, path_without_linkwrap
+from install.buildtools import check_signed_by_the_chosen_linker, linkwrap, run
+
+GIT = ["git", "-c", "user.name=Test", "-c", "user.email=test@example.invalid", "-c", "init.defaultBranch=main"]
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    """A committed Rust project whose .cargo/config.toml is tracked (as many projects have)."""
+    for var in ("RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_RUSTFLAGS", "LINKWRAP_LINKER",
+                "LINKWRAP_DISABLE", "LINKWRAP_CC"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("CARGO_HOME", str(tmp_path / "cargo-home"))  # no global config of this machine's
+    monkeypatch.setenv("RUSTUP_HOME", os.environ.get("RUSTUP_HOME", os.path.expanduser("~/.rustup")))
+    root = new_crate(tmp_path, "team")
+    run(["cargo", "generate-lockfile", "--offline"], cwd=root)
+    os.mkdir(os.path.join(root, ".cargo"))
+    with open(os.path.join(root, ".cargo", "config.toml"), "w") as f:
+        f.write('[alias]\nb = "build"\n')
+    run([*GIT, "init", "-q"], cwd=root)
+    run([*GIT, "add", "-A"], cwd=root)
+    run([*GIT, "commit", "-qm", "start"], cwd=root)
+    return root
+
+
+def env_for(home, on_path=True, **more):
+    base = path_without_linkwrap()
+    return {"LINKWRAP_HOME": str(home), "PATH": f"{SCRIPTS}{os.pathsep}{base}" if on_path else base, **more}
+
+
+def links_recorded(cwd, env):
+    done = linkwrap("summary", "--json", "--all", cwd=cwd, env=env)
+    assert done.returncode == 0, done.stderr
+    return [link for b in json.loads(done.stdout)["builds"] for link in b["links"]]
+
+
+def test_a_committed_install_builds_through_linkwrap_in_a_fresh_clone(repo, tmp_path):
+    mine = env_for(tmp_path / "home-mine")
+    done = linkwrap("install", cwd=repo, env=mine)
+    assert done.returncode == 0, done.stderr
+    config = os.path.join(repo, ".cargo", "config.toml")
+    assert f'linker = "linkwrap-cc"' in open(config).read()
+    assert f'note: wrote the bare name linker = "linkwrap-cc" (on PATH: {SCRIPTS}/linkwrap-cc)' in done.stdout
+    assert (f"note: {config} is tracked by git: once it is committed, every teammate and CI runner needs "
+            "linkwrap") in done.stdout
+    run([*GIT, "commit", "-qam", "link through linkwrap"], cwd=repo)
+
+    # A teammate: a fresh clone, another LINKWRAP_HOME, linkwrap on PATH.
+    clone = tmp_path / "clone"
+    run([*GIT, "clone", "-q", repo, clone])
+    theirs = env_for(tmp_path / "home-theirs", CARGO_TARGET_DIR=str(tmp_path / "target-theirs"))
+    run(["cargo", "build", "--quiet"], cwd=clone, env=theirs)
+    [link] = links_recorded(clone, theirs)
+    check_signed_by_the_chosen_linker(link, tmp_path / "target-theirs" / "debug" / "team")
+
+    # Their state directory removed: nothing depended on it.
+    shutil.rmtree(tmp_path / "home-theirs")
+    done = linkwrap("status", "--json", cwd=clone, env=theirs)
+    info = json.loads(done.stdout)
+    assert info["warnings"] == []
+    assert info["on_path"] == {"linkwrap-cc": os.path.join(SCRIPTS, "linkwrap-cc")}
+    [place] = [p for p in info["places"] if p["kind"] == "cargo-project"]
+    assert place["installed"] and place["linkers"] == ["linkwrap-cc"]
+    os.utime(clone / "src" / "main.rs")
+    run(["cargo", "build", "--quiet"], cwd=clone, env=theirs)
+    assert len(links_recorded(clone, theirs)) == 1
+
+
+def test_without_linkwrap_on_path_status_says_what_fails_and_what_repairs_it(repo, tmp_path):
+    config = os.path.join(repo, ".cargo", "config.toml")
+    home = tmp_path / "home"
+    build_env = {"CARGO_TARGET_DIR": str(tmp_path / "target")}
+    # Committed with the bare name; then someone without linkwrap-cc on PATH.
+    assert linkwrap("install", cwd=repo, env=env_for(home)).returncode == 0
+    off = env_for(home, on_path=False, **build_env)
+    done = linkwrap("status", cwd=repo, env=off)
+    assert (f'warning: {config}: linker = "linkwrap-cc" is not on PATH: Cargo stops with "linker `linkwrap-cc` '
+            f'not found" (exit 101); put {SCRIPTS} on PATH, or run `linkwrap install --absolute`') in done.stdout
+    failed = run(["cargo", "build", "--quiet"], cwd=repo, env=off, check=False)
+    assert failed.returncode == 101 and "linkwrap-cc" in failed.stderr  # what status said
+
+    # install there writes the absolute path, and says it must not be committed.
+    done = linkwrap("install", cwd=repo, env=off)
+    info = json.loads(linkwrap("status", "--json", cwd=repo, env=off).stdout)
+    entry = info["scripts"]["linkwrap-cc"]
+    assert info["on_path"] == {"linkwrap-cc": None}
+    assert f"linker = {entry}" in done.stdout and f'linker = "{entry}"' in open(config).read()
+    assert f"linkwrap: warning: {config} is tracked by git, and {entry} exists on this machine only: do not commit it" \
+        in done.stderr
+    run(["cargo", "build", "--quiet"], cwd=repo, env=off)
+
+    # The state directory removed: status names the failure and the repair; the repair works.
+    shutil.rmtree(home)
+    done = linkwrap("status", cwd=repo, env=off)
+    assert (f"warning: {config}: linker = {entry!r} does not exist: Cargo stops with \"linker `{entry}` not found\" "
+            "(exit 101); `linkwrap install` writes it again") in done.stdout
+    os.utime(os.path.join(repo, "src", "main.rs"))
+    assert run(["cargo", "build", "--quiet"], cwd=repo, env=off, check=False).returncode == 101
+    assert linkwrap("install", cwd=repo, env=off).returncode == 0
+    assert "warning: " not in linkwrap("status", cwd=repo, env=off).stdout
+    run(["cargo", "build", "--quiet"], cwd=repo, env=off)
+    assert len(links_recorded(repo, off)) == 1
+
+
+def test_global_install_is_personal(repo, tmp_path):
+    """--global edits $CARGO_HOME/config.toml: nothing in the repository, no word about teammates."""
+    done = linkwrap("install", "--global", cwd=repo, env=env_for(tmp_path / "home"))
+    assert done.returncode == 0, done.stderr
+    assert "teammate" not in done.stdout + done.stderr
+    assert run([*GIT, "status", "--porcelain"], cwd=repo).stdout == ""
+    assert 'linker = "linkwrap-cc"' in (tmp_path / "cargo-home" / "config.toml").read_text()
+    assert host_triple() in (tmp_path / "cargo-home" / "config.toml").read_text()
