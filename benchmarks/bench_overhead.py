@@ -86,7 +86,7 @@ def bench_link(label, argv, cwd, env, linker, client, script, runs, work):
     req = args.parse(argv, environ=env, cwd=cwd)
     decision = choose(req, env).decision
     assert decision.linker and decision.linker.name == linker, decision
-    outs = {k: os.path.join(work, f"{label}-{k}") for k in ("cc", "script", "client")}
+    outs = {k: os.path.join(work, f"{label.split()[0]}-{k}") for k in ("cc", "script", "client")}
     cmds = {"cc": run.command(req, decision, outs["cc"]),
             "script": [script, *args.with_output(argv, outs["script"])],
             "client": [client, *args.with_output(argv, outs["client"])]}
