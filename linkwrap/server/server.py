@@ -298,7 +298,7 @@ def child(conn) -> None:
         data += chunk
     try:
         req = parse_request(bytes(data))
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, StopIteration):
         _refuse(conn, b"F")
     from linkwrap import __version__
     if req["version"] != __version__:

@@ -440,3 +440,15 @@ def test_a_server_that_does_not_answer_is_passed_by(tmp_path, lw_home, client):
         assert entry_points(lw_home) == ["script"]
     finally:
         wedged.close()
+
+
+def test_a_garbled_request_is_refused_and_the_server_goes_on(tmp_path, lw_home, client, server):
+    import struct
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(socket_path(lw_home))
+    assert s.recv(1) == b"A"
+    s.sendall(struct.pack("<II", srv.MAGIC, 5) + b"0.1\0x")  # a payload that ends too soon
+    assert s.recv(16) == b"F"
+    s.close()
+    done = link(client, tmp_path, env_with(tmp_path))
+    assert done.returncode == 0 and entry_points(lw_home) == ["server"]
