@@ -6,7 +6,7 @@ socket whose name says which world it serves -- uid, cgroups, mount, pid and use
 namespaces, linkwrap install (world_key()) -- so a client only ever reaches a
 server that sees the same files, the same processes and the same limits.
 
-For each connection the server forks. The child:
+Each link is served by a child forked ahead of it (a spare waiting in accept()). The child:
   1. checks the peer (SO_PEERCRED: our uid) and the client's version ('V' and 'F' send
      the client to the script; the server itself answered 'A', alive, on accepting);
   2. takes the client's fds 0-2 and jobserver fds at the same numbers, its
@@ -144,66 +144,65 @@ def _on_term(sig, frame):
     _stop.append(sig)
 
 
+SPARES = 2  # children forked ahead, waiting in accept(): a link never waits for a fork
+
+
 def serve(listener, stamp, path, dfd) -> None:
+    """Keep SPARES children waiting for links; exit when idle, outdated or asked to.
+
+    A fork of this process costs milliseconds (page tables, then copy-on-write faults as the
+    child touches objects), so it is paid ahead: each spare accepts one connection itself,
+    tells the parent (its pid on the notify pipe) and the parent forks the next. The spares
+    watch a pipe whose write end only the parent holds: the parent gone, they exit.
+    """
+    import gc
     import select
     import signal
     import time
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGINT, _on_term)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    state = {"links": 0, "started": time.time(), "children": set()}
+    gc.collect()
+    gc.freeze()  # the children's collector then never touches (and copies) the server's objects
+    notify_r, notify_w = os.pipe()
+    life_r, life_w = os.pipe()
+    state = {"links": 0, "started": time.time(), "children": set(), "idle": set()}
     last = time.monotonic()
     next_check = last + CHECK_S
     ino = os.stat(path).st_ino
     while True:
+        while len(state["idle"]) < SPARES:
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    os.close(notify_r)
+                    os.close(life_w)
+                    os.close(dfd)
+                    spare(listener, notify_w, life_r, state)
+                except BaseException as e:  # the client links again through the script
+                    from linkwrap import faults
+                    faults.note("serving a link", e)
+                finally:
+                    os._exit(70)
+            state["children"].add(pid)
+            state["idle"].add(pid)
         try:
-            ready, _, _ = select.select([listener], [], [], 1.0)
+            ready, _, _ = select.select([notify_r], [], [], 1.0)
         except InterruptedError:
             ready = []
-        _reap(state)
         now = time.monotonic()
         if ready:
-            last = now
-            # Every waiting client hears 'A' (alive) at once, before any fork: a client that does
-            # not hear it in time (client.c's LW_TIMEOUT_S) takes this server for wedged.
-            conns = []
-            while True:
-                try:
-                    conn, _ = listener.accept()
-                except (BlockingIOError, InterruptedError):
-                    break
-                except OSError:
-                    break
-                try:
-                    conn.send(b"A")
-                except OSError:
-                    conn.close()
-                    continue
-                conns.append(conn)
-            for conn in conns:
+            data = os.read(notify_r, 4096)
+            for i in range(0, len(data) - 3, 4):
+                state["idle"].discard(int.from_bytes(data[i:i + 4], "little"))
                 state["links"] += 1
-                pid = os.fork()
-                if pid == 0:
-                    try:
-                        listener.close()
-                        os.close(dfd)
-                        for other in conns:
-                            if other is not conn:
-                                other.close()
-                        if not _control(conn, state):
-                            child(conn)
-                    except BaseException as e:  # the client links again through the script
-                        from linkwrap import faults
-                        faults.note("serving a link", e)
-                    finally:
-                        os._exit(70)
-                state["children"].add(pid)
-                conn.close()
+            last = now
+        _reap(state)
         if _stop:
             break
-        elif now >= next_check:
+        if now >= next_check:
             next_check = now + CHECK_S
-            if now - last > IDLE_S and not state["children"]:
+            if now - last > IDLE_S and state["children"] <= state["idle"]:
                 break
             if installed_stamp() != stamp:
                 break  # a new linkwrap: the next link starts the new one
@@ -217,6 +216,42 @@ def serve(listener, stamp, path, dfd) -> None:
             os.unlink(path)
     except OSError:
         pass
+    os.close(life_w)  # the spares exit; links in progress finish and answer
+
+
+def spare(listener, notify_w, life_r, state) -> None:
+    """A child forked ahead, waiting for one connection: accept it, answer 'A', serve it."""
+    import gc
+    import select
+    import signal
+    import time
+    gc.disable()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
+    listener.setblocking(False)
+    while True:
+        ready, _, _ = select.select([listener, life_r], [], [])
+        if life_r in ready:
+            os._exit(0)  # the server is gone
+        try:
+            conn, _ = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            continue  # another spare took it
+        break
+    reached = time.perf_counter_ns()
+    listener.close()
+    os.close(life_r)
+    conn.setblocking(True)
+    try:
+        # 'A': the server is alive (a client that does not hear it in client.c's LW_TIMEOUT_S
+        # takes it for wedged); the client's fds come only after it.
+        conn.send(b"A")
+    except OSError:
+        os._exit(0)
+    os.write(notify_w, os.getpid().to_bytes(4, "little"))
+    os.close(notify_w)
+    if not _control(conn, state):
+        child(conn, reached)
 
 
 def _reap(state):
@@ -225,10 +260,12 @@ def _reap(state):
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             state["children"].clear()
+            state["idle"].clear()
             return
         if pid == 0:
             return
         state["children"].discard(pid)
+        state["idle"].discard(pid)  # a spare that died before taking a link
 
 
 def _control(conn, state) -> bool:
@@ -245,7 +282,7 @@ def _control(conn, state) -> bool:
         what = conn.recv(64)[4:].strip()
         from linkwrap import __version__
         conn.sendall(f"pid={os.getppid()} version={__version__} install={install_id()} "
-                     f"links={state['links'] - 1} running={len(state['children'])} "
+                     f"links={state['links']} running={len(state['children'] - state['idle'])} "
                      f"started={int(state['started'])}\n".encode())
         if what == b"stop":
             os.kill(os.getppid(), 15)
@@ -274,8 +311,8 @@ def installed_stamp():
 
 # --- the child: one link ---------------------------------------------------------
 
-def child(conn) -> None:
-    """One link, for the client at conn (which has heard 'A' already)."""
+def child(conn, reached=None) -> None:
+    """One link, for the client at conn (which has heard 'A' already), taken at reached (ns)."""
     import socket
     import struct
     conn.setblocking(True)
@@ -322,7 +359,7 @@ def child(conn) -> None:
         faults.note("taking a link from the client", e)
         _refuse(conn, b"F")
     conn.settimeout(None)
-    result = run_link(req, peer_pid, conn)
+    result = run_link(req, peer_pid, conn, reached)
     from linkwrap.wrap import invocation
     if isinstance(result, invocation.Exec):
         reply = b"D" + b"\0".join(os.fsencode(a) for a in result.argv) + b"\0"
@@ -464,7 +501,7 @@ def _cgroup_mounts() -> dict:
     return out
 
 
-def run_link(req, peer_pid, conn):
+def run_link(req, peer_pid, conn, reached=None):
     """The link, with the client's signals (and its silent death) turned into this child's."""
     import _thread
     from linkwrap.wrap import invocation, pipeline
@@ -486,7 +523,7 @@ def run_link(req, peer_pid, conn):
     if req["name"] == "linkwrap-launch":
         argv = argv[1:] if argv[:1] == ["--"] else argv
         argv, driver = argv[1:], argv[0]
-    inv = invocation.Invocation(tuple(argv), driver, os.environ, req["cwd"], peer_pid, None, "server")
+    inv = invocation.Invocation(tuple(argv), driver, os.environ, req["cwd"], peer_pid, None, "server", reached)
     return pipeline.link(inv)
 
 

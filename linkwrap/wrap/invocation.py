@@ -19,6 +19,7 @@ class Invocation(record("Invocation", [
     "caller_pid",  # int: the process the build started (linkwrap-cc, or the native client)
     "owner",       # str | None: owner tag of the link's private directory (None: this process's)
     "entry",       # "script" | "server": how the link reached linkwrap (recorded)
+    "reached_ns",  # int | None: perf_counter_ns when the server took the link (None: the process start)
 ])):
     __slots__ = ()
 
@@ -35,7 +36,7 @@ class Killed(record("Killed", "signal")):
 
 def current(argv, driver=None, environ=os.environ) -> Invocation:
     """The link this process was started for."""
-    return Invocation(tuple(argv), driver, environ, os.getcwd(), os.getpid(), None, "script")
+    return Invocation(tuple(argv), driver, environ, os.getcwd(), os.getpid(), None, "script", None)
 
 
 def act(result) -> int:

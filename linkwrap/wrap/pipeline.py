@@ -80,7 +80,7 @@ def link(inv):
     run.write_through(outcome)
     if settings is None or settings.record:
         record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first,
-                    environ=environ, caller_pid=inv.caller_pid, entry=inv.entry)
+                    environ=environ, caller_pid=inv.caller_pid, entry=inv.entry, reached_ns=inv.reached_ns)
     return outcome.returncode
 
 
@@ -99,7 +99,7 @@ def _config_failure(request, facts, decision, error, started_ns, inv) -> int:
         pass
     outcome = run.Outcome(1, 0.0, 0.0, 0.0, 0, b"", message, (), decision.write_mode, None, None, "driver")
     record.save(request, facts, decision, outcome, started_ns=started_ns, environ=inv.environ,
-                caller_pid=inv.caller_pid, entry=inv.entry)
+                caller_pid=inv.caller_pid, entry=inv.entry, reached_ns=inv.reached_ns)
     return 1
 
 

@@ -44,7 +44,7 @@ FORMAT = 1  # the "v" of every record; bump when fields change meaning
 
 
 def save(request, probe, decision, outcome, *, started_ns, first_attempt=None, environ=os.environ,
-         caller_pid=None, entry="script") -> None:
+         caller_pid=None, entry="script", reached_ns=None) -> None:
     """Append this link's record to the spool. Never raises."""
     try:
         now_ns = time.perf_counter_ns()
@@ -54,7 +54,7 @@ def save(request, probe, decision, outcome, *, started_ns, first_attempt=None, e
             return
         frame = encode(make(request, probe, decision, outcome, started_ns=started_ns,
                             first_attempt=first_attempt, now_ns=now_ns, environ=environ,
-                            caller_pid=caller_pid, entry=entry))
+                            caller_pid=caller_pid, entry=entry, reached_ns=reached_ns))
     except BaseException as e:  # a fault of ours: the link's result stands
         _fault("building the link record", e)
         return
@@ -74,7 +74,7 @@ def _disabled(state, environ=os.environ) -> bool:
 
 
 def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, now_ns=None,
-         environ=os.environ, caller_pid=None, entry="script") -> dict:
+         environ=os.environ, caller_pid=None, entry="script", reached_ns=None) -> dict:
     """The record: a dict of plain values (str, int, float, bool, None, tuples)."""
     now_ns = now_ns or time.perf_counter_ns()
     elapsed_ms = (now_ns - started_ns) / 1e6
@@ -137,7 +137,9 @@ def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, n
         "first_command": tuple(first_attempt.command) if first_attempt else None,
         "first_error": first_error(first_attempt.stderr) if first_attempt else None,
         "first_linker": first_attempt.linker if first_attempt else None,
-        "startup_ms": startup_ms(now_ns - started_ns),
+        # A server's child was forked ahead of its link: its start-up is from taking the link.
+        "startup_ms": startup_ms(now_ns - started_ns) if reached_ns is None
+        else max(0.0, (started_ns - reached_ns) / 1e6),
         "fault": fault,
         "driver": request.driver,
         "argv": tuple(request.argv),

@@ -360,7 +360,8 @@ def test_sigkill_of_the_client_ends_the_link_and_cleans_up(tmp_path, lw_home, cl
 
 def test_a_server_killed_mid_link_and_the_next_link(tmp_path, lw_home, client, server, standin):
     proc, linker, out = _hold(client, tmp_path, standin, lw_home)
-    link_child = int(open(f"/proc/{server}/task/{server}/children").read().split()[0])
+    link_child = int(open(f"/proc/{linker}/stat").read().rsplit(")", 1)[1].split()[1])  # the linker's parent
+    assert link_child != server
     os.kill(server, signal.SIGKILL)
     os.kill(link_child, signal.SIGKILL)
     os.waitpid(server, 0)

@@ -8,7 +8,7 @@ from linkwrap.wrap import invocation, pipeline
 
 def test_disable_and_non_links_become_the_driver_as_a_result_not_an_exec(tmp_path, lw_home):
     inv = invocation.Invocation(("--version",), "gcc", {"PATH": os.environ["PATH"]}, str(tmp_path), os.getpid(),
-                                None, "script")
+                                None, "script", None)
     assert pipeline.link(inv) == invocation.Exec(("gcc", "--version"), inv.environ)
     env = {**os.environ, "LINKWRAP_DISABLE": "1"}
     assert pipeline.link(inv._replace(argv=("a.o", "-o", "x"), driver=None, environ=env)) == \
@@ -24,7 +24,7 @@ def test_a_link_takes_environment_caller_and_entry_from_its_invocation(tmp_path,
         env = {**os.environ, "LINKWRAP_LINKER": "mold", "CARGO_CRATE_NAME": "hello", "CARGO_BIN_NAME": "hello"}
         assert "CARGO_CRATE_NAME" not in os.environ
         inv = invocation.Invocation((os.path.basename(obj), "-o", "hello"), None, env, str(tmp_path),
-                                    sleeper.pid, None, "server")
+                                    sleeper.pid, None, "server", None)
         assert pipeline.link(inv) == 0
         from linkwrap.wrap import build
         # the build is found from the caller's parent (this test's process), not from this process's parent
