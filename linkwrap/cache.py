@@ -11,9 +11,20 @@ from linkwrap import paths
 
 
 def load(name: str, fmt: int) -> dict:
-    """The cache `name` if it holds format `fmt`, else {"format": fmt}."""
+    """The cache `name` if it holds format `fmt`, else {"format": fmt}.
+
+    A cache names the linkers every link runs and the flags it passes them: one
+    that another user could have written is not used (and said once)."""
+    path = os.path.join(paths.cache_dir(), name)
     try:
-        with open(os.path.join(paths.cache_dir(), name), "rb") as f:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return {"format": fmt}
+    try:
+        with open(fd, "rb") as f:
+            if paths.others_can_write(os.fstat(fd)) or paths.others_can_write(os.stat(os.path.dirname(path))):
+                _refuse(path)
+                return {"format": fmt}
             data = marshal.load(f)
         if isinstance(data, dict) and data.get("format") == fmt:
             return data
@@ -22,13 +33,22 @@ def load(name: str, fmt: int) -> dict:
     return {"format": fmt}
 
 
+def _refuse(path) -> None:
+    from linkwrap import faults
+    faults.warn_once("unsafe-cache", f"{path} or its directory can be written by other users: not used "
+                                     f"(linkwrap makes its own directories 0700)")
+
+
 def store(name: str, data: dict) -> None:
     """Replace the cache atomically (concurrent links read old or new, never half)."""
     target = os.path.join(paths.cache_dir(), name)
     try:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
+        paths.make_private_dir(os.path.dirname(target))
+        if paths.others_can_write(os.stat(os.path.dirname(target))):
+            return
         tmp = f"{target}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with open(fd, "wb") as f:
             marshal.dump(data, f)
         os.replace(tmp, target)
     except (OSError, ValueError):

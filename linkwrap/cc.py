@@ -43,6 +43,10 @@ def _run(argv, driver) -> None:
     try:
         from linkwrap.wrap.pipeline import main as link
         code = link(argv, driver=driver)
+    except Exception as e:
+        # linkwrap itself is broken (a partial install, a pip upgrade racing the build, a bug):
+        # the link exactly as asked, the fault in the log if even that much still imports.
+        _as_asked(argv, driver, e)
     except KeyboardInterrupt:
         # ^C before the linker started: die of SIGINT quietly, as an interrupted cc would.
         import os
@@ -56,6 +60,23 @@ def _run(argv, driver) -> None:
     sys.stderr.flush()
     import os
     os._exit(code)
+
+
+def _as_asked(argv, driver, exc) -> None:
+    """Become the driver, with nothing of linkwrap's but this module and os."""
+    import os
+    try:
+        from linkwrap import faults
+        faults.note("starting the link", exc)
+    except BaseException:
+        pass
+    driver = driver or os.environ.get("LINKWRAP_CC") or "cc"
+    try:
+        os.execvp(driver, [driver, *argv])
+    # Not errors.error_line(): linkwrap.errors may be the very module that is gone.
+    except OSError as e:
+        os.write(2, f"linkwrap: error: cannot run {driver}: {e.strerror}\n".encode("utf-8", "replace"))
+        os._exit(127)
 
 
 def _after_client() -> None:

@@ -7,6 +7,8 @@ line on stderr the first time, remembered by a marker file.
 """
 import os
 
+LOG_MAX_BYTES = 1 << 20  # [records] max_log_kb; past it the log keeps its newer half
+
 
 def describe(doing: str, exc: BaseException) -> str:
     """The one-line reason a fault leaves in the decision and the link's record."""
@@ -20,23 +22,42 @@ def note(doing: str, exc: BaseException) -> str:
         import traceback
         from linkwrap import __version__, paths
         path = paths.log_file()
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        paths.make_private_dir(os.path.dirname(path))
         from linkwrap.errors import LinkwrapError
         # A LinkwrapError is a message for the user, not a bug: no traceback to keep.
         text = "" if isinstance(exc, LinkwrapError) else "".join(traceback.format_exception(exc))
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        with open(path, "a", encoding="utf-8") as f:
+        with open(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600), "a",
+                  encoding="utf-8") as f:
             f.write(f"--- {stamp} linkwrap {__version__} pid {os.getpid()}\n{reason}\n{text}\n")
+            size = f.tell()
+        if LOG_MAX_BYTES and size > LOG_MAX_BYTES:
+            _keep_newer_half(path)
     except Exception:
         pass  # the log is a courtesy; the link goes on regardless
     return reason
+
+
+def _keep_newer_half(path) -> None:
+    """Cut the log to its newer half, at an entry's start; concurrent writers lose at most an entry."""
+    with open(path, "rb") as f:
+        f.seek(-(LOG_MAX_BYTES // 2), os.SEEK_END)
+        tail = f.read()
+    start = tail.find(b"\n--- ")
+    tail = tail[start + 1:] if start >= 0 else b""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with open(fd, "wb") as f:
+        f.write(tail)
+    os.replace(tmp, path)
 
 
 def warn_once(kind: str, message: str) -> None:
     """Print `linkwrap: warning: <message>` unless this kind of warning was said before."""
     try:
         if first_time(kind):
-            os.write(2, f"linkwrap: warning: {message}\n".encode("utf-8", "replace"))
+            from linkwrap.errors import warning_line
+            os.write(2, warning_line(message).encode("utf-8", "surrogateescape"))
     except BaseException:
         pass
 
@@ -52,7 +73,7 @@ def first_time(kind: str) -> bool:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
     for marker in (os.path.join(state, f".warned-{kind}"), fallback_marker(state, kind)):
         try:
-            os.close(os.open(marker, flags, 0o644))
+            os.close(os.open(marker, flags, 0o600))
             return True
         except FileExistsError:
             return False

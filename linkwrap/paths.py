@@ -51,3 +51,39 @@ def user_config_file() -> str:
 def log_file() -> str:
     """Tracebacks of linkwrap's own faults (never shown during a link)."""
     return os.path.join(state_dir(), "linkwrap.log")
+
+
+def make_private_dir(path: str) -> None:
+    """mkdir -p where every directory made is 0700 whatever the umask (os.makedirs gives
+    the levels above the last 0777 & ~umask: world-writable under umask 000)."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise NotADirectoryError(20, "Not a directory", path) from None
+        return
+    except FileNotFoundError:
+        parent = os.path.dirname(path)
+        if parent == path:
+            raise
+        make_private_dir(parent)
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+
+
+def others_can_write(st) -> bool:
+    """Another user could change what this stat describes: it is theirs, writable by all, or by a
+    group that is not this user's own (umask 002 with a group per user makes every file g+w)."""
+    return bool(st.st_uid != os.geteuid() or st.st_mode & 0o002
+                or st.st_mode & 0o020 and st.st_gid != os.getegid())
+
+
+def state_problem() -> str | None:
+    """What is wrong with the state directory's path itself (a file where it should be), or None."""
+    state = state_dir()
+    if not os.path.lexists(state) or os.path.isdir(state):
+        return None
+    where = f"LINKWRAP_HOME={os.environ['LINKWRAP_HOME']}" if home_override() else state
+    return f"{where} is not a directory (linkwrap keeps its link records, cache and configuration there)"

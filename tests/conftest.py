@@ -2,10 +2,16 @@
 (scripts/install-test-deps installs them)."""
 import os
 import shutil
+import signal
 import subprocess
 import sysconfig
 
 import pytest
+
+# A test run started with SIGINT ignored (a background job of a non-interactive shell, as CI may be)
+# would hand that to every process it starts, and the tests that interrupt a link would test nothing:
+# give the run the interpreter's usual handler, so children start with SIGINT's default again.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
@@ -67,3 +73,41 @@ def hello_obj(tmp_path):
     src.write_text('#include <stdio.h>\nint main(void){puts("hello");return 0;}\n')
     subprocess.run(["cc", "-c", str(src), "-o", str(tmp_path / "hello.o")], check=True)
     return tmp_path / "hello.o"
+
+
+_MACHINE = {}
+
+
+def machine_linkers() -> dict:
+    """{name: LinkerInfo} as linkwrap discovers them on this machine (paths and versions come from
+    here, never from a test's literal), with rust-lld where rustc says; asked once per session."""
+    if not _MACHINE:
+        import tempfile
+        from linkwrap.wrap import linkers
+        with tempfile.TemporaryDirectory() as home:
+            saved = os.environ.get("LINKWRAP_HOME")
+            os.environ["LINKWRAP_HOME"] = home
+            try:
+                _MACHINE.update(linkers.discover())
+            finally:
+                if saved is None:
+                    del os.environ["LINKWRAP_HOME"]
+                else:
+                    os.environ["LINKWRAP_HOME"] = saved
+    return _MACHINE
+
+
+def comment_mark(name: str) -> str:
+    """What a binary's .comment says when this machine's `name` linked it ("LLD 16.", "mold 1.10.1")."""
+    info = machine_linkers()[name]
+    if name in ("lld", "rust-lld"):
+        return f"LLD {info.version[0]}."
+    return f"{name} {'.'.join(map(str, info.version))}"
+
+
+def rust_gcc_ld() -> str:
+    """The -B directory rustc >= 1.90 injects: <sysroot>/lib/rustlib/<host>/bin/gcc-ld."""
+    sysroot = subprocess.run([tool("rustc"), "--print", "sysroot"], capture_output=True, text=True).stdout.strip()
+    info = subprocess.run([tool("rustc"), "-vV"], capture_output=True, text=True).stdout
+    host = next(line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("host:"))
+    return os.path.join(sysroot, "lib", "rustlib", host, "bin", "gcc-ld")

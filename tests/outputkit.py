@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import script, tool
+from conftest import comment_mark, machine_linkers, script, tool
 from linkwrap.wrap import args, linkers
 from linkwrap.wrap.policy import Decision
 
@@ -48,12 +48,13 @@ def big_obj(tmp_path_factory):
 def env_for(linker, tmp_path, **extra):
     """linkwrap-cc's environment: a private LINKWRAP_HOME (set by lw_home) and the forced linker.
 
-    lld-16 is installed only as ld.lld-16: a bin dir with ld.lld lets `-fuse-ld=lld` find it.
+    Debian's lld-16 is installed only as ld.lld-16: a bin dir with ld.lld (the newest LLD linkwrap
+    finds) lets `-fuse-ld=lld` find it.
     """
     bindir = tmp_path / "lld-bin"
     if not bindir.exists():
         bindir.mkdir()
-        os.symlink(tool("ld.lld-16"), bindir / "ld.lld")
+        os.symlink(machine_linkers()["lld"].path, bindir / "ld.lld")
     return {**os.environ, "LINKWRAP_LINKER": linker, "PATH": f"{bindir}:{os.environ['PATH']}", **extra}
 
 
@@ -71,7 +72,7 @@ def written_by(path) -> str:
     text = subprocess.run(["readelf", "-p", ".comment", str(path)], capture_output=True, text=True).stdout
     if "mold" in text:
         return "mold"
-    if "LLD 16" in text:
+    if comment_mark("lld") in text:
         return "lld"
     if "LLD" in text:
         return "other lld"
@@ -130,7 +131,7 @@ def comm(pid):
         return ""
 
 
-_LEFT_RUNNING = []  # (linkwrap-cc Popen, linker process group) of the current test
+_LEFT_RUNNING = []  # (linkwrap-cc Popen, the link's processes) of the current test
 
 
 @pytest.fixture(autouse=True)
@@ -140,10 +141,7 @@ def no_stopped_links_left():
     while _LEFT_RUNNING:
         proc, group = _LEFT_RUNNING.pop()
         for sig in (signal.SIGKILL, signal.SIGCONT):
-            try:
-                os.killpg(group, sig)
-            except OSError:
-                pass
+            signal_group(group, sig)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
@@ -159,21 +157,22 @@ def children(pid):
 
 def stop_mid_write(d, proc, timeout=60, allow_end=False):
     """Wait until the linker is writing its output in the private directory, then SIGSTOP
-    the linker's whole process group (the driver, collect2, the linker, mold's forked child)
-    so that it is caught mid-write. -> (the partial file, the group id)."""
+    the link's processes (the driver, collect2, the linker, mold's forked child; they share
+    linkwrap-cc's process group, so they are found as the driver's descendants) so that it
+    is caught mid-write. -> (the partial file, the group: a snapshot of those processes)."""
     top = d / ".linkwrap-tmp"
     deadline = time.time() + timeout
-    group = None
+    driver = None
     while time.time() < deadline:
         if proc.poll() is not None:
             assert allow_end, "the link ended before it could be interrupted"
             return None
-        if group is None:
+        if driver is None:
             kids = children(proc.pid)
-            group = kids[0] if kids else None  # the driver leads the linker's process group
+            driver = _identity(kids[0]) if kids else None
             continue
-        if not _group_alive(group):
-            group = None  # that attempt is over; the next one has a new group
+        if not _group_alive((driver,)):
+            driver = None  # that attempt is over; the next one has a new driver
             continue
         for owner in (os.listdir(top) if top.exists() else []):
             try:
@@ -183,12 +182,44 @@ def stop_mid_write(d, proc, timeout=60, allow_end=False):
             for n in names:
                 try:
                     if (top / owner / n).stat().st_size > 0:
+                        group = _stop_tree(driver[0])
                         _LEFT_RUNNING.append((proc, group))
-                        os.killpg(group, signal.SIGSTOP)
                         return top / owner / n, group
                 except OSError:
                     pass
     raise AssertionError("no output appeared")
+
+
+def _identity(pid):
+    """(pid, start time): a pid that is reused later is not mistaken for this process."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return pid, int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return pid, None
+
+
+def _stop_tree(root):
+    """SIGSTOP root and every descendant, again until no new one appears. -> the group."""
+    stopped = []
+    while True:
+        new = [p for p in [root, *descendants(root)] if p not in {q for q, _ in stopped}]
+        if not new:
+            return tuple(stopped)
+        for p in new:
+            try:
+                os.kill(p, signal.SIGSTOP)
+                stopped.append(_identity(p))
+            except OSError:
+                pass
+
+
+def signal_group(group, sig):
+    for pid, _ in (g for g in group if _alive(g)):
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
 
 
 def the_linker(root_pid):
@@ -198,9 +229,16 @@ def the_linker(root_pid):
     return procs[-1]
 
 
-def _group_alive(pgid):
+def _group_alive(group):
+    """Any of the group's processes still running (a zombie has finished)."""
+    return any(_alive(g) for g in group)
+
+
+def _alive(ident):
+    pid, start = ident
     try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
         return False
+    return fields[0] != "Z" and (start is None or int(fields[19]) == start)

@@ -45,10 +45,14 @@ def run(args) -> int:
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
+    from linkwrap.errors import printable_data
+    report = printable_data(report)
     files = report["files"]
     user_state = "" if files["user_exists"] else " (not present)"
     print(f"user file:    {files['user']}{user_state}")
     print(f"project file: {files['project'] or _not_found(cwd)}")
+    for entry in report["ignored"]:
+        print(f"ignored:      {entry['path']} ({entry['why']})")
     if report["disabled"]:
         print("LINKWRAP_DISABLE=1: linkwrap is off; every link runs exactly as asked, whatever follows")
     for key, entry in report["values"].items():
@@ -78,10 +82,15 @@ def describe(settings, cwd, environ=None) -> dict:
     for name in config_mod.LINKER_NAMES:
         key = f"linkers.{name}.extra_flags"
         values[key] = (list(settings.extra_flags.get(name, ())), src.get(key, "default"))
+    for key in config_mod.RETENTION:
+        values[f"records.{key}"] = (settings.retention[key], src.get(f"records.{key}", "default"))
+    for name, value in settings.memory.items():  # admission unset: on only when a memory limit applies
+        values[f"memory.{name}"] = (value, src.get(f"memory.{name}", "default"))
     user = paths.user_config_file()
     return {
         "files": {"user": user, "user_exists": os.path.isfile(user),
                   "project": config_mod.find_project_file(cwd)},
+        "ignored": [{"path": path, "why": why} for path, why in settings.ignored],
         "profile": settings.profile,
         "disabled": (environ or {}).get("LINKWRAP_DISABLE") == "1",  # as pipeline.main checks it
         "values": {k: {"value": v, "source": s} for k, (v, s) in values.items()},

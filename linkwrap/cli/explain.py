@@ -9,7 +9,8 @@ Output: rich tables; --json prints a stable object:
    "mem_available_mb", "mem_limit_mb", "thp", "jobserver"},
    "decision": {"linker", "version", "path", "flags", "driver_flags", "write_mode", "reasons"},
    "start": {"how": "direct" | "driver", "why"},
-   "linkers": {name: {"path", "version"}}, "config": {"profile", "files"}}
+   "linkers": {name: {"path", "version"}}, "config": {"profile", "files"},
+   "memory": {"predicted_kb", "source", "detail", "admission", "room_kb", "running_links"}}
   (plus "request.inputs" and "probe.output.cache_not_measured": why the page-cache share was not
    measured, e.g. "< 8 MiB", else null).
 A configuration error (a malformed or unreadable linkwrap.toml, an unknown LINKWRAP_LINKER) is a
@@ -60,16 +61,13 @@ def split_words(args):
 
 
 def build_request(output, link_args, kind, environ, cwd):
-    from linkwrap.errors import UsageError
     from linkwrap.wrap import args as args_mod
     driver = environ.get("LINKWRAP_CC") or "cc"
-    try:
-        if link_args:
-            request = args_mod.parse(link_args, driver=driver, environ=environ, cwd=cwd)
-        else:
-            request = args_mod.parse(["-o", output or "a.out"], driver=driver, environ=environ, cwd=cwd)
-    except args_mod.ArgsError as e:  # an unreadable @file
-        raise UsageError(str(e)) from None
+    # An unreadable @file raises args.ArgsError, a UsageError: one error line.
+    if link_args:
+        request = args_mod.parse(link_args, driver=driver, environ=environ, cwd=cwd)
+    else:
+        request = args_mod.parse(["-o", output or "a.out"], driver=driver, environ=environ, cwd=cwd)
     if link_args and output:
         request = request._replace(output=os.path.join(cwd, output))
     if kind:
@@ -87,11 +85,23 @@ def explain(request, environ) -> dict:
     settings, facts, found = choice.settings, choice.facts, choice.found
     if environ.get("LINKWRAP_DISABLE") == "1":  # what pipeline.main checks first
         decision = policy.as_asked("LINKWRAP_DISABLE=1: linkwrap is off, the link runs exactly as asked")
-    elif choice.faults:
+    elif any(doing != "predicting memory" for doing, _ in choice.faults):
         decision = policy.as_asked(choice.decision.reasons[0] + " -> the link runs as asked")
     else:
         decision = choice.decision
+    note = None
+    linked_as = cargo_link_path(request.output)
+    if linked_as and facts is not None and decision.linker is not None:
+        # What the link really meets: Cargo deletes deps/<bin>-<hash> first, so there is no output.
+        from linkwrap.wrap.probe import OutputFacts
+        request = request._replace(output=linked_as)
+        gone = OutputFacts(exists=False, **dict.fromkeys(f for f in OutputFacts._fields if f != "exists"))
+        facts = facts._replace(output=gone)
+        decision = policy.decide(request, facts, found, settings)
+        note = (f"Cargo links this binary as {linked_as} and deletes that file first: at link time there is "
+                "no output (shown below); this name is a hard link Cargo makes after the link")
     return {
+        "note": note,
         "request": {"output": request.output, "kind": request.kind, "cwd": request.cwd,
                     "driver": request.driver, "fuse_ld": request.fuse_ld, "inputs": list(request.inputs)},
         "probe": probe_dict(facts),
@@ -100,7 +110,51 @@ def explain(request, environ) -> dict:
         "start": start_dict(request, decision, environ),
         "linkers": {name: {"path": info.path, "version": _dotted(info.version)} for name, info in found.items()},
         "config": {"profile": getattr(settings, "profile", None), "files": list(getattr(settings, "files", ()))},
+        "memory": memory_dict(choice),
     }
+
+
+def cargo_link_path(output):
+    """For Cargo's uplifted <target>/<profile>/<bin>: the deps/<bin>-<hash> it is a hard link to
+    (what rustc really links), else None."""
+    if not output:
+        return None
+    d, name = os.path.split(output)
+    deps = os.path.join(d, "deps")
+    try:
+        st = os.stat(output)
+        if st.st_nlink < 2:
+            return None
+        for entry in os.scandir(deps):
+            stem, dash, tag = entry.name.rpartition("-")
+            if dash and stem in (name, name.replace("-", "_")):
+                other = entry.stat(follow_symlinks=False)
+                if (other.st_ino, other.st_dev) == (st.st_ino, st.st_dev):
+                    return entry.path
+    except OSError:
+        pass
+    return None
+
+
+def memory_dict(choice) -> dict:
+    """The prediction and its source, whether the link would wait for memory, and the room now."""
+    from linkwrap.wrap import admission
+    p = choice.memory
+    running = {}
+    room = None
+    try:
+        from linkwrap import paths
+        from linkwrap.wrap.predict import read_table
+        # Read without the lock: a torn read shows no running links, and explain changes nothing.
+        running = read_table(os.path.join(paths.state_dir(), admission.LEDGER)).get("running", {})
+        running = {pid: e for pid, e in running.items() if admission.alive(pid, e[0])}
+        room = admission.measure_room(choice.facts, running, os.getpid(),
+                                      admission.settings_of(choice.settings)[0])
+    except Exception:
+        pass
+    return {"predicted_kb": p.kb if p else None, "source": p.source if p else None,
+            "detail": p.detail if p else None, "admission": admission.enabled(choice.settings, choice.facts),
+            "room_kb": room, "running_links": len(running)}
 
 
 def probe_dict(facts) -> dict:
@@ -183,6 +237,7 @@ def _dotted(version):
 
 
 def run(args) -> int:
+    from linkwrap.errors import printable_data
     output, link_args, kind, as_json = split_words(args)
     request = build_request(output, link_args, kind, os.environ, os.getcwd())
     report = explain(request, os.environ)
@@ -190,7 +245,7 @@ def run(args) -> int:
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        render(report)
+        render(printable_data(report))
     return 0
 
 
@@ -216,6 +271,8 @@ def render(report) -> None:
     req, p, d = report["request"], report["probe"], report["decision"]
     console.print(f"[bold]{escape(req['output'] or '(no output)')}[/bold]  kind {req['kind']}"
                   + (f", profile {report['config']['profile']}" if report["config"]["profile"] else ""))
+    if report.get("note"):
+        console.print(f"[yellow]{escape(report['note'])}[/]")
     where = os.path.dirname(req["output"]) if req["output"] else None
     if where and not os.path.isdir(where):
         # The probe walks up to the nearest directory that exists: say whose facts these are.
@@ -267,8 +324,14 @@ def render(report) -> None:
         ("huge pages", _show(p.get("thp"))),
         ("jobserver", _show(p.get("jobserver"))),
     ]
+    m = report.get("memory") or {}
+    if m.get("predicted_kb") is not None:
+        rows.append(("memory predicted", f"{m['predicted_kb'] >> 10} MiB ({m['source']}: {m['detail']})"))
+    rows.append(("memory admission", ("on" if m.get("admission") else "off")
+                 + (f", room now {m['room_kb'] >> 10} MiB with {m['running_links']} link(s) running"
+                    if m.get("admission") and m.get("room_kb") is not None else "")))
     for k, v in rows:
-        facts.add_row(k, v)
+        facts.add_row(k, escape(v) if k == "memory predicted" else v)
     console.print(facts)
 
     decision = Table(title="Decision", title_justify="left", show_header=False, box=None, padding=(0, 2))

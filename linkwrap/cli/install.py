@@ -8,7 +8,7 @@ warnings go to stderr, one line each. --dry-run shows the change instead.
 import os
 import sys
 
-from linkwrap.errors import UsageError
+from linkwrap.errors import UsageError, warning_line
 
 
 def add_arguments(parser) -> None:
@@ -72,7 +72,7 @@ def say(lines) -> None:
 
 def warn(lines) -> None:
     for line in lines:
-        print(f"linkwrap: warning: {line}", file=sys.stderr)
+        sys.stderr.write(warning_line(line))
 
 
 def show_or_apply(change, dry_run: bool) -> bool:

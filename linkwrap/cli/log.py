@@ -67,6 +67,8 @@ def _status() -> int:
     size = sum(os.path.getsize(db.path() + s) for s in ("", "-wal") if os.path.exists(db.path() + s))
     print(f"Records: {c['links']} links in {c['builds']} builds, {fmt_bytes(size)}"
           + (f", from {c['first_utc']} to {c['last_utc']}" if c["links"] else ""))
+    if c["rejected"]:
+        print(f"Skipped: {c['rejected']} malformed records from the spool (not counted above)")
     if spool.pending(state):
         print(f"Waiting in the spool: {fmt_bytes(spool.pending(state))} (the database could not take them)")
     for m in warned_markers():
@@ -76,6 +78,14 @@ def _status() -> int:
         print(f"Recording failed at least once ({kind}); `linkwrap log on` resets this notice: {m}")
     if os.path.exists(paths.log_file()):
         print(f"linkwrap's own faults (tracebacks): {paths.log_file()}, {fmt_bytes(os.path.getsize(paths.log_file()))}")
+    limits = db.retention()
+    shown = [f"links older than {limits['keep_days']:g} days" if limits["keep_days"] else "",
+             f"links.db over {limits['max_db_mb']:g} MiB" if limits["max_db_mb"] else "",
+             f"a spool over {limits['max_spool_mb']:g} MiB (rotated once)" if limits["max_spool_mb"] else "",
+             f"linkwrap.log over {limits['max_log_kb']:g} KiB (its newer half kept)" if limits["max_log_kb"] else ""]
+    shown = [s for s in shown if s]
+    print("Trimmed: " + ("; ".join(shown) if shown else "nothing (no limits)")
+          + " ([records] in linkwrap.toml)")
     return 0
 
 
@@ -90,7 +100,7 @@ def _on() -> int:
 
 
 def _off() -> int:
-    os.makedirs(paths.state_dir(), exist_ok=True)
+    paths.make_private_dir(paths.state_dir())
     with open(off_marker(), "w", encoding="utf-8") as f:
         f.write("linkwrap: links are not recorded while this file exists (`linkwrap log on`)\n")
     print("Link recording is off (`linkwrap log on` starts it again)")
@@ -109,11 +119,11 @@ def _clear(yes: bool) -> int:
     if not yes and not _confirmed(state):
         print("Nothing deleted.")
         return 1
-    fd = os.open(os.path.join(state, spool.LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = os.open(os.path.join(state, spool.LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         removed = 0
-        for name in (db.DB_NAME, db.DB_NAME + "-wal", db.DB_NAME + "-shm", SPOOL, spool.INGESTING):
+        for name in (db.DB_NAME, db.DB_NAME + "-wal", db.DB_NAME + "-shm", SPOOL, spool.INGESTING, SPOOL + ".1"):
             try:
                 os.unlink(os.path.join(state, name))
                 removed += 1

@@ -58,7 +58,7 @@ def main(argv=None) -> int:
             stream.reconfigure(errors="surrogateescape")
         except (AttributeError, ValueError):
             pass
-    from linkwrap.errors import LinkwrapError
+    from linkwrap.errors import LinkwrapError, error_line
     try:
         if argv and argv[0] in VERBATIM:
             code = _module(argv[0]).run_verbatim(argv[1:])
@@ -74,7 +74,7 @@ def main(argv=None) -> int:
             else:
                 code = _module(args.command).run(args)
     except LinkwrapError as e:
-        print(f"linkwrap: error: {e}", file=sys.stderr)
+        sys.stderr.write(error_line(e))
         code = 1
     except KeyboardInterrupt:
         print("linkwrap: interrupted", file=sys.stderr)
@@ -83,7 +83,7 @@ def main(argv=None) -> int:
         code = 0
     except OSError as e:  # the machine said no (read-only, full, missing): not a bug, one line
         where = f"{e.filename}: " if e.filename else ""
-        print(f"linkwrap: error: {where}{e.strerror or e}", file=sys.stderr)
+        sys.stderr.write(error_line(f"{where}{e.strerror or e}"))
         code = 1
     except Exception as e:
         from linkwrap import faults, paths

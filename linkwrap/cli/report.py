@@ -37,12 +37,32 @@ def run(args) -> int:
         sys.stdout.write(text)
         return 0
     target = os.path.abspath(args.html)
-    tmp = f"{target}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, target)
-    except OSError as e:
-        raise UsageError(f"cannot write {args.html}: {e.strerror or e}") from None
+    _write(target, text, args.html)
     print(f"Wrote {target}: {len(data['builds'])} builds, {data['totals']['links']} links")
     return 0
+
+
+def _write(target, text, shown) -> None:
+    """A regular file is replaced whole (a new name renamed over it); a device or FIFO
+    (/dev/stdout, /dev/full) is written as it is, never replaced. Every failure is an error,
+    and no temporary file is left behind."""
+    import stat
+    try:
+        special = not stat.S_ISREG(os.stat(target).st_mode)
+    except FileNotFoundError:
+        special = False
+    except OSError as e:
+        raise UsageError(f"cannot write {shown}: {e.strerror or e}") from None
+    tmp = target if special else f"{target}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:  # close() flushes: ENOSPC surfaces here at the latest
+            f.write(text)
+        if not special:
+            os.replace(tmp, target)
+    except OSError as e:
+        if not special:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        raise UsageError(f"cannot write {shown}: {e.strerror or e}") from None

@@ -62,7 +62,8 @@ def run(args) -> int:
         # --json: stdout is the JSON's alone, so the build's stdout joins its stderr.
         code = run_build(argv, env, stdout=2 if args.json else None)
     except OSError as e:  # as a shell says it, with a shell's status
-        print(f"linkwrap: error: cannot run {argv[0]}: {e.strerror or e}", file=sys.stderr)
+        from linkwrap.errors import error_line
+        sys.stderr.write(error_line(f"cannot run {argv[0]}: {e.strerror or e}"))
         return 127 if isinstance(e, FileNotFoundError) else 126
     wall_ms = (time.perf_counter() - started) * 1000
     _summarise(args, key, " ".join(shlex.quote(a) for a in argv), cwd, started_unix, wall_ms, code)

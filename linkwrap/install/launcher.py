@@ -138,16 +138,21 @@ def _write_script(name: str, path: str) -> str:
                            is_launcher=str(launcher), sh_fallback=fallback)
     try:
         with open(path, encoding="utf-8") as f:
-            if f.read() == text:
+            if f.read() == text and _private(path):
                 return path
     except OSError:
         pass
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as f:
+        # Every link runs this file: 0700 directories and a 0700 script whatever the umask.
+        paths.make_private_dir(os.path.dirname(path))
+        for d in (os.path.dirname(path), os.path.dirname(os.path.dirname(path))):
+            if paths.others_can_write(os.lstat(d)):
+                os.chmod(d, 0o700)  # ours, made under umask 000 by an older linkwrap
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o700)
+        with open(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
+            os.fchmod(fd, 0o700)
             f.write(text)
-        os.chmod(tmp, 0o755)
         os.replace(tmp, path)
     except OSError as e:
         from linkwrap.errors import InstallError
@@ -177,6 +182,8 @@ def problem(path: str):
         return f"{path}: {e.strerror}"
     if not os.access(path, os.X_OK):
         return f"{path} is not executable"
+    if not _private(path):
+        return f"{path} or its directory can be written by other users (`linkwrap install` again makes it 0700)"
     for line in text.splitlines():
         if line.startswith("py="):
             python = shlex.split(line[3:])[0] if line[3:].strip() else ""
@@ -190,3 +197,12 @@ def problem(path: str):
             if not os.path.isfile(os.path.join(parent, "linkwrap", "__init__.py")):
                 return f"linkwrap is no longer in {parent}"
     return None
+
+
+def _private(path) -> bool:
+    """Nobody else can change the script or the directories it is in."""
+    try:
+        return not any(paths.others_can_write(os.lstat(p))
+                       for p in (path, os.path.dirname(path), os.path.dirname(os.path.dirname(path))))
+    except OSError:
+        return False

@@ -14,7 +14,7 @@ import sys
 import sysconfig
 import time
 
-from linkwrap.errors import InstallError
+from linkwrap.errors import InstallError, warning_line
 
 # pre-commit style: every line or block linkwrap writes carries this ID, so
 # uninstall removes only what it wrote. Older IDs go into PRIOR_IDS when the
@@ -165,7 +165,8 @@ def remember(kind: str, path: str, **details) -> None:
     entry = {"kind": kind, "path": os.path.abspath(path), "id": ID,
              "installed_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **details}
     try:
-        os.makedirs(_index_dir(), exist_ok=True)
+        from linkwrap import paths
+        paths.make_private_dir(_index_dir())
         write_atomic(_index_file(kind, path), (json.dumps(entry, indent=2, sort_keys=True) + "\n").encode())
     except (OSError, InstallError) as e:
         _index_warning(e)
@@ -182,8 +183,8 @@ def forget(kind: str, path: str) -> None:
 
 def _index_warning(e) -> None:
     why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-    sys.stderr.write(f"linkwrap: warning: cannot note this in {_index_dir()} ({why}); "
-                     "the change itself is done, `linkwrap status` may not list it\n")
+    sys.stderr.write(warning_line(f"cannot note this in {_index_dir()} ({why}); "
+                                  "the change itself is done, `linkwrap status` may not list it"))
 
 
 def remembered() -> list[dict]:

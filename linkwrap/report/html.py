@@ -3,7 +3,8 @@
 In the spirit of `cargo build --timings`: bar charts of link time per build
 and per linker, then per build a timeline with one bar per link (x = when it
 started within the build, length = its wall time; colour = linker; failed links
-red, fall-backs hatched), and its table of links, slowest first.
+red, fall-backs hatched; a wait for memory is a grey bar before the link's), and its table of links,
+slowest first.
 """
 import html
 
@@ -64,7 +65,7 @@ def timeline(build, colour_of, width=900, label_w=260, bar_h=16) -> str:
     t0 = parse_utc(links[0]["started_utc"]) * 1000
     if build["wall_ms"] and build["started_utc"]:
         t0 = min(t0, parse_utc(build["started_utc"]) * 1000)
-    ends = [parse_utc(l["started_utc"]) * 1000 - t0 + (l["wall_ms"] or 0) for l in links]
+    ends = [parse_utc(l["started_utc"]) * 1000 - t0 + (l.get("waited_ms") or 0) + (l["wall_ms"] or 0) for l in links]
     total = max(ends + [build["wall_ms"] or 0]) or 1.0
     span = width - label_w - 80
     h = bar_h * len(links) + 22
@@ -79,6 +80,16 @@ def timeline(build, colour_of, width=900, label_w=260, bar_h=16) -> str:
     for i, l in enumerate(links):
         y = i * bar_h + 2
         start = parse_utc(l["started_utc"]) * 1000 - t0
+        wait = l.get("waited_ms") or 0
+        if wait:
+            # Held back for memory (admission): the link itself started after the wait.
+            wx = label_w + span * start / total
+            ww = max(1.5, span * wait / total)
+            note = f"; {l['wait_note']}" if l.get("wait_note") else ""
+            out.append(f'<rect class="memory-wait" x="{wx:.1f}" y="{y + 3}" width="{ww:.1f}" height="{bar_h - 10}" '
+                       f'fill="#bbb"><title>{e(l["crate_name"])} waited {e(fmt_ms(wait))} for memory '
+                       f'(predicted {e(fmt_kb(l.get("predicted_peak_kb")))}){e(note)}</title></rect>')
+            start += wait
         x = label_w + span * start / total
         w = max(1.5, span * (l["wall_ms"] or 0) / total)
         fill = "#c0392b" if l["failed"] else colour_of.get(linker_name(l), PALETTE[0])

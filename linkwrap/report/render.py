@@ -185,6 +185,9 @@ def render_build(b, console: Console) -> None:
     if len(b["by_linker"]) > 1:
         parts = [f"{g['linker']}: {g['links']} × {fmt_ms(g['wall_ms'])}" for g in b["by_linker"]]
         console.print("By linker: " + ";  ".join(parts))
+    line = memory_line(t)
+    if line:
+        console.print(line)
     for text in own_time_lines(t):
         console.print(Text(text, style="dim"))
     for l in b["failures"]:
@@ -197,6 +200,14 @@ def render_build(b, console: Console) -> None:
             console.print(Padding(Text(f"{what(l)}: {what_failed}"), (0, 0, 0, 2), expand=False))
             if why:
                 console.print(Padding(Text(why, style="dim"), (0, 0, 0, 4), expand=False))
+
+
+def memory_line(t) -> str | None:
+    """'3 links waited 4.1 s for memory', when any did."""
+    n = t.get("memory_waits")
+    if not n:
+        return None
+    return f"{plural(n, 'link')} waited {fmt_ms(t['memory_wait_ms'])} for memory"
 
 
 def fall_back_reason(link):
@@ -262,11 +273,16 @@ def render_many(summary, console: Console) -> None:
     if summary["by_linker"]:
         parts = [f"{g['linker']}: {g['links']} × {fmt_ms(g['wall_ms'])}" for g in summary["by_linker"]]
         console.print("By linker: " + ";  ".join(parts))
+    line = memory_line(t)
+    if line:
+        console.print(line)
     for text in own_time_lines(t):
         console.print(Text(text, style="dim"))
 
 
 def render(summary, console: Console | None = None) -> None:
+    from linkwrap.errors import printable_data
+    summary = printable_data(summary)  # names and commands come from anyone: no terminal escapes
     console = console or wide_console()
     if not summary["builds"]:
         console.print("No link records yet. Links through linkwrap are recorded in "

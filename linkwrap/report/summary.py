@@ -19,6 +19,7 @@ LINK_FIELDS = (
     "peak_rss_kb", "exit_status", "fell_back", "first_exit_status", "fault", "overhead_ms",
     "input_bytes", "input_count", "fs_type", "kernel_release", "nlink_before", "cwd", "project_dir",
     "first_linker", "first_error", "startup_ms",
+    "predicted_peak_kb", "prediction_source", "charge_kb", "waited_ms", "wait_note",
 )
 
 # Printed with every summary's JSON: what the time figures measure.
@@ -33,6 +34,9 @@ NOTES = {
                  "as asked, and links where a fault of linkwrap's own made it link as asked; "
                  "first_linker and first_error say what failed and why.",
     "failures": "links whose final exit status was not 0.",
+    "waited_ms": "time a link waited for memory before it ran (its wall_ms does not include it); "
+                 "null where admission was off. predicted_peak_kb is what it was predicted to add to its "
+                 "memory group, charge_kb what it added, estimated from its peak RSS.",
 }
 
 
@@ -65,7 +69,14 @@ def totals(links) -> dict:
         "failures": sum(1 for l in links if l["failed"]),
         "fell_back": sum(1 for l in links if fell_back(l)),
         "faults": sum(1 for l in links if l["fault"]),
+        "memory_waits": sum(1 for l in links if waited(l)),
+        "memory_wait_ms": sum(l.get("waited_ms") or 0.0 for l in links if waited(l)),
     }
+
+
+def waited(link) -> bool:
+    """Held back for memory (admission.py): a link admitted at once has waited_ms 0."""
+    return bool(link.get("waited_ms"))
 
 
 def fell_back(link) -> bool:

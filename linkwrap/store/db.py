@@ -26,7 +26,7 @@ def path() -> str:
 def connect(db_path=None, *, create=True) -> sqlite3.Connection:
     db_path = db_path or path()
     if create:
-        os.makedirs(os.path.dirname(db_path), exist_ok=True)
+        paths.make_private_dir(os.path.dirname(db_path))
     elif not os.path.exists(db_path):
         raise FileNotFoundError(db_path)
     conn = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
@@ -65,7 +65,8 @@ def is_corrupt(exc: BaseException) -> bool:
 
 
 def warn(message: str) -> None:
-    print(f"linkwrap: warning: {message}", file=sys.stderr)
+    from linkwrap.errors import warning_line
+    sys.stderr.write(warning_line(message))
 
 
 def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
@@ -73,6 +74,10 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
 
     Returns an empty in-memory store when nothing can be read at all.
     """
+    problem = paths.state_problem()
+    if problem:
+        from linkwrap.errors import ConfigError
+        raise ConfigError(problem)
     state = paths.state_dir()
     db_path = os.path.join(state, DB_NAME)
     try:
@@ -89,8 +94,11 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
         warn(f"cannot open {db_path}: {e.strerror or e}")
         return memory()
     if ingest:
+        ingested = False
         try:
-            spool.ingest(conn, state)
+            if spool.ingest(conn, state):
+                refit(conn)
+            ingested = True
         except sqlite3.DatabaseError as e:
             if is_corrupt(e):
                 conn.close()
@@ -103,7 +111,65 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
                 warn(f"new link records stay in the spool for now ({db_path}: {e})")
         except OSError as e:
             warn(f"cannot read the link spool in {state}: {e.strerror or e}")
+        if ingested:  # a database that could take the spool can be trimmed
+            try:
+                trim(conn, retention())
+            except sqlite3.Error as e:
+                warn(f"cannot trim {db_path} to its limits: {e}")
     return conn
+
+
+def retention() -> dict:
+    """[records] limits from linkwrap.toml (the defaults when it cannot be read: its error is said
+    by the commands that read it, and the link path)."""
+    from linkwrap.wrap import config
+    try:
+        return config.load(None, os.environ).retention
+    except Exception:
+        return dict(config.RETENTION)
+
+
+def size_bytes(conn) -> int:
+    return conn.execute("PRAGMA page_count").fetchone()[0] * conn.execute("PRAGMA page_size").fetchone()[0]
+
+
+def trim(conn, limits) -> int:
+    """Delete links older than keep_days, then the oldest links while the database is over
+    max_db_mb (freed pages are given back with VACUUM, only then); -> links deleted."""
+    deleted = 0
+    days = limits.get("keep_days") or 0
+    if days:
+        cutoff = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() - days * 86400))
+        if conn.execute("SELECT 1 FROM links WHERE started_utc < ? LIMIT 1", (cutoff,)).fetchone():
+            deleted += conn.execute("DELETE FROM links WHERE started_utc < ?", (cutoff,)).rowcount
+    max_bytes = int((limits.get("max_db_mb") or 0) * (1 << 20))
+    if max_bytes:
+        for _ in range(64):
+            size, links = size_bytes(conn), conn.execute("SELECT count(*) FROM links").fetchone()[0]
+            free = conn.execute("PRAGMA freelist_count").fetchone()[0] * conn.execute("PRAGMA page_size").fetchone()[0]
+            if size - free <= max_bytes or not links:
+                break
+            # Down to 90 % of the limit, in proportion to what one link takes on average.
+            excess = (size - free) - max_bytes * 9 // 10
+            n = max(1, min(links, -(-excess * links // max(1, size - free))))
+            deleted += conn.execute("DELETE FROM links WHERE id IN (SELECT id FROM links "
+                                    "ORDER BY started_utc, id LIMIT ?)", (n,)).rowcount
+    if deleted:
+        conn.execute("DELETE FROM builds WHERE NOT EXISTS (SELECT 1 FROM links WHERE links.build_id = builds.id) "
+                      "AND coalesce(last_seen_utc, started_utc, '') < (SELECT coalesce(min(started_utc), '9') FROM links)")
+        if max_bytes and size_bytes(conn) > max_bytes:
+            conn.execute("VACUUM")
+    return deleted
+
+
+def refit(conn) -> None:
+    """Fit the memory model the link path predicts with (linkwrap.wrap.predict) on the new records.
+    It is an aid to prediction: a failure leaves the last model in place."""
+    try:
+        from linkwrap.wrap import predict
+        predict.refit(conn)
+    except Exception:
+        pass
 
 
 def _fallback(db_path, exc, warn):

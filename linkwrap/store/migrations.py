@@ -96,6 +96,28 @@ def m003_first_attempt_and_startup(db):
 
 
 @migration
+def m004_store_counts(db):
+    # Counters of the store itself: records the spool held that were malformed and skipped.
+    db.execute("CREATE TABLE store_counts (name TEXT PRIMARY KEY, value INTEGER NOT NULL)")
+    db.execute("INSERT INTO store_counts (name, value) VALUES ('rejected_records', 0)")
+
+
+@migration
+def m006_memory(db):
+    # Links that fit in memory (linkwrap/wrap/admission.py): the prediction, what the link added, the wait.
+    for column in ("predicted_peak_kb INTEGER",   # what the link was predicted to add to its memory group
+                   "prediction_source TEXT",      # output | model | default
+                   "charge_kb INTEGER",           # what it added, estimated from its peak RSS (charge_how)
+                   "charge_how TEXT",             # peak RSS | peak RSS less mapped inputs
+                   "waited_ms REAL",              # time spent waiting for memory; NULL: admission was off
+                   "wait_note TEXT",              # why it ran without fitting: alone, or the wait bound
+                   "memory_room_kb INTEGER",      # the room when it was admitted
+                   "jobserver_wait TEXT",         # what was done with the build's jobserver slot while waiting
+                   "mem_limit_mb INTEGER"):       # the memory limit that applied (cgroup), if any
+        db.execute(f"ALTER TABLE links ADD COLUMN {column}")
+
+
+@migration
 def m007_link_start(db):
     # How the link was started: linker_start direct (the linker itself) | driver (through cc);
     # entry_point script (a process per link) | server (forked by the warm link server).

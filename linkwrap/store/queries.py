@@ -64,7 +64,12 @@ def links_since(db, build_id: int, since_utc: str):
 def counts(db) -> dict:
     links, first, last = db.execute("SELECT count(*), min(started_utc), max(started_utc) FROM links").fetchone()
     builds = db.execute("SELECT count(*) FROM builds").fetchone()[0]
-    return {"links": links, "builds": builds, "first_utc": first, "last_utc": last}
+    import sqlite3
+    try:
+        rejected = db.execute("SELECT value FROM store_counts WHERE name = 'rejected_records'").fetchone()[0]
+    except (sqlite3.Error, TypeError):  # a read-only database from before m004
+        rejected = 0
+    return {"links": links, "builds": builds, "first_utc": first, "last_utc": last, "rejected": rejected}
 
 
 def record_run(db, key, *, command, cwd, started_utc, finished_utc, wall_ms, exit_status) -> int:

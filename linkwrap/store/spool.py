@@ -16,7 +16,7 @@ import marshal
 import os
 import time
 
-from linkwrap.wrap.record import MAGIC, SPOOL, TRAILER
+from linkwrap.wrap.record import MAGIC, ROTATED, SPOOL, TRAILER
 
 INGESTING = SPOOL + ".ingesting"
 LOCK = "links.lock"
@@ -33,12 +33,56 @@ LINK_COLUMNS = (
     "peak_rss_kb", "exit_status", "input_count", "input_bytes", "overhead_ms", "fell_back",
     "first_exit_status", "first_wall_ms", "first_command", "fault", "driver", "argv",
     "args_expanded", "command", "first_linker", "first_error", "startup_ms",
+    "predicted_peak_kb", "prediction_source", "charge_kb", "charge_how", "waited_ms", "wait_note",
+    "memory_room_kb", "jobserver_wait", "mem_limit_mb",
     "linker_start", "entry_point",
 )
 
 
-def parse(data: bytes):
-    """-> (records, skipped_bytes). Torn or foreign bytes are skipped, never fatal."""
+# What each record field may hold; a record with anything else is rejected whole, so one
+# crafted or corrupt record cannot break every reading command (summary, report, log status).
+_NUMBER_KEYS = frozenset(("started_unix", "wall_ms", "user_ms", "sys_ms", "overhead_ms", "first_wall_ms",
+                          "startup_ms"))
+_INT_KEYS = frozenset(("pid", "build_pid", "output_bytes", "nlink_before", "peak_rss_kb", "exit_status",
+                       "input_count", "input_bytes", "first_exit_status", "v"))
+# Columns are named with their units: any other field so named holds a number too.
+_UNIT_SUFFIXES = ("_ms", "_s", "_kb", "_mb", "_bytes", "_unix")
+_REQUIRED = ("uid", "started_unix")
+
+
+def valid(rec) -> bool:
+    """True when every field of the record has a type its column can take."""
+    import math
+    if not isinstance(rec, dict) or not all(k in rec for k in _REQUIRED) or not isinstance(rec["uid"], str):
+        return False
+    for key, value in rec.items():
+        if not isinstance(key, str):
+            return False
+        if value is None:
+            if key in _REQUIRED:
+                return False
+        elif key in _NUMBER_KEYS or key not in _INT_KEYS and key.endswith(_UNIT_SUFFIXES):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                return False
+            if key == "started_unix" and not 0 <= value < 1e11:  # before year 5138: gmtime() can show it
+                return False
+        elif key in _INT_KEYS:
+            if isinstance(value, bool) or not isinstance(value, int) or abs(value) >= 1 << 63:
+                return False
+        elif key in _BOOL_KEYS:
+            if not isinstance(value, (bool, int)):
+                return False
+        elif key in _JSON_KEYS:
+            if not isinstance(value, (tuple, list)) or not all(isinstance(v, str) for v in value):
+                return False
+        elif not isinstance(value, str):
+            return False
+    return True
+
+
+def parse(data: bytes, rejected=None):
+    """-> (records, skipped_bytes). Torn or foreign bytes are skipped, never fatal; whole frames
+    whose record is not valid() are skipped too, and counted in `rejected` (a list) when given."""
     records, skipped, pos, n = [], 0, 0, len(data)
     while pos < n:
         start = data.find(MAGIC, pos)
@@ -55,8 +99,13 @@ def parse(data: bytes):
                     rec = marshal.loads(data[start + 8:end])
                 except (ValueError, EOFError, TypeError):
                     rec = None
-                if isinstance(rec, dict) and "uid" in rec and "started_unix" in rec:
+                if valid(rec):
                     records.append({k: _storable(v) for k, v in rec.items()})
+                    pos = end + len(TRAILER)
+                    continue
+                if rec is not None and rejected is not None:
+                    rejected.append(rec)
+                    skipped += end + len(TRAILER) - start
                     pos = end + len(TRAILER)
                     continue
         # Not a whole frame here: resynchronise on the next MAGIC.
@@ -90,7 +139,7 @@ def utc_iso(unix: float) -> str:
 def pending(state: str) -> int:
     """Bytes waiting in the spool (for `linkwrap log status`)."""
     total = 0
-    for name in (SPOOL, INGESTING):
+    for name in (SPOOL, INGESTING, ROTATED):
         try:
             total += os.path.getsize(os.path.join(state, name))
         except OSError:
@@ -106,15 +155,22 @@ def ingest(db, state: str) -> int:
     """
     import fcntl
     spool, ingesting = os.path.join(state, SPOOL), os.path.join(state, INGESTING)
-    if not os.path.exists(spool) and not os.path.exists(ingesting):
+    rotated = os.path.join(state, ROTATED)
+    if not any(os.path.exists(p) for p in (spool, ingesting, rotated)):
         return 0
-    lock_fd = os.open(os.path.join(state, LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    lock_fd = os.open(os.path.join(state, LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
         added = 0
         # A leftover from an ingestion that died after its rename: its turn first.
         if os.path.exists(ingesting):
             added += _ingest_file(db, ingesting)
+        # The older records a long-unread spool was rotated into.
+        try:
+            os.rename(rotated, ingesting)
+            added += _ingest_file(db, ingesting)
+        except FileNotFoundError:
+            pass
         try:
             os.rename(spool, ingesting)
         except FileNotFoundError:
@@ -139,16 +195,21 @@ def _ingest_file(db, path) -> int:
         # Read: let waiting writers go now, not after the database (up to its 5 s busy timeout).
         # They find the spool renamed under them and append to a new one.
         os.lockf(fd, os.F_ULOCK, 0)
-        records, _ = parse(b"".join(chunks))
-        added = insert(db, records)
+        rejected = []
+        records, _ = parse(b"".join(chunks), rejected)
+        added = insert(db, records, len(rejected))
         os.unlink(path)
         return added
     finally:
         os.close(fd)
 
 
-def insert(db, records) -> int:
-    """Insert records (dicts from the spool) in one transaction; -> rows added."""
+def insert(db, records, rejected=0) -> int:
+    """Insert records (dicts from the spool) in one transaction; -> rows added.
+
+    rejected: how many malformed records the spool held, added to the count `log status` shows."""
+    if rejected:
+        db.execute("UPDATE store_counts SET value = value + ? WHERE name = 'rejected_records'", (rejected,))
     if not records:
         return 0
     placeholders = ", ".join("?" for _ in LINK_COLUMNS)

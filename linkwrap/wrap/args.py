@@ -10,6 +10,7 @@ dataclasses: this module runs on every link and `import dataclasses` alone costs
 ~15 ms here (docs/design.md, "The hot path").
 """
 import os
+from linkwrap.errors import UsageError
 from linkwrap.records import record
 
 
@@ -26,13 +27,15 @@ class LinkRequest(record("LinkRequest", [
     "used_response_file",  # bool: the caller passed @file (keep passing one: ARG_MAX)
     "cwd",         # str
     "target",      # str | None: a Rust link's target triple, or a prefixed driver's (aarch64-linux-gnu)
+    "own_linker",  # str | None: how the command line names its own linker binary (-B dir with an ld,
+                   # --ld-path=, -fuse-ld=/path): the caller's choice, linked as asked
 ])):
     """One link, as asked for. Immutable; every later stage reads it."""
     __slots__ = ()
 
 
-class ArgsError(ValueError):
-    """An @response file could not be read."""
+class ArgsError(UsageError):
+    """An @response file could not be read: the command line's own fault (explain says it as an error)."""
 
 
 def parse(argv, driver=None, environ=os.environ, cwd=None) -> LinkRequest:
@@ -45,8 +48,6 @@ def parse(argv, driver=None, environ=os.environ, cwd=None) -> LinkRequest:
     for arg in expanded:
         if arg.startswith("-fuse-ld="):
             fuse_ld = arg[len("-fuse-ld="):]
-            removed.append(arg)
-        elif arg.startswith("--ld-path="):
             removed.append(arg)
         elif arg.startswith("-B") and _is_rustc_gcc_ld(arg[2:]):
             # <sysroot>/lib/rustlib/<triple>/bin/gcc-ld -> ../rust-lld
@@ -62,6 +63,16 @@ def parse(argv, driver=None, environ=os.environ, cwd=None) -> LinkRequest:
     else:
         target = target_mod.of_args(kept)
         driver = target_mod.driver_for(target, cwd, environ)[0]
+    own = None
+    if fuse_ld and "/" in fuse_ld:
+        own = f"-fuse-ld={fuse_ld}"
+    for i, arg in enumerate(kept):
+        if arg.startswith("--ld-path="):
+            own = arg
+        elif arg.startswith("-B") and (len(arg) > 2 or i + 1 < len(kept)):
+            prefix = arg[2:] or kept[i + 1]
+            if _holds_linker(os.path.join(cwd, prefix), fuse_ld):
+                own = f"-B{prefix} (holds a linker)"
     return LinkRequest(
         argv=tuple(argv),
         args=tuple(kept),
@@ -75,7 +86,16 @@ def parse(argv, driver=None, environ=os.environ, cwd=None) -> LinkRequest:
         used_response_file=used_response_file,
         cwd=cwd,
         target=target,
+        own_linker=own,
     )
+
+
+def _holds_linker(prefix, fuse_ld) -> bool:
+    """gcc runs <prefix>ld (or <prefix>ld.<x> for -fuse-ld=<x>), a directory's slash added."""
+    if os.path.isdir(prefix):
+        prefix = os.path.join(prefix, "")
+    names = ("ld", f"ld.{fuse_ld}") if fuse_ld and "/" not in fuse_ld else ("ld",)
+    return any(os.access(prefix + n, os.X_OK) and not os.path.isdir(prefix + n) for n in names)
 
 
 def _is_rustc_gcc_ld(path: str) -> bool:
@@ -211,3 +231,14 @@ def _inputs(args):
             skip = True
         elif not arg.startswith("-") and (arg.endswith(_INPUT_SUFFIXES) or ".so." in arg):
             yield arg
+
+
+def linker_flags(args):
+    """The flags the command line passes to the linker itself (-Wl,a,b and -Xlinker a)."""
+    out = []
+    for i, arg in enumerate(args):
+        if arg.startswith("-Wl,"):
+            out.extend(arg[4:].split(","))
+        elif arg == "-Xlinker" and i + 1 < len(args):
+            out.append(args[i + 1])
+    return out

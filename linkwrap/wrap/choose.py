@@ -14,7 +14,9 @@ explain's output).
 """
 from linkwrap.records import record
 
-Choice = record("Choice", "settings found facts decision config_error faults")
+# memory: what the link is predicted to add to its memory group (predict.Prediction); None only when
+# predicting it failed (a fault in `faults`: the link then runs without admission).
+Choice = record("Choice", "settings found facts decision config_error faults memory")
 
 
 def choose(request, environ) -> Choice:
@@ -48,5 +50,14 @@ def choose(request, environ) -> Choice:
         except Exception as e:
             faults.append(("choosing a linker", e))
             decision = policy.as_asked(describe("choosing a linker", e))
-    return Choice(settings, found, facts, decision, config_error, tuple(faults))
+    memory = None
+    try:
+        # What the chosen linker will add to the memory group (admission.py waits on it).
+        from linkwrap.wrap import predict
+        history, model = predict.load()
+        memory = predict.predict(request.output, decision.linker.name if decision.linker else None,
+                                 facts.input_bytes if facts is not None else None, history, model)
+    except Exception as e:
+        faults.append(("predicting memory", e))
+    return Choice(settings, found, facts, decision, config_error, tuple(faults), memory)
 

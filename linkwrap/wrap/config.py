@@ -23,11 +23,15 @@ from linkwrap.records import record
 from linkwrap import cache as cache_mod
 from linkwrap import paths
 from linkwrap.errors import ConfigError
+from linkwrap.wrap.linkers import NAMES
 
 FILE_NAME = "linkwrap.toml"
-LINKER_NAMES = ("mold", "wild", "lld", "rust-lld", "bfd", "gold", "python")
-DEFAULT_PREFER = ("mold", "wild", "lld", "rust-lld", "bfd", "gold")
+LINKER_NAMES = NAMES
+DEFAULT_PREFER = tuple(n for n in NAMES if n != "python")  # linkwrap's own linker only when asked for
 DEFAULT = "default"
+# How much of its own state linkwrap keeps ([records] in linkwrap.toml; 0 = no limit). The spool and
+# the fault log are bounded on the link path, links.db by the commands that ingest the spool.
+RETENTION = {"keep_days": 90, "max_db_mb": 256, "max_spool_mb": 64, "max_log_kb": 1024}
 ENV_LINKER = "env LINKWRAP_LINKER"
 _CACHE_FORMAT = 1
 _CACHE_MAX_FILES = 64
@@ -43,16 +47,24 @@ class Config(record("Config", [
     "sources",       # dict[str, str]: key -> where its value came from
     "profile",       # str | None: the build profile the overrides were taken for
     "files",         # tuple[str]: configuration files read, user's first
+    "ignored",       # tuple[(path, why)]: files not read because another user could have written them
+    "retention",     # dict[str, number]: [records] keep_days, max_db_mb, max_spool_mb, max_log_kb
+    "memory",        # dict: [memory] admission (bool | None = when a limit applies), headroom_mb, max_wait_s
 ])):
     """The settings for one link. Keys of `sources`: prefer, forbid, linker,
-    in_place, record, profile, linkers.<name>.extra_flags."""
+    in_place, record, profile, linkers.<name>.extra_flags, records.<key>, memory.<key>."""
     __slots__ = ()
 
 
 def defaults() -> Config:
     sources = {"prefer": DEFAULT, "forbid": DEFAULT, "linker": DEFAULT, "in_place": DEFAULT,
                "record": DEFAULT, "profile": DEFAULT}
-    return Config(DEFAULT_PREFER, frozenset(), None, {}, True, True, sources, None, ())
+    return Config(DEFAULT_PREFER, frozenset(), None, {}, True, True, sources, None, (), (), dict(RETENTION),
+                  dict(MEMORY_DEFAULTS))
+
+
+# [memory]: admission of links by their predicted memory (linkwrap/wrap/admission.py).
+MEMORY_DEFAULTS = {"admission": None, "headroom_mb": 64, "max_wait_s": 300.0}
 
 
 def load(request=None, environ=None, profile=None) -> Config:
@@ -70,9 +82,14 @@ def load(request=None, environ=None, profile=None) -> Config:
     files = []
     cache = []  # the marshal cache, read once per load (only when a file exists)
     user = paths.user_config_file()
-    project = find_project_file(cwd)
+    project, _, project_why = _search(cwd)
+    ignored = []
     for kind, path in (("user file", user), ("project file", project)):
         if not path or (kind == "project file" and user and _same_file(path, user)):
+            continue
+        why = project_why if kind == "project file" else untrusted(path)
+        if why:
+            ignored.append((path, why))
             continue
         table = read_file(path, cache)
         if table is None:
@@ -83,15 +100,18 @@ def load(request=None, environ=None, profile=None) -> Config:
         for name in profile_tables(profile):
             if name in table.get("profile", {}):
                 layers.append((f"{label} [profile.{name}]", table["profile"][name]))
-    return merge(layers, environ, profile, profile_source, tuple(files))
+    return merge(layers, environ, profile, profile_source, tuple(files), tuple(ignored))
 
 
-def merge(layers, environ, profile=None, profile_source=DEFAULT, files=()) -> Config:
+def merge(layers, environ, profile=None, profile_source=DEFAULT, files=(), ignored=()) -> Config:
     """Apply validated tables in order (later wins), then the environment. Pure."""
     c = defaults()
     prefer, forbid, in_place, record = c.prefer, c.forbid, c.in_place, c.record
-    extra, sources = {}, dict(c.sources)
+    extra, sources, memory = {}, dict(c.sources), dict(c.memory)
+    retention = dict(c.retention)
     for label, table in layers:
+        for key, value in table.get("records", {}).items():
+            retention[key], sources[f"records.{key}"] = value, label
         if "prefer" in table:
             prefer, sources["prefer"] = tuple(table["prefer"]), label
         if "forbid" in table:
@@ -104,11 +124,14 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=()) -> Co
             if "extra_flags" in settings:
                 extra[name] = tuple(settings["extra_flags"])
                 sources[f"linkers.{name}.extra_flags"] = label
+        for name, value in table.get("memory", {}).items():
+            memory[name], sources[f"memory.{name}"] = value, label
     forced = forced_linker(environ)
     if forced:
         sources["linker"] = ENV_LINKER
     sources["profile"] = profile_source
-    return Config(prefer, forbid, forced, extra, in_place, record, sources, profile, files)
+    return Config(prefer, forbid, forced, extra, in_place, record, sources, profile, files, ignored, retention,
+                  memory)
 
 
 def forced_linker(environ) -> str | None:
@@ -133,8 +156,14 @@ def find_project_file(cwd: str) -> str | None:
     Anything named linkwrap.toml counts (lexists): a directory or a dangling
     symlink of that name is an error for read_file, not a reason to read a
     file further up that the user did not mean.
+
+    Another user's file is never read (it can name a linker plugin: code run as
+    this user), as git refuses another user's repository: the search stops at
+    the first directory not owned by this user or root, and a file that another
+    user owns or could have replaced is ignored (None here; load() says why).
     """
-    return _search(cwd)[0]
+    path, _, why = _search(cwd)
+    return None if why else path
 
 
 def search_end(cwd: str) -> str:
@@ -143,15 +172,41 @@ def search_end(cwd: str) -> str:
 
 
 def _search(cwd):
+    """-> (nearest linkwrap.toml or None, the last directory searched, why it is untrusted or None)."""
     d = os.path.abspath(cwd)
+    me = os.geteuid()
     while True:
+        try:
+            st = os.stat(d)
+        except OSError:
+            return None, d, None
+        if st.st_uid not in (me, 0):
+            return None, d, None
         candidate = os.path.join(d, FILE_NAME)
         if os.path.lexists(candidate):
-            return candidate, d
+            return candidate, d, untrusted(candidate, st)
         parent = os.path.dirname(d)
         if parent == d or os.path.exists(os.path.join(d, ".git")):
-            return None, d
+            return None, d, None
         d = parent
+
+
+def untrusted(path, dir_st=None) -> str | None:
+    """Why another user could have written this configuration file, or None."""
+    me = os.geteuid()
+    try:
+        for st in (os.lstat(path), os.stat(path)):
+            if st.st_uid not in (me, 0):
+                return f"owned by another user (uid {st.st_uid})"
+            if st.st_mode & stat.S_IWOTH and not stat.S_ISLNK(st.st_mode):
+                return "writable by other users"
+        if dir_st is None:
+            dir_st = os.stat(os.path.dirname(path) or ".")
+    except OSError:
+        return None  # missing or unreadable: read_file says what is wrong
+    if dir_st.st_mode & stat.S_IWOTH and not dir_st.st_mode & stat.S_ISVTX:
+        return "its directory is writable by other users"
+    return None
 
 
 def _same_file(a, b) -> bool:
@@ -277,7 +332,7 @@ def _store_cache(data) -> None:
 
 # --- parsing and validating ------------------------------------------------
 
-_TOP_KEYS = ("prefer", "forbid", "in_place", "record", "linkers", "profile")
+_TOP_KEYS = ("prefer", "forbid", "in_place", "record", "linkers", "records", "memory", "profile")
 
 
 def parse_text(text: str, path: str = FILE_NAME) -> dict:
@@ -289,9 +344,13 @@ def parse_text(text: str, path: str = FILE_NAME) -> dict:
     import tomllib  # cold path: only on a cache miss
     try:
         raw = tomllib.loads(text)
+        return _table(raw, text, path, (), allow_profile=True)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(_toml_error(path, str(e), text)) from None
-    return _table(raw, text, path, (), allow_profile=True)
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to read") from None
+    except (ValueError, TypeError, MemoryError) as e:  # whatever else a parser can raise on odd input
+        raise ConfigError(f"{path}: cannot parse: {type(e).__name__}: {e}") from None
 
 
 def _toml_error(path, message, text) -> str:
@@ -320,6 +379,10 @@ def _table(raw, text, path, where, allow_profile) -> dict:
             out[key] = value
         elif key == "linkers":
             out[key] = _linkers(value, text, path, where + (key,))
+        elif key == "records":
+            out[key] = _records(value, text, path, where + (key,))
+        elif key == "memory":
+            out[key] = _memory(value, text, path, where + (key,))
         else:
             if not isinstance(value, dict):
                 _fail(text, path, where, key, "'profile' must be a table: [profile.<name>]")
@@ -358,6 +421,32 @@ def _linkers(value, text, path, where) -> dict:
                 _fail(text, path, where + (name,), key, f"'{_dotted(where + (name,), key)}' must be a list of non-empty strings")
         out[name] = {k: list(v) for k, v in settings.items()}
     return out
+
+
+def _records(value, text, path, where) -> dict:
+    if not isinstance(value, dict):
+        _fail(text, path, where[:-1], where[-1], "'records' must be a table: [records]")
+    for key, number in value.items():
+        if key not in RETENTION:
+            _fail(text, path, where, key, f"unknown key '{_dotted(where, key)}' (known: {', '.join(RETENTION)})")
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or number < 0:
+            _fail(text, path, where, key, f"'{_dotted(where, key)}' must be a number >= 0 (0: no limit)")
+    return dict(value)
+
+
+def _memory(value, text, path, where) -> dict:
+    if not isinstance(value, dict):
+        _fail(text, path, where[:-1], where[-1], "'memory' must be a table: [memory]")
+    for key, v in value.items():
+        if key not in MEMORY_DEFAULTS:
+            _fail(text, path, where, key, f"unknown key '{_dotted(where, key)}' (known: {', '.join(MEMORY_DEFAULTS)})")
+        if key == "admission" and not isinstance(v, bool):
+            _fail(text, path, where, key, f"'{_dotted(where, key)}' must be true or false")
+        if key == "headroom_mb" and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            _fail(text, path, where, key, f"'{_dotted(where, key)}' must be a whole number of MiB, 0 or more")
+        if key == "max_wait_s" and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1e6):
+            _fail(text, path, where, key, f"'{_dotted(where, key)}' must be a number of seconds above 0")
+    return {k: float(v) if k == "max_wait_s" else v for k, v in value.items()}
 
 
 def _dotted(where, key) -> str:

@@ -25,13 +25,15 @@ class LinkerInfo(record("LinkerInfo", "name path version version_text")):
 CANDIDATES = {
     "mold": ("mold", "ld.mold"),
     "wild": ("wild", "ld.wild"),
-    "lld": ("ld.lld",),            # plus ld.lld-NN, newest first (see _find_lld)
+    "lld": ("ld.lld",),            # and ld.lld-NN: the newest of them all (see _newest_lld)
     "bfd": ("ld.bfd",),
     "gold": ("ld.gold",),
     "rust-lld": ("rust-lld",),     # on PATH when rustc runs the link
 }
+# Every linker linkwrap knows, by the name config, policy, records and LINKWRAP_LINKER use:
+# the one list (config.LINKER_NAMES is this list).
 NAMES = ("mold", "wild", "lld", "rust-lld", "bfd", "gold", "python")
-_CACHE_FORMAT = 4
+_CACHE_FORMAT = 5  # 5: lld is the newest of ld.lld and ld.lld-NN
 
 
 def discover(request=None, environ=os.environ) -> dict:
@@ -80,9 +82,7 @@ def _search_path(path_dirs, cache, prefix="") -> dict:
         return dict(hit[1])
     found = {}
     for name, exes in candidates(prefix).items():
-        path = _which_any(exes, path_dirs)
-        if name == "lld" and not path:
-            path = _find_lld(path_dirs)
+        path = _newest_lld(path_dirs) if name == "lld" else _which_any(exes, path_dirs)
         if path:
             found[name] = path
     cache["search" + prefix] = (key, found)
@@ -99,19 +99,28 @@ def _which_any(names, path_dirs):
     return None
 
 
-def _find_lld(path_dirs):
-    """ld.lld-NN (Debian's lld-16 package) when there is no plain ld.lld: newest NN."""
-    best = None
+def _newest_lld(path_dirs):
+    """The newest LLD of ld.lld and ld.lld-NN on PATH (Debian's lld is 14, lld-16 is ld.lld-16 only).
+
+    Versions are asked only when there are several: this runs on a cold cache, when PATH changed."""
+    found, seen = [], set()
     for d in path_dirs:
         try:
             names = os.listdir(d)
         except OSError:
             continue
-        for n in names:
-            if n.startswith("ld.lld-") and n[7:].isdigit():
-                if best is None or int(n[7:]) > best[0]:
-                    best = (int(n[7:]), os.path.join(d, n))
-    return best[1] if best else None
+        numbered = sorted((n for n in names if n.startswith("ld.lld-") and n[7:].isdigit()),
+                          key=lambda n: -int(n[7:]))
+        for n in (["ld.lld"] if "ld.lld" in names else []) + numbered:
+            p = os.path.join(d, n)
+            real = os.path.realpath(p)
+            if real not in seen and os.access(p, os.X_OK) and not os.path.isdir(p):
+                seen.add(real)
+                found.append(p)
+    if len(found) < 2:
+        return found[0] if found else None
+    # max() keeps the first of equals: PATH order decides between the same version.
+    return max(found, key=lambda p: parse_version("lld", version_text("lld", p)) or ())
 
 
 def _rust_lld(request, found, path_dirs, cache):
@@ -254,13 +263,38 @@ def shim_dir(info: LinkerInfo) -> str:
     -fuse-ld=<x>) here. Only symlinks live here because gcc adds every -B dir
     as a -L dir too. Created atomically so concurrent links never see half.
     """
+    try:
+        return _shim_in(os.path.join(paths.cache_dir(), "shim"), info)
+    except OSError:
+        # A cache dir that cannot be written (read-only, full) must not turn the choice off.
+        return _shim_in(os.path.join(_private_tmp(), "shim"), info)
+
+
+def _private_tmp() -> str:
+    """$TMPDIR/linkwrap-<uid>: made 0700, used only when it is a real directory of ours that
+    nobody else can write (/tmp is shared: another user may have made that name first)."""
+    import stat
+    d = os.path.join(os.environ.get("TMPDIR") or "/tmp", f"linkwrap-{os.geteuid()}")
+    try:
+        os.mkdir(d, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(d)
+    if not stat.S_ISDIR(st.st_mode) or paths.others_can_write(st):
+        raise OSError(13, "not a private directory of this user's", d)
+    return d
+
+
+def _shim_in(root, info) -> str:
     import zlib  # a builtin: hashlib costs milliseconds to import
-    d = os.path.join(paths.cache_dir(), "shim", f"{info.name}-{zlib.crc32(info.path.encode()):08x}")
+    d = os.path.join(root, f"{info.name}-{zlib.crc32(info.path.encode()):08x}")
+    paths.make_private_dir(os.path.dirname(d))
+    _refuse_unless_private(os.path.dirname(d))
     if os.path.isdir(d) and os.path.realpath(os.path.join(d, "ld")) == os.path.realpath(info.path):
+        _refuse_unless_private(d)
         return d
-    os.makedirs(os.path.dirname(d), exist_ok=True)
     tmp = f"{d}.{os.getpid()}.tmp"
-    os.makedirs(tmp, exist_ok=True)
+    paths.make_private_dir(tmp)
     # wild >= 0.9 picks its platform from argv[0]'s stem: never name it ld64*, link, wasm-ld.
     for n in ("ld", "ld.lld", "ld.bfd", "ld.gold", "ld.mold", "ld.wild"):
         link = os.path.join(tmp, n)
@@ -279,3 +313,14 @@ def shim_dir(info: LinkerInfo) -> str:
                 pass
         shutil.rmtree(tmp, ignore_errors=True)
     return d
+
+
+def _refuse_unless_private(d):
+    """The driver runs whatever `ld` the shim holds: never one another user could have put there."""
+    for where in (d, os.path.dirname(d)):
+        if paths.others_can_write(os.lstat(where)):
+            from linkwrap import faults
+            from linkwrap.errors import LinkwrapError
+            faults.warn_once("unsafe-shim", f"{where} can be written by other users: linking as asked "
+                                            "until it is removed (linkwrap makes its own directories 0700)")
+            raise LinkwrapError(f"{where} can be written by other users")

@@ -27,6 +27,15 @@ each link removes its own directory and then .linkwrap-tmp when it is empty.
 The owner's name holds its pid, its start time (pid reuse) and a hash of host
 name and pid namespace (a container or NFS client sharing the directory: its
 pids mean nothing here, so its directories are only removed after a day).
+
+The output's directory may be shared with other users (/tmp, a group build
+tree): anyone who can write there could plant a symlink named like a dead
+link's directory, or make .linkwrap-tmp a symlink, and have us delete or write
+through it. So .linkwrap-tmp is used only when it is a real directory this user
+owns that nobody else can write, in a directory nobody else can write; it is
+opened with O_NOFOLLOW and everything under it is removed relative to directory
+fds, never following a symlink, never touching what another user owns.
+Otherwise the linker writes the output itself, as it would unwrapped.
 """
 import os
 from linkwrap.records import record
@@ -78,7 +87,7 @@ def _space() -> str:
 def prepare(request, write_mode, owner=None) -> Plan:
     """Make this link's private directory; for IN_PLACE move the old output into it.
 
-    owner: the directory's owner tag (a server's child names its client), else this process's."""
+    owner: the directory's owner tag (a server's child names itself), else this process's."""
     final = request.output
     if not final:
         return Plan(None, None, write_mode, None)
@@ -92,27 +101,32 @@ def prepare(request, write_mode, owner=None) -> Plan:
         # /dev/null, a FIFO, a directory: renaming over them would be wrong (or
         # fatal, as root); the linker writes them itself, as it would unwrapped.
         return Plan(final, final, FRESH, None)
+    if base == TMP_DIR or not _private_parent(d or "."):
+        # An output named .linkwrap-tmp, or a directory others can write: no private directory.
+        return _direct(final, st)
     top = os.path.join(d, TMP_DIR)
     owner = owner or owner_tag()
-    sweep(top, owner)
-    work = os.path.join(top, owner)
+    work = None
     for _ in range(5):
-        try:
-            os.mkdir(top, 0o755)
-        except FileExistsError:
-            pass
-        except OSError:
+        top_fd = _open_top(top)
+        if top_fd is None:
             return _direct(final, st)
         try:
-            os.mkdir(work, 0o700)
+            _sweep_fd(top_fd, owner)
+            try:
+                os.mkdir(owner, 0o700, dir_fd=top_fd)
+            except FileExistsError:
+                _remove_at(top_fd, owner)  # ours from an earlier attempt of this same process
+                os.mkdir(owner, 0o700, dir_fd=top_fd)
+            work = os.path.join(top, owner)
             break
-        except FileExistsError:
-            _remove_tree(work)  # ours from an earlier attempt of this same process
         except FileNotFoundError:
-            continue  # another link removed the empty .linkwrap-tmp in between
+            continue  # another link removed the empty .linkwrap-tmp after we opened it
         except OSError:
             return _direct(final, st)
-    else:
+        finally:
+            os.close(top_fd)
+    if work is None:
         return _direct(final, st)
     link_path = os.path.join(work, base)
     mode = FRESH
@@ -170,7 +184,8 @@ def commit(plan, ok: bool):
         os.rename(plan.link_path, plan.final)
     except OSError as e:
         discard(plan)
-        return False, None, f"linkwrap: error: cannot move the output into place: {plan.final}: {e.strerror}\n"
+        from linkwrap.errors import error_line
+        return False, None, error_line(f"cannot move the output into place: {plan.final}: {e.strerror}")
     # Files the link made next to its output (<out>.map, <out>.time-trace, ...)
     # would have been created beside the real output: they go there too.
     _remove_work_dir(plan.work_dir, keep=(os.path.basename(plan.final), os.path.dirname(plan.final)))
@@ -202,26 +217,64 @@ def abort(plan, linker_ran: bool) -> None:
 
 
 def _remove_work_dir(work, keep=None):
-    _remove_tree(work, keep)
+    top = os.path.dirname(work)
+    fd = _open_top(top)
+    if fd is None:
+        return
     try:
-        os.rmdir(os.path.dirname(work))  # .linkwrap-tmp, when no other link uses it
+        _remove_at(fd, os.path.basename(work), keep)
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(top)  # .linkwrap-tmp, when no other link uses it
     except OSError:
         pass
 
 
-def sweep(top, mine=None) -> int:
-    """Remove private directories of links whose owner is gone. -> how many."""
+def _private_parent(d) -> bool:
+    """True when nobody but this user (and root) can create or rename entries in d."""
     try:
-        names = os.listdir(top)
+        st = os.stat(d)
     except OSError:
+        return False
+    from linkwrap.paths import others_can_write
+    return st.st_uid == 0 and not st.st_mode & 0o022 or not others_can_write(st)
+
+
+def _open_top(top):
+    """An fd of .linkwrap-tmp, made if missing; None unless it is a real directory,
+    this user's, that nobody else can write."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        os.mkdir(top, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        fd = os.open(top, flags)
+    except OSError:
+        return None  # a symlink (ELOOP), a file (ENOTDIR), gone
+    if not _owned(os.fstat(fd)):
+        os.close(fd)
+        return None
+    return fd
+
+
+def _owned(st) -> bool:
+    from linkwrap.paths import others_can_write
+    return not others_can_write(st)
+
+
+def sweep(top) -> int:
+    """Remove private directories of links whose owner is gone. -> how many."""
+    fd = _open_existing(top)
+    if fd is None:
         return 0  # the usual case: no .linkwrap-tmp at all
-    mine = mine or owner_tag()
-    space = mine.rsplit("-", 1)[1]
-    removed = 0
-    for n in names:
-        if n != mine and _is_stale(top, n, space):
-            _remove_tree(os.path.join(top, n))
-            removed += 1
+    try:
+        removed = _sweep_fd(fd)
+    finally:
+        os.close(fd)
     if removed:
         try:
             os.rmdir(top)
@@ -230,7 +283,40 @@ def sweep(top, mine=None) -> int:
     return removed
 
 
-def _is_stale(top, name, space) -> bool:
+def _open_existing(top):
+    try:
+        fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    if not _owned(os.fstat(fd)):
+        os.close(fd)
+        return None
+    return fd
+
+
+def _sweep_fd(top_fd, mine=None) -> int:
+    try:
+        names = os.listdir(top_fd)
+    except OSError:
+        return 0
+    mine = mine or owner_tag()
+    space = mine.rsplit("-", 1)[1]
+    removed = 0
+    for n in names:
+        if n != mine and _is_stale(top_fd, n, space):
+            _remove_at(top_fd, n)
+            removed += 1
+    return removed
+
+
+def _is_stale(top_fd, name, space) -> bool:
+    import stat as S
+    try:
+        st = os.lstat(name, dir_fd=top_fd)
+    except OSError:
+        return False
+    if not S.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        return False  # not a link's directory, or not ours to remove
     parts = name.split("-")
     try:
         pid, start = int(parts[0]), int(parts[1])
@@ -239,10 +325,7 @@ def _is_stale(top, name, space) -> bool:
         their_space = None  # not ours to judge by pid
     if their_space != space:
         import time
-        try:
-            return time.time() - os.lstat(os.path.join(top, name)).st_mtime > FOREIGN_STALE_S
-        except OSError:
-            return False
+        return time.time() - st.st_mtime > FOREIGN_STALE_S
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -264,31 +347,41 @@ def _zombie(pid) -> bool:
         return False
 
 
-def _remove_tree(path, keep=None):
-    """rm -rf without shutil (import cost); never raises, never follows symlinks.
+def _remove_at(dir_fd, name, keep=None):
+    """rm -rf of the directory `name` in dir_fd, without shutil (import cost); never
+    raises, never follows a symlink, never enters a directory another user owns.
 
     keep=(prefix, dest): entries whose name starts with prefix are moved to dest instead.
     """
     try:
-        it = os.scandir(path)
-    except NotADirectoryError:
-        _unlink(path)
-        return
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     except OSError:
+        try:
+            os.unlink(name, dir_fd=dir_fd)  # a symlink or file: removed, never followed
+        except OSError:
+            pass
         return
-    with it:
-        for e in it:
+    try:
+        if os.fstat(fd).st_uid != os.geteuid():
+            return
+        with os.scandir(fd) as it:
+            entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+        for n, is_dir in entries:
             try:
-                if keep and e.name.startswith(keep[0]):
-                    os.rename(e.path, os.path.join(keep[1], e.name))
-                elif e.is_dir(follow_symlinks=False):
-                    _remove_tree(e.path)
+                if keep and n.startswith(keep[0]):
+                    os.rename(n, os.path.join(keep[1], n), src_dir_fd=fd)
+                elif is_dir:
+                    _remove_at(fd, n)
                 else:
-                    os.unlink(e.path)
+                    os.unlink(n, dir_fd=fd)
             except OSError:
                 pass
+    except OSError:
+        return
+    finally:
+        os.close(fd)
     try:
-        os.rmdir(path)
+        os.rmdir(name, dir_fd=dir_fd)
     except OSError:
         pass
 

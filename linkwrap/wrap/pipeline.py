@@ -37,8 +37,13 @@ def link(inv):
     # config → linkers → probe → policy; a fault in any of them means "as asked", with the reason.
     choice = choose(request, environ)
     settings, facts, decision = choice.settings, choice.facts, choice.decision
+    if settings is not None:
+        faults.LOG_MAX_BYTES = int(settings.retention["max_log_kb"] * 1024)
     for doing, e in choice.faults:
         faults.note(doing, e)
+    for path, why in settings.ignored if settings is not None else ():
+        # Another user's file could name a linker plugin: not read, and said once.
+        faults.warn_once(f"config-{_crc(path)}", f"ignoring {path}: {why}")
     if choice.config_error is not None:
         e = choice.config_error
         faults.note("choosing a linker", e)
@@ -52,6 +57,15 @@ def link(inv):
         from linkwrap.wrap import build
         faults.warn_once(f"config-{_crc(str(e) + build.identify(environ, inv.caller_pid).key)}",
                          f"{e}; linking as asked until it is fixed")
+
+    # Memory: a link whose predicted memory does not fit waits for running links (admission.py).
+    ticket = None
+    if choice.memory is not None:
+        try:
+            from linkwrap.wrap import admission
+            ticket = admission.enter(choice, environ)
+        except Exception as e:
+            faults.note("waiting for memory", e)
 
     # Run it. A failure that may be linkwrap's doing gets one more try as asked.
     first = None
@@ -78,9 +92,16 @@ def link(inv):
 
     # Beyond this point the link is over: nothing below may change its result.
     run.write_through(outcome)
+    memory = None
+    if choice.memory is not None or ticket is not None:
+        from linkwrap.wrap import admission
+        memory = admission.leave(ticket, choice.memory, decision.linker.name if decision.linker else None,
+                                 request.output, outcome, facts.input_bytes if facts is not None else None)
     if settings is None or settings.record:
-        record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first,
-                    environ=environ, caller_pid=inv.caller_pid, entry=inv.entry, reached_ns=inv.reached_ns)
+        limits = settings.retention if settings is not None else {}
+        record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first, memory=memory,
+                    max_spool_bytes=int(limits.get("max_spool_mb", 64) * (1 << 20)), environ=environ,
+                    caller_pid=inv.caller_pid, entry=inv.entry, reached_ns=inv.reached_ns)
     return outcome.returncode
 
 
@@ -91,8 +112,9 @@ CONFIG_ERRORS = "LINKWRAP_CONFIG_ERRORS"
 
 def _config_failure(request, facts, decision, error, started_ns, inv) -> int:
     """Fail the link with one line naming the file and line, the fix and the ways round."""
-    message = (f"linkwrap: error: {error} (fix it; LINKWRAP_DISABLE=1 links without linkwrap, "
-               f"{CONFIG_ERRORS}=warn links as asked)\n").encode("utf-8", "replace")
+    from linkwrap.errors import error_line
+    message = error_line(f"{error} (fix it; LINKWRAP_DISABLE=1 links without linkwrap, "
+                         f"{CONFIG_ERRORS}=warn links as asked)").encode("utf-8", "replace")
     try:
         os.write(2, message)
     except OSError:

@@ -40,7 +40,6 @@ def as_asked(reason: str) -> Decision:
     return Decision(None, (), (), FRESH, (reason,))
 
 
-KNOWN = ("mold", "wild", "lld", "rust-lld", "bfd", "gold", "python")
 
 # First version of each linker that accepts a flag (shared/reference/linkers.md §1.1, §2.2, §3.2, §6).
 # A linker missing from a row never gets that flag: GNU ld 2.40 rejects --threads,
@@ -70,7 +69,7 @@ def decide(request, probe, linkers, config) -> Decision:
     info = choose_linker(request, linkers, config, reasons)
     if info is None:
         return Decision(None, (), (), FRESH, tuple(reasons))
-    flags = _flags(info, probe, reasons)
+    flags = _flags(info, probe, reasons, _callers_flags(request))
     mode = write_mode(request, probe, info, config, reasons)
     if info.name == "wild":
         if mode == FRESH:
@@ -96,7 +95,7 @@ def decide(request, probe, linkers, config) -> Decision:
 def choose_linker(request, linkers, config, reasons):
     """LINKWRAP_LINKER, else the caller's own -fuse-ld=, else the preference order."""
     # config.load refuses a LINKWRAP_LINKER that names no known linker.
-    forced = getattr(config, "forced", None)
+    forced = config.forced if config is not None else None
     if forced:
         if forced in linkers:
             info = linkers[forced]
@@ -104,7 +103,10 @@ def choose_linker(request, linkers, config, reasons):
             return info
         else:
             reasons.append(f"LINKWRAP_LINKER={forced}, but {forced} is not installed; choosing as usual")
-    forbid = getattr(config, "forbid", frozenset())
+    if request.own_linker:
+        reasons.append(f"the command line names its own linker ({request.own_linker}): linking as asked")
+        return None
+    forbid = config.forbid if config is not None else frozenset()
     asked = _callers_choice(request)
     if asked:
         if asked in forbid:
@@ -117,7 +119,10 @@ def choose_linker(request, linkers, config, reasons):
         else:
             reasons.append(f"the command line asks for -fuse-ld={request.fuse_ld}, "
                            f"but {asked} is not installed")
-    prefer = KNOWN[:-1] if config is None else tuple(config.prefer)
+    if config is None:
+        from linkwrap.wrap.config import DEFAULT_PREFER as prefer
+    else:
+        prefer = tuple(config.prefer)
     if not prefer:
         where = config.sources.get("prefer", "configuration")
         reasons.append(f"prefer = [] in {where}: no linker to choose; linking as asked")
@@ -144,8 +149,8 @@ def _callers_choice(request):
     rustc >= 1.90 adds `-fuse-ld=lld -B…/gcc-ld` to every link (args.py takes
     them out and sets rust_lld): that is rustc's default, not a choice.
     """
-    fuse = getattr(request, "fuse_ld", None)
-    if not fuse or getattr(request, "rust_lld", None):
+    fuse = request.fuse_ld
+    if not fuse or request.rust_lld:
         return None
     return FUSE_LD.get(fuse)
 
@@ -157,20 +162,36 @@ def _has(info, flag) -> bool:
     return since is not None and info.version is not None and tuple(info.version) >= since
 
 
-def _flags(info, probe, reasons) -> list:
+def _callers_flags(request) -> frozenset:
+    """The caller's own linker flags, each without its value ("--threads=1" -> "--threads")."""
+    from linkwrap.wrap.args import linker_flags
+    names = (f.split("=", 1)[0] for f in linker_flags(request.args))
+    return frozenset("-" + n if n[:1] == "-" and n[:2] != "--" else n for n in names)  # -threads = --threads
+
+
+_CALLERS_THREADS = ("--threads", "--no-threads", "--thread-count")
+_CALLERS_FORK = ("--fork", "--no-fork")
+
+
+def _flags(info, probe, reasons, callers=frozenset()) -> list:
     flags = []
     if info.version is None and info.name in ("mold", "wild", "lld", "rust-lld"):
         reasons.append(f"{info.name}'s version is unknown: no version-gated flags")
         return flags
     name, v = info.name, _v(info.version)
-    if name in SINCE["--no-fork"]:
+    if name in SINCE["--no-fork"] and callers.intersection(_CALLERS_FORK):
+        reasons.append(f"the command line says {'/'.join(sorted(callers.intersection(_CALLERS_FORK)))}: kept")
+    elif name in SINCE["--no-fork"]:
         if _has(info, "--no-fork"):
             flags.append("--no-fork")
             reasons.append(f"--no-fork: {name} forks by default, hiding its time and memory from the build")
         else:
             reasons.append(f"{info.label} has no --no-fork (needs >= {_v(SINCE['--no-fork'][name])})")
-    cpus = getattr(probe, "cpus", None)
-    if name in SINCE["--threads="]:
+    cpus = probe.cpus
+    if name in SINCE["--threads="] and callers.intersection(_CALLERS_THREADS):
+        reasons.append(f"the command line sets {'/'.join(sorted(callers.intersection(_CALLERS_THREADS)))}: "
+                       "thread count kept")
+    elif name in SINCE["--threads="]:
         if cpus is None or cpus < 1:
             reasons.append("CPUs available unknown: thread count left to the linker")
         elif _has(info, "--threads="):
@@ -186,10 +207,10 @@ def _flags(info, probe, reasons) -> list:
 
 
 def _wild_mmap(info, probe, reasons, flags):
-    fs = getattr(probe, "fs", None)
+    fs = probe.fs
     if fs != "btrfs":
         return
-    kernel = getattr(probe, "kernel", None)
+    kernel = probe.kernel
     if kernel is not None and tuple(kernel[:2]) >= WILD_BTRFS_MMAP_FIXED:
         reasons.append(f"btrfs with kernel {_v(kernel)} (>= 7.2): wild mmaps its output by itself")
         return
@@ -224,7 +245,7 @@ def write_mode(request, probe, info, config, reasons) -> str:
         where = config.sources.get("in_place", "configuration")
         reasons.append(f"in_place = false in {where} -> fresh")
         return FRESH
-    out = getattr(probe, "output", None)
+    out = probe.output
     if out is None or out.exists is None:
         reasons.append("unknown whether the output exists -> fresh")
         return FRESH
@@ -232,22 +253,22 @@ def write_mode(request, probe, info, config, reasons) -> str:
         reasons.append("no existing output -> fresh")
         return FRESH
     failed = _output_failures(out)
-    kind = getattr(request, "kind", None)
+    kind = request.kind
     if kind in ("shared", "relocatable"):
         failed.append(f"output is {'-shared' if kind == 'shared' else '-r'}: the kernel does not "
                       "guard mapped libraries and objects")
-    kernel = getattr(probe, "kernel", None)
+    kernel = probe.kernel
     if kernel is None:
         failed.append("kernel version unknown")
     elif tuple(kernel[:2]) in NO_ETXTBSY:
         failed.append(f"kernel {_v(kernel)} lets writes reach a running executable (6.11/6.12)")
-    local = getattr(probe, "fs_local", None)
-    fs = getattr(probe, "fs", None) or "filesystem"
+    local = probe.fs_local
+    fs = probe.fs or "filesystem"
     if local is None:
         failed.append("unknown whether the filesystem is local")
     elif not local:
         failed.append(f"{fs} is not a local filesystem")
-    cpus = getattr(probe, "cpus", None)
+    cpus = probe.cpus
     if info.name == "wild" and cpus == 1:
         failed.append("wild with 1 thread always unlinks")
     if failed:

@@ -48,6 +48,8 @@ class Probe(record("Probe", [
     "mem_limit_mb",     # int | None: cgroup memory.max, None when unlimited
     "thp",              # str | None: transparent huge pages mode ("always", "madvise", "never")
     "jobserver",        # bool: CARGO_MAKEFLAGS or MAKEFLAGS carries a jobserver
+    "mem_used_mb",      # int | None: what the limiting cgroup holds that reclaim cannot take back
+    "mem_group",        # str | None: the cgroup directory whose memory limit applies
 ])):
     """Facts about the machine and the output path, each possibly None."""
     __slots__ = ()
@@ -62,6 +64,8 @@ def snapshot(request, environ=None) -> Probe:
     fs = _try(filesystem, where, mountinfo) if where else None
     fs_name, fs_options = fs if fs else (None, None)
     cgroups = _try(cgroup_dirs, mountinfo) if mountinfo else None
+    group = _try(memory_group, cgroups) if cgroups else None
+    used_kb = _try(group_used_kb, group[1]) if group else None
     return Probe(
         fs=fs_name,
         fs_options=fs_options,
@@ -71,9 +75,11 @@ def snapshot(request, environ=None) -> Probe:
         input_bytes=_try(input_bytes, request),
         cpus=_try(cpus, cgroups),
         mem_available_mb=_try(mem_available_mb),
-        mem_limit_mb=_try(mem_limit_mb, cgroups) if cgroups else None,
+        mem_limit_mb=group[0] >> 20 if group else None,
         thp=_try(thp_mode),
         jobserver=bool(_try(jobserver, environ)),
+        mem_used_mb=used_kb >> 10 if used_kb is not None else None,
+        mem_group=group[1] if group else None,
     )
 
 
@@ -318,13 +324,19 @@ def kernel_version(release=None):
 
 def mem_available_mb():
     """MemAvailable from /proc/meminfo (Linux >= 3.14), in MiB."""
+    kb = mem_available_kb()
+    return None if kb is None else kb // 1024
+
+
+def mem_available_kb():
+    """MemAvailable from /proc/meminfo (Linux >= 3.14), in KiB."""
     text = _read("/proc/meminfo", limit=4096)  # it is the third line
     if not text:
         return None
     at = text.find("MemAvailable:")
     if at < 0:
         return None
-    return int(text[at + 13:text.index("kB", at)]) // 1024
+    return int(text[at + 13:text.index("kB", at)])
 
 
 def thp_mode(text=None):
@@ -480,15 +492,48 @@ def cpus(cgroups):
 
 def mem_limit_mb(cgroups):
     """The tightest cgroup memory limit over this process's cgroups, in MiB, or None."""
-    limits = []
+    group = memory_group(cgroups)
+    return group[0] // (1 << 20) if group else None
+
+
+def memory_group(cgroups):
+    """(limit in bytes, directory) of the tightest memory limit over this process's
+    cgroups (v2 memory.max, v1 memory.limit_in_bytes), or None when none applies."""
+    best = None
     for d in cgroups.memory:
         text = _read(d + "/memory.max")
         if text is None:
             text = _read(d + "/memory.limit_in_bytes")
-        if text is not None:
-            limits.append(parse_memory_max(text))
-    limits = [n for n in limits if n]
-    return min(limits) // (1 << 20) if limits else None
+        limit = parse_memory_max(text) if text is not None else None
+        if limit and (best is None or limit < best[0]):
+            best = (limit, d)
+    return best
+
+
+def group_used_kb(directory):
+    """What a memory cgroup holds that reclaim cannot take back, in KiB: its usage
+    (v2 memory.current, v1 memory.usage_in_bytes) less its file cache (active and
+    inactive file pages of memory.stat). A group that just compiled is full of
+    cache; counting that as used would make every link wait for nothing."""
+    usage = _read(directory + "/memory.current")
+    v1 = usage is None
+    if v1:
+        usage = _read(directory + "/memory.usage_in_bytes")
+    if usage is None:
+        return None
+    stat = _read(directory + "/memory.stat", limit=65536) or ""
+    return max(0, int(usage) - _file_cache_bytes(stat, v1)) >> 10
+
+
+def _file_cache_bytes(stat, v1):
+    # v1 counts the group and its children under total_*; v2 counts them always.
+    wanted = ("total_active_file", "total_inactive_file") if v1 else ("active_file", "inactive_file")
+    total = 0
+    for line in stat.splitlines():
+        key, _, value = line.partition(" ")
+        if key in wanted:
+            total += int(value)
+    return total
 
 
 # --- the existing output ---------------------------------------------------

@@ -37,14 +37,15 @@ import time
 from linkwrap.wrap import probe as _probe
 
 SPOOL = "links.spool"
+ROTATED = SPOOL + ".1"  # the spool moved aside once it passed its size limit; the one before is dropped
 OFF_MARKER = "logs-off"
 MAGIC = b"LWr\x01"
 TRAILER = b"\x01rWL"
 FORMAT = 1  # the "v" of every record; bump when fields change meaning
 
 
-def save(request, probe, decision, outcome, *, started_ns, first_attempt=None, environ=os.environ,
-         caller_pid=None, entry="script", reached_ns=None) -> None:
+def save(request, probe, decision, outcome, *, started_ns, first_attempt=None, memory=None,
+         max_spool_bytes=64 << 20, environ=os.environ, caller_pid=None, entry="script", reached_ns=None) -> None:
     """Append this link's record to the spool. Never raises."""
     try:
         now_ns = time.perf_counter_ns()
@@ -53,13 +54,13 @@ def save(request, probe, decision, outcome, *, started_ns, first_attempt=None, e
         if _disabled(state, environ):
             return
         frame = encode(make(request, probe, decision, outcome, started_ns=started_ns,
-                            first_attempt=first_attempt, now_ns=now_ns, environ=environ,
+                            first_attempt=first_attempt, now_ns=now_ns, memory=memory, environ=environ,
                             caller_pid=caller_pid, entry=entry, reached_ns=reached_ns))
     except BaseException as e:  # a fault of ours: the link's result stands
         _fault("building the link record", e)
         return
     try:
-        append(state, frame)
+        append(state, frame, max_spool_bytes)
     except OSError as e:
         _warn_once(state, e)
     except BaseException as e:
@@ -74,11 +75,13 @@ def _disabled(state, environ=os.environ) -> bool:
 
 
 def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, now_ns=None,
-         environ=os.environ, caller_pid=None, entry="script", reached_ns=None) -> dict:
+         environ=os.environ, memory=None, caller_pid=None, entry="script", reached_ns=None) -> dict:
     """The record: a dict of plain values (str, int, float, bool, None, tuples)."""
     now_ns = now_ns or time.perf_counter_ns()
     elapsed_ms = (now_ns - started_ns) / 1e6
     linker_runs_ms = outcome.wall_ms + (first_attempt.wall_ms if first_attempt else 0.0)
+    # A wait for memory is the build's time, not linkwrap's work: it has its own figure (waited_ms).
+    linker_runs_ms += (memory.waited_ms or 0.0) if memory is not None else 0.0
     from linkwrap.wrap import build
     b = build.identify(environ, caller_pid)
     crate_name, crate_kind = classify(request, environ)
@@ -134,7 +137,7 @@ def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, n
         "fell_back": first_attempt is not None,
         "first_exit_status": first_attempt.returncode if first_attempt else None,
         "first_wall_ms": first_attempt.wall_ms if first_attempt else None,
-        "first_command": tuple(first_attempt.command) if first_attempt else None,
+        "first_command": compact_command(first_attempt, request) if first_attempt else None,
         "first_error": first_error(first_attempt.stderr) if first_attempt else None,
         "first_linker": first_attempt.linker if first_attempt else None,
         # A server's child was forked ahead of its link: its start-up is from taking the link.
@@ -144,11 +147,33 @@ def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, n
         "driver": request.driver,
         "argv": tuple(request.argv),
         "args_expanded": tuple(request.args) if request.used_response_file else None,
-        "command": tuple(outcome.command),
+        "command": compact_command(outcome, request),
         "linker_start": outcome.start,
         "entry_point": entry,
     }
+    if memory is not None:  # admission.Memory: the prediction, the charge, the wait
+        rec.update(predicted_peak_kb=memory.predicted_kb, prediction_source=memory.source,
+                   charge_kb=memory.charge_kb, charge_how=memory.charge_how, waited_ms=memory.waited_ms,
+                   wait_note=memory.wait_note, memory_room_kb=memory.room_kb, jobserver_wait=memory.jobserver,
+                   mem_limit_mb=probe.mem_limit_mb if probe is not None else None)
     return rec
+
+
+ARGS_MARK = "{args}"
+
+
+def compact_command(outcome, request) -> tuple:
+    """What was run, with the caller's own arguments (argv, or args_expanded for an @file, each
+    already in the record) replaced by ARGS_MARK: a 100k-argument link is stored once, not twice.
+    The -o inside them named this link's private path; the record's output_path says the real one."""
+    command = tuple(outcome.command)
+    if request.used_response_file:
+        return command  # [driver, @file]: already short
+    # linkwrap's choice: [driver, -B<shim>, *args, *flags]; as asked: [driver, *argv].
+    start, n = (2, len(request.args)) if outcome.linker is not None else (1, len(request.argv))
+    if len(command) < start + n:
+        return command
+    return command[:start] + (ARGS_MARK,) + command[start + n:]
 
 
 FIRST_ERROR_CHARS = 300
@@ -257,15 +282,20 @@ def encode(record: dict) -> bytes:
     return MAGIC + len(body).to_bytes(4, "little") + body + TRAILER
 
 
-def append(state, frame, _tries=3) -> None:
-    """One os.write of one frame to the spool, under the spool's lock."""
+def append(state, frame, max_bytes=0, _tries=3) -> None:
+    """One os.write of one frame to the spool, under the spool's lock.
+
+    A spool past max_bytes (nobody ran a reading command for a long time) is renamed to
+    links.spool.1, replacing the one before: at most about twice max_bytes stay on disk, the
+    oldest records go first, and the next ingestion reads links.spool.1 before links.spool."""
     path = os.path.join(state, SPOOL)
     for _ in range(_tries):
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except FileNotFoundError:
-            os.makedirs(state, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            from linkwrap.paths import make_private_dir
+            make_private_dir(state)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             os.lockf(fd, os.F_LOCK, 0)
             # The ingester may have renamed this file aside before we got the lock.
@@ -273,6 +303,12 @@ def append(state, frame, _tries=3) -> None:
                 same = os.stat(path).st_ino == os.fstat(fd).st_ino
             except FileNotFoundError:
                 same = False
+            if same and max_bytes and os.fstat(fd).st_size + len(frame) > max_bytes:
+                try:
+                    os.rename(path, os.path.join(state, ROTATED))
+                except FileNotFoundError:
+                    pass  # an ingester took it first
+                continue  # under the lock: a writer waiting on this file will see it moved
             if same:
                 n = os.write(fd, frame)
                 if n != len(frame):
@@ -287,8 +323,11 @@ def _warn_once(state, err) -> None:
     import errno as errno_mod
     from linkwrap import faults
     kind = errno_mod.errorcode.get(err.errno, "error") if err.errno else "error"
-    faults.warn_once(kind, f"cannot record links in {state} ({err.strerror or err}); "
-                           f"links are not affected; said once (see `linkwrap log status`)")
+    from linkwrap.paths import state_problem
+    problem = state_problem()
+    why = f": {problem}" if problem else f" in {state} ({err.strerror or err})"
+    faults.warn_once(kind, f"cannot record links{why}; links are not affected; said once "
+                           "(see `linkwrap log status`)")
 
 
 def _fault(doing, exc) -> None:

@@ -68,11 +68,13 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None) -> O
     """Run the link for this decision and carry out its write mode.
 
     SIGINT, SIGTERM and SIGHUP that arrive while the linker runs are passed on
-    to it (it runs in its own process group); once it has exited the attempt is
+    to the driver and everything it started; once it has exited the attempt is
     finished or cleaned up and linkwrap dies of the same signal, as the caller
-    expects of an interrupted command (raises Interrupted). direct=False keeps the
-    driver even when the linker could be started directly; owner names the
-    private directory (invocation.owner).
+    expects of an interrupted command (raises Interrupted). They stay in the caller's
+    process group, so whatever stops or kills that group (^C, ^Z, a CI timeout's SIGKILL,
+    ninja interrupting a job) reaches the linker too, even when linkwrap cannot pass it on.
+    direct=False keeps the driver even when the linker could be started directly; owner
+    names the private directory (invocation.owner).
     """
     plan = output_mod.prepare(request, decision.write_mode, owner)
     forward = _Forward()
@@ -83,7 +85,7 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None) -> O
         if argv is None:
             argv = command(request, decision, plan.link_path)
         if request.used_response_file:
-            rsp, argv = _to_response_file(argv, plan.work_dir)
+            rsp, argv = _to_response_file(argv, plan.work_dir, os.path.basename(plan.final or ""))
         with forward:
             try:
                 result = list(spawn(argv, linker_environment(environ), forward))
@@ -91,7 +93,8 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None) -> O
                 if e.errno not in _CANNOT_RUN:
                     raise  # not the driver's fault (EMFILE, E2BIG…): the pipeline links as asked
                 # no such driver: fail as a shell would
-                msg = f"linkwrap: error: cannot run {argv[0]}: {e.strerror}\n".encode("utf-8", "replace")
+                from linkwrap.errors import error_line
+                msg = error_line(f"cannot run {argv[0]}: {e.strerror}").encode("utf-8", "surrogateescape")
                 result = [127, 0.0, 0.0, 0.0, 0, b"", msg]
         if rsp:  # before commit: nothing of ours may be carried next to the output
             _unlink(rsp)
@@ -100,14 +103,14 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None) -> O
             # Interrupted: FRESH keeps the old output untouched; IN_PLACE's is gone.
             output_mod.abort(plan, linker_ran=True)
             forward.die()
-        if forward.pgid is None:  # nothing ran: leave the output as it was
+        if forward.pid is None:  # nothing ran: leave the output as it was
             output_mod.abort(plan, linker_ran=False)
             output_bytes = error = None
         else:
             # A link that finished despite a signal is complete: keep it, then stop.
             ok, output_bytes, error = output_mod.commit(plan, result[0] == 0)
     except BaseException:
-        output_mod.abort(plan, linker_ran=forward.pgid is not None)
+        output_mod.abort(plan, linker_ran=forward.pid is not None)
         raise
     finally:
         if rsp:
@@ -142,7 +145,7 @@ def direct_command(request, decision, link_path, environ=os.environ):
 # posix_spawnp errors that mean the driver itself cannot be run (a shell's 127).
 _CANNOT_RUN = (errno.ENOENT, errno.EACCES, errno.ENOTDIR, errno.ENOEXEC)
 
-# Signals that mean "stop the build"; each is passed on to the linker's process group.
+# Signals that mean "stop the build"; each is passed on to the driver and its descendants.
 _FORWARDED = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
 
 
@@ -150,7 +153,7 @@ class _Forward:
     """While the linker runs: pass termination signals on, remember the first."""
 
     def __init__(self):
-        self.pgid = None
+        self.pid = None
         self.caught = None
         self.saved = {}
 
@@ -169,14 +172,16 @@ class _Forward:
     def _handler(self, sig, frame):
         if self.caught is None:
             self.caught = sig
-        if self.pgid:
-            try:
-                os.killpg(self.pgid, sig)
-            except OSError:
-                pass
+        if self.pid:
+            # A signal sent to the whole group reaches them anyway; a second one is harmless.
+            for pid in _tree(self.pid):
+                try:
+                    os.kill(pid, sig)
+                except OSError:
+                    pass
 
     def started(self, pid):
-        self.pgid = pid
+        self.pid = pid
         if self.caught:  # arrived between installing the handler and the spawn
             self._handler(self.caught, None)
 
@@ -209,9 +214,9 @@ def spawn(argv, env, forward=None):
     try:
         actions = [(os.POSIX_SPAWN_DUP2, out_fd, 1), (os.POSIX_SPAWN_DUP2, err_fd, 2)]
         started = time.perf_counter_ns()
-        # Its own process group, so a forwarded signal reaches the driver, collect2
-        # and the linker alike; SIGPIPE/SIGXFSZ back to default (Python ignores them).
-        pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions, setpgroup=0,
+        # In the caller's process group (a SIGKILL of the group must not leave a linker
+        # running); SIGPIPE/SIGXFSZ back to default (Python ignores them).
+        pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions,
                               setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ))
         if forward is not None:
             forward.started(pid)
@@ -232,6 +237,25 @@ def spawn(argv, env, forward=None):
         os.close(err_fd)
 
 
+def _tree(pid) -> list:
+    """pid and its descendants, parents first (the driver, collect2, the linker, its helpers)."""
+    found, i = [pid], 0
+    while i < len(found):
+        p = found[i]
+        i += 1
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")  # a child belongs to the thread that forked it
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                with open(f"/proc/{p}/task/{t}/children", "rb") as f:
+                    found.extend(int(c) for c in f.read().split())
+            except (OSError, ValueError):
+                pass
+    return found
+
+
 def _read_all(fd) -> bytes:
     os.lseek(fd, 0, os.SEEK_SET)
     chunks = []
@@ -242,7 +266,7 @@ def _read_all(fd) -> bytes:
         chunks.append(b)
 
 
-def _to_response_file(argv, work_dir=None):
+def _to_response_file(argv, work_dir=None, output_name=None):
     """Keep passing a response file when the caller needed one (ARG_MAX).
 
     It lives in the link's private directory when there is one, so it goes
@@ -250,7 +274,9 @@ def _to_response_file(argv, work_dir=None):
     """
     text = "\n".join(args_mod.quote_response_arg(a) for a in argv[1:])
     if work_dir:
-        path = os.path.join(work_dir, "linkwrap-args.rsp")
+        # Never the output's own name: the linker would write over its arguments.
+        name = "linkwrap-args.rsp" if output_name != "linkwrap-args.rsp" else "linkwrap-args-1.rsp"
+        path = os.path.join(work_dir, name)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     else:
         import tempfile

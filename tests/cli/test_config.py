@@ -84,7 +84,10 @@ def test_json(project, lw_home):
     assert data["values"]["forbid"] == {"value": ["gold"], "source": f"project file {project / 'linkwrap.toml'}"}
     assert data["values"]["prefer"] == {"value": list(config.DEFAULT_PREFER), "source": "default"}
     assert set(data["values"]) == {"linker", "prefer", "forbid", "in_place", "record", "profile",
-                                   *(f"linkers.{n}.extra_flags" for n in config.LINKER_NAMES)}
+                                   *(f"linkers.{n}.extra_flags" for n in config.LINKER_NAMES),
+                                   *(f"records.{k}" for k in config.RETENTION),
+                                   *(f"memory.{k}" for k in config.MEMORY_DEFAULTS)}
+    assert data["values"]["memory.admission"] == {"value": None, "source": "default"}
 
 
 def test_malformed_file_is_one_line_with_file_and_line(project):

@@ -8,6 +8,7 @@ import pytest
 
 import mounts
 from clirun import linkwrap
+from conftest import machine_linkers, rust_gcc_ld
 
 STANDINS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "standins")
 
@@ -36,13 +37,17 @@ def test_json_keys_are_the_stable_interface(tmp_path, lw_home):
     assert d["write_mode"] in ("in-place", "fresh")
     assert isinstance(d["flags"], list) and all(isinstance(f, str) for f in d["flags"])
     assert d["reasons"] and all(isinstance(r, str) for r in d["reasons"])
-    # values of this machine (Debian 12, kernel 6.x, mold 1.10.1 first in the default order)
+    # values of this machine (mold first in the default order)
     assert p["output"]["exists"] is False
     assert isinstance(p["cpus"], int) and p["cpus"] >= 1
     assert p["kernel"] == os.uname().release.split("-")[0].split("+")[0]
-    assert (d["linker"], d["version"]) == ("mold", "1.10.1")
+    assert (d["linker"], d["version"]) == ("mold", ".".join(map(str, machine_linkers()["mold"].version)))
     assert d["flags"] == ["--no-fork", f"--threads={p['cpus']}"]
     assert d["write_mode"] == "fresh" and d["reasons"][-1] == "no existing output -> fresh"
+    # The memory the link would add and where that figure comes from; no limit here, so no admission.
+    m = data["memory"]
+    assert m["source"] == "default" and m["predicted_kb"] > 0 and "no record of mold here" in m["detail"]
+    assert m["admission"] is (p["mem_limit_mb"] is not None)
     assert data["request"] == {"output": str(tmp_path / "out"), "kind": "pie", "cwd": str(tmp_path),
                                "driver": "cc", "fuse_ld": None, "inputs": []}
     assert p["output"]["cache_not_measured"] is None    # nothing there to measure
@@ -132,19 +137,21 @@ def test_link_arguments_after_double_dash(tmp_path, lw_home):
     data = explain("--kind", "exec", "other", "--", "main.o", "-shared", "-o", "libx.so", cwd=tmp_path)
     assert (data["request"]["kind"], data["request"]["output"]) == ("exec", str(tmp_path / "other"))
     # rustc's injected -fuse-ld=lld is not a choice; a C project's own -fuse-ld=gold is
-    gcc_ld = "/root/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld"
+    gcc_ld = rust_gcc_ld()
     d = explain("--", f"-B{gcc_ld}", "-fuse-ld=lld", "main.o", "-o", "app", cwd=tmp_path)["decision"]
     assert d["linker"] == "mold"
     d = explain("--", "-fuse-ld=gold", "main.o", "-o", "app", cwd=tmp_path)["decision"]
-    assert d["linker"] == "gold" and d["reasons"][0] == "the command line asks for -fuse-ld=gold: gold 2.40"
+    gold = machine_linkers()["gold"].label
+    assert d["linker"] == "gold" and d["reasons"][0] == f"the command line asks for -fuse-ld=gold: {gold}"
 
 
 def test_forced_linker(tmp_path, lw_home):
     d = explain("out", cwd=tmp_path, env={"LINKWRAP_LINKER": "lld"})
     cpus = d["probe"]["cpus"]
-    assert (d["decision"]["linker"], d["decision"]["version"]) == ("lld", "16.0.6")
+    lld = machine_linkers()["lld"]
+    assert (d["decision"]["linker"], d["decision"]["version"]) == ("lld", lld.label.split()[1])
     assert d["decision"]["flags"] == [f"--threads={cpus}"]
-    assert d["decision"]["reasons"][0] == "LINKWRAP_LINKER=lld: lld 16.0.6"
+    assert d["decision"]["reasons"][0] == f"LINKWRAP_LINKER=lld: {lld.label}"
     d = explain("out", cwd=tmp_path, env={"LINKWRAP_LINKER": "bfd"})["decision"]
     assert (d["linker"], d["flags"]) == ("bfd", [])
 
@@ -247,8 +254,9 @@ def test_tables_for_people(tmp_path, lw_home):
     done = linkwrap("explain", "out", cwd=tmp_path, env={"COLUMNS": "200"})
     assert done.returncode == 0, done.stderr
     text = done.stdout
+    mold = machine_linkers()["mold"].label
     for words in ("Facts", "Decision", "Reasons", "filesystem", "kernel", "CPUs usable",
-                  "mold 1.10.1", "-Wl,--no-fork", "write mode", "fresh", "1. mold 1.10.1: first installed of"):
+                  mold, "-Wl,--no-fork", "write mode", "fresh", f"1. {mold}: first installed of"):
         assert words in text, text
 
 
@@ -289,6 +297,31 @@ def test_an_output_in_a_missing_directory_says_whose_facts_these_are(tmp_path, l
     assert done.returncode == 0, done.stderr
     assert f"{tmp_path / 'no' / 'such'} does not exist (yet): the filesystem facts are those of {tmp_path}" \
         in done.stdout
+
+
+def test_explain_of_a_cargo_binary_says_what_its_link_really_meets(tmp_path, lw_home):
+    # A real Cargo build: target/debug/<bin> is a hard link to deps/<bin>-<hash>, which Cargo deletes
+    # before rustc links it, so the link finds no output (nlink=2 is never what a binary's link sees).
+    root = tmp_path / "app"
+    (root / "src").mkdir(parents=True)
+    (root / "Cargo.toml").write_text('[package]\nname = "my-app"\nversion = "0.1.0"\nedition = "2021"\n')
+    (root / "src" / "main.rs").write_text('fn main() { println!("hi"); }\n')
+    done = subprocess.run(["cargo", "build", "--offline"], cwd=root, capture_output=True, text=True,
+                          env={**os.environ, "CARGO_TARGET_DIR": str(root / "target")})
+    assert done.returncode == 0, done.stderr
+    uplifted = root / "target" / "debug" / "my-app"
+    assert os.stat(uplifted).st_nlink == 2
+    data = explain(str(uplifted), cwd=root)
+    deps = data["request"]["output"]
+    assert os.path.dirname(deps) == str(root / "target" / "debug" / "deps")
+    assert os.path.basename(deps).startswith("my_app-") and os.path.samefile(deps, uplifted)
+    assert data["note"].startswith(f"Cargo links this binary as {deps} and deletes that file first")
+    assert data["probe"]["output"]["exists"] is False
+    assert data["decision"]["write_mode"] == "fresh" and data["decision"]["reasons"][-1] == "no existing output -> fresh"
+    text = linkwrap("explain", str(uplifted), cwd=root, env={"COLUMNS": "300"}).stdout
+    assert "Cargo links this binary as" in text
+    # A test binary is not deleted first: explained as it is.
+    assert explain("out", cwd=tmp_path)["note"] is None
 
 
 def test_says_whether_the_linker_is_started_directly(tmp_path, lw_home):

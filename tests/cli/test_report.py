@@ -90,3 +90,32 @@ def test_a_fall_back_shows_which_linker_failed_and_why(tmp_path, lw_home):
     page = lw("report", "--html", "-", cwd=tmp_path).stdout
     assert page.count('class="warn"') == 1 and "fell back <span class=dim>(python " in page
     assert "linkwrap-ld: not supported yet: -shared" in page
+
+
+def test_a_full_device_or_disk_is_an_error_and_leaves_nothing_behind(tmp_path, lw_home):
+    import mounts
+    done = lw("report", "--html", "/dev/full", cwd=tmp_path, check=False)
+    assert done.returncode == 1 and done.stderr == "linkwrap: error: cannot write /dev/full: No space left on device\n"
+    assert os.path.exists("/dev/full") and not os.path.isfile("/dev/full")  # never replaced by a file
+    with mounts.tmpfs_mount(tmp_path, "size=8k") as point:
+        with open(os.path.join(point, "filler"), "wb") as f:
+            try:
+                f.write(b"\0" * (64 << 10))
+            except OSError:
+                pass
+        done = lw("report", "--html", os.path.join(point, "r.html"), cwd=tmp_path, check=False)
+        assert done.returncode == 1 and "No space left on device" in done.stderr
+        assert sorted(os.listdir(point)) == ["filler"]
+
+
+def test_a_wait_for_memory_is_marked_on_the_builds_timeline(tmp_path, lw_home):
+    from linkrecords import spool_record
+    spool_record(lw_home, output_path=str(tmp_path / "a"), crate_name="a", linker="bfd", build_key="k",
+                 waited_ms=800.0, predicted_peak_kb=300 << 10, wait_note=None)
+    spool_record(lw_home, output_path=str(tmp_path / "b"), crate_name="b", linker="bfd", build_key="k",
+                 waited_ms=0.0, predicted_peak_kb=10 << 10)
+    page = tmp_path / "r.html"
+    lw("report", "--html", page)
+    text = page.read_text()
+    marks = re.findall(r'<rect class="memory-wait"[^>]*><title>([^<]*)</title>', text)
+    assert marks == ["a waited 800 ms for memory (predicted 300.0 MiB)"]

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import script
+from conftest import comment_mark, script
 
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "examples", "cargo-workspace")
 HOST = "x86_64-unknown-linux-gnu"
@@ -35,10 +35,8 @@ def signature_of(linker, text):
     """Which linker a binary's .comment / notes name."""
     if linker == "mold":
         return "mold 1." in text or "mold 2." in text
-    if linker == "lld":
-        return "LLD 16." in text
-    if linker == "rust-lld":
-        return "LLD 2" in text  # rust-lld 2x.y, never Debian's 16
+    if linker in ("lld", "rust-lld"):
+        return comment_mark(linker) in text
     if linker == "gold":
         return ".note.gnu.gold-version" in text
     if linker == "bfd":  # GNU ld writes no .comment of its own: no other linker may appear

@@ -86,3 +86,15 @@ def test_the_summary_json_explains_its_time_figures():
     notes = summary.NOTES
     assert "excludes the interpreter's start-up" in notes["overhead_ms"]
     assert "+-5 ms" in notes["startup_ms"] and "first_error" in notes["fell_back"]
+
+
+def test_waits_for_memory_are_counted_and_said_only_when_there_were_any():
+    from linkwrap.report import render
+    links = [link("2026-01-01T00:00:00.000Z", 500.0, waited_ms=1500.0),
+             link("2026-01-01T00:00:00.100Z", 500.0, waited_ms=2600.0),
+             link("2026-01-01T00:00:00.200Z", 500.0, waited_ms=0.0),
+             link("2026-01-01T00:00:00.300Z", 500.0, waited_ms=None)]
+    t = summary.totals(links)
+    assert (t["memory_waits"], t["memory_wait_ms"]) == (2, 4100.0)
+    assert render.memory_line(t) == "2 links waited 4.10 s for memory"
+    assert render.memory_line(summary.totals(links[2:])) is None

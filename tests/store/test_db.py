@@ -118,3 +118,23 @@ def test_a_full_disk_keeps_the_records_in_the_spool(lw_home, tmp_path, monkeypat
         conn.close()
         os.unlink(os.path.join(point, "filler"))
         assert len(uids(db.open_store())) == 20
+
+
+def test_linkwrap_home_that_is_a_file_is_one_error_line(tmp_path, monkeypatch, hello_obj):
+    import subprocess
+    from conftest import script
+    home = tmp_path / "home"
+    home.write_text("not a directory")
+    monkeypatch.setenv("LINKWRAP_HOME", str(home))
+    expected = (f"LINKWRAP_HOME={home} is not a directory (linkwrap keeps its link records, cache and "
+                "configuration there)")
+    for argv in (["summary"], ["log", "status"], ["report", "--html", str(tmp_path / "r.html")]):
+        proc = subprocess.run([script("linkwrap"), *argv], capture_output=True, text=True)
+        assert proc.returncode == 1 and proc.stderr.endswith(f"linkwrap: error: {expected}\n"), proc.stderr
+    link = subprocess.run([script("linkwrap-cc"), str(hello_obj), "-o", "prog"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert link.returncode == 0
+    assert link.stderr == (f"linkwrap: warning: cannot record links: {expected}; links are not affected; "
+                           "said once (see `linkwrap log status`)\n")
+    from linkwrap import faults
+    os.unlink(faults.fallback_marker(str(home), "ENOTDIR"))

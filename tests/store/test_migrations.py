@@ -16,6 +16,9 @@ EXPECTED_LINKS = {
     "first_exit_status": "INTEGER", "first_wall_ms": "REAL", "first_command": "TEXT", "fault": "TEXT",
     "driver": "TEXT", "argv": "TEXT", "args_expanded": "TEXT", "command": "TEXT",
     "first_linker": "TEXT", "first_error": "TEXT", "startup_ms": "REAL",
+    "predicted_peak_kb": "INTEGER", "prediction_source": "TEXT", "charge_kb": "INTEGER", "charge_how": "TEXT",
+    "waited_ms": "REAL", "wait_note": "TEXT", "memory_room_kb": "INTEGER", "jobserver_wait": "TEXT",
+    "mem_limit_mb": "INTEGER",
     "linker_start": "TEXT", "entry_point": "TEXT",
 }
 EXPECTED_BUILDS = {

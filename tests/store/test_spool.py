@@ -90,3 +90,37 @@ def test_racing_writers_and_two_ingesters_lose_and_double_nothing(lw_home, tmp_p
     uids = [r[0] for r in conn.execute("SELECT record_uid FROM links")]
     assert len(uids) == len(set(uids)) == 6 * 300
     assert conn.execute("SELECT count(*) FROM builds").fetchone()[0] == 6
+
+
+def test_a_real_links_record_is_valid(tmp_path, lw_home, hello_obj):
+    # What the link path writes today passes the check ingestion applies.
+    from conftest import script
+    subprocess.run([script("linkwrap-cc"), str(hello_obj), "-o", "prog"], cwd=tmp_path, check=True)
+    with open(lw_home / record.SPOOL, "rb") as f:
+        rejected = []
+        records, skipped = spool.parse(f.read(), rejected)
+    assert len(records) == 1 and skipped == 0 and rejected == []
+
+
+def test_crafted_records_are_skipped_counted_and_break_no_command(tmp_path, lw_home):
+    from conftest import script
+    state = str(lw_home)
+    bad = [frame("b1", started_unix="yesterday"), frame("b2", wall_ms="fast"), frame("b3", reasons=(1, 2)),
+           frame("b4", output_path=b"\x00"), frame("b5", started_unix=1e300), frame("b6", exit_status=1 << 70)]
+    for f in [frame("good1", wall_ms=3.0, output_path="/x/a"), *bad, frame("good2", output_path="/x/b")]:
+        record.append(state, f)
+    for argv in (["summary"], ["summary", "--all"], ["report", "--html", str(tmp_path / "r.html")],
+                 ["log", "status"]):
+        proc = subprocess.run([script("linkwrap"), *argv], capture_output=True, text=True)
+        assert proc.returncode == 0, (argv, proc.stderr)
+    conn = db.connect()
+    assert [r[0] for r in conn.execute("SELECT record_uid FROM links ORDER BY 1")] == ["good1", "good2"]
+    assert f"Skipped: {len(bad)} malformed records" in proc.stdout
+
+
+def test_fields_named_with_units_are_numbers():
+    base = {"uid": "u", "started_unix": 1_800_000_000.0}
+    good = {**base, "predicted_peak_kb": 300 << 10, "waited_ms": 800.0, "mem_limit_mb": None, "wait_note": "alone"}
+    assert spool.valid(good)
+    assert not spool.valid({**base, "waited_ms": "800"})
+    assert not spool.valid({**base, "peak_rss_kb": 1.5})  # a whole number of KiB

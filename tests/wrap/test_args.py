@@ -4,7 +4,7 @@ import subprocess
 
 from linkwrap.wrap import args
 
-SYSROOT_GCC_LD = "/root/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld"
+SYSROOT_GCC_LD = "/opt/rust/lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld"  # parsed only, never run
 
 
 def test_rustc_lld_forcing_is_removed_and_rust_lld_learnt(tmp_path):

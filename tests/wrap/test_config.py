@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from conftest import script
+from conftest import comment_mark, script
 from linkwrap import resources
 from linkwrap.errors import ConfigError
 from linkwrap.wrap import args, config
@@ -173,12 +173,17 @@ def test_linkwrap_profile_overrides_the_path(project):
     # what a new user tried (issue: "a wrong type, an unknown key, an unknown table...")
     ('prefer = "mold"\n', 1, "'prefer' must be a list of linker names"),
     ('record = true\nin_place = "yes"\n', 2, "'in_place' must be true or false"),
-    ('[weird]\nx = 1\n', 1, "unknown key 'weird' (known: prefer, forbid, in_place, record, linkers, profile)"),
+    ('[weird]\nx = 1\n', 1, "unknown key 'weird' (known: prefer, forbid, in_place, record, linkers, records, memory, profile)"),
     ('[profile.release]\nprefer = ["lld"]\nbogus = 1\n', 3, "unknown key 'profile.release.bogus'"),
     ('profile = "release"\n', 1, "'profile' must be a table"),
     ('[profile]\nrelease = 3\n', 2, "'profile.release' must be a table"),
     ('[linkers]\nmold = "--icf=all"\n', 2, "'linkers.mold' must be a table"),
     ('prefer = ["mold"]\x00\n', 1, "column"),
+    ('[memory]\nadmission = "auto"\n', 2, "'memory.admission' must be true or false"),
+    ('[memory]\nheadroom_mb = -1\n', 2, "'memory.headroom_mb' must be a whole number of MiB"),
+    ('[memory]\nmax_wait_s = 0\n', 2, "'memory.max_wait_s' must be a number of seconds above 0"),
+    ('[memory]\nmax_wait = 10\n', 2, "unknown key 'memory.max_wait' (known: admission, headroom_mb, max_wait_s)"),
+    ('memory = 1\n', 1, "'memory' must be a table"),
 ])
 def test_malformed_file_is_one_line_naming_file_and_line(project, text, line, words):
     path = project / "linkwrap.toml"
@@ -342,7 +347,8 @@ def test_template_is_valid_and_every_example_line_is_too():
     example = re.compile(r"^# (\[[a-z.]+\]|[a-z_]+ = .*)$")
     lines = [line[2:] for line in text.splitlines() if example.match(line)]
     table = config.parse_text("\n".join(lines), "example")
-    assert set(table) == {"prefer", "forbid", "in_place", "record", "linkers", "profile"}
+    assert set(table) == {"prefer", "forbid", "in_place", "record", "linkers", "memory", "profile"}
+    assert table["memory"] == {"admission": True, "headroom_mb": 64, "max_wait_s": 300.0}
     assert table["profile"]["release"]["linkers"]["lld"]["extra_flags"] == ["-O2"]
 
 
@@ -396,8 +402,9 @@ def test_an_unknown_linkwrap_linker_fails_the_link(project, lw_home, hello_obj):
     assert message in (lw_home / "linkwrap.log").read_text()
 
 
-@pytest.mark.parametrize("prefer, comment", [("lld", "LLD 16"), ("mold", "mold 1.10")])
-def test_the_project_file_chooses_the_linker(project, lw_home, hello_obj, prefer, comment):
+@pytest.mark.parametrize("prefer", ["lld", "mold"])
+def test_the_project_file_chooses_the_linker(project, lw_home, hello_obj, prefer):
+    comment = comment_mark(prefer)
     (project / "linkwrap.toml").write_text(f'prefer = ["{prefer}"]\n')
     done = subprocess.run([script("linkwrap-cc"), str(hello_obj), "-o", "hello"], cwd=project,
                           capture_output=True, text=True)
@@ -415,3 +422,33 @@ def test_a_broken_file_is_a_configuration_error_in_the_summary(project, lw_home,
     assert "as asked (config error)" in table
     assert "a configuration error (fix it, and linkwrap chooses again)" in table
     assert "fault of linkwrap's own" not in table
+
+
+@pytest.mark.parametrize("text", ["x = " + "[" * 5000, "x = " + "{a=" * 3000])
+def test_a_deeply_nested_file_is_a_config_error(project, text):
+    (project / "linkwrap.toml").write_text(text)
+    with pytest.raises(ConfigError, match=r"linkwrap\.toml: nested too deeply to read$"):
+        config.load(req(project), {})
+
+
+def test_a_deeply_nested_file_is_one_error_line_not_a_traceback(tmp_path, lw_home, hello_obj):
+    (tmp_path / "linkwrap.toml").write_text("x = " + "[" * 5000)
+    proc = subprocess.run([script("linkwrap-cc"), str(hello_obj), "-o", "prog"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith(f"linkwrap: error: {tmp_path}/linkwrap.toml: nested too deeply to read (fix it;")
+    for n in range(2):  # LINKWRAP_CONFIG_ERRORS=warn: said once, the link runs as asked
+        proc = subprocess.run([script("linkwrap-cc"), str(hello_obj), "-o", "prog"], cwd=tmp_path,
+                              capture_output=True, text=True, env={**os.environ, "LINKWRAP_CONFIG_ERRORS": "warn"})
+        assert proc.returncode == 0
+        assert proc.stderr == ("" if n else f"linkwrap: warning: {tmp_path}/linkwrap.toml: nested too deeply to "
+                               "read; linking as asked until it is fixed\n")
+    assert "Traceback" not in (lw_home / "linkwrap.log").read_text()
+
+
+def test_memory_settings_layer_like_the_others(project, lw_home):
+    assert config.load(req(project), {}).memory == {"admission": None, "headroom_mb": 64, "max_wait_s": 300.0}
+    (project / "linkwrap.toml").write_text("[memory]\nheadroom_mb = 128\n[profile.release.memory]\nadmission = false\n")
+    c = config.load(req(project, "target/release/app"), {})
+    assert c.memory == {"admission": False, "headroom_mb": 128, "max_wait_s": 300.0}
+    assert c.sources["memory.admission"].endswith("[profile.release]")

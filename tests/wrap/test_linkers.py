@@ -1,9 +1,11 @@
 """Linker discovery and version parsing, against the real version strings."""
 import os
 import stat
+import subprocess
 
 import pytest
 
+from conftest import tool
 from linkwrap.wrap import linkers
 
 # Version strings as shared/reference/linkers.md quotes them (§1.5, §2.4, §3.3, §4).
@@ -35,14 +37,65 @@ def test_parse_version(name, text, expected):
     assert linkers.parse_version(name, text) == expected
 
 
+def _asked(cmd):
+    """The first line a tool prints for --version, asked here, not by linkwrap."""
+    out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"}).stdout
+    return out.strip().splitlines()[0]
+
+
 def test_discovers_this_machines_linkers_with_real_versions(lw_home):
     found = linkers.discover()
-    assert found["mold"].path == "/usr/bin/mold" and found["mold"].version >= (1, 10)
-    assert found["lld"].path.endswith("ld.lld-16") or found["lld"].path.endswith("ld.lld")
-    assert found["lld"].version[0] >= 16
-    assert found["bfd"].version == (2, 40) and found["gold"].version == (2, 40)
-    assert found["rust-lld"].version[0] >= 20  # from `rustc --print sysroot`
+    for name, exe in (("mold", "mold"), ("bfd", "ld.bfd"), ("gold", "ld.gold")):
+        assert found[name].path == tool(exe)
+        assert found[name].version == linkers.parse_version(name, _asked([tool(exe), "--version"])) is not None
+    assert os.path.basename(found["lld"].path).startswith("ld.lld")
+    assert found["lld"].version == linkers.parse_version("lld", _asked([found["lld"].path, "--version"]))
+    assert found["rust-lld"].path == rust_lld()  # from `rustc --print sysroot`
+    assert found["rust-lld"].version == linkers.parse_version(
+        "rust-lld", _asked([rust_lld(), "-flavor", "gnu", "--version"]))
     assert found["python"].path.endswith("linkwrap-ld")
+
+
+def rust_lld():
+    sysroot = subprocess.run([tool("rustc"), "--print", "sysroot"], capture_output=True, text=True).stdout.strip()
+    host = next(l.split(":", 1)[1].strip() for l in subprocess.run(
+        [tool("rustc"), "-vV"], capture_output=True, text=True).stdout.splitlines() if l.startswith("host:"))
+    return os.path.join(sysroot, "lib", "rustlib", host, "bin", "rust-lld")
+
+
+def _lld_version(path):
+    flavor = ["-flavor", "gnu"] if path.endswith("rust-lld") else []
+    return linkers.parse_version("lld", _asked([path, *flavor, "--version"]))
+
+
+def system_lld():
+    """This machine's own ld.lld-NN or ld.lld (not rust-lld), found by name on PATH."""
+    for d in os.environ["PATH"].split(os.pathsep):
+        for n in sorted(os.listdir(d) if os.path.isdir(d) else []):
+            if n == "ld.lld" or n.startswith("ld.lld-") and n[7:].isdigit():
+                return os.path.join(d, n)
+    raise AssertionError("no ld.lld on PATH: run scripts/install-test-deps")
+
+
+@pytest.mark.parametrize("plain_is_newer", [False, True])
+def test_the_newest_ld_lld_is_chosen_whatever_its_name(tmp_path, lw_home, plain_is_newer):
+    # Two real LLDs of different versions: the system's and rustc's (LLD answers to ld.lld* names).
+    older, newer = sorted([system_lld(), rust_lld()], key=_lld_version)
+    v_old, v_new = _lld_version(older), _lld_version(newer)
+    assert v_old < v_new
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    if plain_is_newer:  # ld.lld later on PATH but newer
+        os.symlink(older, first / f"ld.lld-{v_old[0]}")
+        os.symlink(newer, second / "ld.lld")
+        expected = second / "ld.lld"
+    else:  # Debian's lld (14) as ld.lld first on PATH, lld-16 as ld.lld-16
+        os.symlink(older, first / "ld.lld")
+        os.symlink(newer, second / f"ld.lld-{v_new[0]}")
+        expected = second / f"ld.lld-{v_new[0]}"
+    found = linkers.discover(environ={"PATH": f"{first}:{second}"})
+    assert found["lld"].path == str(expected) and found["lld"].version == v_new
 
 
 def _recording_stand_in(path, log):

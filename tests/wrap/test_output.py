@@ -17,7 +17,7 @@ import pytest
 from conftest import script, tool
 from linkwrap.wrap import output, policy, run
 from linkwrap.wrap.policy import FRESH, IN_PLACE
-from outputkit import (LINKERS, OVERFLOW, STATIC, _group_alive, big_obj, debris, decision,  # noqa: F401
+from outputkit import (LINKERS, signal_group, OVERFLOW, STATIC, _group_alive, big_obj, debris, decision,  # noqa: F401
                        env_for, fuse, identity, lw_cc, no_stopped_links_left, objs, read, request,
                        stop_mid_write, the_linker, written_by)
 
@@ -431,10 +431,7 @@ def test_linker_killed_mid_write(tmp_path, lw_home, big_obj, linker, sig):
         kills += 1
         deadline = time.time() + 60
         while _group_alive(group) and time.time() < deadline:  # let this attempt finish failing
-            try:
-                os.killpg(group, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
+            signal_group(group, signal.SIGCONT)
             time.sleep(0.002)
     _, err = proc.communicate(timeout=60)
     assert kills >= 1 and proc.returncode == 1, err
@@ -452,7 +449,7 @@ def test_linkwrap_killed_mid_link_then_the_next_link_cleans_up(tmp_path, lw_home
     partial, group = stop_mid_write(d, proc)
     proc.kill()
     proc.wait()
-    os.killpg(group, signal.SIGCONT)
+    signal_group(group, signal.SIGCONT)
     # The orphaned linker may finish on its own; wait for it, then look.
     deadline = time.time() + 120
     while time.time() < deadline and _group_alive(group):
@@ -518,3 +515,15 @@ def test_a_big_lone_old_output_is_dropped_at_the_start_and_freed_aside(tmp_path)
     with open(plan.link_path, "wb") as f:
         f.write(b"new")
     assert output.commit(plan, True)[0] and read(out) == b"new" and debris(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", [".linkwrap-tmp", "linkwrap-args.rsp"])
+def test_outputs_named_like_linkwraps_own_files_link_as_plain_cc(tmp_path, lw_home, hello_obj, name):
+    # Through a response file too, as rustc passes one: linkwrap then writes one of its own.
+    rsp = tmp_path / "args.rsp"
+    rsp.write_text(f"{hello_obj}\n-o\n{name}\n")
+    for argv in ([str(hello_obj), "-o", name], [f"@{rsp}"]):
+        proc = subprocess.run([script("linkwrap-cc"), *argv], cwd=tmp_path, capture_output=True, text=True)
+        assert proc.returncode == 0 and proc.stderr == ""
+        assert subprocess.run([str(tmp_path / name)], capture_output=True, text=True).stdout == "hello\n"
+        os.unlink(tmp_path / name)

@@ -6,7 +6,7 @@ import textwrap
 import pytest
 
 STANDINS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "standins")
-GCC_LD = "/root/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld"
+GCC_LD = "/opt/rust/lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld"  # only passed through, never run
 
 
 def link(linkwrap_cc, argv, cwd, **env):
@@ -50,7 +50,8 @@ def test_a_failing_link_fails_the_same_way_as_cc(tmp_path, lw_home, linkwrap_cc)
 
 def test_questions_to_the_driver_are_not_links(tmp_path, lw_home, linkwrap_cc):
     done = link(linkwrap_cc, ["--version"], tmp_path)
-    assert done.returncode == 0 and done.stdout.startswith("cc (Debian")
+    direct = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout
+    assert done.returncode == 0 and done.stdout == direct
     assert not (lw_home / "links.spool").exists() and not list(lw_home.glob("*.spool*"))
 
 
@@ -118,6 +119,54 @@ def test_no_response_file_is_left_beside_an_output_whose_name_prefixes_it(tmp_pa
     done = link(linkwrap_cc, ["@a.rsp"], tmp_path)
     assert (done.returncode, done.stderr) == (0, "")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.rsp", "hello.c", "hello.o", "link", "lw-home"]
+
+
+# --- the caller's own linker choices win (issue 10, item 9) -------------------
+
+def _spooled(lw_home):
+    from linkwrap.store import spool
+    from linkwrap.wrap.record import SPOOL
+    with open(lw_home / SPOOL, "rb") as f:
+        return spool.parse(f.read())[0]
+
+
+def test_a_b_directory_holding_an_ld_is_the_callers_linker(tmp_path, lw_home, linkwrap_cc, hello_obj):
+    # The caller's own ld: GNU ld that leaves a mark, in a -B directory.
+    mine = tmp_path / "my-ld"
+    mine.mkdir()
+    from conftest import tool
+    bfd = tool("ld.bfd")
+    (mine / "ld").write_text(f"#!/bin/sh\necho ran > {tmp_path}/mark\nexec {bfd} \"$@\"\n")
+    (mine / "ld").chmod(0o755)
+    done = link(linkwrap_cc, [f"-B{mine}/", str(hello_obj), "-o", "hello"], tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert (tmp_path / "mark").read_text() == "ran\n"
+    assert "mold" not in comment(tmp_path / "hello")
+    rec, = _spooled(lw_home)
+    assert rec["linker"] == "as asked"
+    assert f"the command line names its own linker (-B{mine}/ (holds a linker)): linking as asked" in rec["reasons"]
+
+
+def test_clang_ld_path_is_the_callers_linker(tmp_path, lw_home, linkwrap_cc, hello_obj):
+    from conftest import tool
+    clang, bfd = tool("clang"), tool("ld.bfd")
+    done = link(linkwrap_cc, [f"--ld-path={bfd}", str(hello_obj), "-o", "hello"], tmp_path, LINKWRAP_CC=clang)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert "mold" not in comment(tmp_path / "hello") and "LLD" not in comment(tmp_path / "hello")
+    rec, = _spooled(lw_home)
+    assert rec["linker"] == "as asked" and f"--ld-path={bfd}" in rec["argv"]
+
+
+@pytest.mark.parametrize("flag, ours", [("-Wl,--threads=1", "--threads="), ("-Wl,--fork", "--no-fork")])
+def test_the_callers_thread_and_fork_flags_reach_mold_unchanged(tmp_path, lw_home, linkwrap_cc, hello_obj,
+                                                                 flag, ours):
+    done = link(linkwrap_cc, [str(hello_obj), flag, "-o", "hello"], tmp_path, LINKWRAP_LINKER="mold")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert "mold" in comment(tmp_path / "hello")
+    rec, = _spooled(lw_home)
+    assert flag in rec["argv"] and "{args}" in rec["command"]  # the caller's arguments, as given
+    assert not any(a.startswith(f"-Wl,{ours}") for a in rec["command"])
+    assert not any(f.startswith(ours) for f in rec["flags_added"])
 
 
 def test_a_broken_linkwrap_toml_fails_cargo_build_with_one_line(tmp_path, lw_home, linkwrap_cc):

@@ -37,7 +37,8 @@ def output(**kw):
 def probe(out=None, **kw):
     base = dict(fs="ext4", fs_options="rw,relatime", fs_local=True, kernel=(6, 18, 44),
                 output=out if out is not None else output(), input_bytes=1 << 20, cpus=2,
-                mem_available_mb=4000, mem_limit_mb=None, thp="madvise", jobserver=False)
+                mem_available_mb=4000, mem_limit_mb=None, thp="madvise", jobserver=False, mem_used_mb=None,
+                mem_group=None)
     base.update(kw)
     return Probe(**base)
 
@@ -393,7 +394,7 @@ def test_reasons_are_short_sentences():
 
 def test_unknown_everything_is_conservative():
     unknown = Probe(None, None, None, None, OutputFacts(True, None, None, None, None, None, None),
-                    None, None, None, None, None, False)
+                    None, None, None, None, None, False, None, None)
     d = decide(found(mold=MOLD, wild=(0, 10, 0)), unknown)
     assert d.linker.name == "mold"
     assert d.write_mode == FRESH
@@ -440,16 +441,16 @@ def link_as_decided(cwd, argv, env):
     return d, done
 
 
-@pytest.mark.parametrize("name, marker", [("mold", "mold 1.10.1"), ("lld", "LLD 16"), ("rust-lld", "LLD 22"),
-                                          ("bfd", None), ("gold", ".note.gnu.gold-version")])
-def test_installed_linkers_accept_every_flag(tmp_path, lw_home, hello_obj, name, marker):
+@pytest.mark.parametrize("name", ["mold", "lld", "rust-lld", "bfd", "gold"])
+def test_installed_linkers_accept_every_flag(tmp_path, lw_home, hello_obj, name):
+    from conftest import comment_mark, rust_gcc_ld
+    marker = {"bfd": None, "gold": ".note.gnu.gold-version"}[name] if name in ("bfd", "gold") else comment_mark(name)
     env = {**os.environ, "LINKWRAP_LINKER": name}
     # an existing output so that the write-mode rules run too
     (tmp_path / "hello").write_bytes(b"old")
     argv = [str(hello_obj), "-o", "hello"]
     if name == "rust-lld":  # rust-lld is found where rustc says, as rustc >= 1.90 says it
-        sysroot = subprocess.run(["rustc", "--print", "sysroot"], capture_output=True, text=True).stdout.strip()
-        argv += [f"-B{sysroot}/lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld", "-fuse-ld=lld"]
+        argv += [f"-B{rust_gcc_ld()}", "-fuse-ld=lld"]
     d, done = link_as_decided(tmp_path, argv, env)
     assert d.linker.name == name
     assert (done.returncode, done.stderr) == (0, ""), (d.linker_flags, done.stderr)
@@ -490,3 +491,33 @@ def test_wild_versions_accept_every_flag_on_btrfs(tmp_path, lw_home, hello_obj, 
     seen = [f for f in (log.read_text().splitlines()) if f]
     assert len(seen) == 1 and all(flag in seen[0] for flag in d.linker_flags)
     assert subprocess.run([out], capture_output=True, text=True).stdout == "hello\n"
+
+
+# --- the caller's own linker choices (issue 10, item 9) ----------------------
+
+@pytest.mark.parametrize("extra, own", [
+    (["--ld-path=/opt/ld/ld.lld"], "--ld-path=/opt/ld/ld.lld"),
+    (["-fuse-ld=/opt/ld/ld.mold"], "-fuse-ld=/opt/ld/ld.mold"),
+])
+def test_the_callers_own_linker_binary_is_linked_as_asked(extra, own):
+    req = args.parse(["main.o", "-o", "/w/app", *extra], driver="clang", environ={}, cwd="/w")
+    assert req.own_linker == own
+    d = policy.decide(req, probe(), found(mold=MOLD, lld=LLD), settings())
+    assert d.linker is None and not d.changes_anything
+    assert d.reasons == (f"the command line names its own linker ({own}): linking as asked",)
+
+
+@pytest.mark.parametrize("flag, kept", [
+    ("-Wl,--threads=1", "--threads"), ("-Wl,-threads,2", "--threads"), ("-Wl,--no-threads", "--no-threads"),
+    ("-Wl,--fork", "--fork"), ("-Xlinker --no-fork", "--no-fork"),
+])
+def test_the_callers_own_thread_and_fork_flags_are_not_overridden(flag, kept):
+    req = args.parse(["main.o", *flag.split(), "-o", "/w/app"], driver="cc", environ={}, cwd="/w")
+    d = policy.decide(req, probe(), found(mold=MOLD, lld=LLD), settings())
+    assert d.linker.name == "mold"
+    ours = "--no-fork" if "fork" in kept else "--threads="
+    assert not any(f.startswith(ours) for f in d.linker_flags)
+    assert any(kept in r and "kept" in r for r in d.reasons)
+    # The other flag is still added.
+    other = "--threads=" if "fork" in kept else "--no-fork"
+    assert any(f.startswith(other) for f in d.linker_flags)

@@ -523,3 +523,38 @@ def test_thp_mode(text, mode):
 ])
 def test_jobserver(env, present):
     assert probe.snapshot(args.parse(["-o", "x"]), environ=env).jobserver is present
+
+
+def test_a_memory_groups_use_counts_heap_and_not_file_cache(tmp_path):
+    sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+    import memgroup
+    big = tmp_path / "cached"
+    with memgroup.memory_cgroup(limit_kb=1 << 20) as group:
+        # Inside the group: write 64 MiB of file (page cache, charged to the group), hold 96 MiB of heap.
+        code = textwrap.dedent(f"""
+            import os
+            with open({str(big)!r}, 'wb') as f:
+                f.write(os.urandom(1 << 20) * 64)
+            held = bytearray(96 << 20)
+            from linkwrap.wrap import probe, args
+            p = probe.snapshot(args.parse(['-o', 'x']))
+            print(p.mem_limit_mb, p.mem_used_mb, p.mem_group)
+        """)
+        out = group.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        limit, used, where = out.stdout.split()
+        assert int(limit) == 1024 and where == group.path
+        # The heap and the interpreter, not the 64 MiB of cache the group is also charged for.
+        assert 96 <= int(used) < 96 + 60, out.stdout
+
+
+def test_the_tightest_memory_limit_names_its_group(tmp_path):
+    for d, limit in (("outer", 512 << 20), ("outer/inner", 256 << 20), ("outer/inner/leaf", None)):
+        os.makedirs(tmp_path / d)
+        (tmp_path / d / "memory.max").write_text(str(limit) if limit else "max\n")
+    dirs = probe.CgroupDirs([], [str(tmp_path / "outer/inner/leaf"), str(tmp_path / "outer/inner"),
+                                 str(tmp_path / "outer")])
+    assert probe.memory_group(dirs) == (256 << 20, str(tmp_path / "outer/inner"))
+    (tmp_path / "outer/inner/memory.current").write_text(str(300 << 20))
+    (tmp_path / "outer/inner/memory.stat").write_text(
+        f"anon {100 << 20}\nfile {200 << 20}\nactive_file {150 << 20}\ninactive_file {50 << 20}\n")
+    assert probe.group_used_kb(str(tmp_path / "outer/inner")) == 100 << 10

@@ -71,6 +71,9 @@ def test_a_state_dir_that_cannot_take_records_costs_no_link_and_is_said_once(tmp
         second = cc_link([obj, "-o", "two"], tmp_path)
         assert first.returncode == second.returncode == 0
         assert subprocess.run([str(tmp_path / "two")]).returncode == 0
+        # Without a cache or a record, the link still gets the linker linkwrap chose (mold first).
+        from outputkit import written_by
+        assert written_by(tmp_path / "one") == written_by(tmp_path / "two") == "mold"
         assert first.stdout == second.stdout == ""
         assert first.stderr.count("linkwrap: warning: cannot record links") == 1, first.stderr
         assert len(first.stderr.splitlines()) == 1
@@ -185,21 +188,15 @@ def test_a_real_fall_back_keeps_why_the_first_attempt_failed(tmp_path, lw_home):
 
 
 def test_start_up_is_the_time_from_the_process_start_to_linkwraps_code(tmp_path, lw_home):
-    """startup_ms covers what overhead_ms cannot: the interpreter's start and imports."""
-    python = os.path.realpath(sys.executable)
-    bare = []
-    for _ in range(3):  # the same interpreter doing nothing: a floor for any start-up
-        t = time.perf_counter()
-        subprocess.run([python, "-c", "pass"], check=True)
-        bare.append((time.perf_counter() - t) * 1000)
+    """startup_ms covers what overhead_ms cannot: the interpreter's start and imports.
+
+    Nothing here compares durations against each other's speed (that is for benchmarks/): only
+    that the parts are there and that they cannot add up to more than the whole link process."""
     obj = c_object(tmp_path)
     t = time.perf_counter()
     assert cc_link([obj, "-o", "hello"], tmp_path).returncode == 0
     whole_ms = (time.perf_counter() - t) * 1000
     [row] = db_rows(lw_home)
-    print(f"bare interpreter {min(bare):.1f} ms; link process {whole_ms:.1f} ms = start-up "
-          f"{row['startup_ms']:.1f} + inside {row['overhead_ms']:.1f} + linker {row['wall_ms']:.1f} + exit")
-    # Each figure is good to +-5 ms (10 ms clock ticks). Start-up does what a bare start does
-    # (whose figure also holds the spawn and the exit, hence only half of it as the floor).
-    assert row["startup_ms"] >= min(bare) / 2
+    assert isinstance(row["startup_ms"], float) and row["startup_ms"] >= 0
+    # Each figure is good to +-5 ms (10 ms clock ticks): the parts of the process are within it.
     assert row["startup_ms"] + row["overhead_ms"] + row["wall_ms"] <= whole_ms + 5

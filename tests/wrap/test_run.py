@@ -16,7 +16,7 @@ import pytest
 from conftest import script
 from linkwrap.wrap import args, linkers, run
 from linkwrap.wrap.policy import FRESH, IN_PLACE, Decision, as_asked
-from outputkit import (LINKERS, STATIC, _group_alive, big_obj, debris, env_for, fuse, lw_cc,  # noqa: F401
+from outputkit import (LINKERS, signal_group, STATIC, _group_alive, big_obj, debris, env_for, fuse, lw_cc,  # noqa: F401
                          no_stopped_links_left, objs, read, stop_mid_write, written_by)
 
 STANDINS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "standins")
@@ -54,13 +54,13 @@ def test_spawn_captures_output_status_and_rusage():
     assert wall > 0 and rss > 1000 and user + sys_ms >= 0
 
 
-def test_the_linker_runs_in_its_own_group_with_sigpipe_and_sigxfsz_default():
+def test_the_linker_runs_in_the_callers_group_with_sigpipe_and_sigxfsz_default():
     script_ = "grep -E '^SigIgn' /proc/self/status; ps -o pgid= -p $$"
     code, *_, out, err = run.spawn(["sh", "-c", script_], dict(os.environ))
     ign_line, pgid = out.decode().split("\n")[:2]
     ignored = int(ign_line.split()[1], 16)
     assert not ignored & (1 << (signal.SIGPIPE - 1)) and not ignored & (1 << (signal.SIGXFSZ - 1))
-    assert int(pgid) != os.getpgrp()
+    assert int(pgid) == os.getpgrp()  # whatever stops or kills the caller's group reaches the linker
 
 
 def test_a_signal_killed_driver_reports_128_plus_n():
@@ -115,10 +115,7 @@ def resume_until_done(proc, group, timeout=60):
     handler gets to forward the signal, the stopped linker then receives it."""
     deadline = time.time() + timeout
     while proc.poll() is None and time.time() < deadline:
-        try:
-            os.killpg(group, signal.SIGCONT)
-        except ProcessLookupError:
-            pass  # a fatal signal ends a stopped process too
+        signal_group(group, signal.SIGCONT)  # a fatal signal ends a stopped process too
         time.sleep(0.01)
     proc.communicate(timeout=5)
 
@@ -172,7 +169,7 @@ def test_a_link_started_with_sigint_ignored_ignores_it(tmp_path, lw_home, big_ob
                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     partial, group = stop_mid_write(d, proc)
     proc.send_signal(signal.SIGINT)
-    os.killpg(group, signal.SIGINT)
+    signal_group(group, signal.SIGINT)
     resume_until_done(proc, group, timeout=120)
     assert proc.returncode == 0
     assert os.path.getsize(d / "a.out") > 256 << 20 and written_by(d / "a.out") == "bfd"
@@ -186,3 +183,27 @@ def test_a_missing_driver_fails_with_127_and_leaves_the_output_alone(tmp_path, l
         done = run.execute(req, decision("mold", mode))
         assert done.returncode == 127 and b"cannot run" in done.stderr and b"No such file" in done.stderr
         assert (tmp_path / "a.out").read_bytes() == b"old" and debris(tmp_path) == []
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_sigkill_of_linkwraps_process_group_leaves_no_linker_running(tmp_path, lw_home, hello_obj, linker):
+    """A CI timeout (`timeout -s KILL`) kills the group linkwrap-cc leads: nothing of the link survives it.
+    The linker is kept busy by an input that is a FIFO nobody writes: it waits for ever, unstopped."""
+    from outputkit import _LEFT_RUNNING, _identity, children, comm, descendants
+    fifo = tmp_path / "input.o"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([script("linkwrap-cc"), str(hello_obj), str(fifo), "-o", "prog", fuse(linker)],
+                            cwd=tmp_path, env=env_for(linker, tmp_path), start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    group = ()
+    # Until the driver has started collect2 and it the linker (discovery may run `<linker> --version` first).
+    while time.time() < deadline and not ("collect2" in [comm(p) for p, _ in group] and len(group) >= 3):
+        drivers = [p for p in children(proc.pid) if comm(p) == "cc"]
+        group = tuple(_identity(p) for p in drivers + [d for p in drivers for d in descendants(p)])
+        time.sleep(0.01)
+    _LEFT_RUNNING.append((proc, group))
+    assert proc.poll() is None and len(group) >= 3, [comm(p) for p, _ in group]  # driver, collect2, linker
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert wait_gone(group, 10), [comm(p) for p, _ in group]

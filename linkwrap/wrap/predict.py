@@ -1,0 +1,206 @@
+"""PREDICT: how much memory a link will add to its memory group, before it starts -> Prediction.
+
+Input: the output path, the chosen linker's name, the probed input bytes, and two small marshal
+tables (load()): the link path's own history (the last charges of each output, written at the end
+of a link under the admission ledger's lock) and the model the reading commands fit on links.db at
+ingest (fit(), per linker: charge against input bytes). Output: Prediction(kb, source, detail).
+predict() and charge() are pure; only load() reads files, and never SQLite.
+
+What is predicted is the charge, not the peak RSS (../shared/reference/measurements.md): lld, mold,
+wild and gold map their inputs, and input pages already in the page cache (the compiler just wrote
+them) are charged to whoever read them first, not to the link; GNU ld and linkwrap's own linker read
+their inputs into the heap, which is charged. charge() turns wait4's peak RSS into that estimate.
+"""
+import os
+
+from linkwrap.records import record
+
+HISTORY = "memory-history.marshal"   # in the state dir: written by links (admission.release)
+MODEL = "memory-model.marshal"       # in the cache dir: written by the reading commands (fit)
+FORMAT = 1
+
+# Linkers that map their inputs (charge = peak RSS less the mapped inputs) and those that read
+# them into the heap (charge = peak RSS). "as asked" is cc's default linker: GNU ld here.
+MAPS_INPUTS = frozenset(("mold", "lld", "rust-lld", "wild", "gold"))
+# A mapping linker's charge is never taken as less than this share of its peak RSS: its own heap
+# (symbol tables, relocations) and the output pages it writes are charged whatever it maps.
+MIN_SHARE_OF_RSS = 0.25
+# With no record to go by: GNU ld measured 1.4-4.3 x its input bytes here (Rust debug inputs,
+# mergeable strings), rust-lld about 0.5 x; the default takes the top of each, plus fixed costs.
+DEFAULT_PER_INPUT = {"heap": 2.0, "maps": 1.0}
+DEFAULT_FIXED_KB = 32 << 10
+# A past charge is scaled up by the growth of the inputs, and given this margin (allocator noise).
+OUTPUT_MARGIN = 1.1
+HISTORY_DEPTH = 3            # last charges kept per (linker, output)
+HISTORY_MAX_OUTPUTS = 2048   # the history forgets the least recent outputs beyond this
+REMEMBER_MIN_KB = 16 << 10   # smaller links are not worth a history write
+
+
+class Prediction(record("Prediction", [
+    "kb",       # int: the memory the link is predicted to add to its group, KiB
+    "source",   # "output" | "model" | "default"
+    "detail",   # str: where the figure comes from, for explain and the record
+])):
+    __slots__ = ()
+
+
+def key(linker, output) -> str:
+    return f"{linker or 'as asked'}\0{output or ''}"
+
+
+def kind(linker) -> str:
+    return "maps" if linker in MAPS_INPUTS else "heap"
+
+
+def predict(output, linker, input_bytes, history=None, model=None) -> Prediction:
+    """The output's last charges with this linker, else the linker's model, else the default."""
+    k = key(linker, output)
+    name = linker or "as asked"
+    inputs = input_bytes or 0
+    past = (history or {}).get("outputs", {}).get(k) or (model or {}).get("outputs", {}).get(k)
+    if past:
+        kb = 0
+        for charge_kb, then_bytes in past:
+            growth = inputs / then_bytes if then_bytes and inputs > then_bytes else 1.0
+            kb = max(kb, int(charge_kb * growth * OUTPUT_MARGIN))
+        return Prediction(kb, "output", f"the last {_links(len(past))} of this output with {name}")
+    fitted = (model or {}).get("linkers", {}).get(name)
+    if fitted:
+        intercept_kb, kb_per_mb, margin, count = fitted
+        kb = int(max(intercept_kb + kb_per_mb * inputs / (1 << 20), 0) * margin) + (4 << 10)
+        return Prediction(kb, "model", f"{name}'s model fitted on {_links(count)} here "
+                                       f"({kb_per_mb / 1024:.2f} MiB per input MiB, x{margin:.2f})")
+    per_input = DEFAULT_PER_INPUT[kind(linker)]
+    kb = int(inputs * per_input) // 1024 + DEFAULT_FIXED_KB
+    return Prediction(kb, "default", f"no record of {name} here: {per_input:g} x the input bytes + "
+                                     f"{DEFAULT_FIXED_KB >> 10} MiB")
+
+
+def _links(n) -> str:
+    return f"{n} link" if n == 1 else f"{n} links"
+
+
+def charge(linker, peak_rss_kb, input_bytes):
+    """(kb, how): what the link added to its memory group, estimated from wait4's peak RSS.
+
+    GNU ld and linkwrap's own linker read their inputs into the heap: the charge is about the
+    peak RSS. The others map them: their RSS counts input pages that are charged to whoever
+    first read them (the compiler), so those are taken off, down to MIN_SHARE_OF_RSS.
+    """
+    if not peak_rss_kb:
+        return None, None
+    if kind(linker) == "heap":
+        return int(peak_rss_kb), "peak RSS"
+    inputs_kb = (input_bytes or 0) >> 10
+    return max(int(peak_rss_kb) - inputs_kb, int(peak_rss_kb * MIN_SHARE_OF_RSS)), "peak RSS less mapped inputs"
+
+
+def remember(history, linker, output, charge_kb, input_bytes) -> bool:
+    """Add one link's charge to the history table (in place); False when not worth a write."""
+    if not output or not charge_kb:
+        return False
+    outputs = history.setdefault("outputs", {})
+    k = key(linker, output)
+    if charge_kb < REMEMBER_MIN_KB and k not in outputs:
+        return False
+    past = outputs.pop(k, [])  # re-inserted last: dicts keep insertion order, the oldest go first
+    outputs[k] = (past + [(int(charge_kb), int(input_bytes or 0))])[-HISTORY_DEPTH:]
+    while len(outputs) > HISTORY_MAX_OUTPUTS:
+        del outputs[next(iter(outputs))]
+    return True
+
+
+# --- the tables --------------------------------------------------------------
+
+def load():
+    """(history, model): the two tables, each {} when missing or unreadable."""
+    from linkwrap import cache, paths
+    history = read_table(os.path.join(paths.state_dir(), HISTORY))
+    model = cache.load(MODEL, FORMAT)
+    return history, model
+
+
+def read_table(path) -> dict:
+    import marshal
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return {}
+    try:
+        st = os.fstat(fd)
+        # Another user's file (a shared LINKWRAP_HOME) could steer this user's links: not trusted.
+        if st.st_uid != os.geteuid() or st.st_size > (4 << 20):
+            return {}
+        data = marshal.loads(_read_all(fd))
+    except (OSError, EOFError, ValueError, TypeError):
+        return {}
+    finally:
+        os.close(fd)
+    return data if isinstance(data, dict) and data.get("format") == FORMAT else {}
+
+
+def _read_all(fd) -> bytes:
+    chunks = []
+    while True:
+        b = os.read(fd, 1 << 16)
+        if not b:
+            return b"".join(chunks)
+        chunks.append(b)
+
+
+# --- fitting (the reading commands, never the link path) ----------------------
+
+MODEL_MIN_LINKS = 5
+MODEL_LAST_LINKS = 500
+
+
+def fit(rows) -> dict:
+    """The model table from recorded links, oldest first: (linker, output, input_bytes, charge_kb).
+
+    Per linker: least squares charge_kb = a + b * input MiB over its last MODEL_LAST_LINKS links,
+    then a margin, the 90th percentile of actual / fitted (at least 1, at most 3), so that nine of
+    ten past links would have been predicted at or above their charge. Per output: its last charges,
+    as the link path's history keeps them (a fresh history file starts from these).
+    """
+    per_linker, outputs = {}, {}
+    for linker, output, input_bytes, charge_kb in rows:
+        if not charge_kb or input_bytes is None:
+            continue
+        name = linker or "as asked"
+        per_linker.setdefault(name, []).append((input_bytes / (1 << 20), charge_kb))
+        if output:
+            k = key(name, output)
+            past = outputs.pop(k, [])
+            outputs[k] = (past + [(int(charge_kb), int(input_bytes))])[-HISTORY_DEPTH:]
+    while len(outputs) > HISTORY_MAX_OUTPUTS:
+        del outputs[next(iter(outputs))]
+    linkers = {}
+    for name, points in per_linker.items():
+        points = points[-MODEL_LAST_LINKS:]
+        if len(points) < MODEL_MIN_LINKS:
+            continue
+        linkers[name] = _line(points)
+    return {"format": FORMAT, "linkers": linkers, "outputs": outputs}
+
+
+def _line(points):
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    if sxx > 1e-9:
+        b = max(0.0, sum((x - mx) * (y - my) for x, y in points) / sxx)
+    else:  # every link had the same inputs: a constant
+        b = 0.0
+    a = my - b * mx
+    ratios = sorted(y / max(a + b * x, 1.0) for x, y in points)
+    margin = min(3.0, max(1.0, ratios[min(n - 1, int(n * 0.9))]))
+    return (float(a), float(b), float(margin), n)
+
+
+def refit(db) -> None:
+    """Fit the model on links.db and store it for the link path (a reading command's job)."""
+    from linkwrap import cache
+    rows = db.execute("SELECT linker, output_path, input_bytes, charge_kb FROM links "
+                      "WHERE charge_kb IS NOT NULL AND exit_status = 0 ORDER BY id DESC LIMIT 20000").fetchall()
+    cache.store(MODEL, fit([tuple(r) for r in reversed(rows)]))
