@@ -169,11 +169,30 @@ def compact_command(outcome, request) -> tuple:
     command = tuple(outcome.command)
     if request.used_response_file:
         return command  # [driver, @file]: already short
+    if getattr(outcome, "start", None) == "direct":
+        return _compact_direct(command, request)
     # linkwrap's choice: [driver, -B<shim>, *args, *flags]; as asked: [driver, *argv].
     start, n = (2, len(request.args)) if outcome.linker is not None else (1, len(request.argv))
     if len(command) < start + n:
         return command
     return command[:start] + (ARGS_MARK,) + command[start + n:]
+
+
+def _compact_direct(command, request) -> tuple:
+    """A direct start's line keeps the caller's inputs, -l and -Wl pieces as one block, in order
+    (direct.split's items): that block is what ARGS_MARK stands for."""
+    from linkwrap.wrap import direct
+    try:
+        items = tuple(direct.split(list(request.args))[1])
+    except direct.NotDirect:
+        return command
+    n = len(items)
+    if n < 8:
+        return command
+    for i in range(len(command) - n + 1):
+        if command[i] == items[0] and command[i:i + n] == items:
+            return command[:i] + (ARGS_MARK,) + command[i + n:]
+    return command
 
 
 FIRST_ERROR_CHARS = 300
