@@ -80,7 +80,9 @@ def _c_string(text: str) -> str:
                          for b in text.encode("utf-8", "surrogateescape")) + '"'
 
 
-CLIENT_TIMEOUT_S = 3  # no answer from a server in this time: the client runs the script
+# No answer from a server in this time: the client runs the script. A burst of links (make -j64)
+# may wait for spares to be forked on a busy machine; only a wedged server takes this long.
+CLIENT_TIMEOUT_S = 10
 
 
 def _native_client(name: str, script: str, path: str) -> bool:

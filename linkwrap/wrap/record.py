@@ -187,7 +187,7 @@ def _compact_direct(command, request) -> tuple:
     except direct.NotDirect:
         return command
     n = len(items)
-    if n < 8:
+    if not n:
         return command
     for i in range(len(command) - n + 1):
         if command[i] == items[0] and command[i:i + n] == items:
