@@ -8,6 +8,13 @@ generated C program (N files x M functions) linked -static. Also prints
 linkwrap.ld's own per-pass times (--time) for the large link: what dominates.
 
     python benchmarks/bench_ld.py [--runs 5] [--files 40] [--funcs 100]
+    python benchmarks/bench_ld.py --behaviours        # the behaviour corpus: GNU ld vs linkwrap.ld
+    python benchmarks/bench_ld.py --passes-vs /work/main [--runs 15]
+                                  # per-pass time of this tree's linker against another tree's,
+                                  # interleaved in one run (what the allow-list checks cost)
+    python benchmarks/bench_ld.py --parse-vs /work/main [--runs 9]
+                                  # parse every libc.a member and decode its relocations, warm,
+                                  # in a process per tree, the trees alternating
 """
 import argparse
 import os
@@ -85,14 +92,177 @@ def generate_big(root, files, funcs):
     return src, [os.path.join(src, n[:-2] + ".o") for n in names]
 
 
+def load():
+    return open("/proc/loadavg").read().split()[:3]
+
+
+def behaviours_table(root):
+    """Each behaviour case linked by GNU ld and by linkwrap.ld -> counts by outcome."""
+    import behaviours
+    shim = corpus.shim_dir(root)
+    counts = {"gnu_pass": 0, "lw_pass": 0, "unsupported": 0, "wrong": 0}
+    for case in behaviours.CASES:
+        s = behaviours.spec(case)
+        work = os.path.join(root, "b-" + case)
+        args = behaviours.build(case, work)
+        outcome = []
+        for name, extra in (("ref", []), ("lw", [f"-B{shim}"])):
+            r = subprocess.run([s["driver"], *extra, *args, "-o", name], cwd=work, capture_output=True, text=True)
+            if r.returncode:
+                outcome.append("unsupported" if "not supported yet" in r.stderr else "error")
+                continue
+            path = os.path.join(work, name)
+            facts = behaviours.facts(path, s["symbols"])
+            if s["output"] == "partial":      # a -r: GNU ld finishes it into the program run
+                subprocess.run([s["driver"], path, "-o", path + ".prog"], cwd=work, check=True)
+                path += ".prog"
+            run = behaviours.run(path, work)
+            outcome.append(("pass" if (run.stdout, run.returncode) == (s["stdout"], 0) else "wrong", facts))
+        ref, lw = outcome
+        ok_ref = ref == "pass" or (isinstance(ref, tuple) and ref[0] == "pass")
+        counts["gnu_pass"] += ok_ref
+        if isinstance(lw, tuple):
+            same = all(lw[1][f] == ref[1][f] for f in s["facts"]) if isinstance(ref, tuple) else True
+            verdict = "pass" if lw[0] == "pass" and same else "WRONG"
+        else:
+            verdict = lw
+        counts["lw_pass"] += verdict == "pass"
+        counts["unsupported"] += verdict == "unsupported"
+        counts["wrong"] += verdict == "WRONG"
+        print(f"  {case:24} GNU ld {'pass' if ok_ref else 'FAIL':5} linkwrap.ld {verdict}")
+    return counts
+
+
+def record_collect2_args(root, objs, mode):
+    """The ld command line gcc's collect2 passes for this link (through a recording -B shim)."""
+    rec = os.path.join(root, "rec")
+    os.makedirs(rec, exist_ok=True)
+    script = os.path.join(rec, "ld")
+    with open(script, "w") as f:
+        f.write('#!/bin/sh\nprintf \'%s\\0\' "$@" > "$LW_BENCH_ARGV"\n')
+    os.chmod(script, 0o755)
+    out = os.path.join(root, "argv")
+    subprocess.run(["gcc", f"-B{rec}", *corpus.MODES[mode], *objs, "-o", os.path.join(root, "out")],
+                   check=True, env={**os.environ, "LW_BENCH_ARGV": out})
+    with open(out, "rb") as f:
+        return [a.decode() for a in f.read().split(b"\0")[:-1]]
+
+
+def pass_times(tree, argv):
+    """{pass label: ms} of one link by the linker in `tree` (None: this one), from --time."""
+    env = dict(os.environ)
+    if tree:
+        env["PYTHONPATH"] = tree
+    r = subprocess.run([sys.executable, "-c", "import sys; from linkwrap.ld.__main__ import run; "
+                        "sys.exit(run(sys.argv[1:]))", "--time", *argv], capture_output=True, text=True, env=env)
+    if r.returncode:
+        raise SystemExit(f"link failed ({tree or 'this tree'}): {r.stderr}")
+    out = {}
+    for line in r.stderr.splitlines():
+        ms, label = line.split(":", 1)[1].strip().split(" ms ")
+        out[label.strip()] = float(ms)
+    return out
+
+
+def passes_vs(root, baseline, runs, files, funcs):
+    """Per-pass medians of this tree and `baseline`, runs interleaved; the ratio with a 95 % bootstrap CI."""
+    import random
+    src, objs = generate_big(root, files, funcs)
+    for label, mode, link_objs in (("generated static", "static", objs),
+                                   ("generated PIE", "pie", objs)):
+        argv = record_collect2_args(os.path.join(root, label.replace(" ", "-")), link_objs, mode)
+        argv = [a if a != os.path.join(root, label.replace(" ", "-"), "out") else os.path.join(root, "o")
+                for a in argv]
+        mine, base = [], []
+        for _ in range(runs):
+            mine.append(pass_times(None, argv))
+            base.append(pass_times(baseline, argv))
+        print(f"{label}: median ms over {runs} interleaved links (load {' '.join(load())})")
+        print(f"  {'pass':28} {'baseline':>9} {'this':>9} {'ratio':>6}  95% CI")
+        rng = random.Random(1)
+        for p in mine[0]:
+            a = [m[p] for m in mine]
+            b = [m.get(p, 0.0) for m in base]
+            if not all(b):
+                print(f"  {p:28} {'-':>9} {statistics.median(a):9.1f}")
+                continue
+            ratio = statistics.median(a) / statistics.median(b)
+            boots = sorted(statistics.median(rng.choices(a, k=len(a))) / statistics.median(rng.choices(b, k=len(b)))
+                           for _ in range(2000))
+            print(f"  {p:28} {statistics.median(b):9.1f} {statistics.median(a):9.1f} {ratio:6.2f}  "
+                  f"[{boots[50]:.2f}, {boots[1949]:.2f}]")
+
+
+PARSE_CHILD = r"""
+import statistics, sys, time
+from linkwrap.ld import parse
+path = sys.argv[1]
+view = parse._map(path)
+ar = parse.Archive(path, view, False)
+def work():
+    for h, mname, off, size in ar.members:
+        if view[off:off + 4] == b"\x7fELF":
+            obj = parse.ObjectFile(mname, view[off:off + size], ar)
+            for sec in obj.sections:
+                if sec is not None:
+                    sec.get_relocs()
+work()
+samples = []
+for _ in range(5):
+    t = time.perf_counter()
+    work()
+    samples.append((time.perf_counter() - t) * 1000)
+print(statistics.median(samples))
+"""
+
+
+def parse_vs(baseline, runs):
+    """Warm parse (+ relocation decoding) of every libc.a member: this tree against `baseline`."""
+    import random
+    libc = subprocess.run(["gcc", "-print-file-name=libc.a"], capture_output=True, text=True).stdout.strip()
+    mine, base = [], []
+    for _ in range(runs):
+        for tree, into in ((None, mine), (baseline, base)):
+            env = dict(os.environ)
+            if tree:
+                env["PYTHONPATH"] = tree
+            r = subprocess.run([sys.executable, "-c", PARSE_CHILD, libc], capture_output=True, text=True,
+                               env=env, check=True)
+            into.append(float(r.stdout))
+    rng = random.Random(1)
+    ratio = statistics.median(mine) / statistics.median(base)
+    boots = sorted(statistics.median(rng.choices(mine, k=runs)) / statistics.median(rng.choices(base, k=runs))
+                   for _ in range(2000))
+    print(f"parse all {libc} members + their relocations, warm, median of {runs} processes each "
+          f"(load {' '.join(load())}):")
+    print(f"  baseline {statistics.median(base):.1f} ms, this tree {statistics.median(mine):.1f} ms, "
+          f"ratio {ratio:.3f}, 95% CI [{boots[50]:.3f}, {boots[1949]:.3f}]")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--files", type=int, default=40)
     ap.add_argument("--funcs", type=int, default=100)
     ap.add_argument("--cases", nargs="*", default=corpus.CASES)
+    ap.add_argument("--behaviours", action="store_true", help="count the behaviour corpus's outcomes")
+    ap.add_argument("--passes-vs", metavar="TREE", help="per-pass times against another checkout's linker")
+    ap.add_argument("--parse-vs", metavar="TREE", help="warm parse of libc.a against another checkout's")
     a = ap.parse_args()
+    if a.parse_vs:
+        parse_vs(a.parse_vs, a.runs)
+        return
     root = tempfile.mkdtemp(prefix="bench-ld-")
+    if a.behaviours:
+        print(f"behaviour corpus (load {' '.join(load())}):")
+        c = behaviours_table(root)
+        print(f"GNU ld passes {c['gnu_pass']}, linkwrap.ld passes {c['lw_pass']} "
+              f"(ratio {c['gnu_pass'] / max(c['lw_pass'], 1):.2f}), named as unsupported {c['unsupported']}, "
+              f"wrong outputs {c['wrong']}")
+        return
+    if a.passes_vs:
+        passes_vs(root, a.passes_vs, a.runs, a.files, a.funcs)
+        return
     shim = corpus.shim_dir(root)
     print(f"{'link':34} {'GNU ld ms':>9} {'lw.ld ms':>9} {'time x':>7} {'GNU KB':>8} {'lw KB':>8} {'RSS x':>6}")
     ratios_t, ratios_m = [], []

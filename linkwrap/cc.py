@@ -7,8 +7,8 @@ linkwrap-launch: CMake's <LANG>_LINKER_LAUNCHER and ninja rule prefixes
 import sys
 
 LAUNCH_USAGE = ("usage: linkwrap-launch [--] <compiler driver> <link arguments...>\n"
-                "Links through linkwrap: the driver (cc, c++, gcc…) and its whole link command line,\n"
-                "as CMake's <LANG>_LINKER_LAUNCHER and ninja link rules pass them.\n")
+                "Links through linkwrap: the driver (cc, c++, gcc…) and its whole link\n"
+                "command line, as CMake's <LANG>_LINKER_LAUNCHER and ninja link rules pass them.\n")
 
 
 def main() -> None:

@@ -1,8 +1,9 @@
 """The errors linkwrap shows to people.
 
 Each class's str() is the sentence the user sees (pypa/build style); the CLI
-prints it after "linkwrap: error: " and exits 1. On the link path these never
-reach the user: the pipeline falls back to the link rustc asked for.
+prints it after "linkwrap: error: " and exits 1 (2 for a UsageError). On the
+link path these never reach the user: the pipeline falls back to the link
+rustc asked for.
 """
 
 

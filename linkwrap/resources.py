@@ -12,3 +12,13 @@ def template_text(name: str) -> str:
         here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "templates", name)
         with open(here, encoding="utf-8") as f:
             return f.read()
+
+
+def doc_path(name: str) -> str:
+    """Where docs/<name> is on this machine: the copy shipped in the wheel (linkwrap/docs),
+    else the source checkout's docs/. Messages cite this path, which a pip install can open."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    shipped = os.path.join(package, "docs", name)
+    if os.path.exists(shipped):
+        return shipped
+    return os.path.join(os.path.dirname(package), "docs", name)

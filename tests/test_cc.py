@@ -14,7 +14,7 @@ def test_launch_help_and_missing_driver():
     done = subprocess.run([script("linkwrap-launch")], capture_output=True, text=True)
     assert done.returncode == 2 and done.stderr.startswith("usage: linkwrap-launch") and done.stdout == ""
     done = subprocess.run([script("linkwrap"), "launch", "--", "--help"], capture_output=True, text=True)
-    assert done.returncode == 0 and done.stdout.startswith("usage: linkwrap launch [--]")
+    assert done.returncode == 0 and done.stdout.startswith("usage: linkwrap launch -- DRIVER ARGS...")
 
 
 def test_launch_links_with_the_given_driver(tmp_path, lw_home, hello_obj):

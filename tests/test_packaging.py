@@ -11,11 +11,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("pkg")
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp / "dist"), ROOT],
+def dist(tmp_path_factory):
+    """The sdist and the wheel, built from this tree."""
+    tmp = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(tmp), ROOT],
                    check=True, capture_output=True)
-    wheel = next((tmp / "dist").glob("linkwrap-*.whl"))
+    return next(tmp.glob("linkwrap-*.tar.gz")), next(tmp.glob("linkwrap-*.whl"))
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory, dist):
+    tmp = tmp_path_factory.mktemp("pkg")
+    wheel = dist[1]
     env_dir = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(env_dir)], check=True)
     done = subprocess.run([str(env_dir / "bin" / "pip"), "install", "-q", str(wheel)], capture_output=True, text=True)
@@ -64,6 +71,43 @@ def test_install_from_the_wheel_uses_the_shipped_template(venv, tmp_path):
     assert f"py={venv / 'bin' / 'python'}" in (entries[0].parent / "py" / "linkwrap-cc").read_text()
     built = subprocess.run(["cargo", "run", "-q"], cwd=project, capture_output=True, text=True, env=env)
     assert built.returncode == 0 and built.stdout == "ok\n", built.stderr
+
+
+def test_the_wheel_and_the_sdist_hold_the_license_and_the_metadata(dist):
+    import email
+    import tarfile
+    import zipfile
+    sdist, wheel = dist
+    license_text = open(os.path.join(ROOT, "LICENSE"), encoding="utf-8").read()
+    assert "MIT License" in license_text
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        info = next(n for n in names if n.endswith(".dist-info/METADATA"))
+        shipped = [n for n in names if ".dist-info/" in n and n.rsplit("/", 1)[-1].startswith("LICENSE")]
+        assert shipped and z.read(shipped[0]).decode() == license_text
+        meta = email.message_from_bytes(z.read(info))
+        # Every document the messages and the README cite is in the wheel.
+        docs = sorted(os.listdir(os.path.join(ROOT, "docs")))
+        assert docs and all(f"linkwrap/docs/{d}" in names for d in docs)
+    assert meta["License"] == "MIT" and meta["License-File"] == "LICENSE"
+    classifiers = meta.get_all("Classifier")
+    assert "License :: OSI Approved :: MIT License" in classifiers
+    assert any(c.startswith("Operating System :: POSIX :: Linux") for c in classifiers)
+    # No [project.urls] until linkwrap has a public address: an invented one would send people astray.
+    # The documents ship in the wheel instead (above), and messages cite the installed copies.
+    assert meta.get_all("Project-URL") is None
+    with tarfile.open(sdist) as t:
+        top = t.getnames()[0].split("/")[0]
+        assert t.extractfile(f"{top}/LICENSE").read().decode() == license_text
+
+
+def test_messages_cite_the_installed_docs(venv, tmp_path):
+    code = "from linkwrap.resources import doc_path; print(doc_path('install.md'))"
+    where = subprocess.run([str(venv / "bin" / "python"), "-c", code], cwd=tmp_path,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert where.startswith(str(venv)) and os.path.isfile(where)
+    with open(where, encoding="utf-8") as f:
+        assert f.read() == open(os.path.join(ROOT, "docs", "install.md"), encoding="utf-8").read()
 
 
 def test_with_the_wheels_bin_on_path_install_writes_the_bare_name(venv, tmp_path):

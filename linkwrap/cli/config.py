@@ -12,7 +12,7 @@ import os
 import sys
 
 from linkwrap import paths
-from linkwrap.errors import UsageError
+from linkwrap.errors import LinkwrapError, UsageError
 from linkwrap.wrap import args as args_mod
 from linkwrap.wrap import config as config_mod
 
@@ -112,7 +112,8 @@ def _init(user: bool) -> int:
     from linkwrap.resources import template_text
     target = paths.user_config_file() if user else os.path.join(os.getcwd(), config_mod.FILE_NAME)
     if os.path.exists(target):
-        raise UsageError(f"{target} already exists; not overwriting it")
+        # A refusal, not a usage error: exit 1 as install's are.
+        raise LinkwrapError(f"{target} already exists; not overwriting it")
     os.makedirs(os.path.dirname(target), exist_ok=True)
     text = template_text("linkwrap.toml")
     # O_EXCL: never clobber a file that appeared meanwhile.

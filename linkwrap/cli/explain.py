@@ -20,7 +20,6 @@ reported the way the link would handle it: linked as asked, with the reason. LIN
 shows the facts and a decision of "as asked", as the link would do.
 """
 import argparse
-import json
 import os
 import sys
 
@@ -37,7 +36,9 @@ def _options(parser) -> None:
 def add_arguments(parser) -> None:
     _options(parser)
     parser.add_argument("words", nargs=argparse.REMAINDER, metavar="[OUTPUT] [-- CC-LINK-ARGS...]",
-                        help="the output path (default ./a.out), and/or after `--` the link's cc arguments")
+                        help="the output path (default: the last recorded link's), and/or after `--` the "
+                             "link's cc arguments; a recorded link of OUTPUT is shown beside what would be "
+                             "decided now")
 
 
 def split_words(args):
@@ -236,14 +237,61 @@ def _dotted(version):
     return ".".join(map(str, version)) if version else None
 
 
+def recorded_link(output, link_args, cwd):
+    """The record to show beside the decision: the last link (no OUTPUT), or OUTPUT's last; or None."""
+    if link_args is not None:
+        return None
+    from linkwrap.cli import scope
+    from linkwrap.store import db, queries
+    conn = db.open_store()
+    if output is None:
+        project, _ = scope.resolve(conn, None, cwd)
+        row = (queries.last_link(conn, project) if project else None) or queries.last_link(conn)
+        if row is None:
+            from linkwrap.errors import UsageError
+            raise UsageError("no link recorded yet to explain: give the output (`linkwrap explain OUTPUT`) "
+                             "or the link's arguments (`linkwrap explain -- ARGS...`)")
+        return row
+    return queries.last_link(conn, output=os.path.abspath(os.path.join(cwd, output)))
+
+
+def recorded_request(row, kind, environ):
+    """The recorded link's own command line, where it can still be read; else None."""
+    from linkwrap.wrap import args as args_mod
+    from linkwrap.store.queries import json_list
+    argv, cwd = json_list(row["argv"]), row["cwd"]
+    if not argv or not cwd or not os.path.isdir(cwd):
+        return None
+    try:
+        request = args_mod.parse(argv, driver=row["driver"] or environ.get("LINKWRAP_CC") or "cc",
+                                 environ=environ, cwd=cwd)
+    except Exception:  # an @file that is gone: the output alone then
+        return None
+    return request._replace(kind=kind) if kind else request
+
+
+def recorded_dict(row) -> dict:
+    from linkwrap.store.queries import json_list
+    return {"started_utc": row["started_utc"], "build": row["build_id"], "output": row["output_path"],
+            "linker": row["linker"], "version": row["linker_version"], "flags": json_list(row["flags_added"]),
+            "write_mode": row["write_mode"], "reasons": json_list(row["reasons"]), "wall_ms": row["wall_ms"],
+            "exit_status": row["exit_status"], "fell_back": bool(row["fell_back"])}
+
+
 def run(args) -> int:
     from linkwrap.errors import printable_data
     output, link_args, kind, as_json = split_words(args)
-    request = build_request(output, link_args, kind, os.environ, os.getcwd())
+    cwd = os.getcwd()
+    row = recorded_link(output, link_args, cwd)
+    request = recorded_request(row, kind, os.environ) if row is not None else None
+    if request is None:
+        request = build_request(output or (row["output_path"] if row is not None else None), link_args, kind,
+                                os.environ, cwd)
     report = explain(request, os.environ)
+    report["recorded"] = recorded_dict(row) if row is not None else None
     if as_json:
-        json.dump(report, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        from linkwrap.report import jsonout
+        jsonout.dump(report, sys.stdout)
     else:
         render(printable_data(report))
     return 0
@@ -351,3 +399,25 @@ def render(report) -> None:
     console.print("[bold]Reasons[/bold]")
     for i, reason in enumerate(d["reasons"], 1):
         console.print(f"  {i}. {reason}", highlight=False, markup=False)
+    if report.get("recorded"):
+        render_recorded(console, report["recorded"], d)
+
+
+def render_recorded(console, rec, now) -> None:
+    """The recorded link beside the decision above: what it ran, and what differs now."""
+    from rich.text import Text
+    when = (rec["started_utc"] or "")[:19].replace("T", " ")
+    flags = " ".join(rec["flags"]) or "none"
+    console.print(Text(f"Recorded link ({when} UTC, build #{rec['build']})", style="bold"))
+    console.print(Text(f"  {rec['version'] or rec['linker']}, {rec['write_mode'] or '-'}, flags {flags}, "
+                       f"exit {rec['exit_status']}" + (", fell back" if rec["fell_back"] else "")))
+    changed = []
+    if (rec["linker"] or None) != (now["linker"] or "as asked"):
+        if not (rec["linker"] == "as asked" and now["linker"] is None):
+            changed.append(f"linker {rec['linker']} -> {now['linker'] or 'as asked'}")
+    if rec["write_mode"] != now["write_mode"]:
+        changed.append(f"write mode {rec['write_mode']} -> {now['write_mode']}")
+    if rec["flags"] != list(now["flags"]) + list(now["driver_flags"]):
+        changed.append("flags differ")
+    console.print(Text("  now: " + ("; ".join(changed) if changed else "the same decision"),
+                       style="yellow" if changed else "green"))

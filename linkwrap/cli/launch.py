@@ -2,6 +2,11 @@
 
 
 def run_verbatim(argv) -> int:
+    if argv[:1] in (["-h"], ["--help"]) or argv[:2] in (["--", "-h"], ["--", "--help"]):
+        import sys
+        from linkwrap.cli.main import verbatim_help
+        sys.stdout.write(verbatim_help("launch"))
+        return 0
     from linkwrap.cc import launch_usage
     usage = launch_usage(argv, "linkwrap launch")
     if usage is not None:

@@ -2,5 +2,10 @@
 
 
 def run_verbatim(argv) -> int:
+    if argv[:1] in (["-h"], ["--help"]) or argv[:2] in (["--", "-h"], ["--", "--help"]):
+        import sys
+        from linkwrap.cli.main import verbatim_help
+        sys.stdout.write(verbatim_help("ld"))
+        return 0
     from linkwrap.ld.__main__ import run
     return run(list(argv))

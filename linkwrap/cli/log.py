@@ -1,4 +1,7 @@
-"""`linkwrap log path|status|on|off|clear`: where the link records are, and whether links are recorded.
+"""`linkwrap log [status|path|on|off|clear|export]`: where the link records are, and whether links are recorded.
+
+Alone, `linkwrap log` is `linkwrap log status`. export writes the records for
+another machine or a collector (linkwrap.report.export: JSON lines or OTLP/JSON).
 
 off leaves a `logs-off` marker in the state directory (checked with one stat()
 per link, as simonw/llm's `logs off` does); on removes it, and also the
@@ -13,22 +16,68 @@ from linkwrap import faults, paths
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("action", choices=("path", "status", "on", "off", "clear"),
-                        help="path: print the database path; status: recording on/off, counts, size, "
-                             "pending records; on/off: start/stop recording links; clear: delete every record "
-                             "(asks first; --yes when not on a terminal)")
+    parser.add_argument("action", nargs="?", default="status",
+                        choices=("status", "path", "on", "off", "clear", "export"),
+                        help="status (the default): recording on/off, counts, size, pending records; "
+                             "path: the records' database and linkwrap's own fault log; on/off: start/stop "
+                             "recording links; clear: delete every record (asks first; --yes when not on a "
+                             "terminal); export: write the records as JSON lines or OTLP/JSON traces")
     parser.add_argument("--yes", "-y", action="store_true", help="clear without asking")
+    parser.add_argument("--format", choices=("jsonl", "otlp"), default="jsonl",
+                        help="export: one JSON object per link (jsonl, the default) or OpenTelemetry traces "
+                             "in OTLP/JSON, a span per build and per link (otlp)")
+    parser.add_argument("--since", metavar="WHEN", help="export: links since WHEN: 30m, 2h, 3d, 1w or a UTC date")
+    parser.add_argument("--output", "-o", metavar="FILE", help="export: write to FILE (default: stdout)")
+    from linkwrap.cli import scope
+    scope.add_arguments(parser, empty=False)
 
 
 def run(args) -> int:
+    from linkwrap.errors import UsageError
+    if args.action != "export" and (args.since or args.output or args.format != "jsonl"):
+        raise UsageError("--format, --since and --output go with `linkwrap log export`")
     if args.action == "clear":
         return _clear(args.yes)
-    return {"path": _path, "status": _status, "on": _on, "off": _off}[args.action]()
+    if args.action == "export":
+        return _export(args)
+    if args.action == "status":
+        return _status(args)
+    return {"path": _path, "on": _on, "off": _off}[args.action]()
 
 
 def _path() -> int:
     from linkwrap.store import db
-    print(db.path())
+    print(f"link records (SQLite): {db.path()}")
+    print(f"linkwrap's own faults (text log): {paths.log_file()}")
+    return 0
+
+
+def _export(args) -> int:
+    """Every record (of the current project unless --all-projects), oldest first."""
+    import sys
+    from linkwrap.cli import scope
+    from linkwrap.report import export, summary
+    from linkwrap.store import db
+    conn = db.open_store()
+    project, _ = scope.resolve(conn, args)
+    since = summary.parse_since(args.since) if args.since else None
+    if args.output and args.output != "-":
+        target = os.path.abspath(args.output)
+        tmp = f"{target}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                n = export.write(conn, f, fmt=args.format, project=project, since_utc=since)
+            os.replace(tmp, target)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        print(f"Wrote {target}: {n} link{'s' if n != 1 else ''} ({args.format})", file=sys.stderr)
+    else:
+        export.write(conn, sys.stdout, fmt=args.format, project=project, since_utc=since)
     return 0
 
 
@@ -52,7 +101,7 @@ def warned_markers() -> list:
     return found
 
 
-def _status() -> int:
+def _status(args=None) -> int:
     from linkwrap.report.render import fmt_bytes
     from linkwrap.store import db, queries, spool
     state = paths.state_dir()
@@ -66,9 +115,15 @@ def _status() -> int:
     c = queries.counts(conn)
     size = sum(os.path.getsize(db.path() + s) for s in ("", "-wal") if os.path.exists(db.path() + s))
     print(f"Records: {c['links']} links in {c['builds']} builds, {fmt_bytes(size)}"
-          + (f", from {c['first_utc']} to {c['last_utc']}" if c["links"] else ""))
+          + (f", {_minute(c['first_utc'])} to {_minute(c['last_utc'])} UTC" if c["links"] else ""))
     if c["rejected"]:
         print(f"Skipped: {c['rejected']} malformed records from the spool (not counted above)")
+    from linkwrap.cli import scope
+    project, shows = scope.resolve(conn, args)
+    if project is not None:
+        p = queries.counts(conn, project)
+        print(f"This project: {p['links']} links in {p['builds']} builds ({project}; "
+              "`--all-projects` for every project's)")
     if spool.pending(state):
         print(f"Waiting in the spool: {fmt_bytes(spool.pending(state))} (the database could not take them)")
     for m in warned_markers():
@@ -84,9 +139,14 @@ def _status() -> int:
              f"a spool over {limits['max_spool_mb']:g} MiB (rotated once)" if limits["max_spool_mb"] else "",
              f"linkwrap.log over {limits['max_log_kb']:g} KiB (its newer half kept)" if limits["max_log_kb"] else ""]
     shown = [s for s in shown if s]
-    print("Trimmed: " + ("; ".join(shown) if shown else "nothing (no limits)")
-          + " ([records] in linkwrap.toml)")
+    import textwrap  # 80 columns, as every command's output
+    print(textwrap.fill("Trimmed: " + ("; ".join(shown) if shown else "nothing (no limits)")
+                        + " ([records] in linkwrap.toml)", 80, subsequent_indent="  ", break_on_hyphens=False))
     return 0
+
+
+def _minute(utc) -> str:
+    return (utc or "")[:16].replace("T", " ")
 
 
 def _on() -> int:

@@ -3,7 +3,9 @@
 Each module in linkwrap/cli/ has add_arguments(parser) and run(args) -> int
 and is imported only when its command runs (rich, tomlkit and sqlite3 belong
 to commands, never to the link path). Errors: a LinkwrapError prints its
-message and exits 1, ^C exits 130, anything else is logged and exits 3.
+message and exits 1 (a UsageError 2, as argparse's own usage errors), ^C
+exits 130, anything else is logged and exits 3. Every --help ends with the
+environment variables linkwrap reads (ENVIRONMENT).
 """
 import argparse
 import importlib
@@ -20,30 +22,112 @@ COMMANDS = {
     "config": ("config", "show every configuration value and where it came from"),
     "summary": ("summary", "the links of the last build (or --build ID, --all, --since): time, memory, linker"),
     "run": ("run", "run a build command and print its link summary at the end"),
-    "report": ("report", "write a self-contained HTML report of link times (--html FILE)"),
-    "log": ("log", "the link records: path | status | on | off | clear"),
+    "report": ("report", "write a self-contained HTML report of where the link time went (--open to see it)"),
+    "log": ("log", "the link records: status (the default) | path | on | off | clear | export"),
     "launch": ("launch", "link through linkwrap from a build system: linkwrap launch -- <driver> <args...>"),
     "ld": ("ld", "linkwrap's own ELF linker, with an ld-compatible command line"),
     "server": ("server", "the warm link server behind the native entry point: status | stop"),
 }
 # Commands whose arguments are someone else's command line, passed on verbatim.
 VERBATIM = {"launch", "ld"}
+# Their --help, in the same form as the others' (argparse builds it; nothing is parsed).
+VERBATIM_HELP = {
+    "launch": ("-- DRIVER ARGS...",
+               "Links through linkwrap: the compiler driver (cc, c++, gcc...) and its whole link command "
+               "line, as CMake's <LANG>_LINKER_LAUNCHER and ninja link rules pass them. Also installed as "
+               "linkwrap-launch. `linkwrap install --cmake` and `--ninja` set it up."),
+    # The linker's own words (linkwrap/ld/__main__.py USAGE), so that the two helps never drift apart.
+    "ld": ("[OPTIONS] FILE...", None),
+}
+
+# The environment section of every --help: "  NAME  what it does" lines.
+ENVIRONMENT = (
+    ("LINKWRAP_HOME", "keep records, caches and the fault log here (default: the XDG state directory, "
+                      "~/.local/state/linkwrap)"),
+    ("LINKWRAP_DISABLE", "1: every link runs exactly as asked, untouched"),
+    ("LINKWRAP_LINKER", "force a linker: mold, wild, lld, rust-lld, bfd, gold or python"),
+    ("LINKWRAP_CC", "the compiler driver Cargo links run (default: cc)"),
+    ("LINKWRAP_CC_<TRIPLE>", "the driver for Cargo links of that target, e.g. LINKWRAP_CC_AARCH64_UNKNOWN_LINUX_GNU"),
+    ("LINKWRAP_CONFIG_ERRORS", "warn: a broken linkwrap.toml or LINKWRAP_LINKER is said once and links run as "
+                               "asked, instead of failing"),
+    ("LINKWRAP_PROFILE", "the profile of linkwrap.toml to use (default: from the output's path)"),
+    ("LINKWRAP_LOG", "off: links in this environment are not recorded"),
+    ("OTEL_EXPORTER_OTLP_ENDPOINT", "`linkwrap run` sends its build's spans there (OTLP/HTTP) at the end"),
+    ("COLUMNS", "the width of tables (default: the terminal's, 80 in a pipe)"),
+)
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's, except that description and epilog lines starting with two spaces
+    (the environment section) keep their line breaks; other paragraphs are filled."""
+
+    def _fill_text(self, text, width, indent):
+        import textwrap
+        out = []
+        for para in text.split("\n\n"):
+            if para.startswith("  ") or para.startswith("environment:"):
+                out.append("\n".join(_wrap_entry(line, width, indent) for line in para.splitlines()))
+            else:
+                out.append(textwrap.fill(" ".join(para.split()), width, initial_indent=indent,
+                                         subsequent_indent=indent, break_on_hyphens=False))
+        return "\n\n".join(out)
+
+
+def _wrap_entry(line, width, indent):
+    """'  NAME  text' -> text wrapped in a column of its own, within width."""
+    import textwrap
+    if not line.startswith("  "):
+        return indent + line
+    name, _, text = line.strip().partition("  ")
+    pad = indent + " " * 22
+    if len(name) > 18:
+        return f"{indent}  {name}\n" + textwrap.fill(text.strip(), width, initial_indent=pad, subsequent_indent=pad)
+    return textwrap.fill(text.strip(), width, initial_indent=f"{indent}  {name:<18}  ", subsequent_indent=pad)
+
+
+def environment_epilog(extra=None) -> str:
+    lines = ["environment:"] + [f"  {name}  {text}" for name, text in ENVIRONMENT]
+    return ((extra + "\n\n") if extra else "") + "\n".join(lines)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser; .subparsers maps each command to its own parser."""
     parser = argparse.ArgumentParser(
-        prog="linkwrap", description="Fast and safe linking on Linux: picks the linker per link, keeps outputs safe, records what linking costs.")
+        prog="linkwrap", formatter_class=HelpFormatter,
+        description="Fast and safe linking on Linux: picks the linker per link, keeps outputs safe, records "
+                    "what linking costs.", epilog=environment_epilog())
     parser.add_argument("--version", action="version", version=f"linkwrap {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     parser.subparsers = {}
     for name, (_, help_text) in COMMANDS.items():
-        p = parser.subparsers[name] = sub.add_parser(name, help=help_text, description=help_text)
+        p = parser.subparsers[name] = sub.add_parser(name, help=help_text, description=help_text,
+                                                      formatter_class=HelpFormatter)
         if name not in VERBATIM:
             _module(name).add_arguments(p)
         else:
-            p.add_argument("rest", nargs=argparse.REMAINDER)
+            usage, details = VERBATIM_HELP[name]
+            p.usage = f"linkwrap {name} {usage}"
+            p.description = details or _ld_details()
+            if name == "ld":  # shown, never parsed: the linker reads its own command line
+                p.add_argument("--version", action="store_true", help="print the version")
+                p.add_argument("--time", action="store_true", help="print each pass's wall time to stderr")
+            p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+        p.epilog = environment_epilog(p.epilog)
     return parser
+
+
+def _ld_details() -> str:
+    from linkwrap.ld.__main__ import USAGE
+    from linkwrap.resources import doc_path
+    # Its option lines ("  --version ...") become options of the parser (verbatim_options).
+    lines = [line for line in USAGE.split("\n")[1:] if not line.startswith("  ")]
+    body = " ".join(" ".join(lines).split())
+    return body.replace("docs/ld.md", doc_path("ld.md"))
+
+
+def verbatim_help(name) -> str:
+    """`linkwrap launch --help`, `linkwrap ld --help`: the same form as every other command's."""
+    return build_parser().subparsers[name].format_help()
 
 
 def _module(name):
@@ -74,8 +158,9 @@ def main(argv=None) -> int:
             else:
                 code = _module(args.command).run(args)
     except LinkwrapError as e:
+        from linkwrap.errors import UsageError
         sys.stderr.write(error_line(e))
-        code = 1
+        code = 2 if isinstance(e, UsageError) else 1  # usage errors exit 2, as argparse's do
     except KeyboardInterrupt:
         print("linkwrap: interrupted", file=sys.stderr)
         code = 130

@@ -66,11 +66,28 @@ def run(args) -> int:
         sys.stderr.write(error_line(f"cannot run {argv[0]}: {e.strerror or e}"))
         return 127 if isinstance(e, FileNotFoundError) else 126
     wall_ms = (time.perf_counter() - started) * 1000
-    _summarise(args, key, " ".join(shlex.quote(a) for a in argv), cwd, started_unix, wall_ms, code)
+    _summarise(args, key, " ".join(shlex.quote(a) for a in argv), cwd, started_unix, wall_ms, code,
+               build.project_of(cwd, argv))
+    _send_spans(key)
     return code
 
 
-def _summarise(args, key, command, cwd, started_unix, wall_ms, code) -> None:
+def _send_spans(key) -> None:
+    """With OTEL_EXPORTER_OTLP_ENDPOINT set: this build's spans, over OTLP/HTTP; a failure is a warning."""
+    from linkwrap.report import export
+    if not export.endpoint():
+        return
+    from linkwrap.store import db as store
+    try:
+        payload = export.build_spans(store.open_store(), key)
+        why = export.send_otlp(payload) if payload else None
+    except Exception as e:  # the build is over and recorded: nothing here may change its exit status
+        why = f"{type(e).__name__}: {e}"
+    if why:
+        store.warn(f"could not send this build's spans: {why}")
+
+
+def _summarise(args, key, command, cwd, started_unix, wall_ms, code, project=(None, None)) -> None:
     """Record and show the build; a broken store is said, never changes the exit status."""
     import sqlite3
     from linkwrap.report import summary
@@ -81,7 +98,7 @@ def _summarise(args, key, command, cwd, started_unix, wall_ms, code) -> None:
     try:
         build_id = queries.record_run(conn, key, command=command, cwd=cwd, started_utc=utc_iso(started_unix),
                                       finished_utc=utc_iso(started_unix + wall_ms / 1000), wall_ms=wall_ms,
-                                      exit_status=code)
+                                      exit_status=code, project=project)
     except sqlite3.Error as e:
         store.warn(f"cannot record this build in {store.path()}: {e}")
         return
@@ -90,9 +107,8 @@ def _summarise(args, key, command, cwd, started_unix, wall_ms, code) -> None:
     row = queries.find_build(conn, str(build_id))
     data = summary.summarize(conn, [row], ninja_log=None)
     if args.json:
-        import json
-        json.dump(data, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        from linkwrap.report import jsonout
+        jsonout.dump(data, sys.stdout)
     else:
         from linkwrap.report import render
         render.render(data, render.wide_console(stderr=True))

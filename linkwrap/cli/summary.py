@@ -1,5 +1,4 @@
 """`linkwrap summary`: the links of the last build (or --build, --all, --since) as a table or --json."""
-import json
 import sys
 
 from linkwrap.errors import LinkwrapError, UsageError
@@ -12,6 +11,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--since", metavar="WHEN",
                         help="builds (and links) since WHEN: 30m, 2h, 3d, 1w or a UTC date 2026-05-01")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    from linkwrap.cli import scope
+    scope.add_arguments(parser)
     parser.add_argument("--ninja-log", metavar="FILE",
                         help="read this .ninja_log for the build's linking share; used only when the build "
                              "was run by ninja and the log's last run is that build's (default: ./.ninja_log, "
@@ -19,18 +20,30 @@ def add_arguments(parser) -> None:
 
 
 def collect(args, db) -> dict:
+    from linkwrap.cli import scope
     from linkwrap.report import summary
     from linkwrap.store import queries
     since = summary.parse_since(args.since) if args.since else None
+    project, scope_text = scope.resolve(db, args)
+    empty = getattr(args, "empty", False)
     if args.build:
         builds = [queries.find_build(db, args.build)]
+        project, scope_text = None, "that build"
     elif args.all:
-        builds = queries.builds_since(db, since) if since else queries.all_builds(db)
+        builds = (queries.builds_since(db, since, project, empty) if since
+                  else queries.all_builds(db, project, empty))
     elif since:
-        builds = queries.builds_since(db, since)
+        builds = queries.builds_since(db, since, project, empty)
     else:
-        last = queries.last_build(db)
+        last = queries.last_build(db, project)
         builds = [last] if last else []
+    data = _collect(args, db, builds, since)
+    data["scope"] = {"project_dir": project, "shows": scope_text}
+    return data
+
+
+def _collect(args, db, builds, since) -> dict:
+    from linkwrap.report import summary
     ninja = None
     if len(builds) == 1:
         ninja = summary.ninja_log_for(builds[0], args.ninja_log)
@@ -55,8 +68,8 @@ def run(args) -> int:
     db = store.open_store()
     data = collect(args, db)
     if args.json:
-        json.dump(data, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        from linkwrap.report import jsonout
+        jsonout.dump(data, sys.stdout)
     else:
         from linkwrap.report import render
         render.render(data)

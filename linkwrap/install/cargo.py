@@ -24,6 +24,7 @@ import tomllib
 
 from linkwrap.errors import ConfigError, InstallError
 from linkwrap.install import marker
+from linkwrap.resources import doc_path
 
 HEADER_RE = re.compile(r"^[ \t]*\[(?!\[)(?P<key>.*?)\][ \t]*(?:#.*)?$")
 AOT_RE = re.compile(r"^[ \t]*\[\[")
@@ -366,12 +367,12 @@ def _check(path, new: bytes | None, expected: dict, exact: bool) -> None:
         got = tomllib.loads(new.decode("utf-8")) if new is not None else {}
     except tomllib.TOMLDecodeError as e:
         raise InstallError(f"{path}: linkwrap's edit would not be valid TOML ({e}); nothing was changed\n"
-                           "hint: set `linker` by hand, see docs/install.md") from e
+                           f"hint: set `linker` by hand, see {doc_path('install.md')}") from e
     if not exact:
         got, expected = _prune(got), _prune(expected)
     if got != expected:
         raise InstallError(f"{path}: linkwrap's edit would change more than the linker; nothing was changed\n"
-                           "hint: set `linker` by hand, see docs/install.md")
+                           f"hint: set `linker` by hand, see {doc_path('install.md')}")
 
 
 def _prune(d):

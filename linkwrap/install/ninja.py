@@ -17,6 +17,7 @@ import shlex
 
 from linkwrap.errors import InstallError
 from linkwrap.install import marker
+from linkwrap.resources import doc_path
 
 SCRIPT = "linkwrap-launch"
 DRIVER_RE = re.compile(
@@ -37,9 +38,9 @@ GENERATED = (
     ("# This file contains all the rules used to get the outputs files", "CMake", "linkwrap install --cmake BUILD_DIR"),
     ("rule RERUN_CMAKE", "CMake", "linkwrap install --cmake BUILD_DIR"),
     ("# This is the build file for project", "meson",
-     "meson regenerates build.ninja: make its linker command run linkwrap-launch instead (see docs/install.md)"),
+     f"meson regenerates build.ninja: make its linker command run linkwrap-launch instead (see {doc_path('install.md')})"),
     ("rule REGENERATE_BUILD", "meson",
-     "meson regenerates build.ninja: make its linker command run linkwrap-launch instead (see docs/install.md)"),
+     f"meson regenerates build.ninja: make its linker command run linkwrap-launch instead (see {doc_path('install.md')})"),
     ("build build.ninja: gn", "gn", "put linkwrap-launch in the link tools of your gn toolchain instead"),
 )
 

@@ -8,11 +8,12 @@ import sys
 
 USAGE = """usage: linkwrap-ld [options] file...
 linkwrap's own ELF linker: x86-64 Linux (glibc) executables, static, static-pie, PIE
-and non-PIE, with the command line gcc's collect2 passes to ld: -o, -L, -l,
--Bstatic/-Bdynamic, --as-needed, -pie/-no-pie/-static/-static-pie, -z relro|now|noexecstack,
---eh-frame-hdr, --build-id, --gc-sections, --start-group/--end-group, --whole-archive,
--e, --hash-style, -m elf_x86_64, -dynamic-linker, @file; -plugin/-plugin-opt are ignored.
-What it cannot link yet (-shared, -r, TLSDESC, SECTIONS scripts…) it names and exits 1.
+and non-PIE, with GNU ld's command line (one- or two-dash long options, @file, -z keywords):
+-o, -L, -l, -Bstatic/-Bdynamic, --as-needed, --whole-archive, groups, -pie/-no-pie/-static,
+-e, -u, --defsym, -init/-fini, --dynamic-list, --sysroot, --gc-sections, --build-id,
+--eh-frame-hdr, -z now|relro|origin|max-page-size=N|ibt|shstk|..., -rpath, -E, -s, -S.
+What it cannot link (-shared, -r, linker scripts, an option or input it does not know) it
+names on one line ("not supported yet: ...") and exits 1, so linkwrap falls back.
   --version   print the version      --time   print each pass's wall time to stderr
 Through the wrapper: LINKWRAP_LINKER=python. See docs/ld.md.
 """

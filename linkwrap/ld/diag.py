@@ -24,17 +24,13 @@ class Unsupported(LinkwrapError):
 
 
 class Diagnostics:
-    """Collects error and warning lines; checkpoint() stops the link if any error was seen."""
+    """Collects error lines; checkpoint() stops the link if any error was seen."""
 
     def __init__(self):
         self.errors = []
-        self.warnings = []
 
     def error(self, msg: str) -> None:
         self.errors.append(msg)
-
-    def warn(self, msg: str) -> None:
-        self.warnings.append(msg)
 
     def checkpoint(self) -> None:
         if self.errors:

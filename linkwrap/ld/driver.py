@@ -47,6 +47,12 @@ def link(opts, diag=None) -> Timings:
         # count as defined from here
         res = resolve.resolve(opts, inputs, diag)
     diag.checkpoint()  # duplicate definitions
+    if opts.relocatable:
+        from linkwrap.ld import relocatable
+        with t.phase("Write relocatable output"):
+            # sections concatenated by name, symbols and relocations renamed: nothing resolved
+            write.save(opts.output, relocatable.link_partial(opts, res, diag), executable=False)
+        return t
     # Beyond this point, no input file is added and no Symbol changes.
     mode = _mode(opts, res)
     with t.phase("Garbage-collect sections"):

@@ -153,8 +153,16 @@ def _collect(opts, res, kept, splits, fde_refs):
             roots.append(sec)
         elif _is_c_ident(n) and (f"__start_{n}" in symtab or f"__stop_{n}" in symtab):
             roots.append(sec)
+    from linkwrap.ld.options import dynamic_list_matcher
+    listed = dynamic_list_matcher(opts.dynamic_list)
     for name, s in symtab.items():
-        if s.section is not None and s.file is not None and (opts.export_dynamic or name in res.dso_names):
+        if s.section is not None and s.file is not None and (opts.export_dynamic or name in res.dso_names
+                                                             or listed(name)):
+            roots.append(s.section)
+    # what -u, -init/-fini and --defsym name is kept, as GNU ld keeps it
+    for name in (*opts.undefined, opts.init, opts.fini, *(d[0] for d in opts.defsym)):
+        s = symtab.get(name)
+        if s is not None and s.section is not None:
             roots.append(s.section)
     for sec in roots:
         mark(sec)

@@ -27,7 +27,8 @@ values here.
 """
 from dataclasses import dataclass, replace
 
-from linkwrap.ld import elf
+from linkwrap.ld import elf, x86_64
+from linkwrap.ld.diag import Unsupported
 
 _PREFIX_MAP = (
     (".text.", ".text"), (".rodata.", ".rodata"), (".data.rel.ro.", ".data.rel.ro"), (".data.", ".data"),
@@ -39,7 +40,7 @@ _PREFIX_MAP = (
 
 # (class, rank) of known output sections; others are classified by their flags.
 _RANKS = {
-    ".interp": (0, 0), ".note.gnu.build-id": (0, 1), ".gnu.hash": (0, 3),
+    ".interp": (0, 0), ".note.gnu.property": (0, 0.5), ".note.gnu.build-id": (0, 1), ".gnu.hash": (0, 3),
     ".dynsym": (0, 4), ".dynstr": (0, 5), ".gnu.version": (0, 6), ".gnu.version_r": (0, 7),
     ".rela.dyn": (0, 8), ".rela.plt": (0, 9),
     ".init": (1, 0), ".plt": (1, 1), ".text": (1, 2), ".fini": (1, 9),
@@ -153,12 +154,19 @@ class Layout:
     def dtp_offset(self, addr):
         return addr - self.tls_start
 
+    def merged_addr(self, sec, off):
+        """The address of offset off of SHF_MERGE input section sec, wherever its piece went."""
+        m = self.synth.merged_of[sec]
+        return self.addr_of[m] + m.offset_in(sec, off)
+
     def real_addr(self, s):
         sec = s.section
         if sec is not None:
             try:
                 return self.addr_of[sec] + s.value
             except KeyError:
+                if sec in self.synth.merged_of:
+                    return self.merged_addr(sec, s.value)
                 return 0                  # discarded (COMDAT, gc) or stripped
         off = self.bss_placed.get(s)
         if off is not None:
@@ -173,7 +181,7 @@ class Layout:
         """The address references to s resolve to: its PLT entry for IFUNCs and imported functions."""
         if s in self.plt_index and (s.type == elf.STT_GNU_IFUNC or
                                     (s.dso is not None and s not in self.synth.copied)):
-            return self.plt_base + 16 * self.plt_index[s]
+            return self.plt_base + x86_64.PLT_ENTRY_SIZE * self.plt_index[s]
         return self.real_addr(s)
 
     def shndx_of_addr(self, addr):
@@ -194,7 +202,10 @@ def compute(opts, mode, res, live, synth) -> Layout:
             o.first_input = len(osecs)
         return o
 
+    merged_of = synth.merged_of
     for sec in live.sections:
+        if sec in merged_of:
+            continue              # its pieces are in a MergedSection
         if opts.strip_debug and not sec.flags & elf.SHF_ALLOC and sec.name.startswith((".debug", ".zdebug")):
             continue
         if opts.strip_all and not sec.flags & elf.SHF_ALLOC and sec.name != ".comment":
@@ -213,11 +224,13 @@ def compute(opts, mode, res, live, synth) -> Layout:
         progbits = False
         for m in o.members:
             o.flags |= m.flags & (elf.SHF_ALLOC | elf.SHF_WRITE | elf.SHF_EXECINSTR | elf.SHF_TLS |
-                                  elf.SHF_MERGE | elf.SHF_STRINGS | elf.SHF_INFO_LINK)
+                                  elf.SHF_MERGE | elf.SHF_STRINGS)
             if m.type != elf.SHT_NOBITS:
                 progbits = True
             o.align = max(o.align, m.align)
         first = o.members[0]
+        if first.file is None:
+            o.flags |= first.flags & elf.SHF_INFO_LINK    # .rela.plt's sh_info names .got.plt
         o.type = first.type if first.type != elf.SHT_NOBITS or not progbits else elf.SHT_PROGBITS
         if o.type == elf.SHT_NOBITS and progbits:
             o.type = elf.SHT_PROGBITS
@@ -246,6 +259,15 @@ def compute(opts, mode, res, live, synth) -> Layout:
     has = {o.name for o in alloc}
     tls = [o for o in alloc if o.flags & elf.SHF_TLS]
     notes = [o for o in alloc if o.type == elf.SHT_NOTE]
+    # one PT_NOTE per run of notes with the same alignment: a reader steps through a PT_NOTE
+    # with its p_align, so 8-aligned .note.gnu.property cannot share one with 4-aligned notes
+    note_runs = []
+    for o in notes:
+        if note_runs and note_runs[-1][-1].align == o.align:
+            note_runs[-1].append(o)
+        else:
+            note_runs.append([o])
+    page = opts.max_page_size
     relro = opts.z_relro and any(o.cls == 3 for o in alloc)
     ph_types = []
     if mode.interp:
@@ -253,8 +275,9 @@ def compute(opts, mode, res, live, synth) -> Layout:
     ph_types += [elf.PT_LOAD] * len(classes)
     if mode.dynamic:
         ph_types.append(elf.PT_DYNAMIC)
-    if notes:
-        ph_types.append(elf.PT_NOTE)
+    ph_types += [elf.PT_NOTE] * len(note_runs)
+    if ".note.gnu.property" in has:
+        ph_types.append(elf.PT_GNU_PROPERTY)
     if tls:
         ph_types.append(elf.PT_TLS)
     if ".eh_frame_hdr" in has:
@@ -270,7 +293,7 @@ def compute(opts, mode, res, live, synth) -> Layout:
     prev_cls = 0
     for o in alloc:
         if o.cls != prev_cls:
-            addr = elf.align_up(addr, elf.PAGE)
+            addr = elf.align_up(addr, page)
             prev_cls = o.cls
         addr = elf.align_up(addr, o.align)
         o.addr = addr
@@ -313,6 +336,9 @@ def compute(opts, mode, res, live, synth) -> Layout:
         a = o.addr
         addr_of.update(zip(o.members, [a + off for off in o.offsets]))
         osec_of.update(dict.fromkeys(o.members, o))
+    for sec, m in merged_of.items():
+        if m in osec_of:
+            osec_of[sec] = osec_of[m]   # placed, piece by piece, where m is (no single address)
     # symbols and relocations name the InputSection an EhFrame stands in for
     for e in live.eh_frames:
         if e in addr_of:
@@ -335,14 +361,17 @@ def compute(opts, mode, res, live, synth) -> Layout:
         flags = {0: elf.PF_R, 1: elf.PF_R | elf.PF_X, 2: elf.PF_R, 3: elf.PF_R | elf.PF_W,
                  4: elf.PF_R | elf.PF_W}[cls]
         filesz = max(end_file - start, 0)
-        segs.append(Segment(elf.PT_LOAD, flags, start - base, start, filesz, end_mem - start, elf.PAGE))
+        segs.append(Segment(elf.PT_LOAD, flags, start - base, start, filesz, end_mem - start, page))
     if mode.dynamic:
         d = by_name[".dynamic"]
         segs.append(Segment(elf.PT_DYNAMIC, elf.PF_R | elf.PF_W, d.offset, d.addr, d.size, d.size, 8))
-    if notes:
-        n0, n1 = notes[0], notes[-1]
+    for run in note_runs:
+        n0, n1 = run[0], run[-1]
         sz = n1.addr + n1.size - n0.addr
-        segs.append(Segment(elf.PT_NOTE, elf.PF_R, n0.offset, n0.addr, sz, sz, max(o.align for o in notes)))
+        segs.append(Segment(elf.PT_NOTE, elf.PF_R, n0.offset, n0.addr, sz, sz, n0.align))
+    if ".note.gnu.property" in has:
+        p = by_name[".note.gnu.property"]
+        segs.append(Segment(elf.PT_GNU_PROPERTY, elf.PF_R, p.offset, p.addr, p.size, p.size, p.align))
     tls_start = tls_end_tp = 0
     if tls:
         t0 = tls[0]
@@ -356,7 +385,7 @@ def compute(opts, mode, res, live, synth) -> Layout:
     if ".eh_frame_hdr" in has:
         e = by_name[".eh_frame_hdr"]
         segs.append(Segment(elf.PT_GNU_EH_FRAME, elf.PF_R, e.offset, e.addr, e.size, e.size, 4))
-    segs.append(Segment(elf.PT_GNU_STACK, elf.PF_R | elf.PF_W | (elf.PF_X if opts.z_execstack else 0),
+    segs.append(Segment(elf.PT_GNU_STACK, elf.PF_R | elf.PF_W | (elf.PF_X if exec_stack(opts, res) else 0),
                         0, 0, 0, 0, 16))
     if relro:
         start, end_file, end_mem = seg_ranges[3]
@@ -373,10 +402,31 @@ def compute(opts, mode, res, live, synth) -> Layout:
                 addr_of.get(synth.bss, 0), synth.bss.placed)
     entry_sym = res.symtab.get(opts.entry)
     if entry_sym is not None and entry_sym.defined:
-        lk = replace(lk, entry=lk.sym_addr(entry_sym))
-    elif opts.entry.startswith("0x"):
-        lk = replace(lk, entry=int(opts.entry, 16))
-    return lk
+        return replace(lk, entry=lk.sym_addr(entry_sym))
+    number = entry_number(opts.entry)
+    if number is None:
+        # GNU ld warns and starts the program at .text: the real linker says it (falling back)
+        raise Unsupported(f"entry symbol {opts.entry} not found (GNU ld would warn and start at .text)")
+    return replace(lk, entry=number)
+
+
+def entry_number(text):
+    """-e NUMBER (GNU ld: a number when no symbol has that name; 0x hex, 0 octal, else decimal)."""
+    try:
+        if text.lower().startswith("0x"):
+            return int(text, 16)
+        return int(text, 8) if text.startswith("0") else int(text, 10)
+    except ValueError:
+        return None
+
+
+def exec_stack(opts, res) -> bool:
+    """PT_GNU_STACK gets PF_X as GNU ld decides: -z execstack/noexecstack, else when some object
+    asks for it (an executable .note.GNU-stack) or, once any object has the note, lacks it."""
+    if opts.z_execstack is not None:
+        return opts.z_execstack
+    notes = [obj.stack_note for obj in res.objects]
+    return any(n == "x" for n in notes) or (None in notes and any(n is not None for n in notes))
 
 
 def _classify(name, m, opts):

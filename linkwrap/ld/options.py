@@ -8,7 +8,7 @@ linkwrap falls back to a real linker instead of linking something different.
 """
 import os
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from linkwrap.ld.diag import BadInput, Unsupported
 
@@ -29,8 +29,8 @@ class Options:
     inputs: tuple = ()
     lib_dirs: tuple = ()
     pie: bool = False
-    shared: bool = False
     static: bool = False          # -static given: no shared libraries at all
+    relocatable: bool = False     # -r: one relocatable object out (relocatable.py)
     dynamic_linker: str = "/lib64/ld-linux-x86-64.so.2"
     no_dynamic_linker: bool = False
     entry: str = "_start"
@@ -40,34 +40,152 @@ class Options:
     print_gc_sections: bool = False
     z_now: bool = False
     z_relro: bool = True
-    z_execstack: bool = False
+    z_execstack: object = None    # None: as the inputs' .note.GNU-stack say; True/False: -z (no)execstack
     z_text: bool = False
+    z_ibt: bool = False
+    z_shstk: bool = False
+    z_isa: int = 0                # -z x86-64-v2/v3/v4: bits of GNU_PROPERTY_X86_ISA_1_NEEDED
+    dt_flags: int = 0             # DF_* bits -z keywords ask for (DF_ORIGIN)
+    dt_flags_1: int = 0           # DF_1_* bits -z keywords ask for (origin, nodefaultlib, nodelete ...)
+    max_page_size: int = 0x1000
     export_dynamic: bool = False
+    dynamic_list: tuple = ()      # symbol patterns of --dynamic-list files (exported)
     strip_debug: bool = False
     strip_all: bool = False
     rpath: tuple = ()
-    hash_style: str = "gnu"
+    new_dtags: bool = True        # -rpath as DT_RUNPATH (GNU ld's default here); --disable-new-dtags: DT_RPATH
+    sysroot: str = ""
+    defsym: tuple = ()            # (name, expression text) of --defsym, in order
+    undefined: tuple = ()         # -u / --undefined names: pull archive members that define them
+    require_defined: tuple = ()   # --require-defined: an error when not defined
+    init: str = "_init"
+    fini: str = "_fini"
+    allow_multiple_definition: bool = False
+    unresolved: str = "report-all"
     version: bool = False
     time_phases: bool = False     # --time: print each pass's wall time to stderr
-    warnings: tuple = field(default=())
 
 
-# Options that take no argument and change nothing for the links we make.
-_IGNORED = {
-    "-O0", "-O1", "-O2", "-O3", "--no-undefined-version", "--undefined-version", "--sort-common",
-    "--warn-common", "--fatal-warnings", "--no-fatal-warnings", "--no-warn-mismatch",
-    "--no-copy-dt-needed-entries", "-X", "--discard-locals", "--no-keep-memory", "--reduce-memory-overheads",
-    "--disable-new-dtags", "--enable-new-dtags", "--no-undefined", "--allow-shlib-undefined",
-    "--no-allow-shlib-undefined", "-nostdlib", "--relax", "--no-relax", "--color-diagnostics",
-    "--warn-once", "--no-demangle", "--demangle", "-g", "--eh-frame-hdr=", "-EL", "--threads",
-    "--no-threads", "--no-map-whole-files", "--build-id=none",
+# --- GNU ld's command-line grammar (ld/lexsup.c), as one table --------------------------------
+# Every long option GNU ld 2.40 knows, with one or two dashes: name -> (takes an argument, action).
+# An action is a handler name below, IGNORE (changes nothing for the links this linker makes),
+# or None: GNU ld knows it, this linker does not implement it -> "not supported yet".
+# Knowing every GNU name matters as much as the ones handled: `-emit-relocs` must be read as the
+# long option it is, never as `-e mit-relocs`.
+IGNORE = "ignore"
+_LONG = {}
+
+
+def _opts(names, arg, action):
+    for n in names.split():
+        _LONG[n] = (arg, action)
+
+
+_opts("output", True, "output")
+_opts("library", True, "lib")
+_opts("library-path", True, "libdir")
+_opts("entry", True, "entry")
+_opts("pie pic-executable", False, "pie")
+_opts("no-pie no-pic-executable", False, "no_pie")
+_opts("static Bstatic dn non_shared", False, "bstatic")
+_opts("Bdynamic dy call_shared", False, "bdynamic")
+_opts("as-needed", False, "as_needed")
+_opts("no-as-needed", False, "no_as_needed")
+_opts("whole-archive", False, "whole")
+_opts("no-whole-archive", False, "no_whole")
+_opts("push-state", False, "push")
+_opts("pop-state", False, "pop")
+_opts("start-group", False, "group_start")
+_opts("end-group", False, "group_end")
+_opts("dynamic-linker", True, "interp")
+_opts("no-dynamic-linker", False, "no_interp")
+_opts("build-id", "?", "build_id")
+_opts("eh-frame-hdr", False, "eh_frame_hdr")
+_opts("no-eh-frame-hdr", False, "no_eh_frame_hdr")
+_opts("gc-sections", False, "gc")
+_opts("no-gc-sections", False, "no_gc")
+_opts("print-gc-sections", False, "print_gc")
+_opts("no-print-gc-sections", False, IGNORE)
+_opts("export-dynamic", False, "export_dynamic")
+_opts("no-export-dynamic", False, "no_export_dynamic")
+_opts("strip-debug", False, "strip_debug")
+_opts("strip-all", False, "strip_all")
+_opts("rpath", True, "rpath")
+_opts("hash-style", True, "hash_style")
+_opts("version", False, "version")
+_opts("time", False, "time")
+_opts("sysroot", True, "sysroot")
+_opts("defsym", True, "defsym")
+_opts("undefined", True, "undefined")
+_opts("require-defined", True, "require_defined")
+_opts("init", True, "init")
+_opts("fini", True, "fini")
+_opts("allow-multiple-definition", False, "muldefs")
+_opts("unresolved-symbols", True, "unresolved")
+_opts("dynamic-list", True, "dynamic_list")
+# the LTO plugin gcc always passes: what matters is whether an input needs it (parse names those)
+_opts("plugin plugin-opt", True, IGNORE)
+_opts("flto flto-partition", "?", IGNORE)
+_opts("no-undefined-version undefined-version sort-common warn-common no-fatal-warnings "
+      "no-warn-mismatch no-copy-dt-needed-entries discard-locals no-keep-memory reduce-memory-overheads "
+      "no-undefined allow-shlib-undefined no-allow-shlib-undefined nostdlib relax no-relax warn-once "
+      "no-demangle demangle no-map-whole-files map-whole-files no-warn-execstack warn-execstack "
+      "no-warn-rwx-segments warn-rwx-segments no-warn-search-mismatch warn-textrel warn-constructors "
+      "warn-alternate-em warn-section-align warn-multiple-gp no-ld-generated-unwind-info "
+      "ld-generated-unwind-info check-sections no-check-sections stats no-print-map-discarded "
+      "print-map-discarded ignore-unresolved-symbol-not-used", False, IGNORE)
+_opts("enable-new-dtags", False, "new_dtags")
+_opts("disable-new-dtags", False, "old_dtags")
+_opts("color-diagnostics threads", "?", IGNORE)
+_opts("no-threads", False, IGNORE)
+_opts("error-handling-script", True, IGNORE)
+# Known to GNU ld, not implemented here (each named when used): ------------------------------
+_opts("shared Bshareable", False, None)
+_opts("relocatable", False, "relocatable")
+_opts("EL", False, IGNORE)
+_opts("emit-relocs Bgroup Bno-symbolic Bsymbolic Bsymbolic-functions EB Qy Ur accept-unknown-input-arch "
+      "add-stdcall-alias compat-implib cref ctf-share-types ctf-variables dT dc dp default-imported-symver "
+      "default-symver disable-auto-image-base disable-auto-import disable-large-address-aware "
+      "disable-long-section-names disable-multiple-abs-defs disable-reloc-section "
+      "disable-runtime-pseudo-reloc disable-stdcall-fixup discard-all discard-none dll "
+      "dynamic-list-cpp-new dynamic-list-cpp-typeinfo dynamic-list-data embedded-relocs "
+      "enable-auto-image-base enable-auto-import enable-extra-pe-debug enable-extra-pep-debug "
+      "enable-long-section-names enable-non-contiguous-regions enable-non-contiguous-regions-warnings "
+      "enable-reloc-section enable-runtime-pseudo-reloc enable-stdcall-fixup error-unresolved-symbols "
+      "exclude-all-symbols export-all-symbols force-exe-suffix force-group-allocation gc-keep-exported "
+      "help kill-at large-address-aware mri-script nmagic no-accept-unknown-input-arch no-ctf-variables "
+      "no-define-common no-omagic no-strip-discarded no-warnings noinhibit-exec omagic print-map "
+      "print-memory-usage print-output-format print-sysroot qmagic strip-discarded support-old-code "
+      "target-help traditional-format trace verbose warn-duplicate-exports warn-unresolved-symbols "
+      "split-by-file copy-dt-needed-entries fatal-warnings", False, None)
+_opts("architecture assert audit auxiliary base-file compress-debug-sections default-script "
+      "dependency-file depaudit dll-search-prefix exclude-libs exclude-modules-for-implib "
+      "exclude-symbols export-dynamic-symbol export-dynamic-symbol-list file-alignment filter format "
+      "fuse-ld gpsize hash-size heap image-base just-symbols major-image-version major-os-version "
+      "major-subsystem-version max-cache-size minor-image-version minor-os-version "
+      "minor-subsystem-version oformat orphan-handling out-implib output-def package-metadata "
+      "retain-symbols-file rpath-link script section-alignment section-start soname sort-section "
+      "spare-dynamic-tags split-by-reloc stack subsystem task-link thumb-entry trace-symbol "
+      "unique version-exports-section version-script wrap Map Tbss Tdata Ttext Trodata-segment "
+      "Tldata-segment Ttext-segment ignore-unresolved-symbol", True, None)
+_LONG_NAMES = tuple(_LONG)
+
+# Single-letter options: letter -> (takes an argument, action); an argument may be glued (-lc, -ofoo).
+_SHORT = {
+    "o": (True, "output"), "l": (True, "lib"), "L": (True, "libdir"), "e": (True, "entry"),
+    "I": (True, "interp"), "m": (True, "emulation"), "z": (True, "z"), "u": (True, "undefined"),
+    "R": (True, "R"), "O": (True, IGNORE), "a": (True, "a"), "Y": (True, None), "y": (True, None),
+    "T": (True, None), "A": (True, None), "b": (True, None), "c": (True, None), "f": (True, None),
+    "F": (True, None), "G": (True, None), "h": (True, None), "P": (True, None),
+    "E": (False, "export_dynamic"), "S": (False, "strip_debug"), "s": (False, "strip_all"),
+    "v": (False, "version"), "V": (False, "version"), "X": (False, IGNORE), "g": (False, IGNORE),
+    "(": (False, "group_start"), ")": (False, "group_end"), "r": (False, "relocatable"),
+    "i": (False, "relocatable"),
+    "d": (False, None), "M": (False, None), "n": (False, None), "N": (False, None), "q": (False, None),
+    "t": (False, None), "x": (False, None), "w": (False, IGNORE),
 }
-# Options whose next argument is ignored.
-_IGNORED_WITH_ARG = {"-plugin", "--plugin", "-plugin-opt", "--plugin-opt", "-a", "--sysroot", "-Y", "--threads"}
-_Z_IGNORED = {"noexecstack", "separate-code", "noseparate-code", "defs", "nodefs", "origin", "nodelete",
-              "noexecheap", "combreloc", "nocombreloc", "max-page-size=4096", "common-page-size=4096",
-              "nodlopen", "notext", "noextern-protected-data", "pack-relative-relocs=no", "nopack-relative-relocs",
-              "ibt", "shstk", "cet-report=none", "keep-text-section-prefix"}
+# Letters whose glued form GNU ld takes even when the word also starts a long option (-lib is -l ib).
+_ALWAYS_GLUED = "lL"
 
 
 def expand_response_files(argv, depth=0):
@@ -79,9 +197,45 @@ def expand_response_files(argv, depth=0):
                     out.extend(expand_response_files(shlex.split(f.read()), depth + 1))
             except OSError:
                 out.append(a)  # GNU ld: an unreadable @file is an input file name
+            except ValueError as e:
+                raise BadInput(f"{a[1:]}: {e}") from None
         else:
             out.append(a)
     return out
+
+
+def _split(argv, i):
+    """argv[i] (an option) -> (action, the word as typed, argument or None, index of the next word)."""
+    a = argv[i]
+    if a.startswith("--"):
+        body, dashes = a[2:], "--"
+    else:
+        body, dashes = a[1:], "-"
+    name, eq, val = body.partition("=")
+    if dashes == "-" and len(body) >= 1 and body in _SHORT and len(body) == 1:
+        takes, action = _SHORT[body]
+        return _take(argv, i, a, takes, action, None)
+    if name in _LONG:
+        takes, action = _LONG[name]
+        if eq and not takes:
+            raise BadInput(f"option '{dashes}{name}' doesn't allow an argument")
+        return _take(argv, i, f"{dashes}{name}", takes, action, val if eq else None)
+    if dashes == "-" and body:
+        letter = body[0]
+        if letter in _SHORT and _SHORT[letter][0]:
+            if letter in _ALWAYS_GLUED or not any(n.startswith(name) for n in _LONG_NAMES):
+                return _SHORT[letter][1], f"-{letter}", body[1:], i + 1
+    if any(n.startswith(name) for n in _LONG_NAMES) and name:
+        raise Unsupported(f"option {a} (an abbreviation of a long option)")
+    raise Unsupported(f"option {a}")
+
+
+def _take(argv, i, word, takes, action, val):
+    if takes is True and val is None:
+        if i + 1 >= len(argv):
+            raise BadInput(f"option requires an argument -- '{word.lstrip('-')}'")
+        return action, word, argv[i + 1], i + 2
+    return action, word, val, i + 1
 
 
 def parse_args(argv) -> Options:
@@ -90,154 +244,244 @@ def parse_args(argv) -> Options:
     inputs = []
     lib_dirs = []
     rpath = []
+    defsym, undefined, required, dynlist = [], [], [], []
     as_needed = static = whole = False
     stack = []
     i = 0
-
-    def value(opt):
-        nonlocal i
-        i += 1
-        if i >= len(argv):
-            raise BadInput(f"missing argument to {opt}")
-        return argv[i]
-
     while i < len(argv):
         a = argv[i]
         if not a.startswith("-") or a == "-":
             inputs.append(InputArg("file", a, as_needed, static, whole))
             i += 1
             continue
-        # ld accepts long options with one or two dashes, and --opt=value.
-        name, eq, val = a.partition("=")
-        long = "-" + name.lstrip("-") if name.startswith("--") else name
-        if a in _IGNORED or long in _IGNORED or name in ("--hash-style",) and val in ("gnu", "both", "sysv"):
+        start = i
+        action, word, val, i = _split(argv, i)
+        if action is None:
+            if word in ("-shared", "--shared", "-Bshareable", "--Bshareable"):
+                raise Unsupported("-shared (shared library output)")
+            raise Unsupported(f"option {' '.join(argv[start:i])}")
+        if action == IGNORE:
             pass
-        elif name in _IGNORED_WITH_ARG:
-            if not eq:
-                value(a)
-        elif a.startswith("-plugin-opt") or a.startswith("--plugin-opt") or a.startswith("-flto"):
-            pass
-        elif a.startswith("-l"):
-            inputs.append(InputArg("lib", a[2:] or value(a), as_needed, static, whole))
-        elif a.startswith("-L"):
-            lib_dirs.append(a[2:] or value(a))
-        elif a == "-o" or name == "--output":
-            kw["output"] = val if eq else value(a)
-        elif a.startswith("-o"):
-            kw["output"] = a[2:]
-        elif long in ("-pie", "-pic-executable"):
+        elif action == "lib":
+            inputs.append(InputArg("lib", val, as_needed, static, whole))
+        elif action == "libdir":
+            lib_dirs.append(val)
+        elif action == "output":
+            kw["output"] = val
+        elif action == "entry":
+            kw["entry"] = val
+        elif action == "pie":
             kw["pie"] = True
-        elif long in ("-no-pie", "-no-pic-executable"):
+        elif action == "no_pie":
             kw["pie"] = False
-        elif long in ("-shared", "-Bshareable"):
-            raise Unsupported("-shared (shared library output)")
-        elif long in ("-r", "-relocatable", "-i"):
-            raise Unsupported("-r (relocatable output)")
-        elif long == "-static" or a in ("-Bstatic", "-dn", "-non_shared"):
+        elif action == "bstatic":
             static = True
-            if long == "-static":
+            if word.lstrip("-") == "static":
                 kw["static"] = True
-        elif a in ("-Bdynamic", "-dy", "-call_shared"):
+        elif action == "bdynamic":
             static = False
-        elif long == "-as-needed":
+        elif action == "as_needed":
             as_needed = True
-        elif long == "-no-as-needed":
+        elif action == "no_as_needed":
             as_needed = False
-        elif long == "-whole-archive":
+        elif action == "whole":
             whole = True
-        elif long == "-no-whole-archive":
+        elif action == "no_whole":
             whole = False
-        elif long == "-push-state":
+        elif action == "push":
             stack.append((as_needed, static, whole))
-        elif long == "-pop-state":
+        elif action == "pop":
             if not stack:
                 raise BadInput("--pop-state without a matching --push-state")
             as_needed, static, whole = stack.pop()
-        elif long == "-start-group" or a == "-(":
+        elif action == "group_start":
             inputs.append(InputArg("group-start"))
-        elif long == "-end-group" or a == "-)":
+        elif action == "group_end":
             inputs.append(InputArg("group-end"))
-        elif name in ("-dynamic-linker", "--dynamic-linker", "-I"):
-            kw["dynamic_linker"] = val if eq else value(a)
+        elif action == "interp":
+            kw["dynamic_linker"] = val
             kw["no_dynamic_linker"] = False
-        elif a.startswith("-I") and len(a) > 2:
-            kw["dynamic_linker"] = a[2:]
-        elif long == "-no-dynamic-linker":
+        elif action == "no_interp":
             kw["no_dynamic_linker"] = True
-        elif a == "-m":
-            em = value(a)
-            if em != "elf_x86_64":
-                raise Unsupported(f"emulation {em} (only elf_x86_64)")
-        elif a.startswith("-m"):
-            if a[2:] != "elf_x86_64":
-                raise Unsupported(f"emulation {a[2:]} (only elf_x86_64)")
-        elif a == "-e" or name == "--entry":
-            kw["entry"] = val if eq else value(a)
-        elif a.startswith("-e") and len(a) > 2 and not a.startswith("-export") and not a.startswith("-eh"):
-            kw["entry"] = a[2:]
-        elif long == "-build-id":
-            style = val if eq else "sha1"
+        elif action == "emulation":
+            if val != "elf_x86_64":
+                raise Unsupported(f"emulation {val} (only elf_x86_64)")
+        elif action == "build_id":
+            style = val if val is not None else "sha1"
             if style == "none":
                 kw["build_id"] = ""
-            elif style in ("sha1", "md5", "uuid") or style.startswith("0x"):
+            elif style in ("sha1", "md5", "uuid") or (style.startswith("0x") and _is_hex(style[2:])):
                 kw["build_id"] = style
             else:
                 raise Unsupported(f"--build-id={style}")
-        elif long == "-eh-frame-hdr":
-            kw["eh_frame_hdr"] = True
-        elif long == "-no-eh-frame-hdr":
-            kw["eh_frame_hdr"] = False
-        elif long == "-gc-sections":
-            kw["gc_sections"] = True
-        elif long == "-no-gc-sections":
-            kw["gc_sections"] = False
-        elif long == "-print-gc-sections":
-            kw["print_gc_sections"] = True
-        elif a == "-z" or (a.startswith("-z") and len(a) > 2):
-            _z(kw, a[2:] if len(a) > 2 else value(a))
-        elif long in ("-export-dynamic",) or a == "-E":
-            kw["export_dynamic"] = True
-        elif long == "-no-export-dynamic":
-            kw["export_dynamic"] = False
-        elif a in ("-S",) or long == "-strip-debug":
-            kw["strip_debug"] = True
-        elif a in ("-s",) or long == "-strip-all":
-            kw["strip_all"] = True
-        elif name in ("-rpath", "--rpath", "-R"):
-            rpath.append(val if eq else value(a))
-        elif long == "-hash-style":
-            style = val if eq else value(a)
-            if style not in ("gnu", "both", "sysv"):
-                raise Unsupported(f"--hash-style={style}")
-        elif a in ("-v", "-V", "--version", "-version"):
-            kw["version"] = True
-        elif long == "-time":
-            kw["time_phases"] = True
-        elif name in ("--sysroot",):
-            pass
-        else:
-            raise Unsupported(f"option {a}")
-        i += 1
+        elif action in _SETS:
+            field_name, value = _SETS[action]
+            kw[field_name] = value
+        elif action == "z":
+            _z(kw, val)
+        elif action == "rpath":
+            rpath.append(val)
+        elif action == "R":
+            # -R DIR is -rpath; -R FILE would be --just-symbols
+            if not os.path.isdir(val):
+                raise Unsupported(f"-R {val} (--just-symbols)")
+            rpath.append(val)
+        elif action == "hash_style":
+            if val not in ("gnu", "both", "sysv"):
+                raise BadInput(f"invalid hash style `{val}'")
+            if val != "gnu":
+                raise Unsupported(f"--hash-style={val} (only .gnu.hash is written)")
+        elif action == "sysroot":
+            kw["sysroot"] = val
+        elif action == "defsym":
+            name, eq, expr = val.partition("=")
+            if not eq or not name.strip():
+                raise BadInput(f"--defsym {val}: expected SYMBOL=EXPRESSION")
+            defsym.append((name.strip(), expr.strip()))
+        elif action == "undefined":
+            undefined.append(val)
+        elif action == "require_defined":
+            undefined.append(val)
+            required.append(val)
+        elif action == "init":
+            kw["init"] = val
+        elif action == "fini":
+            kw["fini"] = val
+        elif action == "unresolved":
+            if val not in ("ignore-all", "report-all", "ignore-in-object-files", "ignore-in-shared-libs"):
+                raise BadInput(f"bad --unresolved-symbols option: {val}")
+            kw["unresolved"] = val
+        elif action == "dynamic_list":
+            dynlist.extend(read_dynamic_list(val))
+        elif action == "a":
+            if val not in ("archive", "default", "shared"):
+                raise Unsupported(f"-a {val}")
+            static = val == "archive"
+        else:  # pragma: no cover - every action of the tables is handled above
+            raise AssertionError(f"option action {action} has no handler")
     if stack:
         pass  # ld itself does not complain about an unbalanced --push-state
-    return Options(inputs=tuple(inputs), lib_dirs=tuple(lib_dirs), rpath=tuple(rpath), **kw)
+    if kw.get("sysroot"):
+        lib_dirs = [_sysrooted(d, kw["sysroot"]) for d in lib_dirs]
+    return Options(inputs=tuple(inputs), lib_dirs=tuple(lib_dirs), rpath=tuple(rpath), defsym=tuple(defsym),
+                   undefined=tuple(undefined), require_defined=tuple(required), dynamic_list=tuple(dynlist),
+                   **kw)
 
 
-# -z keyword -> (Options field, value). Anything not here and not ignored is named as unsupported.
+_SETS = {
+    "eh_frame_hdr": ("eh_frame_hdr", True), "no_eh_frame_hdr": ("eh_frame_hdr", False),
+    "gc": ("gc_sections", True), "no_gc": ("gc_sections", False), "print_gc": ("print_gc_sections", True),
+    "export_dynamic": ("export_dynamic", True), "no_export_dynamic": ("export_dynamic", False),
+    "strip_debug": ("strip_debug", True), "strip_all": ("strip_all", True), "version": ("version", True),
+    "time": ("time_phases", True), "muldefs": ("allow_multiple_definition", True),
+    "relocatable": ("relocatable", True), "new_dtags": ("new_dtags", True), "old_dtags": ("new_dtags", False),
+}
+
+
+def _is_hex(s):
+    try:
+        return bool(s) and len(s) % 2 == 0 and bytes.fromhex(s) is not None
+    except ValueError:
+        return False
+
+
+def _sysrooted(d, sysroot):
+    """-L=DIR and -L$SYSROOT/DIR search DIR under the sysroot (GNU ld's rule)."""
+    if d.startswith("="):
+        return sysroot.rstrip("/") + d[1:]
+    if d.startswith("$SYSROOT"):
+        return sysroot.rstrip("/") + d[8:]
+    return d
+
+
+def read_dynamic_list(path):
+    """A --dynamic-list file: `{ sym; pattern*; };` -> the names and glob patterns in it."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise BadInput(f"cannot open dynamic list {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: dynamic list is not text") from None
+    import re
+    text = re.sub(r"/\*.*?\*/|#[^\n]*", " ", text, flags=re.S)
+    body = text.strip()
+    if not (body.startswith("{") and body.rstrip(";").rstrip().endswith("}")):
+        raise BadInput(f"{path}: syntax error in dynamic list")
+    body = body[1:body.rstrip(";").rstrip().rfind("}")]
+    names = []
+    for item in body.split(";"):
+        item = item.strip()
+        if not item:
+            continue
+        if item.startswith("extern") or ":" in item or "{" in item or '"' in item:
+            raise Unsupported(f"dynamic list entry `{item}' in {path} (only plain names and globs)")
+        if not re.fullmatch(r"[A-Za-z0-9_.$@*?\[\]]+", item):
+            raise BadInput(f"{path}: syntax error in dynamic list near `{item}'")
+        names.append(item)
+    return names
+
+
+def dynamic_list_matcher(patterns):
+    """--dynamic-list: plain names and glob patterns -> name -> bool."""
+    if not patterns:
+        return lambda name: False
+    plain = {p for p in patterns if not any(c in p for c in "*?[")}
+    globs = [p for p in patterns if p not in plain]
+    if not globs:
+        return plain.__contains__
+    import fnmatch
+    return lambda name: name in plain or any(fnmatch.fnmatchcase(name, g) for g in globs)
+
+
+# -z keyword -> (Options field, value), or an int: DF_1_* bits it adds to DT_FLAGS_1.
 _Z_WORDS = {
     "now": ("z_now", True), "lazy": ("z_now", False),
     "relro": ("z_relro", True), "norelro": ("z_relro", False),
     "execstack": ("z_execstack", True), "noexecstack": ("z_execstack", False),
-    "text": ("z_text", True),
+    "text": ("z_text", True), "ibt": ("z_ibt", True), "shstk": ("z_shstk", True),
+    "muldefs": ("allow_multiple_definition", True),
+    "global": 0x2, "loadfltr": 0x10, "origin": 0x80, "interpose": 0x400, "nodefaultlib": 0x800,
+    "nodump": 0x1000,
 }
+# -z keywords that change nothing in the executables this linker makes (its layout is already
+# -z separate-code's; -z defs/notext only change what is reported for shared libraries; GNU ld
+# sets DF_1_NODELETE/INITFIRST/NOOPEN in shared objects only).
+_Z_IGNORED = {"nodelete", "initfirst", "nodlopen",   # GNU ld sets these for shared objects only
+              "separate-code", "noseparate-code", "separate-loadable-segments", "defs", "nodefs",
+              "undefs", "combreloc", "nocombreloc", "notext", "textoff", "noextern-protected-data",
+              "nopack-relative-relocs", "cet-report=none", "keep-text-section-prefix",
+              "nokeep-text-section-prefix", "noexecheap", "start-stop-gc", "nostart-stop-gc",
+              "lam-report=none", "lam-u48-report=none", "lam-u57-report=none", "report-relative-reloc"}
+_ISA_LEVELS = {"x86-64-baseline": 1, "x86-64-v2": 2, "x86-64-v3": 4, "x86-64-v4": 8}
 
 
 def _z(kw, word):
-    if word in _Z_WORDS:
-        field_name, value = _Z_WORDS[word]
-        kw[field_name] = value
-    elif word in _Z_IGNORED or word.startswith(("max-page-size=", "common-page-size=")) and word.endswith("=4096"):
+    z = _Z_WORDS.get(word)
+    if isinstance(z, int):
+        kw["dt_flags_1"] = kw.get("dt_flags_1", 0) | z
+        if word == "origin":
+            kw["dt_flags"] = kw.get("dt_flags", 0) | 0x1    # DF_ORIGIN, as GNU ld sets both
+    elif z is not None:
+        kw[z[0]] = z[1]
+    elif word in _Z_IGNORED:
         pass
+    elif word in _ISA_LEVELS:
+        kw["z_isa"] = kw.get("z_isa", 0) | _ISA_LEVELS[word]
+    elif word.startswith(("max-page-size=", "common-page-size=")):
+        key, _, num = word.partition("=")
+        try:
+            size = int(num, 0)
+        except ValueError:
+            raise BadInput(f"invalid {key}: {num}") from None
+        if size <= 0 or size & (size - 1):
+            raise BadInput(f"invalid {key}: {num} (not a power of two)")
+        if key == "max-page-size":
+            if size < 0x1000:
+                raise Unsupported(f"-z {word} (below the 4 KiB page)")
+            kw["max_page_size"] = size
+        elif size != 0x1000:
+            raise Unsupported(f"-z {word}")
     else:
         raise Unsupported(f"-z {word}")
 

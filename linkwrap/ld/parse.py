@@ -50,6 +50,8 @@ class InputSection:
             else:
                 off, size = self.rela
                 self.relocs = list(elf.RELA.iter_unpack(self.file.view[off:off + size]))
+                if self.relocs:
+                    _check_relocs(self)
         return self.relocs
 
     def __repr__(self):
@@ -67,22 +69,27 @@ class ObjectFile:
         self.raw_syms = []              # (name, info, other, shndx, value, size)
         self.first_global = 0
         self.groups = []                # (signature, [section indices]) for COMDAT groups
-        self.exec_stack = False
+        self.group_syms = []            # (signature symbol index, group section index) per entry of groups
+        self.stack_note = None          # .note.GNU-stack: None (absent), "" or "x" (executable stack)
+        self.properties = None          # .note.gnu.property: {pr_type: value}, None without the note
+        self.dropped_syms = frozenset()  # indexes of symbols in sections parse dropped (SHF_EXCLUDE ...)
+        self.gnu_warnings = False       # has .gnu.warning sections (a final link drops them; -r may not)
         _parse_object(self)
 
 
 class SharedFile:
     """A shared library: soname, defined dynamic symbols with their default versions."""
 
-    def __init__(self, name, view, as_needed):
+    def __init__(self, name, view, as_needed, needed_name=None):
         self.name = name
         self.view = view
         self.as_needed = as_needed
-        self.soname = os.path.basename(name)
+        # without DT_SONAME, DT_NEEDED is the name as GNU ld was given it: the path of a file
+        # argument, the file name of a -l search
+        self.soname = needed_name or name
         self.defs = {}                  # name -> (value, size, type, bind, version or None, shndx)
         self.undefs = set()
         self.by_value = {}              # value -> [names] (aliases, for copy relocations)
-        self.verdef_names = {}
         self.section_aligns = []        # (start, end, align) of the library's sections
         _parse_shared(self)
 
@@ -124,7 +131,6 @@ class InputItem:
 @dataclass(frozen=True)
 class Inputs:
     items: tuple
-    exec_stack_requested: bool
 
 
 def read_inputs(opts, diag) -> Inputs:
@@ -143,7 +149,7 @@ def read_inputs(opts, diag) -> Inputs:
         else:
             _read_file(arg.name, arg, opts, items, diag, 0)
     diag.checkpoint()
-    return Inputs(tuple(items), False)
+    return Inputs(tuple(items))
 
 
 def _map(path):
@@ -167,19 +173,26 @@ def _read_file(path, arg, opts, items, diag, depth):
     if head[:4] == elf.ELFMAG:
         if len(view) < 64:
             raise BadInput(f"{path}: file truncated")
+        if head[4] != 2 or head[5] != 1:
+            raise BadInput(f"{path}: file in wrong format (not 64-bit little-endian ELF)")
+        if head[7] not in (0, 3):   # ELFOSABI_NONE, ELFOSABI_GNU
+            raise Unsupported(f"{path}: ELF OS ABI {head[7]}")
         etype = elf.U16.unpack_from(view, 16)[0]
         if etype == elf.ET_REL:
             items.append(InputItem("object", ObjectFile(path, view)))
         elif etype == elf.ET_DYN:
             if opts.static:
                 raise BadInput(f"attempted static link of dynamic object `{path}'")
-            items.append(InputItem("shared", SharedFile(path, view, arg.as_needed)))
+            needed_name = os.path.basename(path) if arg.kind == "lib" and depth == 0 else path
+            items.append(InputItem("shared", SharedFile(path, view, arg.as_needed, needed_name)))
         else:
             raise BadInput(f"{path}: file format not recognized (ELF type {etype} is no object or library)")
     elif head == b"!<arch>\n":
         items.append(InputItem("archive", Archive(path, view, arg.whole_archive)))
     elif head == b"!<thin>\n":
         raise Unsupported(f"thin archive {path}")
+    elif head[:4] == b"BC\xc0\xde" or head[:4] == b"\xde\xc0\x17\x0b":
+        raise Unsupported(f"{path}: LLVM bitcode (LTO object) needs the LTO plugin")
     else:
         _read_script(path, bytes(view), arg, opts, items, diag, depth)
 
@@ -289,6 +302,10 @@ def _script_inputs(path, base, body, arg, opts, items, diag, depth, as_needed):
                 _read_file(p, sub, opts, items, diag, depth + 1)
         else:
             p = t
+            if os.path.isabs(t) and opts.sysroot and _inside(path, opts.sysroot):
+                p = t = opts.sysroot.rstrip("/") + t     # a sysroot's script names files in the sysroot
+            elif t.startswith("=") and opts.sysroot:
+                p = t = opts.sysroot.rstrip("/") + t[1:]
             if not os.path.isabs(t) and not os.path.exists(t):
                 cands = [os.path.join(base, t)] + [os.path.join(d, t) for d in opts.lib_dirs]
                 p = next((c for c in cands if os.path.exists(c)), t)
@@ -299,78 +316,173 @@ def _script_inputs(path, base, body, arg, opts, items, diag, depth, as_needed):
         j += 1
 
 
+def _inside(path, root):
+    root = os.path.realpath(root)
+    return os.path.realpath(path).startswith(root.rstrip("/") + "/")
+
+
 # --- ELF relocatable objects -----------------------------------------------------
 
 _DROP_TYPES = {elf.SHT_NULL, elf.SHT_SYMTAB, elf.SHT_STRTAB, elf.SHT_RELA, elf.SHT_GROUP,
                elf.SHT_SYMTAB_SHNDX, elf.SHT_LLVM_ADDRSIG}
 
-
-def _cstr(view, off):
-    end = off
-    # bytes.index on a small window is much faster than scanning the memoryview byte by byte
-    chunk = bytes(view[off:off + 256])
-    k = chunk.find(b"\0")
-    while k < 0:
-        end += len(chunk)
-        chunk = bytes(view[off:end + 4096])
-        k = chunk.find(b"\0")
-        if end + 4096 >= len(view) and k < 0:
-            return chunk.decode("utf-8", "replace")
-    return chunk[:k].decode("utf-8", "replace")
+# --- the allow-lists: what this linker understands of a relocatable object ---------------------
+# Anything else is named ("not supported yet: ...") and the link stops, so linkwrap falls back to a
+# real linker rather than write a program that silently differs from GNU ld's.
+# Section types it links (the dropped ones above are read where needed).
+_KNOWN_TYPES = {elf.SHT_PROGBITS, elf.SHT_NOBITS, elf.SHT_NOTE, elf.SHT_INIT_ARRAY, elf.SHT_FINI_ARRAY,
+                elf.SHT_PREINIT_ARRAY, elf.SHT_X86_64_UNWIND}
+# Section flags it honours: placement (WRITE ALLOC EXECINSTR TLS, SHF_X86_64_LARGE), COMDAT (GROUP),
+# --gc-sections (GNU_RETAIN), what the output keeps (MERGE STRINGS INFO_LINK); EXCLUDE drops the section.
+_KNOWN_FLAGS = (elf.SHF_WRITE | elf.SHF_ALLOC | elf.SHF_EXECINSTR | elf.SHF_MERGE | elf.SHF_STRINGS |
+                elf.SHF_INFO_LINK | elf.SHF_GROUP | elf.SHF_TLS | elf.SHF_GNU_RETAIN | elf.SHF_EXCLUDE |
+                elf.SHF_X86_64_LARGE)
+_FLAG_NAMES = {elf.SHF_LINK_ORDER: "SHF_LINK_ORDER", elf.SHF_COMPRESSED: "SHF_COMPRESSED",
+               0x100: "SHF_OS_NONCONFORMING"}
+_KNOWN_BINDS = {elf.STB_LOCAL, elf.STB_GLOBAL, elf.STB_WEAK, elf.STB_GNU_UNIQUE}
+_KNOWN_SYMTYPES = {elf.STT_NOTYPE, elf.STT_OBJECT, elf.STT_FUNC, elf.STT_SECTION, elf.STT_FILE,
+                   elf.STT_COMMON, elf.STT_TLS, elf.STT_GNU_IFUNC}
+# Special section indexes a symbol may name; others of the reserved range (SHN_X86_64_LCOMMON ...) are not.
+_KNOWN_SHN = {elf.SHN_UNDEF, elf.SHN_ABS, elf.SHN_COMMON}
+# Notes: these two carry link semantics (read below); any other note is copied like data.
+_STACK_NOTE, _PROPERTY_NOTE = ".note.GNU-stack", ".note.gnu.property"
+_SPLIT_STACK_NOTES = (".note.GNU-split-stack", ".note.GNU-no-split-stack")
+# .note.gnu.property entries it merges the way GNU ld does (elfxx-x86.c): pr_type -> how.
+PROPERTY_AND = {0xC0000002}                        # GNU_PROPERTY_X86_FEATURE_1_AND (IBT, SHSTK)
+PROPERTY_OR = {0xC0008002, 0xC0008001, 0xB0008000}  # X86_ISA_1_NEEDED, X86_FEATURE_2_NEEDED, 1_NEEDED
+PROPERTY_OR_AND = {0xC0010002, 0xC0010001}        # X86_ISA_1_USED, X86_FEATURE_2_USED
 
 
 class _Strtab:
-    """NUL-terminated strings of one string table section, decoded on demand."""
-    __slots__ = ("data",)
+    """NUL-terminated strings of one string table section, decoded on demand; an offset past
+    its end is the file's error (GNU ld: "invalid string offset")."""
+    __slots__ = ("data", "owner")
 
-    def __init__(self, view, off, size):
+    def __init__(self, view, off, size, owner=""):
         self.data = bytes(view[off:off + size])
+        self.owner = owner
+        if self.data and self.data[-1] != 0:
+            raise BadInput(f"{owner}: string table at offset 0x{off:x} is corrupt (no NUL at its end)")
 
     def get(self, off):
         d = self.data
+        if off >= len(d) and off:
+            raise BadInput(f"{self.owner}: invalid string offset {off} >= {len(d)} for a string table")
         end = d.find(b"\0", off)
         return d[off:end if end >= 0 else len(d)].decode("utf-8", "replace")
+
+
+_ENTSIZE = {elf.SHT_SYMTAB: elf.SYM.size, elf.SHT_RELA: elf.RELA.size}
+
+
+def shoff_of(obj):
+    return elf.U64.unpack_from(obj.view, 0x28)[0]
+
+
+def _bad(obj, msg):
+    return BadInput(f"{obj.name}: {msg}")
+
+
+def _check_relocs(sec):
+    """Every relocation names a symbol of the file and lies inside its section (GNU ld rejects
+    the others: "bad symbol index", "reloc ... out of range")."""
+    relocs = sec.relocs
+    nsyms = len(sec.file.raw_syms)
+    top = max(relocs, key=lambda r: r[1] >> 32)[1] >> 32
+    if top >= nsyms:
+        raise _bad(sec.file, f"relocation of section {sec.name} names symbol {top}, the symbol table has "
+                             f"{nsyms} (section at offset 0x{sec.rela[0]:x})")
+    dropped = sec.file.dropped_syms
+    if dropped and sec.flags & elf.SHF_ALLOC:
+        for r_off, info, add in relocs:
+            if info >> 32 in dropped:
+                raise _bad(sec.file, f"relocation at offset 0x{r_off:x} of section {sec.name} refers to a "
+                                     f"section that is discarded (SHF_EXCLUDE or not linked)")
+    if max(r[0] for r in relocs) + 8 > sec.size:
+        from linkwrap.ld.x86_64 import RECIPES
+        for r_off, info, add in relocs:
+            rec = RECIPES.get(info & 0xFFFFFFFF)
+            if r_off + (rec.size if rec else 1) > sec.size:
+                raise _bad(sec.file, f"relocation at offset 0x{r_off:x} of section {sec.name} lies outside "
+                                     f"its 0x{sec.size:x} bytes")
 
 
 def _elf_header(obj):
     v = obj.view
     if len(v) < 64:
         raise BadInput(f"{obj.name}: file truncated")
-    (ident, etype, machine, _, _, _, shoff, _, _, _, _, shentsize, shnum, shstrndx) = elf.EHDR.unpack_from(v, 0)
+    (ident, etype, machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum,
+     shstrndx) = elf.EHDR.unpack_from(v, 0)
     if ident[4] != 2 or ident[5] != 1:
         raise BadInput(f"{obj.name}: file in wrong format (not 64-bit little-endian ELF)")
+    if ident[6] != 1:
+        raise BadInput(f"{obj.name}: file format not recognized (ELF version {ident[6]})")
+    if phnum and (phentsize != elf.PHDR.size or phoff < 64 or phoff + phnum * phentsize > len(v)):
+        raise BadInput(f"{obj.name}: file format not recognized (program headers at offset 0x{phoff:x})")
     if machine != elf.EM_X86_64:
         raise BadInput(f"{obj.name}: file in wrong format (machine {machine}, not x86-64)")
     if shoff == 0 or shentsize != elf.SHDR.size:
         raise BadInput(f"{obj.name}: file format not recognized (no section headers)")
     if shoff + elf.SHDR.size > len(v):
-        raise BadInput(f"{obj.name}: file truncated (section headers at {shoff} past end of file)")
+        raise BadInput(f"{obj.name}: file truncated (section headers at offset 0x{shoff:x} past end of file)")
     sh0 = elf.SHDR.unpack_from(v, shoff)
     if shnum == 0:
         shnum = sh0[5]
     if shstrndx == elf.SHN_XINDEX:
         shstrndx = sh0[6]
     if shoff + shnum * elf.SHDR.size > len(v):
-        raise BadInput(f"{obj.name}: file truncated (section headers past end of file)")
+        raise BadInput(f"{obj.name}: file truncated (section headers at offset 0x{shoff:x} past end of file)")
     shdrs = [elf.SHDR.unpack_from(v, shoff + k * elf.SHDR.size) for k in range(shnum)]
     for k, sh in enumerate(shdrs):
         if sh[1] != elf.SHT_NOBITS and sh[4] + sh[5] > len(v):
-            raise BadInput(f"{obj.name}: file truncated (section {k} extends past end of file)")
-    if shstrndx >= shnum:
+            raise BadInput(f"{obj.name}: file truncated (section {k} at offset 0x{sh[4]:x} extends past "
+                           f"end of file)")
+    if shstrndx >= shnum or shstrndx == 0:
         raise BadInput(f"{obj.name}: bad section name table index {shstrndx}")
     return etype, shdrs, shstrndx
 
 
+def _table(obj, sh, k, entsize, what):
+    """The bytes of a table section, checked to hold whole entries."""
+    if sh[5] % entsize:
+        raise _bad(obj, f"{what} section {k} at offset 0x{sh[4]:x}: size {sh[5]} is not a multiple of {entsize}")
+    return obj.view[sh[4]:sh[4] + sh[5]]
+
+
 def _parse_object(obj):
+    try:
+        _parse_object_checked(obj)
+    except (IndexError, ValueError, TypeError, __import__("struct").error) as e:
+        if isinstance(e, BadInput):
+            raise
+        # a backstop for a malformation the checks above do not name: still one line, the file named
+        raise _bad(obj, f"malformed object ({e})") from None
+
+
+def _parse_object_checked(obj):
     etype, shdrs, shstrndx = _elf_header(obj)
     v = obj.view
-    names = _Strtab(v, shdrs[shstrndx][4], shdrs[shstrndx][5])
-    sections = [None] * len(shdrs)
+    if shdrs[shstrndx][1] != elf.SHT_STRTAB:
+        raise _bad(obj, f"section name table {shstrndx} is no string table")
+    names = _Strtab(v, shdrs[shstrndx][4], shdrs[shstrndx][5], obj.name)
+    nsec = len(shdrs)
+    for k, sh in enumerate(shdrs):
+        names.get(sh[0])      # every section name must be in the table (GNU ld checks them all)
+        if sh[6] >= nsec or (sh[1] == elf.SHT_RELA and sh[7] >= nsec):
+            raise _bad(obj, f"section {k} (header at offset 0x{shoff_of(obj) + 64 * k:x}) links to "
+                            f"section {sh[6] if sh[6] >= nsec else sh[7]}, out of range")
+        if sh[1] in _ENTSIZE and k and sh[9] != _ENTSIZE[sh[1]]:
+            raise _bad(obj, f"section {k} (header at offset 0x{shoff_of(obj) + 64 * k:x}) has entry size "
+                            f"{sh[9]}, not {_ENTSIZE[sh[1]]}")
+    sections = [None] * nsec
     symtab_idx = None
     xindex = None
+    lto = False
     for k, sh in enumerate(shdrs):
         st = sh[1]
         if st == elf.SHT_SYMTAB:
+            if symtab_idx is not None:
+                raise _bad(obj, "more than one symbol table")
             symtab_idx = k
         elif st == elf.SHT_SYMTAB_SHNDX:
             xindex = sh
@@ -382,46 +494,103 @@ def _parse_object(obj):
         flags = sh[2]
         if st == elf.SHT_REL:
             raise Unsupported(f"{obj.name}: SHT_REL section {name} (x86-64 objects use RELA)")
-        if flags & elf.SHF_EXCLUDE or name.startswith(".gnu.lto_") or name == ".llvmbc" or name == ".llvmcmd":
+        if name.startswith(".gnu.lto_"):
+            lto = True
             continue
-        if name == ".note.GNU-stack":
-            obj.exec_stack = bool(flags & elf.SHF_EXECINSTR)
+        if flags & elf.SHF_EXCLUDE or name == ".llvmbc" or name == ".llvmcmd":
             continue
-        if name == ".note.gnu.property":
-            continue  # x86 ISA/CET property notes would need merging; GNU ld output without them is valid
+        if st not in _KNOWN_TYPES:
+            raise Unsupported(f"{obj.name}: section {name} of type 0x{st:x}")
+        if name == _STACK_NOTE:
+            obj.stack_note = "x" if flags & elf.SHF_EXECINSTR else ""
+            continue
+        if name == _PROPERTY_NOTE:
+            obj.properties = _read_properties(obj, k, sh)
+            continue
         if name.startswith(".gnu.warning"):
+            obj.gnu_warnings = True
             continue
+        if st == elf.SHT_X86_64_UNWIND and name != ".eh_frame":
+            raise Unsupported(f"{obj.name}: unwind section {name} other than .eh_frame")
+        if flags & ~_KNOWN_FLAGS:
+            bad = flags & ~_KNOWN_FLAGS
+            what = " ".join(n for f, n in _FLAG_NAMES.items() if bad & f) or f"0x{bad:x}"
+            raise Unsupported(f"{obj.name}: section {name} with flags {what}")
+        if name.startswith(_SPLIT_STACK_NOTES):
+            raise Unsupported(f"{obj.name}: split-stack code ({name})")
         if (name.startswith((".ctors", ".dtors")) and sh[5]) and flags & elf.SHF_ALLOC:
             # they would have to be folded, reversed, into .init_array/.fini_array
             raise Unsupported(f"{obj.name}: old-style constructor section {name}")
-        if flags & elf.SHF_COMPRESSED:
-            raise Unsupported(f"{obj.name}: compressed section {name}")
+        if sh[8] & (sh[8] - 1):
+            raise _bad(obj, f"section {name}: alignment {sh[8]} is not a power of two")
         sections[k] = InputSection(obj, k, name, sh)
     for k, sh in enumerate(shdrs):
         if sh[1] == elf.SHT_RELA:
             target = sh[7]
-            if target < len(sections) and sections[target] is not None:
+            if sh[6] != symtab_idx:
+                raise _bad(obj, f"relocation section {k} at offset 0x{sh[4]:x} does not use the symbol table")
+            if sh[5] % elf.RELA.size:
+                raise _bad(obj, f"relocation section {k} at offset 0x{sh[4]:x}: size {sh[5]} is not a "
+                                f"multiple of {elf.RELA.size}")
+            if target >= nsec:
+                raise _bad(obj, f"relocation section {k} applies to section {target}, out of range")
+            if names.get(sh[0]) != ".rela" + names.get(shdrs[target][0]):
+                # GNU ld ties relocations to their section by this name ("Relocations in generic ELF")
+                raise _bad(obj, f"relocation section {names.get(sh[0])} applies to section "
+                                f"{names.get(shdrs[target][0])}")
+            if sections[target] is not None:
                 sections[target].rela = (sh[4], sh[5])
     obj.sections = sections
     if symtab_idx is not None:
         sh = shdrs[symtab_idx]
-        if sh[6] >= len(shdrs):
-            raise BadInput(f"{obj.name}: symbol table's string table index {sh[6]} out of range")
-        strs = _Strtab(v, shdrs[sh[6]][4], shdrs[sh[6]][5])
+        if sh[6] >= nsec or sh[6] == 0 or shdrs[sh[6]][1] != elf.SHT_STRTAB:
+            raise _bad(obj, f"symbol table's string table (section {sh[6]}) is no string table")
+        strs = _Strtab(v, shdrs[sh[6]][4], shdrs[sh[6]][5], obj.name)
         get = strs.get
         raw = []
         xs = None
+        data = _table(obj, sh, symtab_idx, elf.SYM.size, "symbol table")
         if xindex is not None:
-            xs = memoryview(bytes(v[xindex[4]:xindex[4] + xindex[5]])).cast("I")
-        for k, (n, info, other, shndx, value, size) in enumerate(elf.SYM.iter_unpack(v[sh[4]:sh[4] + sh[5]])):
-            if shndx == elf.SHN_XINDEX and xs is not None:
+            xs = memoryview(bytes(_table(obj, xindex, -1, 4, "extended section index"))).cast("I")
+        nsyms = len(data) // elf.SYM.size
+        if sh[7] > nsyms:
+            raise _bad(obj, f"symbol table at offset 0x{sh[4]:x}: first global {sh[7]} past its {nsyms} symbols")
+        for k, (n, info, other, shndx, value, size) in enumerate(elf.SYM.iter_unpack(data)):
+            if shndx == elf.SHN_XINDEX:
+                if xs is None or k >= len(xs):
+                    raise _bad(obj, f"symbol {k} needs an extended section index the file lacks")
                 shndx = xs[k]
+            elif shndx >= elf.SHN_LORESERVE and shndx not in _KNOWN_SHN:
+                raise Unsupported(f"{obj.name}: symbol {get(n) or k} in special section 0x{shndx:x}")
+            if k and (info >> 4 not in _KNOWN_BINDS or info & 0xF not in _KNOWN_SYMTYPES):
+                raise Unsupported(f"{obj.name}: symbol {get(n) or k} of binding {info >> 4} and type {info & 0xF}")
+            if k >= sh[7] and info >> 4 == elf.STB_LOCAL:
+                raise _bad(obj, f"local symbol at index {k} (>= sh_info of {sh[7]}) in the symbol table at "
+                                f"offset 0x{sh[4]:x}")
+            if info & 0xF in (elf.STT_SECTION, elf.STT_FILE) and info >> 4 != elf.STB_LOCAL:
+                raise _bad(obj, f"symbol {k} is a {'section' if info & 0xF == elf.STT_SECTION else 'file'} "
+                                f"symbol but not local (symbol table at offset 0x{sh[4]:x})")
+            if info >> 4 != elf.STB_LOCAL and 0 < shndx < nsec and sections[shndx] is None and k >= sh[7]:
+                # a global defined in a section this linker drops (relocations, a string table ...)
+                raise _bad(obj, f"symbol {get(n) or k} is defined in section {shndx}, which holds no "
+                                f"code or data")
+            if shndx >= nsec and shndx not in _KNOWN_SHN:
+                raise _bad(obj, f"symbol {get(n) or k} names section {shndx}, out of range "
+                                f"(symbol table at offset 0x{sh[4]:x})")
+            if info & 0xF == elf.STT_TLS and 0 < shndx < nsec and not shdrs[shndx][2] & elf.SHF_TLS:
+                raise _bad(obj, f"TLS symbol {get(n) or k} defined in non-TLS section {shndx}")
             raw.append((get(n) if n else "", info, other, shndx, value, size))
         obj.raw_syms = raw
         obj.first_global = sh[7]
+        obj.dropped_syms = frozenset(k for k, r in enumerate(raw)
+                                     if 0 < r[3] < nsec and sections[r[3]] is None and shdrs[r[3]][1] != elf.SHT_NULL)
+        if lto and any(r[0] == "__gnu_lto_slim" for r in raw):
+            raise Unsupported(f"{obj.name}: LTO object (GIMPLE bytecode only) needs the LTO plugin")
+    grouped = set()
     for k, sh in enumerate(shdrs):
         if sh[1] == elf.SHT_GROUP:
-            words = memoryview(bytes(v[sh[4]:sh[4] + sh[5]])).cast("I")
+            words = memoryview(bytes(_table(obj, sh, k, 4, "group"))).cast("I")
+            grouped.update(words[1:])
             if not len(words) or not words[0] & elf.GRP_COMDAT:
                 continue
             if sh[7] >= len(obj.raw_syms):
@@ -432,9 +601,40 @@ def _parse_object(obj):
                 sig = names.get(shdrs[sym[3]][0])
             members = [m for m in words[1:]]
             obj.groups.append((sig, members))
+            obj.group_syms.append((sh[7], k))
             for m in members:
                 if m < len(sections) and sections[m] is not None:
                     sections[m].group_sig = sig
+    for sec in sections:
+        if sec is not None and sec.flags & elf.SHF_GROUP and sec.index not in grouped:
+            raise _bad(obj, f"section {sec.name} is marked SHF_GROUP but no group holds it")
+
+
+def _read_properties(obj, k, sh):
+    """.note.gnu.property -> {pr_type: value}; a property this linker cannot merge is named."""
+    data = bytes(obj.view[sh[4]:sh[4] + sh[5]])
+    props = {}
+    pos = 0
+    while pos + 12 <= len(data):
+        namesz, descsz, ntype = elf.U32.unpack_from(data, pos)[0], elf.U32.unpack_from(data, pos + 4)[0], \
+            elf.U32.unpack_from(data, pos + 8)[0]
+        name_end = pos + 12 + ((namesz + 3) & ~3)
+        desc_end = name_end + descsz
+        if desc_end > len(data):
+            raise _bad(obj, f"{_PROPERTY_NOTE} note at offset 0x{sh[4] + pos:x} runs past its section")
+        if data[pos + 12:pos + 12 + namesz] != b"GNU\0" or ntype != 5:
+            raise Unsupported(f"{obj.name}: {_PROPERTY_NOTE} note of type {ntype}")
+        p = name_end
+        while p + 8 <= desc_end:
+            pr_type, pr_size = elf.U32.unpack_from(data, p)[0], elf.U32.unpack_from(data, p + 4)[0]
+            if pr_type not in PROPERTY_AND and pr_type not in PROPERTY_OR and pr_type not in PROPERTY_OR_AND:
+                raise Unsupported(f"{obj.name}: GNU property 0x{pr_type:x} in {_PROPERTY_NOTE}")
+            if pr_size != 4 or p + 12 > desc_end:
+                raise _bad(obj, f"GNU property 0x{pr_type:x} at offset 0x{sh[4] + p:x}: size {pr_size}, not 4")
+            props[pr_type] = props.get(pr_type, 0) | elf.U32.unpack_from(data, p + 8)[0]
+            p += 16   # 4-byte value padded to 8
+        pos = (desc_end + 7) & ~7
+    return props
 
 
 # --- archives -----------------------------------------------------------------------
@@ -458,6 +658,8 @@ def _parse_archive(ar):
             size = int(hdr[48:58].decode().strip() or 0)
         except ValueError:
             raise BadInput(f"{ar.name}: malformed archive (bad member size at offset {off})") from None
+        if size < 0:
+            raise BadInput(f"{ar.name}: malformed archive (bad member size at offset {off})")
         data = off + 60
         if data + size > n:
             raise BadInput(f"{ar.name}: truncated archive (member at offset {off} needs {size} bytes, "
@@ -513,6 +715,15 @@ def _build_index(ar):
 # --- shared libraries ----------------------------------------------------------------
 
 def _parse_shared(so):
+    try:
+        _parse_shared_checked(so)
+    except (IndexError, ValueError, TypeError, __import__("struct").error) as e:
+        if isinstance(e, BadInput):
+            raise
+        raise _bad(so, f"malformed shared library ({e})") from None
+
+
+def _parse_shared_checked(so):
     _, shdrs, shstrndx = _elf_header(so)
     v = so.view
     dynsym = versym = verdef = dynamic = None
@@ -530,9 +741,11 @@ def _parse_shared(so):
             so.section_aligns.append((sh[3], sh[3] + sh[5], sh[8] or 1))
     if dynsym is None:
         raise BadInput(f"{so.name}: shared library has no dynamic symbol table")
-    strs = _Strtab(v, shdrs[dynsym[6]][4], shdrs[dynsym[6]][5])
+    if dynsym[6] >= len(shdrs):
+        raise _bad(so, f"dynamic symbol table's string table index {dynsym[6]} out of range")
+    strs = _Strtab(v, shdrs[dynsym[6]][4], shdrs[dynsym[6]][5], so.name)
     if dynamic is not None:
-        for tag, val in elf.DYN.iter_unpack(v[dynamic[4]:dynamic[4] + dynamic[5]]):
+        for tag, val in elf.DYN.iter_unpack(_table(so, dynamic, -1, elf.DYN.size, "dynamic")):
             if tag == elf.DT_SONAME:
                 so.soname = strs.get(val)
             elif tag == elf.DT_NULL:
@@ -548,14 +761,13 @@ def _parse_shared(so):
             if not vd_next:
                 break
             off += vd_next
-    so.verdef_names = vnames
     vers = None
     if versym is not None:
-        vers = memoryview(bytes(v[versym[4]:versym[4] + versym[5]])).cast("H")
+        vers = memoryview(bytes(_table(so, versym, -1, 2, "symbol version"))).cast("H")
     defs = so.defs
     by_value = so.by_value
     get = strs.get
-    for k, (n, info, other, shndx, value, size) in enumerate(elf.SYM.iter_unpack(v[dynsym[4]:dynsym[4] + dynsym[5]])):
+    for k, (n, info, other, shndx, value, size) in enumerate(elf.SYM.iter_unpack(_table(so, dynsym, -1, elf.SYM.size, "dynamic symbol table"))):
         if k == 0:
             continue
         bind = info >> 4
@@ -566,7 +778,7 @@ def _parse_shared(so):
             so.undefs.add(name)
             continue
         ver = None
-        if vers is not None:
+        if vers is not None and k < len(vers):
             vi = vers[k]
             if vi & elf.VERSYM_HIDDEN:
                 continue  # a non-default version (name@VER): only explicit requests bind to it

@@ -30,6 +30,7 @@ MASK64 = (1 << 64) - 1
 def apply_all(res, lk, live, diag) -> bytearray:
     buf = bytearray(lk.file_size)
     syms_of = res.syms
+    kept = _KeptCopies(res)
     for o in lk.osecs:
         if o.type == elf.SHT_NOBITS:
             continue
@@ -42,17 +43,38 @@ def apply_all(res, lk, live, diag) -> bytearray:
             start = o.offset + out_off
             buf[start:start + len(data)] = data
             if m.rela is not None or m.relocs:
-                _relocate_section(buf, lk, m, start, o.addr + out_off, syms_of[m.file], live.alive, diag)
+                _relocate_section(buf, lk, m, start, o.addr + out_off, syms_of[m.file], live.alive, diag, kept)
     return buf
 
 
-def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag):
+class _KeptCopies:
+    """COMDAT loser section -> the winner's section of the same name and size (built when first asked).
+
+    GNU ld points debug info about a dropped copy of an inline function at the copy it kept
+    (_bfd_elf_check_kept_section); a 0 there would end a .debug_ranges list early."""
+
+    def __init__(self, res):
+        self.res = res
+        self.table = None
+
+    def get(self, sec):
+        if self.table is None:
+            discarded = self.res.discarded
+            self.table = {(s.group_sig, s.name): s for obj in self.res.objects for s in obj.sections
+                          if s is not None and s.group_sig is not None and s not in discarded}
+        k = self.table.get((sec.group_sig, sec.name))
+        return k if k is not None and k.size == sec.size else None
+
+
+def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept):
     mode = lk.mode
     pic = mode.pic
     alloc = sec.flags & elf.SHF_ALLOC
     recipes = x86_64.RECIPES
     rela = lk.synth.rela_dyn
     copied = lk.synth.copied
+    canonical = lk.synth.canonical
+    merged_of = lk.synth.merged_of
     dynidx = lk.synth.dynsym.index if lk.synth.dynsym is not None else {}
     addr_get = lk.addr_of.get
     sym_addr = lk.sym_addr
@@ -77,20 +99,32 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag):
             S = a + s.value
             if s.type == elf.STT_GNU_IFUNC:
                 S = sym_addr(s)
+        elif tsec in merged_of:
+            # a merged string or constant: a section symbol's addend says which one (GNU ld, lld)
+            if s.type == elf.STT_SECTION:
+                S, A = lk.merged_addr(tsec, s.value + A), 0
+            else:
+                S = lk.merged_addr(tsec, s.value)
         elif tsec is not None and tsec not in alive:
             # discarded (COMDAT loser, gc); a live section without an address was stripped (-S/-s)
             if not alloc:
-                continue   # debug info for a discarded function: leave 0
-            if s.is_local and tsec.group_sig is not None:
+                k = kept.get(tsec) if tsec.group_sig is not None else None
+                a = None if k is None else addr_get(k)
+                if a is None:
+                    continue   # debug info for a function gc dropped: leave 0, as GNU ld does
+                S = a + s.value
+            elif s.is_local and tsec.group_sig is not None:
                 diag.error(f"{where(sec, r_off, syms)}: relocation refers to a discarded COMDAT section "
                            f"{tsec.name} of {tsec.file.name}")
                 continue
-            S = 0
+            else:
+                S = 0
         else:
             S = sym_addr(s)
         kind = r.kind
         if kind == "abs64":
-            if alloc and not s.is_local and preemptible(s, mode, copied):
+            if alloc and not s.is_local and preemptible(s, mode, copied) and \
+                    (sec.flags & elf.SHF_WRITE or s not in canonical):
                 rela.other.append((P, (dynidx[s] << 32) | elf.R_X86_64_64, A))
                 elf.U64.pack_into(buf, loc, 0)
                 continue
@@ -119,6 +153,16 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag):
                 continue
             x86_64.relax_ld_to_le(buf, loc, form)
             skip_next = True
+            continue
+        if kind == "tlsdesc" or kind == "tlsdesc_call":
+            if kind == "tlsdesc_call":
+                ok = x86_64.relax_tlsdesc_call(buf, loc)
+            elif not s.is_local and preemptible(s, mode, copied):
+                ok = x86_64.relax_tlsdesc(buf, loc, lk.gottp_slot(s) + A - P, True)
+            else:
+                ok = x86_64.relax_tlsdesc(buf, loc, lk.tp_offset(S + A + 4), False)
+            if not ok:
+                diag.error(f"{where(sec, r_off, syms)}: {r.name} not at the instruction the psABI prescribes")
             continue
         if kind == "got" and rtype != elf.R_X86_64_GOTPCREL and alloc and s.defined and not s.is_ifunc \
                 and not (s.is_abs and pic) and (s.is_local or not preemptible(s, mode, copied)) \

@@ -84,8 +84,9 @@ def is_dynamic(opts, dsos) -> bool:
 
 
 class _Resolver:
-    def __init__(self, diag):
+    def __init__(self, diag, muldefs=False):
         self.diag = diag
+        self.muldefs = muldefs    # --allow-multiple-definition: the first definition wins, silently
         self.symtab = {}
         self.objects = []
         self.dsos = []
@@ -97,6 +98,7 @@ class _Resolver:
         self.discarded = set()    # sections of COMDAT groups that lost
         self.syms = {}            # ObjectFile -> [Symbol] by symbol index
         self.pulled = {}          # Archive -> header offsets of the members already added
+        self.commons = {}         # name -> Symbol, the symbols that are common right now
 
     def add_object(self, obj):
         self.objects.append(obj)
@@ -141,6 +143,9 @@ class _Resolver:
             if vis and vis != elf.STV_DEFAULT and (s.visibility == elf.STV_DEFAULT or vis < s.visibility):
                 s.visibility = vis
             if shndx == elf.SHN_UNDEF:
+                if s.defined and stype != elf.STT_NOTYPE and s.type != elf.STT_NOTYPE and \
+                        (stype == elf.STT_TLS) != (s.type == elf.STT_TLS):
+                    self._tls_mismatch(s, obj)
                 if bind != elf.STB_WEAK:
                     s.strong_ref = True
                     if not s.defined:
@@ -159,6 +164,11 @@ class _Resolver:
             self._define(s, obj, sec, value, size, stype, bind, shndx == elf.SHN_ABS)
         self.syms[obj] = syms
 
+    def _tls_mismatch(self, s, ref_obj):
+        d = s.file.name if s.file is not None else (s.dso.name if s.dso is not None else "?")
+        self.diag.error(f"{s.name}: {'TLS' if s.type == elf.STT_TLS else 'non-TLS'} definition in {d} "
+                        f"mismatches {'non-TLS' if s.type == elf.STT_TLS else 'TLS'} reference in {ref_obj.name}")
+
     def _bind_dso(self, s, so):
         value, size, stype, bind, ver, shndx = so.defs[s.name]
         s.dso = so
@@ -173,23 +183,29 @@ class _Resolver:
             if bind == elf.STB_WEAK:
                 return  # a weak definition never replaces an existing one
             if s.bind != elf.STB_WEAK:
-                if bind != elf.STB_GNU_UNIQUE:
+                if bind != elf.STB_GNU_UNIQUE and not self.muldefs:
                     self.diag.error(f"{obj.name}: multiple definition of `{s.name}'; "
                                     f"{s.file.name}: first defined here")
                 return
         elif s.is_common and bind == elf.STB_WEAK:
             return
+        if s.type != elf.STT_NOTYPE and stype != elf.STT_NOTYPE and not s.defined and \
+                (s.type == elf.STT_TLS) != (stype == elf.STT_TLS):
+            self.diag.error(f"{s.name}: {'TLS' if stype == elf.STT_TLS else 'non-TLS'} definition in {obj.name} "
+                            f"mismatches {'non-TLS' if stype == elf.STT_TLS else 'TLS'} reference")
         s.file = obj
         s.section = sec
         s.value = value
         s.size = size
         s.type = stype
-        s.bind = elf.STB_WEAK if bind == elf.STB_WEAK else elf.STB_GLOBAL
+        # STB_GNU_UNIQUE (a C++ inline function's static) stays unique in .symtab and .dynsym
+        s.bind = bind if bind in (elf.STB_WEAK, elf.STB_GNU_UNIQUE) else elf.STB_GLOBAL
         s.is_abs = is_abs
         s.is_common = False
         s.dso = None
         s.version = None
         self.undef.pop(s.name, None)
+        self.commons.pop(s.name, None)
 
     def _define_common(self, s, obj, align, size, stype):
         if s.file is not None and not s.is_common:
@@ -203,6 +219,7 @@ class _Resolver:
         s.file = obj
         s.section = None
         s.is_common = True
+        self.commons[s.name] = s
         s.value = align             # st_value of a common symbol is its alignment
         s.size = size
         s.type = elf.STT_OBJECT
@@ -245,12 +262,39 @@ class _Resolver:
                 done.add(h)
                 self.add_object(ar.member(h))
                 progress = pulled = True
+            # GNU ld (elf_link_add_archive_symbols): a common symbol pulls in the member that
+            # defines it for real, and that definition replaces the common one
+            for s in self.commons_wanting():
+                h = index.get(s.name)
+                if h is None or h in done or not s.is_common:
+                    continue
+                member = ar.member(h)
+                if not _defines_for_real(member, s.name):
+                    continue
+                done.add(h)
+                self.add_object(member)
+                progress = pulled = True
             if not progress:
                 return pulled
 
+    def commons_wanting(self):
+        return list(self.commons.values())
+
+
+def _defines_for_real(obj, name):
+    for n, info, other, shndx, value, size in obj.raw_syms[obj.first_global:]:
+        if n == name and shndx not in (elf.SHN_UNDEF, elf.SHN_COMMON) and info >> 4 != elf.STB_LOCAL:
+            return True
+    return False
+
 
 def resolve(opts, inputs, diag) -> Resolution:
-    r = _Resolver(diag)
+    r = _Resolver(diag, opts.allow_multiple_definition)
+    for name in opts.undefined:
+        # -u: undefined from the start, so archive members that define it are pulled in
+        s = r.symtab.setdefault(name, Symbol(name))
+        s.strong_ref = True
+        r.undef[name] = None
     items = inputs.items
     group_stack = []
     for pos, item in enumerate(items):
@@ -273,10 +317,59 @@ def resolve(opts, inputs, diag) -> Resolution:
         dso_names.update(so.defs)
         dso_names.update(so.undefs)
     common = tuple(s for s in r.symtab.values() if s.is_common)
-    _reserve_linker_symbols(opts, r)
+    if opts.defsym and opts.relocatable:
+        from linkwrap.ld.diag import Unsupported
+        raise Unsupported("-r with --defsym")
+    _defsyms(opts, r, diag)
+    for name in opts.require_defined:
+        if not r.symtab[name].defined:
+            diag.error(f"required symbol `{name}' not defined")
+    if not opts.relocatable:     # -r leaves them to the final link, undefined
+        _reserve_linker_symbols(opts, r)
     needed = _decide_needed(r)
     return Resolution(r.symtab, tuple(r.objects), tuple(r.dsos), frozenset(dso_names), common,
                       r.syms, frozenset(r.discarded), needed)
+
+
+def _defsyms(opts, r, diag):
+    """--defsym NAME=EXPR for EXPR a number, a symbol, or a symbol plus or minus a number.
+
+    The value is absolute (a number) or the other symbol's address plus the offset, which the
+    Symbol carries as a definition in the same section (layout needs nothing more)."""
+    import re
+    for name, expr in opts.defsym:
+        m = re.fullmatch(r"\s*(?:(0[xX][0-9a-fA-F]+|\d+)|([A-Za-z_.$][\w.$]*)\s*(?:([+-])\s*(0[xX][0-9a-fA-F]+|\d+))?)\s*",
+                         expr)
+        if m is None:
+            from linkwrap.ld.diag import Unsupported
+            raise Unsupported(f"--defsym {name}={expr} (only a number, or a symbol plus or minus a number)")
+        s = r.symtab.get(name)
+        if s is None:
+            s = r.symtab[name] = Symbol(name)
+        r.undef.pop(name, None)
+        if m.group(1):
+            value, target = int(m.group(1), 0), None
+        else:
+            target = r.symtab.get(m.group(2))
+            if target is None or target.file is None or target.is_common or target.dso is not None:
+                # GNU ld would take a shared library's symbol or a common one too; not done here
+                if target is None or not target.defined:
+                    diag.error(f"--defsym {name}={expr}: undefined symbol `{m.group(2)}' referenced in expression")
+                    continue
+                from linkwrap.ld.diag import Unsupported
+                raise Unsupported(f"--defsym {name}={expr} (a symbol that is not a plain object's definition)")
+            off = int(m.group(4), 0) if m.group(4) else 0
+            value = target.value + (-off if m.group(3) == "-" else off)
+        s.file = target.file if target is not None else None
+        s.section = target.section if target is not None else None
+        s.value = value
+        s.size = 0
+        s.type = target.type if target is not None else elf.STT_NOTYPE
+        s.bind = elf.STB_GLOBAL
+        s.is_abs = target is None or target.is_abs
+        s.is_common = False
+        s.dso = None
+        s.version = None
 
 
 def _is_c_ident(name):
@@ -291,7 +384,7 @@ def _reserve_linker_symbols(opts, r):
     discarded = r.discarded
     secnames = {s.name for obj in r.objects for s in obj.sections if s is not None and s not in discarded}
     for name, s in r.symtab.items():
-        if s.file is not None or s.dso is not None:
+        if s.file is not None or s.dso is not None or s.is_abs:
             continue
         # __start_SEC/__stop_SEC only for C-identifier names (GNU ld's rule); gc keeps those sections
         if name in names or ((name.startswith("__start_") and name[8:] in secnames and _is_c_ident(name[8:])) or

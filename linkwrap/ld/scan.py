@@ -14,9 +14,10 @@ linked output. Everything the executable defines itself is bound here.
 from dataclasses import dataclass
 
 from linkwrap.ld import elf
+from linkwrap.ld.diag import Unsupported
 from linkwrap.ld.x86_64 import RECIPES
 
-NEED_GOT, NEED_PLT, NEED_GOTTP, NEED_COPY, NEED_DYNSYM = 1, 2, 4, 8, 16
+NEED_GOT, NEED_PLT, NEED_GOTTP, NEED_COPY, NEED_DYNSYM, NEED_CANON = 1, 2, 4, 8, 16, 32
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,9 @@ class Needs:
     n_relative: int      # RELATIVE relocations the relocate pass will emit for R_X86_64_64
     n_symbolic: int      # R_X86_64_64 against preemptible symbols
     uses_got_base: bool  # something references _GLOBAL_OFFSET_TABLE_ or GOT-relative values
-    tls_get_addr_relaxed: bool
+    # library functions whose address a non-PIE executable takes: their PLT entry is the
+    # function's address everywhere (.dynsym gives it as st_value), GNU ld's canonical PLT entry
+    canonical: frozenset = frozenset()
 
 
 def preemptible(s, mode, copied=frozenset()):
@@ -71,8 +74,8 @@ def scan(opts, mode, res, live, diag) -> Needs:
     n_relative = 0
     n_symbolic = 0
     uses_got_base = False
-    relaxed = False
     reported = set()
+    ignore_undefined = opts.unresolved in ("ignore-all", "ignore-in-object-files")
     abs64_pre = {}       # preemptible symbol -> R_X86_64_64 count (symbolic, unless it gets copied)
     pic = mode.pic
     for sec in live.sections:
@@ -94,10 +97,14 @@ def scan(opts, mode, res, live, diag) -> Needs:
             rtype = info & 0xFFFFFFFF
             r = RECIPES.get(rtype)
             if r is None:
-                diag.error(f"{where(sec, off, syms)}: unsupported relocation {elf.reloc_name(rtype)}")
+                diag.error(f"not supported yet: relocation {elf.reloc_name(rtype)} at "
+                           f"{where(sec, off, syms)}")
                 continue
             s = syms[info >> 32]
             if not s.is_local and not s.defined and s.strong_ref:
+                if ignore_undefined:
+                    raise Unsupported(f"--unresolved-symbols={opts.unresolved} with an undefined "
+                                      f"reference (to `{s.name}')")
                 key = (s.name, sec.file)
                 if key not in reported:
                     reported.add(key)
@@ -113,8 +120,15 @@ def scan(opts, mode, res, live, diag) -> Needs:
                         need[s] = get(s, 0) | NEED_COPY
                     elif s.dso is not None or rtype == elf.R_X86_64_PLT32:
                         need[s] = get(s, 0) | NEED_PLT | NEED_DYNSYM
+                        if rtype != elf.R_X86_64_PLT32 and s.dso is not None and not pic:
+                            need[s] |= NEED_CANON     # its address is taken, not only called
             elif kind == "abs64":
-                if pre:
+                if pre and not pic and not writable and s.dso is not None:
+                    # a read-only pointer in a non-PIE executable: bound here, to a copy of the
+                    # library's data or to the function's canonical PLT entry (GNU ld does both)
+                    need[s] = get(s, 0) | (NEED_COPY if s.type == elf.STT_OBJECT else
+                                           NEED_PLT | NEED_DYNSYM | NEED_CANON)
+                elif pre:
                     if not writable:
                         diag.error(f"{where(sec, off, syms)}: relocation R_X86_64_64 against `{s.name}' in "
                                    f"read-only section needs a text relocation")
@@ -131,6 +145,8 @@ def scan(opts, mode, res, live, diag) -> Needs:
                                f"be used when making a PIE object; recompile with -fPIE")
                 elif pre:
                     need[s] = get(s, 0) | (NEED_COPY if s.type == elf.STT_OBJECT else NEED_PLT | NEED_DYNSYM)
+                    if s.type != elf.STT_OBJECT and s.dso is not None:
+                        need[s] |= NEED_CANON
             elif kind == "got":
                 need[s] = get(s, 0) | NEED_GOT
                 if pre:
@@ -146,11 +162,27 @@ def scan(opts, mode, res, live, diag) -> Needs:
             elif kind == "tlsgd":
                 if pre:
                     need[s] = get(s, 0) | NEED_GOTTP | NEED_DYNSYM
-                skip_next = relaxed = True   # the __tls_get_addr call disappears with the relaxation
+                skip_next = True   # the __tls_get_addr call disappears with the relaxation
             elif kind == "tlsld":
-                skip_next = relaxed = True
+                skip_next = True
+            elif kind == "tlsdesc":
+                if pre:   # relaxed to initial-exec: a GOT slot with the TP offset
+                    need[s] = get(s, 0) | NEED_GOTTP | NEED_DYNSYM
+            elif kind == "got64":
+                need[s] = get(s, 0) | NEED_GOT
+                if pre:
+                    need[s] = get(s, 0) | NEED_DYNSYM
+                uses_got_base = True
+            elif kind == "pltoff":
+                if pre:
+                    need[s] = get(s, 0) | NEED_PLT | NEED_DYNSYM
+                uses_got_base = True
             elif kind == "gotbase":
                 uses_got_base = True
+                if pre and rtype == elf.R_X86_64_GOTOFF64:
+                    # S - GOT needs S at link time; GNU ld refuses it for a symbol bound at run time
+                    diag.error(f"{where(sec, off, syms)}: relocation R_X86_64_GOTOFF64 against `{s.name}' can not "
+                               f"be used: the symbol is bound at run time")
     for s, n in abs64_pre.items():
         if get(s, 0) & NEED_COPY:
             n_relative += n if pic else 0   # the copy lives in the executable: bound here
@@ -199,8 +231,9 @@ def scan(opts, mode, res, live, diag) -> Needs:
                 plt_syms.append(s)
     if "_GLOBAL_OFFSET_TABLE_" in res.symtab:
         uses_got_base = True
+    canonical = frozenset(s for s in plt_syms if get(s, 0) & NEED_CANON)
     return Needs(tuple(got_syms), tuple(plt_syms), tuple(copies), tuple(imports),
-                 n_relative, n_symbolic, uses_got_base, relaxed)
+                 n_relative, n_symbolic, uses_got_base, canonical)
 
 
 def _absolute(s, mode):

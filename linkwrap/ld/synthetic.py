@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 from linkwrap.ld import elf
 from linkwrap.ld import x86_64
+from linkwrap.ld.diag import Unsupported
+from linkwrap.ld.options import dynamic_list_matcher
 from linkwrap.ld.scan import preemptible
 
 
@@ -92,6 +94,210 @@ class Comment(Synthetic):
         return _put(buf, lk.offset_of(self), self.data)
 
 
+class MergedSection(Synthetic):
+    """SHF_MERGE input sections of one output name, flags, entry size and alignment, with each
+    distinct string (SHF_STRINGS) or constant stored once, as GNU ld merges them.
+
+    pieces: input section -> (its piece offsets, their offsets here), sorted; an address inside
+    an input section maps to the same place inside its piece's copy (offset_in)."""
+
+    def __init__(self, name, flags, entsize, align, sections):
+        super().__init__(name)
+        self.flags = flags
+        self.entsize = entsize
+        self.align = align
+        self.type = elf.SHT_PROGBITS
+        self.inputs = sections
+        data = bytearray()
+        seen = {}
+        pieces = self.pieces = {}
+        self.starts = {}          # input section -> {piece offset: its offset here}: most references
+        strings = flags & elf.SHF_STRINGS
+        for sec in sections:
+            ins, outs = [], []
+            for start, piece in _split_pieces(bytes(sec.bytes()), entsize, strings):
+                off = seen.get(piece)
+                if off is None:
+                    pad = -len(data) % align
+                    data += b"\0" * pad
+                    off = seen[piece] = len(data)
+                    data += piece
+                ins.append(start)
+                outs.append(off)
+            pieces[sec] = (ins, outs)
+            self.starts[sec] = dict(zip(ins, outs))
+        self.data = bytes(data)
+
+    def offset_in(self, sec, off):
+        hit = self.starts[sec].get(off)
+        if hit is not None:
+            return hit
+        import bisect
+        ins, outs = self.pieces[sec]
+        k = bisect.bisect_right(ins, off) - 1
+        if k < 0:
+            return off
+        return outs[k] + off - ins[k]
+
+    def size(self):
+        return len(self.data)
+
+    def is_needed(self):
+        return True
+
+    def write_to(self, buf, lk):
+        return _put(buf, lk.offset_of(self), self.data)
+
+
+def _split_pieces(data, entsize, strings):
+    """-> [(offset, bytes)]: NUL-terminated strings (in units of entsize) or fixed-size entries."""
+    out = []
+    if not strings:
+        return [(k, data[k:k + entsize]) for k in range(0, len(data), entsize)]
+    if entsize == 1:
+        pos = 0
+        for part in data.split(b"\0")[:-1]:
+            out.append((pos, part + b"\0"))
+            pos += len(part) + 1
+        if pos < len(data):
+            out.append((pos, data[pos:]))     # no terminating NUL: kept whole, as it is
+        return out
+    pos = start = 0
+    zero = b"\0" * entsize
+    while pos < len(data):
+        if data[pos:pos + entsize] == zero:
+            out.append((start, data[start:pos + entsize]))
+            start = pos + entsize
+        pos += entsize
+    if start < len(data):
+        out.append((start, data[start:]))
+    return out
+
+
+def merge_sections(opts, live):
+    """The MergedSections for the live SHF_MERGE sections that can be merged: sections with
+    relocations of their own, or whose size is no multiple of the entry size, stay as they are."""
+    from linkwrap.ld.layout import output_name
+    groups = {}
+    for sec in live.sections:
+        f = sec.flags
+        if not f & elf.SHF_MERGE or not sec.entsize or sec.size % sec.entsize or sec.rela is not None \
+                or sec.type != elf.SHT_PROGBITS or f & elf.SHF_TLS:
+            continue
+        if not f & elf.SHF_ALLOC and (opts.strip_all or (opts.strip_debug and sec.name.startswith(".debug"))):
+            continue
+        key = (output_name(sec), f & ~elf.SHF_GROUP, sec.entsize, sec.align)
+        groups.setdefault(key, []).append(sec)
+    return [MergedSection(name, flags, entsize, align, secs) for (name, flags, entsize, align), secs in groups.items()]
+
+
+class StrTab(Synthetic):
+    """.strtab: the names .symtab uses, fixed when it is created."""
+    type = elf.SHT_STRTAB
+    flags = 0
+    align = 1
+
+    def __init__(self):
+        super().__init__(".strtab")
+        self.data = bytearray(b"\0")
+        self.offsets = {}
+
+    def add(self, name: str) -> int:
+        off = self.offsets.get(name)
+        if off is None:
+            off = self.offsets[name] = len(self.data)
+            self.data += name.encode() + b"\0"
+        return off
+
+    def size(self):
+        return len(self.data)
+
+    def write_to(self, buf, lk):
+        return _put(buf, lk.offset_of(self), self.data)
+
+
+class SymTab(Synthetic):
+    """.symtab as GNU ld writes it: per object its STT_FILE symbol and its locals (no section
+    symbols, no .L labels), hidden globals made local, then the globals (a library's as
+    `name@VERSION`, undefined). Which symbols is decided at creation; values after layout."""
+    type = elf.SHT_SYMTAB
+    flags = 0
+    entsize = 24
+
+    def __init__(self, res, live, copied):
+        super().__init__(".symtab")
+        strtab = self.link = StrTab()
+        local, glob = [], []
+        alive = live.alive
+        kinds = (elf.STT_NOTYPE, elf.STT_OBJECT, elf.STT_FUNC, elf.STT_TLS, elf.STT_GNU_IFUNC)
+        for obj in res.objects:
+            for s in res.syms[obj][1:obj.first_global]:
+                if s.type == elf.STT_FILE:
+                    local.append(s)
+                elif (s.type in kinds and s.name and not s.name.startswith(".L")
+                      and (s.is_abs or s.section in alive)):
+                    local.append(s)
+        for s in res.symtab.values():
+            if s.file is not None and s.section is not None and s.section not in alive:
+                continue      # a COMDAT loser's or gc's: not in the output
+            if not (s.defined or s.strong_ref) or (s.dso is not None and s not in copied and not s.strong_ref
+                                                    and s.bind != elf.STB_WEAK):
+                continue
+            if s.dso is None and s.defined and s.visibility in (elf.STV_HIDDEN, elf.STV_INTERNAL):
+                local.append(s)
+            else:
+                glob.append(s)
+        self.symbols = local + glob
+        self.info = 1 + len(local)
+        self.names = [strtab.add(self._name(s)) for s in self.symbols]
+        self.strtab = strtab
+        self.values = b""
+
+    @staticmethod
+    def _name(s):
+        return f"{s.name}@{s.version}" if s.dso is not None and s.version else s.name
+
+    def size(self):
+        return 24 * (1 + len(self.symbols))
+
+    def finalize(self, lk):
+        out = bytearray(24)
+        bss = lk.synth.bss
+        for k, (s, name) in enumerate(zip(self.symbols, self.names)):
+            bind = elf.STB_LOCAL if k + 1 < self.info else (s.bind if s.bind in (elf.STB_WEAK, elf.STB_GNU_UNIQUE)
+                                                            else elf.STB_GLOBAL)
+            other = s.visibility
+            if s.type == elf.STT_FILE:
+                out += elf.SYM.pack(name, (elf.STB_LOCAL << 4) | elf.STT_FILE, 0, elf.SHN_ABS, 0, 0)
+                continue
+            value, shndx = 0, elf.SHN_UNDEF
+            if s.section is not None:
+                o = lk.osec_of.get(s.section)
+                if o is None:
+                    shndx = elf.SHN_ABS   # its section was stripped (-S): the symbol stays, as in GNU ld
+                else:
+                    value, shndx = lk.real_addr(s), o.index
+            elif s in bss.placed:
+                value, shndx = lk.real_addr(s), lk.osec_of[bss].index
+            elif s.is_abs:
+                value, shndx = s.value, elf.SHN_ABS
+            elif s.linker_defined:
+                value = lk.real_addr(s)
+                shndx = lk.shndx_of_addr(value)
+            elif s.dso is not None:
+                value = lk.sym_addr(s) if s in lk.synth.canonical else 0
+            if shndx == elf.SHN_UNDEF:     # an import is as strong as the references to it
+                bind = elf.STB_GLOBAL if s.strong_ref else elf.STB_WEAK
+            if s.type == elf.STT_TLS and shndx != elf.SHN_UNDEF:
+                value -= lk.tls_start       # a TLS symbol's value is its offset in the TLS segment
+            stype = s.type if s.type != elf.STT_GNU_IFUNC or s.dso is None else elf.STT_FUNC
+            out += elf.SYM.pack(name, (bind << 4) | stype, other, shndx, value & 0xFFFFFFFFFFFFFFFF, s.size)
+        self.values = bytes(out)
+
+    def write_to(self, buf, lk):
+        return _put(buf, lk.offset_of(self), self.values)
+
+
 class BuildId(Synthetic):
     type = elf.SHT_NOTE
     align = 4
@@ -126,6 +332,59 @@ class BuildId(Synthetic):
         buf[off + 16:off + 16 + self.desc_len] = d
 
 
+class PropertyNote(Synthetic):
+    """.note.gnu.property: the inputs' x86 properties merged as GNU ld merges them."""
+    type = elf.SHT_NOTE
+
+    def __init__(self, props):
+        super().__init__(".note.gnu.property")
+        desc = b"".join(struct.pack("<IIII", t, 4, v, 0) for t, v in sorted(props.items()))
+        self.data = struct.pack("<III", 4, len(desc), 5) + b"GNU\0" + desc   # NT_GNU_PROPERTY_TYPE_0
+
+    def size(self):
+        return len(self.data)
+
+    def write_to(self, buf, lk):
+        return _put(buf, lk.offset_of(self), self.data)
+
+
+FEATURE_1_AND, ISA_1_NEEDED = 0xC0000002, 0xC0008002
+FEATURE_1_IBT, FEATURE_1_SHSTK = 1, 2
+
+
+def merge_properties(opts, objects) -> dict:
+    """{pr_type: value} for the output (elfxx-x86.c's rules): an AND property survives only if every
+    object has it; an OR property is the union of those that have it; an OR-AND property needs
+    every object to have it. -z ibt / -z shstk force their bit, -z x86-64-vN adds an ISA level."""
+    from linkwrap.ld.parse import PROPERTY_AND, PROPERTY_OR, PROPERTY_OR_AND
+    lists = [obj.properties or {} for obj in objects]
+    everyone = [obj.properties is not None for obj in objects]
+    out = {}
+    types = set().union(*lists) if lists else set()
+    for t in types:
+        have = [p[t] for p in lists if t in p]
+        if t in PROPERTY_OR:
+            out[t] = _or(have)
+        elif (t in PROPERTY_AND or t in PROPERTY_OR_AND) and len(have) == len(lists) and all(everyone):
+            v = have[0]
+            for x in have[1:]:
+                v = (v & x) if t in PROPERTY_AND else (v | x)
+            out[t] = v
+    forced = (FEATURE_1_IBT if opts.z_ibt else 0) | (FEATURE_1_SHSTK if opts.z_shstk else 0)
+    if forced:
+        out[FEATURE_1_AND] = out.get(FEATURE_1_AND, 0) | forced
+    if opts.z_isa:
+        out[ISA_1_NEEDED] = out.get(ISA_1_NEEDED, 0) | opts.z_isa
+    return {t: v for t, v in out.items() if v}
+
+
+def _or(values):
+    v = 0
+    for x in values:
+        v |= x
+    return v
+
+
 class DynStr(Synthetic):
     type = elf.SHT_STRTAB
     align = 1
@@ -158,13 +417,15 @@ class DynSym(Synthetic):
     entsize = 24
     info = 1
 
-    def __init__(self, dynstr, imports, exports, copied):
+    def __init__(self, dynstr, imports, exports, copied, canonical=frozenset()):
         super().__init__(".dynsym")
         self.link = dynstr
         self.dynstr = dynstr
         self.copied = copied
-        undefined = [s for s in imports if s not in copied]
-        defined = [s for s in imports if s in copied] + [s for s in exports if s not in copied]
+        self.canonical = canonical
+        # a canonical PLT entry is looked up like a definition: it goes in the hashed part
+        undefined = [s for s in imports if s not in copied and s not in canonical]
+        defined = [s for s in imports if s in copied or s in canonical] + [s for s in exports if s not in copied]
         self.symoffset = 1 + len(undefined)
         self.nbuckets = max(1, len(defined) // 8 + 1) if defined else 1
         defined.sort(key=lambda s: elf.gnu_hash(s.name.encode()) % self.nbuckets)
@@ -189,7 +450,7 @@ class DynSym(Synthetic):
             name = self.dynstr.offsets[s.name]
             if s in copied or (s.dso is None and s.defined):
                 stype = elf.STT_FUNC if s.type == elf.STT_GNU_IFUNC else s.type
-                bind = elf.STB_WEAK if s.bind == elf.STB_WEAK else elf.STB_GLOBAL
+                bind = s.bind if s.bind in (elf.STB_WEAK, elf.STB_GNU_UNIQUE) else elf.STB_GLOBAL
                 if s.section is not None:
                     shndx = lk.osec_of[s.section].index
                 elif s in bss_placed:
@@ -202,7 +463,9 @@ class DynSym(Synthetic):
             else:
                 stype = elf.STT_FUNC if s.type == elf.STT_GNU_IFUNC else s.type
                 bind = elf.STB_GLOBAL if s.strong_ref else elf.STB_WEAK
-                out += elf.SYM.pack(name, (bind << 4) | stype, 0, 0, 0, 0)
+                # a canonical PLT entry is the function's address for the whole process
+                value = lk.sym_addr(s) if s in self.canonical else 0
+                out += elf.SYM.pack(name, (bind << 4) | stype, 0, 0, value, 0)
         return _put(buf, off, out)
 
 
@@ -257,11 +520,7 @@ class VerNeed(Synthetic):
         for s in dynsym.symbols:
             if s.dso is not None and s.version:
                 per_file.setdefault(s.dso.soname, {})
-        self.index = {}
         nxt = 2
-        for so in needed:
-            if so.soname not in per_file:
-                continue
         for s in dynsym.symbols:
             if s.dso is not None and s.version:
                 vers = per_file[s.dso.soname]
@@ -425,14 +684,14 @@ class Plt(Synthetic):
     def __init__(self, symbols, lazy_header):
         super().__init__(".plt")
         self.symbols = symbols
-        self.header = 16 if lazy_header and any(not s.is_ifunc for s in symbols) else 0
+        self.header = x86_64.PLT_ENTRY_SIZE if lazy_header and any(not s.is_ifunc for s in symbols) else 0
         self.index = {s: i for i, s in enumerate(symbols)}   # Symbol -> its PLT entry
 
     def size(self):
-        return self.header + 16 * len(self.symbols)
+        return self.header + x86_64.PLT_ENTRY_SIZE * len(self.symbols)
 
     def entry_addr(self, lk, i):
-        return lk.addr_of[self] + self.header + 16 * i
+        return lk.addr_of[self] + self.header + x86_64.PLT_ENTRY_SIZE * i
 
     def write_to(self, buf, lk):
         got = lk.synth.got_plt
@@ -476,17 +735,18 @@ class Dynamic(Synthetic):
     flags = elf.SHF_ALLOC | elf.SHF_WRITE
     entsize = 16
 
-    def __init__(self, opts, mode, dynstr, needed, present, synth_flags):
+    def __init__(self, opts, mode, dynstr, needed, present, synth_flags, init_fini):
         super().__init__(".dynamic")
         self.link = dynstr
         tags = []
         for so in needed:
             tags.append((elf.DT_NEEDED, dynstr.add(so.soname)))
         if opts.rpath:
-            tags.append((29, dynstr.add(":".join(opts.rpath))))  # DT_RUNPATH
-        for name, t in ((".init", elf.DT_INIT), (".fini", elf.DT_FINI)):
-            if name in present:
-                tags.append((t, name))
+            tags.append((29 if opts.new_dtags else 15, dynstr.add(":".join(opts.rpath))))  # DT_RUNPATH/DT_RPATH
+        # DT_INIT/DT_FINI: the -init/-fini symbols (_init, _fini), when something defines them
+        for t, sym in ((elf.DT_INIT, init_fini[0]), (elf.DT_FINI, init_fini[1])):
+            if sym is not None:
+                tags.append((t, sym))
         for name, t, tsz in ((".preinit_array", elf.DT_PREINIT_ARRAY, elf.DT_PREINIT_ARRAYSZ),
                              (".init_array", elf.DT_INIT_ARRAY, elf.DT_INIT_ARRAYSZ),
                              (".fini_array", elf.DT_FINI_ARRAY, elf.DT_FINI_ARRAYSZ)):
@@ -500,9 +760,10 @@ class Dynamic(Synthetic):
                      (elf.DT_JMPREL, ".rela.plt")]
         if synth_flags["rela"]:
             tags += [(elf.DT_RELA, ".rela.dyn"), (elf.DT_RELASZ, ".rela.dyn#size"), (elf.DT_RELAENT, 24)]
-        if opts.z_now:
-            tags.append((elf.DT_FLAGS, elf.DF_BIND_NOW))
-        flags1 = (elf.DF_1_NOW if opts.z_now else 0) | (elf.DF_1_PIE if mode.pic else 0)
+        flags = opts.dt_flags | (elf.DF_BIND_NOW if opts.z_now else 0)
+        if flags:
+            tags.append((elf.DT_FLAGS, flags))
+        flags1 = opts.dt_flags_1 | (elf.DF_1_NOW if opts.z_now else 0) | (elf.DF_1_PIE if mode.pic else 0)
         if flags1:
             tags.append((elf.DT_FLAGS_1, flags1))
         if synth_flags["verneed"]:
@@ -522,7 +783,9 @@ class Dynamic(Synthetic):
     def write_to(self, buf, lk):
         out = bytearray()
         for tag, v in self.tags:
-            if isinstance(v, str):
+            if not isinstance(v, (int, str)):
+                v = lk.sym_addr(v)        # a Symbol (DT_INIT, DT_FINI)
+            elif isinstance(v, str):
                 if v == "#relcount":
                     v = len(lk.synth.rela_dyn.relative)
                 elif v.endswith("#size"):
@@ -731,6 +994,9 @@ class Synthetics:
     bss: object = None
     copies: tuple = ()
     copied: frozenset = frozenset()   # symbols bound to their copy in .bss (no longer preemptible)
+    canonical: frozenset = frozenset()  # imported functions whose PLT entry is their address
+    merged_of: dict = None            # SHF_MERGE input section -> the MergedSection holding its pieces
+    gnu_osabi: bool = False           # EI_OSABI is ELFOSABI_GNU (an object defines IFUNC or unique symbols)
 
 
 def create(opts, mode, res, live, needs) -> Synthetics:
@@ -753,11 +1019,12 @@ def create(opts, mode, res, live, needs) -> Synthetics:
     out = [bss, got, plt, got_plt]
     if mode.dynamic:
         dynstr = DynStr()
+        listed = dynamic_list_matcher(opts.dynamic_list)
         for name, s in res.symtab.items():
             if (s.file is not None and not s.is_local and s.visibility == elf.STV_DEFAULT and s.defined
-                    and s not in copied and (opts.export_dynamic or name in res.dso_names)):
+                    and s not in copied and (opts.export_dynamic or name in res.dso_names or listed(name))):
                 exports.append(s)
-        dynsym = DynSym(dynstr, imports, exports, copied)
+        dynsym = DynSym(dynstr, imports, exports, copied, needs.canonical)
         verneed = VerNeed(dynstr, dynsym, res.needed)
         versym = VerSym(dynsym, verneed)
         out += [dynstr, dynsym, verneed, versym, GnuHash(dynsym)]
@@ -768,9 +1035,10 @@ def create(opts, mode, res, live, needs) -> Synthetics:
     out += [rela_dyn, rela_plt]
     if mode.dynamic:
         present = {output_name(s) for s in live.sections}
+        init_fini = tuple(_defined(res, name) for name in (opts.init, opts.fini))
         dynamic = Dynamic(opts, mode, dynstr, res.needed, present,
                           {"plt": rela_plt.size() > 0, "rela": n_dyn > 0,
-                           "verneed": verneed.info if verneed.size() else 0})
+                           "verneed": verneed.info if verneed.size() else 0}, init_fini)
         out.append(dynamic)
     eh_hdr = None
     if opts.eh_frame_hdr and live.eh_frames:
@@ -782,6 +1050,29 @@ def create(opts, mode, res, live, needs) -> Synthetics:
         out.append(build_id)
     if not opts.strip_all:
         out.append(Comment())
+        symtab = SymTab(res, live, copied)
+        out += [symtab, symtab.strtab]
+    props = merge_properties(opts, res.objects)
+    if props:
+        if props.get(FEATURE_1_AND, 0) & FEATURE_1_IBT and needs.plt:
+            # GNU ld then writes an IBT PLT (.plt.sec, endbr64 in every entry); these entries have none
+            raise Unsupported("PLT entries in an IBT-enabled output (-z ibt, or every input marked IBT)")
+        out.append(PropertyNote(props))
+    merged = merge_sections(opts, live)
+    out += merged
     needed_list = tuple(s for s in out if s.is_needed())
     return Synthetics(needed_list, dynsym, dynstr, dynamic, got, got_plt, plt, rela_dyn, rela_plt,
-                      eh_hdr, build_id, bss, tuple(bss.copies), copied)
+                      eh_hdr, build_id, bss, tuple(bss.copies), copied, needs.canonical,
+                      {sec: m for m in merged for sec in m.inputs}, gnu_osabi(res))
+
+
+def gnu_osabi(res) -> bool:
+    """GNU ld marks the output ELFOSABI_GNU when an object (not a library) gives it a global
+    STT_GNU_IFUNC or STB_GNU_UNIQUE symbol (elf_link_add_object_symbols' has_gnu_osabi)."""
+    return any(s.file is not None and not s.is_local and
+               (s.type == elf.STT_GNU_IFUNC or s.bind == elf.STB_GNU_UNIQUE) for s in res.symtab.values())
+
+
+def _defined(res, name):
+    s = res.symtab.get(name)
+    return s if s is not None and s.defined and s.dso is None else None

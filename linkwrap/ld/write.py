@@ -24,12 +24,12 @@ def write_output(opts, mode, lk, buf, synth) -> None:
     _headers(opts, mode, lk, buf)
     if synth.build_id is not None:
         synth.build_id.fill_digest(buf, lk)
-    _save(opts.output, buf)
+    save(opts.output, buf)
 
 
 def _headers(opts, mode, lk, buf):
     shnum = len(lk.osecs) + 2
-    ident = elf.ELFMAG + bytes([2, 1, 1, 0]) + b"\0" * 8
+    ident = elf.ELFMAG + bytes([2, 1, 1, 3 if lk.synth.gnu_osabi else 0]) + b"\0" * 8
     etype = elf.ET_DYN if mode.pic else elf.ET_EXEC
     elf.EHDR.pack_into(buf, 0, ident, etype, elf.EM_X86_64, 1, lk.entry, 64 if lk.segments else 0,
                        lk.shoff, 0, 64, 56, len(lk.segments), 64, shnum, shnum - 1)
@@ -52,12 +52,12 @@ def _headers(opts, mode, lk, buf):
                        0, 0, 1, 0)
 
 
-def _save(path, buf):
+def save(path, buf, executable=True):
     d = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(d, f".{os.path.basename(path)}.linkwrap-ld.{os.getpid()}.tmp")
     umask = os.umask(0)
     os.umask(umask)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o777 & ~umask)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, (0o777 if executable else 0o666) & ~umask)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(buf)

@@ -34,6 +34,9 @@ def _tp(S, A, P, sym, lk): return lk.tp_offset(S) + A             # S + A - TP
 def _dtp(S, A, P, sym, lk): return lk.dtp_offset(S) + A           # S + A - DTP
 def _gottp(S, A, P, sym, lk): return lk.gottp_slot(sym) + A - P   # G(tp) + A - P
 def _z_a(S, A, P, sym, lk): return sym.size + A                   # Z + A
+def _g_a(S, A, P, sym, lk): return lk.got_slot(sym) - lk.got_base + A   # G + A (GOT-relative slot)
+def _g_got_a_p(S, A, P, sym, lk): return lk.got_slot(sym) + A - P  # G + GOT + A - P, 64-bit
+def _l_got_a(S, A, P, sym, lk): return S + A - lk.got_base         # L - GOT + A (S is the PLT entry)
 def _zero(S, A, P, sym, lk): return 0
 
 
@@ -64,6 +67,15 @@ RECIPES = {
     # TLSGD/TLSLD are rewritten (relaxed) together with the call that follows them.
     elf.R_X86_64_TLSGD: Recipe("R_X86_64_TLSGD", 4, "s", "tlsgd", None),
     elf.R_X86_64_TLSLD: Recipe("R_X86_64_TLSLD", 4, "s", "tlsld", None),
+    # TLS descriptors (gcc -mtls-dialect=gnu2): relaxed to local-exec or initial-exec
+    elf.R_X86_64_GOTPC32_TLSDESC: Recipe("R_X86_64_GOTPC32_TLSDESC", 4, "s", "tlsdesc", None),
+    elf.R_X86_64_TLSDESC_CALL: Recipe("R_X86_64_TLSDESC_CALL", 0, "", "tlsdesc_call", None),
+    # the large code model (-mcmodel=large -fPIC): 64-bit GOT- and PLT-relative forms
+    elf.R_X86_64_GOT64: Recipe("R_X86_64_GOT64", 8, "", "got64", _g_a),
+    elf.R_X86_64_GOTPLT64: Recipe("R_X86_64_GOTPLT64", 8, "", "got64", _g_a),
+    elf.R_X86_64_GOTPCREL64: Recipe("R_X86_64_GOTPCREL64", 8, "", "got64", _g_got_a_p),
+    elf.R_X86_64_GOTPC64: Recipe("R_X86_64_GOTPC64", 8, "", "gotbase", _got_a_p),
+    elf.R_X86_64_PLTOFF64: Recipe("R_X86_64_PLTOFF64", 8, "", "pltoff", _l_got_a),
 }
 
 # --- TLS relaxation (Drepper, "ELF Handling For Thread-Local Storage", x86-64) ---------------
@@ -124,6 +136,31 @@ def relax_ld_to_le(buf, loc, form):
         buf[loc - 3:loc + 9] = LE_FROM_LD
     else:
         buf[loc - 3:loc + 10] = LE_FROM_LD + b"\x90"
+
+
+def relax_tlsdesc(buf, loc, reg_value, ie):
+    """lea x@tlsdesc(%rip),%reg -> mov $x@tpoff,%reg (local-exec) or mov x@gottpoff(%rip),%reg (IE).
+
+    reg_value: the TP offset (LE) or the GOT slot's PC-relative displacement (IE). False when the
+    bytes are not the sequence the psABI prescribes (the caller reports it)."""
+    rex, op, modrm = buf[loc - 3], buf[loc - 2], buf[loc - 1]
+    if rex not in (0x48, 0x4C) or op != 0x8D or modrm & 0xC7 != 0x05:
+        return False
+    if ie:
+        buf[loc - 2] = 0x8B
+    else:
+        reg = (modrm >> 3) & 7
+        buf[loc - 3:loc] = bytes([0x48 | ((rex >> 2) & 1), 0xC7, 0xC0 | reg])
+    elf.I32.pack_into(buf, loc, reg_value)
+    return True
+
+
+def relax_tlsdesc_call(buf, loc):
+    """call *x@tlscall(%rax) -> xchg %ax,%ax (a two-byte nop): %rax already holds the TP offset."""
+    if bytes(buf[loc:loc + 2]) != b"\xff\x10":
+        return False
+    buf[loc:loc + 2] = b"\x66\x90"
+    return True
 
 
 def relax_gotpcrelx(buf, loc, pcrel):

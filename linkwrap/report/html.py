@@ -1,23 +1,43 @@
 """Summaries -> one self-contained HTML page (inline CSS and SVG, no script, no network).
 
-In the spirit of `cargo build --timings`: bar charts of link time per build
-and per linker, then per build a timeline with one bar per link (x = when it
-started within the build, length = its wall time; colour = linker; failed links
-red, fall-backs hatched; a wait for memory is a grey bar before the link's), and its table of links,
-slowest first.
+In the spirit of `cargo build --timings`, it answers "where did my link time go":
+- a header with the context: machine, CPUs, memory, kernels, filesystems, linkers
+  and drivers the links ran with (context());
+- per output, its link time and peak RSS across builds: the same output compared
+  with itself, the only comparison the records make honestly (trends());
+- per build, a concurrency line (how many links ran at once) over a timeline with
+  one bar per link (x = start within the build, length = wall time, colour = linker,
+  failed red, fall-backs hatched; a wait for memory, waited_ms from admission, is a
+  grey bar before the link's, which ran after it), and its table of links with
+  linkwrap's own time;
+- EXTRA_SECTIONS: functions (summary) -> HTML added after the trends, e.g. the
+  results of `linkwrap bench`, the same link on each linker.
+Colours are fixed per linker (LINKER_COLOURS), so mold is the same blue in every report.
 """
 import html
+import zlib
 
 from linkwrap.report.render import fmt_bytes, fmt_kb, fmt_ms, fmt_pct, plural, short_command
 from linkwrap.report.summary import fell_back, parse_utc
 
-PALETTE = ("#4e79a7", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#bab0ac", "#ff9da7")
+# Fixed per linker name (not per version, not per report); Tableau 10, colour-blind aware.
+LINKER_COLOURS = {
+    "mold": "#4e79a7", "wild": "#59a14f", "lld": "#f28e2b", "rust-lld": "#edc948", "bfd": "#76b7b2",
+    "gold": "#b07aa1", "python": "#ff9da7", "as asked": "#9c755f",
+}
+OTHER_COLOURS = ("#bab0ac", "#86bcb6", "#d4a6c8", "#8cd17d", "#a0cbe8")
+FAILED = "#c0392b"
+# Functions (summary dict) -> HTML, appended after the per-output trends.
+EXTRA_SECTIONS = []
+
 CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }
+h3 { font-size: 1.05em; margin-top: 1.5em; }
 table { border-collapse: collapse; margin: .5em 0 1.5em; font-size: 13px; }
-th, td { padding: 2px 10px; text-align: left; border-bottom: 1px solid #eee; }
+th, td { padding: 2px 10px; text-align: left; border-bottom: 1px solid #eee; vertical-align: middle; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
+table.context th { font-weight: normal; color: #555; }
 .dim { color: #777; } .bad { color: #c0392b; } .warn { color: #b9770e; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; }
 .legend span { display: inline-block; margin-right: 1.2em; }
@@ -29,13 +49,22 @@ def e(x) -> str:
     return html.escape("" if x is None else str(x), quote=True)
 
 
-def colours(summary) -> dict:
-    names = [g["linker"] for g in summary["by_linker"]]
-    return {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(sorted(names))}
+def colour(linker) -> str:
+    """The colour of a linker by name: fixed for the known ones, stable for others."""
+    linker = linker or "?"
+    if linker in LINKER_COLOURS:
+        return LINKER_COLOURS[linker]
+    return OTHER_COLOURS[zlib.crc32(linker.encode()) % len(OTHER_COLOURS)]
 
 
 def linker_name(link) -> str:
     return link["linker_version"] or link["linker"] or "?"
+
+
+def own_ms(link):
+    """linkwrap's own time in one link: start-up plus inside Python, where known."""
+    parts = [link.get("startup_ms"), link.get("overhead_ms")]
+    return None if all(p is None for p in parts) else sum(p or 0.0 for p in parts)
 
 
 def bar_chart(rows, css_class, width=900, label_w=260, bar_h=18) -> str:
@@ -45,28 +74,57 @@ def bar_chart(rows, css_class, width=900, label_w=260, bar_h=18) -> str:
     out = [f'<svg class="chart {css_class}" width="{width}" height="{h}" viewBox="0 0 {width} {h}" '
            f'xmlns="http://www.w3.org/2000/svg" role="img">']
     span = width - label_w - 90
-    for i, (label, value, colour, tip) in enumerate(rows):
+    for i, (label, value, fill, tip) in enumerate(rows):
         y = i * bar_h + 2
         w = max(1.0, span * value / top)
         out.append(f'<text x="{label_w - 6}" y="{y + bar_h - 6}" text-anchor="end">{e(label[:42])}</text>')
-        out.append(f'<rect class="bar" x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h - 4}" fill="{colour}">'
+        out.append(f'<rect class="bar" x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h - 4}" fill="{fill}">'
                    f'<title>{e(tip)}</title></rect>')
         out.append(f'<text x="{label_w + w + 4:.1f}" y="{y + bar_h - 6}">{e(fmt_ms(value))}</text>')
     out.append("</svg>")
     return "".join(out)
 
 
-def timeline(build, colour_of, width=900, label_w=260, bar_h=16) -> str:
-    """One bar per link of the build, placed by start time (cargo --timings' unit graph)."""
+def _span_of(build):
     links = sorted(build["links"], key=lambda l: l["started_utc"])
-    if not links:
-        return '<p class="dim">No links in this build.</p>'
-    # x = 0 is the build's start when `linkwrap run` timed it, else its first link.
+    # x = 0 is the build's start when `linkwrap run` timed it, else its first link (or its wait).
     t0 = parse_utc(links[0]["started_utc"]) * 1000
     if build["wall_ms"] and build["started_utc"]:
         t0 = min(t0, parse_utc(build["started_utc"]) * 1000)
-    ends = [parse_utc(l["started_utc"]) * 1000 - t0 + (l.get("waited_ms") or 0) + (l["wall_ms"] or 0) for l in links]
-    total = max(ends + [build["wall_ms"] or 0]) or 1.0
+    ends = [parse_utc(l["started_utc"]) * 1000 - t0 + (l.get("waited_ms") or 0) + (l["wall_ms"] or 0)
+            for l in links]
+    return links, t0, max(ends + [build["wall_ms"] or 0]) or 1.0
+
+
+def concurrency(build, width=900, label_w=260, h=60) -> str:
+    """How many of the build's links ran at once, over the build (a step line)."""
+    links, t0, total = _span_of(build)
+    events = []
+    for l in links:
+        s = parse_utc(l["started_utc"]) * 1000 - t0 + (l.get("waited_ms") or 0)  # it ran after its wait
+        events += [(s, 1), (s + (l["wall_ms"] or 0), -1)]
+    events.sort(key=lambda ev: (ev[0], ev[1]))  # an end before a start at the same instant
+    top, n, points = 1, 0, [(0.0, 0)]
+    for t, d in events:
+        points.append((t, n))
+        n += d
+        points.append((t, n))
+        top = max(top, n)
+    points.append((total, 0))
+    span = width - label_w - 80
+    xy = " ".join(f"{label_w + span * t / total:.1f},{h - 4 - (h - 12) * c / top:.1f}" for t, c in points)
+    return (f'<svg class="concurrency" data-max="{top}" width="{width}" height="{h}" viewBox="0 0 {width} {h}" '
+            f'xmlns="http://www.w3.org/2000/svg" role="img">'
+            f'<text x="{label_w - 6}" y="{h / 2:.0f}" text-anchor="end">links at once (max {top})</text>'
+            f'<line x1="{label_w}" y1="{h - 4}" x2="{label_w + span}" y2="{h - 4}" stroke="#ccc"/>'
+            f'<polyline fill="none" stroke="#333" stroke-width="1.5" points="{xy}"/></svg>')
+
+
+def timeline(build, width=900, label_w=260, bar_h=16) -> str:
+    """One bar per link of the build, placed by start time (cargo --timings' unit graph)."""
+    if not build["links"]:
+        return '<p class="dim">No links in this build.</p>'
+    links, t0, total = _span_of(build)
     span = width - label_w - 80
     h = bar_h * len(links) + 22
     out = [f'<svg class="timeline" width="{width}" height="{h}" viewBox="0 0 {width} {h}" '
@@ -92,17 +150,18 @@ def timeline(build, colour_of, width=900, label_w=260, bar_h=16) -> str:
             start += wait
         x = label_w + span * start / total
         w = max(1.5, span * (l["wall_ms"] or 0) / total)
-        fill = "#c0392b" if l["failed"] else colour_of.get(linker_name(l), PALETTE[0])
+        fill = FAILED if l["failed"] else colour(l["linker"])
         how = "linked as asked" if linker_name(l) == "as asked" else f"with {linker_name(l)}"
         tip = (f"{l['crate_name']} ({l['crate_kind']}): {fmt_ms(l['wall_ms'])} {how}, "
-               f"cpu {fmt_ms(l['cpu_ms'])}, peak RSS {fmt_kb(l['peak_rss_kb'])}, output {fmt_bytes(l['output_bytes'])}"
+               f"cpu {fmt_ms(l['cpu_ms'])}, peak RSS {fmt_kb(l['peak_rss_kb'])}, output {fmt_bytes(l['output_bytes'])}, "
+               f"linkwrap's own {fmt_ms(own_ms(l))}"
                + (", FAILED" if l["failed"] else "")
                + (f", fell back: {l.get('first_linker') or '?'} said {l.get('first_error') or 'nothing'}"
                   if l["fell_back"] else ""))
         out.append(f'<text x="{label_w - 6}" y="{y + bar_h - 5}" text-anchor="end">'
                    f'{e((l["crate_name"] or "?")[:30])} <tspan class="dim">{e(l["crate_kind"])}</tspan></text>')
-        out.append(f'<rect class="link-bar" data-link-id="{l["id"]}" x="{x:.1f}" y="{y}" width="{w:.1f}" '
-                   f'height="{bar_h - 4}" fill="{fill}"><title>{e(tip)}</title></rect>')
+        out.append(f'<rect class="link-bar" data-link-id="{l["id"]}" data-linker="{e(l["linker"])}" '
+                   f'x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h - 4}" fill="{fill}"><title>{e(tip)}</title></rect>')
         if l["fell_back"]:
             out.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h - 4}" fill="url(#hatch)"/>')
         out.append(f'<text x="{x + w + 4:.1f}" y="{y + bar_h - 5}">{e(fmt_ms(l["wall_ms"]))}</text>')
@@ -122,44 +181,166 @@ def links_table(build) -> str:
         else:
             state = e(state)
         rows.append(f"<tr{cls}><td>{e(l['crate_name'])} <span class=dim>{e(l['crate_kind'])}</span></td>"
-                    f"<td>{e(linker_name(l))}</td><td>{e(l['write_mode'])}</td>"
+                    f'<td><i style="color:{colour(l["linker"])}">■</i> {e(linker_name(l))}</td><td>{e(l["write_mode"])}</td>'
                     f"<td class=n>{e(fmt_ms(l['wall_ms']))}</td><td class=n>{e(fmt_ms(l['cpu_ms']))}</td>"
                     f"<td class=n>{e(fmt_kb(l['peak_rss_kb']))}</td><td class=n>{e(fmt_bytes(l['output_bytes']))}</td>"
-                    f"<td>{state}</td></tr>")
-    return ("<table><tr><th>what</th><th>linker</th><th>mode</th><th class=n>wall</th><th class=n>cpu</th>"
-            "<th class=n>peak RSS</th><th class=n>output</th><th>status</th></tr>" + "".join(rows) + "</table>")
+                    f"<td class=n>{e(fmt_ms(own_ms(l)))}</td><td>{state}</td></tr>")
+    return ("<table class=links><tr><th>what</th><th>linker</th><th>mode</th><th class=n>wall</th><th class=n>cpu</th>"
+            "<th class=n>peak RSS</th><th class=n>output</th><th class=n>linkwrap</th><th>status</th></tr>"
+            + "".join(rows) + "</table>")
 
 
-def page(summary, *, generated_utc: str) -> str:
-    colour_of = colours(summary)
+# --- per output, across builds --------------------------------------------------
+
+def outputs(summary) -> list:
+    """[(output key, [(build, link)...] oldest first)] for every output linked, most links first."""
+    seen = {}
+    for b in summary["builds"]:
+        for l in b["links"]:
+            key = l["output_path"] or f"{l['crate_name']} ({l['crate_kind']})"
+            seen.setdefault(key, []).append((b, l))
+    for runs in seen.values():
+        runs.sort(key=lambda bl: bl[1]["started_utc"])
+    return sorted(seen.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+
+
+def sparkline(values, css_class, point_class, labels, width=220, h=34) -> str:
+    """Values (None skipped) as a line with a dot each, on a scale from 0 to their maximum."""
+    known = [(i, v) for i, v in enumerate(values) if v is not None]
+    top = max((v for _, v in known), default=0) or 1.0
+    step = (width - 12) / max(1, len(values) - 1)
+    pts = [(6 + i * step if len(values) > 1 else width / 2, h - 4 - (h - 10) * v / top, i, v) for i, v in known]
+    out = [f'<svg class="{css_class}" width="{width}" height="{h}" viewBox="0 0 {width} {h}" '
+           'xmlns="http://www.w3.org/2000/svg" role="img">']
+    if len(pts) > 1:
+        out.append('<polyline fill="none" stroke="#888" points="'
+                   + " ".join(f"{x:.1f},{y:.1f}" for x, y, _, _ in pts) + '"/>')
+    for x, y, i, v in pts:
+        out.append(f'<circle class="{point_class}" cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{labels[i][1]}">'
+                   f"<title>{e(labels[i][0])}</title></circle>")
+    out.append("</svg>")
+    return "".join(out)
+
+
+def trends(summary, limit=40) -> str:
+    """Per output: link time and peak RSS in each build that linked it."""
+    rows = []
+    for key, runs in outputs(summary)[:limit]:
+        last = runs[-1][1]
+        tips = [(f"build #{b['id']}: {fmt_ms(l['wall_ms'])}, peak RSS {fmt_kb(l['peak_rss_kb'])} with "
+                 f"{linker_name(l)}", FAILED if l["failed"] else colour(l["linker"])) for b, l in runs]
+        walls = [l["wall_ms"] for _, l in runs]
+        rss = [l["peak_rss_kb"] for _, l in runs]
+        first = walls[0]
+        change = (f"{(last['wall_ms'] - first) / first:+.0%}" if len(runs) > 1 and first and last["wall_ms"] is not None
+                  else "")
+        rows.append(f'<tr class="trend" data-output="{e(key)}"><td>{e(last["crate_name"])} '
+                    f'<span class=dim>{e(last["crate_kind"])}</span><br><span class=dim>{e(key)}</span></td>'
+                    f"<td class=n>{len(runs)}</td>"
+                    f"<td>{sparkline(walls, 'trend-wall', 'wall-point', tips)}</td>"
+                    f"<td class=n>{e(fmt_ms(last['wall_ms']))}<br><span class=dim>{e(change)}</span></td>"
+                    f"<td>{sparkline(rss, 'trend-rss', 'rss-point', tips)}</td>"
+                    f"<td class=n>{e(fmt_kb(last['peak_rss_kb']))}</td></tr>")
+    if not rows:
+        return ""
+    more = len(outputs(summary)) - limit
+    return ("<h2>Each output across builds</h2>"
+            '<p class="dim">The same output compared with itself, oldest build on the left; dots take the colour '
+            "of the linker that linked it (red: failed). Different outputs are not compared: their links differ.</p>"
+            "<table class=trends><tr><th>output</th><th class=n>links</th><th>link time</th><th class=n>last</th>"
+            "<th>peak RSS</th><th class=n>last</th></tr>" + "".join(rows) + "</table>"
+            + (f'<p class="dim">…and {plural(more, "more output")}.</p>' if more > 0 else ""))
+
+
+# --- context and page -------------------------------------------------------------
+
+def _distinct(links, key) -> str:
+    counts = {}
+    for l in links:
+        v = l.get(key)
+        if v:
+            counts[v] = counts.get(v, 0) + 1
+    return ", ".join(f"{v} ({n})" for v, n in sorted(counts.items(), key=lambda kv: -kv[1])) or "-"
+
+
+def context(summary, machine) -> str:
+    """machine: {"host", "cpus", "mem_total_mb", "note"} of the machine the links ran on."""
+    links = [l for b in summary["builds"] for l in b["links"]]
+    rows = [("machine", f"{machine.get('host') or '?'}: {machine.get('cpus') or '?'} CPUs, "
+                        f"{fmt_kb((machine.get('mem_total_mb') or 0) * 1024) if machine.get('mem_total_mb') else '? memory'}"
+                        + (f" <span class=dim>({e(machine['note'])})</span>" if machine.get("note") else "")),
+            ("kernels", e(_distinct(links, "kernel_release"))),
+            ("filesystems", e(_distinct(links, "fs_type"))),
+            ("linkers", e(_distinct(links, "linker_version"))),
+            ("drivers", e(_distinct(links, "driver")))]
+    return ("<table class=context>" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>")
+
+
+def legend(summary) -> str:
+    names = sorted({l["linker"] or "?" for b in summary["builds"] for l in b["links"]})
+    return ('<p class="legend">' + "".join(f'<span><i style="background:{colour(n)}"></i>{e(n)}</span>' for n in names)
+            + f'<span><i style="background:{FAILED}"></i>failed</span></p>')
+
+
+def body(summary, machine) -> list:
+    """The sections for one machine's builds."""
     t = summary["totals"]
     builds = summary["builds"]
+    own = [own_ms(l) for b in builds for l in b["links"] if own_ms(l) is not None]
     per_build = [(f"#{b['id']} {b['tool'] or ''} {(b['started_utc'] or '')[:16].replace('T', ' ')}",
                   b["totals"]["wall_ms"], "#4e79a7",
                   f"build #{b['id']}: {plural(b['totals']['links'], 'link')}, {fmt_ms(b['totals']['wall_ms'])}")
                  for b in builds]
-    per_linker = [(f"{g['linker']} ({g['links']})", g["wall_ms"], colour_of[g["linker"]],
-                   f"{g['linker']}: {plural(g['links'], 'link')}, {fmt_ms(g['wall_ms'])}, peak RSS {fmt_kb(g['peak_rss_kb'])}")
-                  for g in summary["by_linker"]]
-    legend = "".join(f'<span><i style="background:{c}"></i>{e(n)}</span>' for n, c in colour_of.items())
     parts = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        "<title>linkwrap: link times</title>", f"<style>{CSS}</style></head><body>",
-        "<h1>Link times</h1>",
-        f'<p>{plural(len(builds), "build")}, {plural(t["links"], "link")}, {e(fmt_ms(t["wall_ms"]))} linking in total, '
-        f'peak RSS {e(fmt_kb(t["peak_rss_kb"]))}, {t["failures"]} failed, {t["fell_back"]} fell back. '
-        f'<span class="dim">Generated {e(generated_utc)} by linkwrap.</span></p>',
+        context(summary, machine),
+        f'<p class="totals">{plural(len(builds), "build")}, {plural(t["links"], "link")}, '
+        f'{e(fmt_ms(t["wall_ms"]))} linking in total, peak RSS {e(fmt_kb(t["peak_rss_kb"]))}, '
+        f'{t["failures"]} failed, {t["fell_back"]} fell back. linkwrap\'s own time: '
+        f'<span class="own-time">{e(fmt_ms(sum(own)))}</span>'
+        + (f", {e(fmt_ms(sum(own) / len(own)))} per link" if own else "") + "</p>",
+        legend(summary),
         "<h2>Link time per build</h2>", bar_chart(per_build, "per-build"),
-        "<h2>Link time per linker</h2>", bar_chart(per_linker, "per-linker"),
-        f'<p class="legend">{legend}</p>',
+        trends(summary),
     ]
+    parts += [section(summary) for section in EXTRA_SECTIONS]
     for b in reversed(builds):
         share = b["linking"]
         share_text = (f", linking {fmt_pct(share['link_share'])} of {fmt_ms(share['wall_ms'])} build wall time"
                       if share and share.get("link_share") is not None else "")
-        parts += [f'<h2 id="build-{b["id"]}">Build #{b["id"]} · {e(b["tool"])} · {e(short_command(b["command"]))}</h2>',
+        bown = [own_ms(l) for l in b["links"] if own_ms(l) is not None]
+        parts += [f'<h2 id="build-{e(machine.get("host") or "")}-{b["id"]}">Build #{b["id"]} · {e(b["tool"])} · '
+                  f'{e(short_command(b["command"]))}</h2>',
                   f'<p class="dim">{e(b["cwd"] or "")} · {e(b["started_utc"] or "")} · '
-                  f'{plural(b["totals"]["links"], "link")}, {e(fmt_ms(b["totals"]["wall_ms"]))}{e(share_text)}</p>',
-                  timeline(b, colour_of), links_table(b)]
+                  f'{plural(b["totals"]["links"], "link")}, {e(fmt_ms(b["totals"]["wall_ms"]))}{e(share_text)}'
+                  + (f" · linkwrap's own {e(fmt_ms(sum(bown)))}" if bown else "") + "</p>"]
+        if b["links"]:
+            parts += [concurrency(b), timeline(b), links_table(b)]
+        else:
+            parts.append(timeline(b))
+    return parts
+
+
+def page(summary, *, generated_utc: str, machine=None, scope=None) -> str:
+    """One machine's builds: the `linkwrap report` page."""
+    return _page([(machine or {}, summary)], generated_utc=generated_utc, scope=scope)
+
+
+def fleet_page(machines, *, generated_utc: str) -> str:
+    """[(machine, summary)]: several machines' exports (`linkwrap report --from`), one section each."""
+    return _page(machines, generated_utc=generated_utc, scope="exports of " + plural(len(machines), "machine"),
+                 grouped=True)
+
+
+def _page(machines, *, generated_utc, scope=None, grouped=False) -> str:
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        "<title>linkwrap: link report</title>", f"<style>{CSS}</style></head><body>",
+        "<h1>Link report</h1>",
+        f'<p class="dim">{e(scope or "")}{" · " if scope else ""}generated {e(generated_utc)} by linkwrap.</p>',
+    ]
+    for machine, summary in machines:
+        if grouped:
+            parts.append(f'<h1 class="machine" id="machine-{e(machine.get("host"))}">{e(machine.get("host"))}</h1>')
+        parts += body(summary, machine)
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -63,14 +63,40 @@ def what(link) -> str:
 
 
 def wide_console(**kw):
-    """A rich Console; into a file or pipe it is 200 columns wide, not rich's 80, so nothing
-    is cut for a reader who scrolls (COLUMNS still wins)."""
+    """A rich Console; into a file or pipe it is 80 columns wide, as on a terminal (COLUMNS
+    wins), and its lines carry no padding: rich pads table cells to the table's width."""
     import os
     import sys
     stream = sys.stderr if kw.get("stderr") else sys.stdout
-    if "COLUMNS" not in os.environ and not stream.isatty():
-        kw.setdefault("width", 200)
+    if not stream.isatty():
+        if "COLUMNS" not in os.environ:
+            kw.setdefault("width", 80)
+        kw.setdefault("file", Unpadded(stream))
     return Console(**kw)
+
+
+class Unpadded:
+    """A text stream that drops the spaces at the end of each line written to it."""
+
+    def __init__(self, stream):
+        self.stream, self.pending = stream, ""
+
+    def write(self, text) -> int:
+        lines = (self.pending + text).split("\n")
+        self.pending = lines.pop()
+        if lines:
+            self.stream.write("".join(line.rstrip(" ") + "\n" for line in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        # rich ends every print with a newline: what is pending is a line still being written.
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
 
 
 def short_command(command) -> str:
@@ -237,7 +263,8 @@ def own_time_lines(t) -> list:
     measured = "" if known == n else f" ({known} of {n} measured)"
     return [f"linkwrap's own time: {fmt_ms(start + inside)} over {plural(n, 'link')}, "
             f"{fmt_ms((start + inside) / n)} per link",
-            f"  start-up (interpreter and imports): {fmt_ms(start)}, ±5 ms per link{measured}",
+            f"  start-up (interpreter and imports): {fmt_ms(start)}{measured}; each link's timed",
+            "    with the kernel's 10 ms clock ticks, so the sum is unbiased",
             f"  inside Python (excluding interpreter start-up): {fmt_ms(inside)}"]
 
 
@@ -269,6 +296,8 @@ def render_many(summary, console: Console) -> None:
             table.add_row(*[Text(r[c]) if c in ("tool", "command") else r[c] for c in shown])
         return table, {"command": max([cell_len(r["command"]) for r in rows] + [len("command")])}
 
+    if summary.get("scope"):
+        print_line(console, f"Builds of {summary['scope']['shows']}", "dim")
     console.print(fit(console, make, "command", optional=("tool", "peak RSS"), least=20))
     if summary["by_linker"]:
         parts = [f"{g['linker']}: {g['links']} × {fmt_ms(g['wall_ms'])}" for g in summary["by_linker"]]
@@ -284,9 +313,15 @@ def render(summary, console: Console | None = None) -> None:
     from linkwrap.errors import printable_data
     summary = printable_data(summary)  # names and commands come from anyone: no terminal escapes
     console = console or wide_console()
+    scope = summary.get("scope") or {}
     if not summary["builds"]:
-        console.print("No link records yet. Links through linkwrap are recorded in "
-                      "`linkwrap log path` (see `linkwrap log status`).")
+        if scope.get("project_dir"):
+            # Not wrapped: a path is never broken over lines.
+            console.print(f"No builds recorded for {scope['shows']} (`--all-projects` shows every project's).",
+                          soft_wrap=True, highlight=False)
+        else:
+            console.print("No link records yet. Links through linkwrap are recorded in "
+                          "`linkwrap log path` (see `linkwrap log status`).")
     elif len(summary["builds"]) == 1:
         render_build(summary["builds"][0], console)
     else:

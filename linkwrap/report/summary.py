@@ -18,7 +18,7 @@ LINK_FIELDS = (
     "output_bytes", "linker", "linker_version", "write_mode", "wall_ms", "user_ms", "sys_ms",
     "peak_rss_kb", "exit_status", "fell_back", "first_exit_status", "fault", "overhead_ms",
     "input_bytes", "input_count", "fs_type", "kernel_release", "nlink_before", "cwd", "project_dir",
-    "first_linker", "first_error", "startup_ms",
+    "first_linker", "first_error", "startup_ms", "driver",
     "predicted_peak_kb", "prediction_source", "charge_kb", "waited_ms", "wait_note",
 )
 

@@ -116,6 +116,10 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
                 trim(conn, retention())
             except sqlite3.Error as e:
                 warn(f"cannot trim {db_path} to its limits: {e}")
+        try:
+            spool.backfill_projects(conn)
+        except sqlite3.Error:  # read-only or busy: those builds show with --all-projects meanwhile
+            pass
     return conn
 
 

@@ -125,6 +125,15 @@ def m007_link_start(db):
     db.execute("ALTER TABLE links ADD COLUMN entry_point TEXT")
 
 
+@migration
+def m008_project(db):
+    # The project a build belongs to (linkwrap.wrap.build.project_of), set when it is ingested:
+    # what `summary`, `report` and `log status` are scoped to.
+    db.execute("ALTER TABLE builds ADD COLUMN project_dir TEXT")  # Cargo workspace root, CMake source dir, ninja file's dir
+    db.execute("ALTER TABLE builds ADD COLUMN build_dir TEXT")    # Cargo target dir, CMake build dir, ninja file's dir
+    db.execute("CREATE INDEX builds_project ON builds(project_dir)")
+
+
 def migrate(db) -> list:
     """Apply the migrations not yet applied; -> their names.
 

@@ -11,10 +11,42 @@ _LINKED = ("EXISTS (SELECT 1 FROM links WHERE links.build_id = builds.id "
            "AND links.output_path IS NOT NULL AND links.output_path != '')")
 
 
-def last_build(db):
-    """The latest build with at least one link that has an output."""
-    return db.execute(f"SELECT * FROM builds WHERE {_LINKED} "
-                      "ORDER BY last_seen_utc DESC, id DESC LIMIT 1").fetchone()
+def last_build(db, project=None):
+    """The latest build with at least one link that has an output (in project, when given)."""
+    where, params = _in_project(project)
+    return db.execute(f"SELECT * FROM builds WHERE {_LINKED}{where} "
+                      "ORDER BY last_seen_utc DESC, id DESC LIMIT 1", params).fetchone()
+
+
+def _in_project(project):
+    return ("", ()) if project is None else (" AND builds.project_dir = ?", (project,))
+
+
+def project_dirs(db) -> list:
+    """[(project_dir, build_dir)] of every recorded build, distinct."""
+    return [tuple(r) for r in db.execute(
+        "SELECT DISTINCT project_dir, build_dir FROM builds WHERE project_dir IS NOT NULL")]
+
+
+def current_project(db, cwd):
+    """The project cwd is in -> (project_dir, recorded): the deepest recorded project or
+    build directory holding cwd (recorded=True); else the project its files name
+    (Cargo.toml, CMakeCache.txt) with no builds yet (recorded=False); else (None, False)."""
+    import os
+    here = os.path.realpath(cwd)
+    best, depth = None, -1
+    for project, build_dir in project_dirs(db):
+        for d in (project, build_dir):
+            if not d:
+                continue
+            real = os.path.realpath(d)
+            if (here == real or here.startswith(real.rstrip("/") + "/")) and len(real) > depth:
+                best, depth = project, len(real)
+    if best is not None:
+        return best, True
+    from linkwrap.wrap.build import cargo_root, cmake_source
+    found = cargo_root(here) or cmake_source(here)
+    return (found, False) if found else (None, False)
 
 
 def find_build(db, ref: str):
@@ -41,13 +73,27 @@ def find_build(db, ref: str):
 _LISTED = f"({_LINKED} OR builds.wall_ms IS NOT NULL)"
 
 
-def builds_since(db, since_utc: str):
-    return db.execute(f"SELECT * FROM builds WHERE last_seen_utc >= ? AND {_LISTED} "
-                      "ORDER BY last_seen_utc, id", (since_utc,)).fetchall()
+def builds_since(db, since_utc: str, project=None, empty=False):
+    where, params = _in_project(project)
+    return db.execute(f"SELECT * FROM builds WHERE last_seen_utc >= ? AND {_LISTED if empty else _LINKED}{where} "
+                      "ORDER BY last_seen_utc, id", (since_utc, *params)).fetchall()
 
 
-def all_builds(db):
-    return db.execute(f"SELECT * FROM builds WHERE {_LISTED} ORDER BY last_seen_utc, id").fetchall()
+def all_builds(db, project=None, empty=False):
+    """Builds that linked something, oldest first; with empty=True also those that linked nothing."""
+    where, params = _in_project(project)
+    return db.execute(f"SELECT * FROM builds WHERE {_LISTED if empty else _LINKED}{where} "
+                      "ORDER BY last_seen_utc, id", params).fetchall()
+
+
+def last_link(db, project=None, output=None):
+    """The latest recorded link with an output (in project, or writing output, when given)."""
+    where, params = _in_project(project)
+    if output is not None:
+        where, params = where + " AND links.output_path = ?", (*params, output)
+    return db.execute("SELECT links.* FROM links JOIN builds ON builds.id = links.build_id "
+                      f"WHERE links.output_path IS NOT NULL AND links.output_path != ''{where} "
+                      "ORDER BY links.started_utc DESC, links.id DESC LIMIT 1", params).fetchone()
 
 
 def links_of(db, build_id: int):
@@ -61,9 +107,11 @@ def links_since(db, build_id: int, since_utc: str):
                       (build_id, since_utc)).fetchall()
 
 
-def counts(db) -> dict:
-    links, first, last = db.execute("SELECT count(*), min(started_utc), max(started_utc) FROM links").fetchone()
-    builds = db.execute("SELECT count(*) FROM builds").fetchone()[0]
+def counts(db, project=None) -> dict:
+    where, params = _in_project(project)
+    links, first, last = db.execute("SELECT count(*), min(links.started_utc), max(links.started_utc) FROM links "
+                                    f"LEFT JOIN builds ON builds.id = links.build_id WHERE 1{where}", params).fetchone()
+    builds = db.execute(f"SELECT count(*) FROM builds WHERE 1{where}", params).fetchone()[0]
     import sqlite3
     try:
         rejected = db.execute("SELECT value FROM store_counts WHERE name = 'rejected_records'").fetchone()[0]
@@ -72,8 +120,9 @@ def counts(db) -> dict:
     return {"links": links, "builds": builds, "first_utc": first, "last_utc": last, "rejected": rejected}
 
 
-def record_run(db, key, *, command, cwd, started_utc, finished_utc, wall_ms, exit_status) -> int:
-    """Store what `linkwrap run` knows about its build; -> the build's number."""
+def record_run(db, key, *, command, cwd, started_utc, finished_utc, wall_ms, exit_status, project=(None, None)) -> int:
+    """Store what `linkwrap run` knows about its build; -> the build's number.
+    project: (project_dir, build_dir) from its command (wrap.build.project_of)."""
     from linkwrap.store.spool import upsert_build
     db.execute("BEGIN IMMEDIATE")
     try:
@@ -82,6 +131,8 @@ def record_run(db, key, *, command, cwd, started_utc, finished_utc, wall_ms, exi
                    "finished_utc = ?, wall_ms = ?, exit_status = ?, "
                    "last_seen_utc = max(coalesce(last_seen_utc, ''), ?) WHERE id = ?",
                    (command, cwd, started_utc, finished_utc, wall_ms, exit_status, finished_utc, build_id))
+        if project[0]:
+            db.execute("UPDATE builds SET project_dir = ?, build_dir = ? WHERE id = ?", (*project, build_id))
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")

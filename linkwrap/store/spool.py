@@ -224,6 +224,7 @@ def insert(db, records, rejected=0) -> int:
             if key not in build_ids:
                 build_ids[key] = upsert_build(db, key, tool=rec.get("build_tool"), pid=rec.get("build_pid"),
                                               command=rec.get("build_command"), cwd=rec.get("build_cwd"))
+                set_project(db, build_ids[key], rec)
             build_id = build_ids[key]
             first, last = spans.get(build_id, (started, started))
             spans[build_id] = (min(first, started), max(last, started))
@@ -263,3 +264,55 @@ def upsert_build(db, key, *, tool=None, pid=None, command=None, cwd=None) -> int
                "pid = coalesce(builds.pid, excluded.pid), command = coalesce(builds.command, excluded.command), "
                "cwd = coalesce(builds.cwd, excluded.cwd)", (key, tool, pid, command, cwd))
     return db.execute("SELECT id FROM builds WHERE build_key = ?", (key,)).fetchone()[0]
+
+
+def set_project(db, build_id, rec) -> None:
+    """Give a build its project (once: the first record ingested decides)."""
+    if db.execute("SELECT project_dir FROM builds WHERE id = ?", (build_id,)).fetchone()[0] is not None:
+        return
+    from linkwrap.wrap.build import BUILD_TOOLS, project_of
+    tool = rec.get("build_tool")
+    if tool in BUILD_TOOLS:
+        # /proc's command line, space-joined: good enough to find -C DIR or --manifest-path.
+        argv = (rec.get("build_command") or tool).split(" ")
+        project, build_dir = project_of(rec.get("build_cwd"), argv, tool=tool, output=rec.get("output_path"))
+    elif tool == "linkwrap run":
+        # The run's command is not known yet: `linkwrap run` sets it when the build ends.
+        project, build_dir = project_of(rec.get("build_cwd"), output=rec.get("output_path"))
+    else:  # links outside a build tool: the directory they ran in
+        project, build_dir = project_of(rec.get("cwd") or rec.get("build_cwd"), output=rec.get("output_path"))
+    # '' when it cannot be told (no directory recorded): shown with --all-projects only, never asked again.
+    db.execute("UPDATE builds SET project_dir = ?, build_dir = ? WHERE id = ?",
+               (_storable(project or ""), _storable(build_dir), build_id))
+
+
+def backfill_projects(db, limit=2000) -> int:
+    """Give builds recorded before projects were (migration m008) theirs, from their first link.
+    -> how many. Their directories are read now, so a project since deleted is told by its cwd alone."""
+    todo = db.execute("SELECT builds.id, builds.tool, builds.command, builds.cwd FROM builds "
+                      "WHERE project_dir IS NULL LIMIT ?", (limit,)).fetchall()
+    if not todo:
+        return 0
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for build_id, tool, command, cwd in todo:
+            first = db.execute("SELECT cwd, output_path FROM links WHERE build_id = ? ORDER BY started_utc, id "
+                               "LIMIT 1", (build_id,)).fetchone()
+            rec = {"build_tool": tool, "build_command": command, "build_cwd": cwd,
+                   "cwd": first[0] if first else None, "output_path": first[1] if first else None}
+            if tool == "linkwrap run" and command:
+                import shlex
+                from linkwrap.wrap.build import project_of
+                try:
+                    project, build_dir = project_of(cwd, shlex.split(command))
+                except ValueError:
+                    project, build_dir = project_of(cwd)
+                db.execute("UPDATE builds SET project_dir = ?, build_dir = ? WHERE id = ?",
+                           (project or "", build_dir, build_id))
+            else:
+                set_project(db, build_id, rec)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return len(todo)

@@ -108,3 +108,113 @@ def new_run_key() -> str:
     pid = os.getpid()
     stat = read_stat(pid)
     return f"run:{pid}:{stat[2] if stat else 0}:{_boot_id()}"
+
+
+# --- the project a build belongs to -------------------------------------------
+# Not on the link path: the reading commands call project_of() once per new build
+# when they ingest the spool, and `linkwrap run` once for its own build.
+
+CMAKE_CACHE = "CMakeCache.txt"
+
+
+def project_of(cwd, argv=None, tool=None, output=None):
+    """-> (project_dir, build_dir): the project a build command run in cwd builds.
+
+    project_dir is the Cargo workspace root, the CMake source directory, or the
+    directory of the ninja or make file; build_dir is where the build writes:
+    Cargo's target directory, the CMake build directory, the ninja file's
+    directory. argv (the build command, a list) moves the start as the tool
+    would: `cargo --manifest-path P`, `ninja -C DIR`, `make -C DIR`,
+    `ninja -f FILE`, `cmake --build DIR`. output, a linked file, finds Cargo's
+    target directory when CARGO_TARGET_DIR moved it. Either may be None.
+    """
+    argv = list(argv or ())
+    tool = tool or (os.path.basename(argv[0]) if argv else None)
+    start = _start_dir(cwd, argv, tool)
+    if start is None:
+        return None, None
+    if tool in ("ninja", "samu", "make", "gmake", "cmake"):
+        source = cmake_source(start)
+        return (source or start), start
+    root = cargo_root(start)
+    if root is not None:
+        return root, cargo_target(root, output)
+    source = cmake_source(start)
+    if source is not None:
+        return source, start
+    return start, start
+
+
+def _start_dir(cwd, argv, tool):
+    if not cwd:
+        return None
+    start = cwd
+    for i, a in enumerate(argv[1:], 1):
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        if tool == "cargo" and a == "--manifest-path" and nxt:
+            start = os.path.dirname(os.path.join(cwd, nxt))
+        elif tool == "cargo" and a.startswith("--manifest-path="):
+            start = os.path.dirname(os.path.join(cwd, a.split("=", 1)[1]))
+        elif tool in ("ninja", "samu", "make", "gmake") and a == "-C" and nxt:
+            start = os.path.join(start, nxt)
+        elif tool in ("ninja", "samu", "make", "gmake") and a.startswith("-C") and len(a) > 2:
+            start = os.path.join(start, a[2:])
+        elif tool in ("ninja", "samu") and a == "-f" and nxt and "/" in nxt:
+            start = os.path.dirname(os.path.join(start, nxt))
+        elif tool == "cmake" and a == "--build" and nxt:
+            start = os.path.join(cwd, nxt)
+    return os.path.normpath(start)
+
+
+def cargo_root(start):
+    """The Cargo workspace root for a command run in start, as cargo finds it: the
+    nearest Cargo.toml upward is the package; the nearest one at or above it with a
+    [workspace] table is the root, else the package is. None outside any package."""
+    package = None
+    d = start
+    while True:
+        manifest = os.path.join(d, "Cargo.toml")
+        if os.path.isfile(manifest):
+            if package is None:
+                package = d
+            if _has_workspace(manifest):
+                return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return package
+        d = parent
+
+
+def _has_workspace(manifest) -> bool:
+    try:
+        with open(manifest, "rb") as f:
+            text = f.read(1 << 20)
+    except OSError:
+        return False
+    return any(line.strip().startswith(b"[workspace") for line in text.splitlines())
+
+
+def cargo_target(root, output=None):
+    """Cargo's target directory: the one holding CACHEDIR.TAG above a linked output
+    (cargo writes it there), else <root>/target."""
+    d = os.path.dirname(output) if output else None
+    for _ in range(6):
+        if not d or d == "/":
+            break
+        if os.path.isfile(os.path.join(d, "CACHEDIR.TAG")):
+            return d
+        d = os.path.dirname(d)
+    return os.path.join(root, "target")
+
+
+def cmake_source(build_dir):
+    """The source directory a CMake build directory was configured from, or None."""
+    try:
+        with open(os.path.join(build_dir, CMAKE_CACHE), "rb") as f:
+            for line in f:
+                if line.startswith(b"CMAKE_HOME_DIRECTORY:"):
+                    value = line.split(b"=", 1)[1].strip().decode("utf-8", "surrogateescape")
+                    return os.path.normpath(value) if value else None
+    except (OSError, IndexError):
+        pass
+    return None

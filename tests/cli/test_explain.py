@@ -245,7 +245,7 @@ def test_facts_say_what_was_looked_at(tmp_path, lw_home):
 def test_an_unreadable_response_file_is_one_line(tmp_path, lw_home):
     (tmp_path / "args").mkdir()
     done = linkwrap("explain", "--", "@args", "-o", "out", cwd=tmp_path)
-    assert (done.returncode, done.stdout) == (1, "")
+    assert (done.returncode, done.stdout) == (2, "")  # a usage error: the command line names a file that cannot be read
     assert done.stderr.startswith("linkwrap: error: ") and done.stderr.count("\n") == 1, done.stderr
     assert "args" in done.stderr and "Traceback" not in done.stderr
 
@@ -262,7 +262,7 @@ def test_tables_for_people(tmp_path, lw_home):
 
 def test_bad_usage_is_one_line(tmp_path, lw_home):
     done = linkwrap("explain", "out", "stray", cwd=tmp_path)
-    assert done.returncode == 1
+    assert done.returncode == 2  # a usage error, as argparse says them
     assert done.stderr == "linkwrap: error: unexpected arguments: stray (link arguments go after --)\n"
 
 
@@ -297,6 +297,31 @@ def test_an_output_in_a_missing_directory_says_whose_facts_these_are(tmp_path, l
     assert done.returncode == 0, done.stderr
     assert f"{tmp_path / 'no' / 'such'} does not exist (yet): the filesystem facts are those of {tmp_path}" \
         in done.stdout
+
+
+def test_with_no_output_the_last_recorded_link_is_explained_beside_what_now_would_be(tmp_path, lw_home):
+    done = linkwrap("explain", cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.startswith("linkwrap: error: no link recorded yet to explain")
+    assert len(done.stderr.splitlines()) == 1
+    (tmp_path / "m.c").write_text("int main(void){return 0;}\n")
+    subprocess.run(["cc", "-c", "m.c"], cwd=tmp_path, check=True)
+    cc = os.path.join(os.path.dirname(sys.executable), "linkwrap-cc")
+    subprocess.run([cc, "m.o", "-o", "app"], cwd=tmp_path, check=True)
+    sub = tmp_path / "elsewhere"
+    sub.mkdir()
+    data = explain(cwd=sub)  # the last link, wherever it is asked from
+    rec = data["recorded"]
+    assert rec["output"] == str(tmp_path / "app") and rec["exit_status"] == 0
+    # "now" is decided for the same link: its output and its inputs, as recorded.
+    assert data["request"]["output"] == str(tmp_path / "app") and data["request"]["inputs"] == ["m.o"]
+    assert data["decision"]["linker"] == rec["linker"] and data["decision"]["write_mode"] == rec["write_mode"]
+    text = linkwrap("explain", "app", cwd=tmp_path, env={"COLUMNS": "100"}).stdout
+    assert "Recorded link (" in text and "now: the same decision" in text
+    other = "bfd" if rec["linker"] != "bfd" else "mold"
+    text = linkwrap("explain", "app", cwd=tmp_path, env={"COLUMNS": "100", "LINKWRAP_LINKER": other}).stdout
+    assert f"now: linker {rec['linker']} -> {other}" in text
+    # An output never linked has no record: the decision alone.
+    assert explain("other", cwd=tmp_path)["recorded"] is None
 
 
 def test_explain_of_a_cargo_binary_says_what_its_link_really_meets(tmp_path, lw_home):

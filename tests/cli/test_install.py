@@ -118,9 +118,9 @@ def test_no_cargo_project_says_what_to_do(tmp_path, lw_home):
 
 def test_options_of_different_paths_do_not_mix(tmp_path, lw_home):
     done = lw("install", "--cmake", ".", "--target", HOST, cwd=tmp_path)
-    assert done.returncode == 1 and done.stderr == "linkwrap: error: --target is for Cargo projects, not --cmake\n"
+    assert done.returncode == 2 and done.stderr == "linkwrap: error: --target is for Cargo projects, not --cmake\n"
     done = lw("install", "--ninja", "--global", cwd=tmp_path)
-    assert done.returncode == 1 and "do not go together" in done.stderr
+    assert done.returncode == 2 and "do not go together" in done.stderr
 
 
 def test_ninja_and_cmake_paths_round_trip(tmp_path, lw_home):

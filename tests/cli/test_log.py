@@ -12,7 +12,10 @@ from linkrecords import c_object, cc_link, lw  # noqa: E402
 
 
 def test_path_status_off_on_clear(tmp_path, lw_home):
-    assert lw("log", "path", cwd=tmp_path).stdout.strip() == str(lw_home / "links.db")
+    assert lw("log", "path", cwd=tmp_path).stdout == (f"link records (SQLite): {lw_home / 'links.db'}\n"
+                                                      f"linkwrap's own faults (text log): {lw_home / 'linkwrap.log'}\n")
+    alone = lw("log", cwd=tmp_path).stdout.splitlines()  # alone: status
+    assert alone[0] == "Recording: on" and alone[:2] == lw("log", "status", cwd=tmp_path).stdout.splitlines()[:2]
     obj = c_object(tmp_path)
     assert cc_link([obj, "-o", "a"], tmp_path).returncode == 0
     status = lw("log", "status", cwd=tmp_path).stdout
@@ -48,7 +51,7 @@ def test_clear_without_a_terminal_needs_yes_and_keeps_the_records(tmp_path, lw_h
     obj = c_object(tmp_path)
     assert cc_link([obj, "-o", "a"], tmp_path).returncode == 0
     done = lw("log", "clear", cwd=tmp_path, check=False)  # stdin is not a terminal here
-    assert done.returncode == 1 and "add --yes" in done.stderr and done.stderr.startswith("linkwrap: error:")
+    assert done.returncode == 2 and "add --yes" in done.stderr and done.stderr.startswith("linkwrap: error:")
     assert "Records: 1 links" in lw("log", "status", cwd=tmp_path).stdout
 
 

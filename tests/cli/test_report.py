@@ -9,16 +9,26 @@ from conftest import script, tool  # noqa: E402
 from linkrecords import c_object, lw, summary_json  # noqa: E402
 
 # Added to a copy of the page by the test only (the report itself has no script):
-# counts the bars Chromium actually laid out with a non-zero size.
+# what Chromium laid out, with the colours it computed, and every resource it fetched.
 MEASURE = """<script>
 window.addEventListener('load', () => {
-  const sized = sel => [...document.querySelectorAll(sel)].filter(r => {
-    const b = r.getBoundingClientRect(); return b.width > 0 && b.height > 0; }).length;
-  const out = document.createElement('pre');
-  out.id = 'measured';
-  out.textContent = `link-bars=${sized('rect.link-bar')} build-bars=${sized('svg.per-build rect.bar')}`
-    + ` linker-bars=${sized('svg.per-linker rect.bar')}`;
-  document.body.appendChild(out);
+  const sized = r => { const b = r.getBoundingClientRect(); return b.width > 0 && b.height > 0; };
+  const out = {
+    links: [...document.querySelectorAll('rect.link-bar')].filter(sized).map(
+      r => [r.dataset.linker, getComputedStyle(r).fill]),
+    builds: [...document.querySelectorAll('svg.per-build rect.bar')].filter(sized).length,
+    trends: Object.fromEntries([...document.querySelectorAll('tr.trend')].map(t => [t.dataset.output,
+      [[...t.querySelectorAll('circle.wall-point')].filter(sized).length,
+       [...t.querySelectorAll('circle.rss-point')].filter(sized).length]])),
+    concurrency: [...document.querySelectorAll('svg.concurrency')].map(s => +s.dataset.max),
+    own: document.querySelector('.own-time').textContent,
+    context: document.querySelector('table.context').innerText,
+    resources: performance.getEntriesByType('resource').map(r => r.name),
+  };
+  const pre = document.createElement('pre');
+  pre.id = 'measured';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
 });
 </script>"""
 
@@ -32,6 +42,21 @@ def chromium_dom(page, tmp_path):
     return done.stdout
 
 
+def rendered(page_text, tmp_path, name="measured.html"):
+    """What headless Chromium laid out for this page."""
+    import html as html_mod
+    import json
+    measured = tmp_path / name
+    measured.write_text(page_text.replace("</body>", MEASURE + "</body>"))
+    dom = chromium_dom(measured, tmp_path)
+    return json.loads(html_mod.unescape(re.search(r'<pre id="measured">([^<]*)</pre>', dom).group(1)))
+
+
+def rgb(hex_colour):
+    r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgb({r}, {g}, {b})"
+
+
 def two_builds(tmp_path):
     c_object(tmp_path, "m")
     cc = script("linkwrap-cc")
@@ -42,25 +67,62 @@ def two_builds(tmp_path):
     lw("run", "--quiet", "--", "make", "-s", "-j2", "two", cwd=tmp_path)
 
 
-def test_the_page_renders_one_bar_per_link_in_chromium(tmp_path, lw_home):
-    two_builds(tmp_path)
+def three_builds(tmp_path):
+    """app and tool linked in each of three builds: tool with GNU ld as asked, app as linkwrap chooses;
+    in the third, LINKWRAP_LINKER=bfd links both with GNU ld."""
+    c_object(tmp_path, "m")
+    cc = script("linkwrap-cc")
+    (tmp_path / "Makefile").write_text(
+        "all: app tool\napp:\n\t{cc} m.o -o app\ntool:\n\t{cc} -fuse-ld=bfd m.o -o tool\n".format(cc=cc))
+    for i in range(3):
+        env = {"LINKWRAP_LINKER": "bfd"} if i == 2 else {}
+        lw("run", "--quiet", "--", "make", "-s", "-B", "-j2", "all", cwd=tmp_path, env=env)
+
+
+def test_the_rendered_page_shows_a_trend_per_output_fixed_colours_and_fetches_nothing(tmp_path, lw_home):
+    from linkwrap.report.html import LINKER_COLOURS
+    three_builds(tmp_path)
     data = summary_json("--all", cwd=tmp_path)
-    links = data["totals"]["links"]
-    assert links == 5 and len(data["builds"]) == 2
-    out = lw("report", "--html", "report.html", cwd=tmp_path).stdout
-    assert "2 builds, 5 links" in out
-    page = (tmp_path / "report.html").read_text()
+    assert len(data["builds"]) == 3 and data["totals"]["links"] == 6
+    out = lw("report", cwd=tmp_path).stdout
+    # Like cargo --timings: a default place in the project, and the path said.
+    target = tmp_path / "linkwrap-report.html"
+    assert out == f"Link report saved to {target} (3 builds, 6 links)\n"
+    page = target.read_text()
     # Self-contained: no script, no external resource of any kind.
     assert "<script" not in page and not re.search(r"""(src|href)=["']?(https?:)?//""", page)
     assert "@import" not in page and "url(http" not in page
-    assert page.count('class="link-bar"') == links
 
-    measured = tmp_path / "measured.html"
-    measured.write_text(page.replace("</body>", MEASURE + "</body>"))
-    dom = chromium_dom(measured, tmp_path)
-    counts = dict(kv.split("=") for kv in re.search(r'<pre id="measured">([^<]*)</pre>', dom).group(1).split())
-    n_linkers = len(data["by_linker"])
-    assert counts == {"link-bars": str(links), "build-bars": "2", "linker-bars": str(n_linkers)}
+    seen = rendered(page, tmp_path)
+    assert seen["resources"] == []  # Chromium fetched nothing besides the page
+    assert len(seen["links"]) == 6 and seen["builds"] == 3
+    # Each output built three times has a trend of three link times and three peak RSS figures.
+    assert seen["trends"] == {str(tmp_path / "app"): [3, 3], str(tmp_path / "tool"): [3, 3]}
+    linkers = {name for name, _ in seen["links"]}
+    assert "bfd" in linkers and len(linkers) >= 1
+    for name, fill in seen["links"]:
+        assert fill == rgb(LINKER_COLOURS[name]), (name, fill)
+    assert seen["concurrency"] and all(1 <= m <= 2 for m in seen["concurrency"])
+    from linkwrap.report.render import fmt_ms
+    links = [l for b in data["builds"] for l in b["links"]]
+    own = sum((l["startup_ms"] or 0) + (l["overhead_ms"] or 0) for l in links)
+    assert seen["own"] == fmt_ms(own) and own > 0  # linkwrap's own time, start-up included
+    assert f"{os.cpu_count()} CPUs" in seen["context"] and "bfd" in seen["context"]
+
+    # The last build alone has only GNU ld: its colour does not move.
+    last = data["builds"][-1]["id"]
+    alone = rendered(lw("report", "--build", last, "--html", "-", cwd=tmp_path).stdout, tmp_path, "alone.html")
+    assert {n for n, _ in alone["links"]} == {"bfd"}
+    assert {f for _, f in alone["links"]} == {rgb(LINKER_COLOURS["bfd"])}
+
+
+def test_open_hands_the_page_to_the_browser(tmp_path, lw_home):
+    two_builds(tmp_path)
+    browser = tmp_path / "browser"
+    browser.write_text(f"#!/bin/sh\necho \"$1\" > {tmp_path / 'opened'}\n")
+    browser.chmod(0o755)
+    lw("report", "--open", cwd=tmp_path, env={"BROWSER": str(browser)})
+    assert (tmp_path / "opened").read_text() == f"file://{tmp_path / 'linkwrap-report.html'}\n"
 
 
 def test_a_screenshot_is_not_blank(tmp_path, lw_home):

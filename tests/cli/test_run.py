@@ -42,7 +42,7 @@ def test_run_returns_the_builds_exit_status_and_still_records_it(tmp_path, lw_ho
 
 def test_run_without_a_command_or_with_a_missing_one_is_a_one_line_error(tmp_path, lw_home):
     done = lw("run", cwd=tmp_path, check=False)
-    assert done.returncode == 1 and done.stderr.startswith("linkwrap: error: usage: linkwrap run --")
+    assert done.returncode == 2 and done.stderr.startswith("linkwrap: error: usage: linkwrap run --")
     done = lw("run", "--", "no-such-build-tool-xyz", cwd=tmp_path, check=False)
     assert done.returncode == 127 and done.stderr == "linkwrap: error: cannot run no-such-build-tool-xyz: No such file or directory\n"
     assert "Traceback" not in done.stderr
@@ -104,7 +104,7 @@ def test_timeout_leaves_no_process_of_the_build_behind(tmp_path, lw_home):
     assert (tmp_path / "started").exists()  # the build did run
     assert done.returncode == 128 + 15, done.stderr
     assert build_processes(token) == []
-    [b] = summary_json("--all", cwd=tmp_path)["builds"]
+    [b] = summary_json("--all", "--empty", cwd=tmp_path)["builds"]  # it linked nothing: --empty
     assert b["exit_status"] == 128 + 15 and b["command"] == f"sh -c '{SLEEPY_BUILD}'"
 
 
@@ -133,7 +133,7 @@ def test_a_signal_to_linkwrap_run_alone_reaches_the_build(tmp_path, lw_home, sig
     proc.send_signal(sig)
     assert proc.wait(timeout=60) == 128 + sig
     assert build_processes(token) == []
-    [b] = summary_json("--all", cwd=tmp_path)["builds"]
+    [b] = summary_json("--all", "--empty", cwd=tmp_path)["builds"]  # it linked nothing: --empty
     assert b["exit_status"] == 128 + sig
 
 

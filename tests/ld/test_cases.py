@@ -2,9 +2,8 @@
 and non-PIE dynamic (copy relocations).
 
 For each case and mode: both outputs run with the same stdout and exit status;
-readelf shows the same DT_NEEDED list, the same program header types (GNU ld's
-PT_GNU_PROPERTY aside: linkwrap.ld drops .note.gnu.property) and the same
-version needs; for PIE, LD_DEBUG=bindings shows the same symbols bound to the
+readelf shows the same DT_NEEDED list, the same program header types, the same
+merged .note.gnu.property and the same version needs; for PIE, LD_DEBUG=bindings shows the same symbols bound to the
 same libraries and versions. The same again with --gc-sections.
 """
 import os
@@ -48,8 +47,12 @@ def readelf_facts(path):
     dyn = subprocess.run(["readelf", "-dW", path], capture_output=True, text=True, check=True).stdout
     needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.*?)\]", dyn)
     ph = subprocess.run(["readelf", "-lW", path], capture_output=True, text=True, check=True).stdout
-    types = set(re.findall(r"^\s+([A-Z_]+)\s+0x", ph, re.M)) - {"GNU_PROPERTY"}
+    types = set(re.findall(r"^\s+([A-Z_]+)\s+0x", ph, re.M))
+    notes = subprocess.run(["readelf", "-nW", path], capture_output=True, text=True, check=True).stdout
+    props = [line.strip() for line in notes.splitlines() if "x86 " in line]
     etype = re.search(r"Elf file type is (\w+)", ph).group(1)
+    hdr = subprocess.run(["readelf", "-hW", path], capture_output=True, text=True, check=True).stdout
+    osabi = re.search(r"OS/ABI:\s+(.*)", hdr).group(1).strip()
     ver = subprocess.run(["readelf", "-VW", path], capture_output=True, text=True, check=True).stdout
     needs = set()
     current = None
@@ -65,7 +68,8 @@ def readelf_facts(path):
         parts = line.split()
         if len(parts) >= 8 and parts[1].startswith("0x") and parts[0] in ("GNU_STACK", "TLS", "GNU_RELRO", "INTERP"):
             flags[parts[0]] = " ".join(parts[6:-1])   # the R/W/E flags of the segment
-    return {"needed": needed, "segments": types, "type": etype, "version_needs": needs, "flags": flags}
+    return {"needed": needed, "segments": types, "type": etype, "version_needs": needs, "flags": flags,
+            "properties": props, "osabi": osabi}
 
 
 def bindings(path):

@@ -92,7 +92,7 @@ def test_pie_with_non_pic_object_names_the_relocation(objs, tmp_path):
 
 @pytest.mark.parametrize("args, what", [
     (["-shared", "h.o"], "not supported yet: -shared"),
-    (["-r", "h.o"], "not supported yet: -r"),
+    (["-r", "-pie", "h.o"], "not supported yet: -r with -pie"),
     (["--script=x.ld", "h.o"], "not supported yet: option --script=x.ld"),
     (["-m", "elf_i386", "h.o"], "not supported yet: emulation elf_i386"),
 ])
@@ -119,3 +119,45 @@ def test_output_replaced_atomically_and_hard_links_keep_old_contents(objs, tmp_p
     assert (objs / "other-name").read_bytes() == b"old"
     assert subprocess.run([str(objs / "out")], capture_output=True, text=True).stdout == "hi\n"
     assert [p for p in os.listdir(objs) if "tmp" in p] == []
+
+
+def _section_headers(data):
+    import struct
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shnum, shstrndx = struct.unpack_from("<HH", data, 0x3C)
+    hdrs = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + 64 * k) for k in range(shnum)]
+    names = hdrs[shstrndx]
+    def name(h):
+        start = names[4] + h[0]
+        return data[start:data.index(b"\0", start)].decode()
+    return {name(h): (shoff + 64 * k, h) for k, h in enumerate(hdrs)}
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("r_offset", 0x100000, "relocation at offset 0x100000 of section .text lies outside its"),
+    ("r_sym", 0x7000, "relocation of section .text names symbol 28672, the symbol table has"),
+])
+def test_a_relocation_outside_its_section_or_table_is_one_line(objs, field, value, message):
+    import struct
+    data = bytearray((objs / "h.o").read_bytes())
+    _, rela = _section_headers(bytes(data))[".rela.text"]
+    if field == "r_offset":
+        struct.pack_into("<Q", data, rela[4], value)
+    else:
+        info, = struct.unpack_from("<Q", data, rela[4] + 8)
+        struct.pack_into("<Q", data, rela[4] + 8, (value << 32) | (info & 0xFFFFFFFF))
+    (objs / "bad.o").write_bytes(bytes(data))
+    r = run_ld(["-o", "out", "bad.o"], objs)
+    lines = error_lines(r)
+    assert r.returncode == 1 and len(lines) == 1 and lines[0].startswith(f"linkwrap-ld: bad.o: {message}"), lines
+
+
+def test_a_symbol_name_outside_the_string_table_is_one_line(objs):
+    import struct
+    data = bytearray((objs / "h.o").read_bytes())
+    _, symtab = _section_headers(bytes(data))[".symtab"]
+    struct.pack_into("<I", data, symtab[4] + 24, 0x7FFFFFFF)    # symbol 1's st_name
+    (objs / "bad.o").write_bytes(bytes(data))
+    r = run_ld(["-o", "out", "bad.o"], objs)
+    assert error_lines(r) == ["linkwrap-ld: bad.o: invalid string offset 2147483647 >= "
+                              f"{_section_headers(bytes(data))['.strtab'][1][5]} for a string table"]

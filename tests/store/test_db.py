@@ -5,6 +5,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 
 from linkwrap.store import db, spool
 from linkwrap.wrap import record
@@ -118,6 +119,34 @@ def test_a_full_disk_keeps_the_records_in_the_spool(lw_home, tmp_path, monkeypat
         conn.close()
         os.unlink(os.path.join(point, "filler"))
         assert len(uids(db.open_store())) == 20
+
+
+def test_builds_recorded_before_projects_are_given_theirs_when_the_store_opens(lw_home, tmp_path):
+    from linkwrap.store import migrations
+    ws = tmp_path / "ws"
+    (ws / "crate" / "src").mkdir(parents=True)
+    (ws / "Cargo.toml").write_text('[workspace]\nmembers = ["crate"]\n')
+    (ws / "crate" / "Cargo.toml").write_text('[package]\nname = "crate"\nversion = "0.1.0"\n')
+    path = str(lw_home / db.DB_NAME)
+    old = sqlite3.connect(path, isolation_level=None)
+    old.execute(f"CREATE TABLE {migrations.TABLE} (name TEXT PRIMARY KEY, applied_utc TEXT)")
+    for fn in migrations.MIGRATIONS:
+        if fn.__name__ == "m008_project":
+            break
+        fn(old)
+        old.execute(f"INSERT INTO {migrations.TABLE} VALUES (?, '2026-01-01T00:00:00.000Z')", (fn.__name__,))
+    old.execute("INSERT INTO builds (id, build_key, tool, command, cwd) VALUES (1, 'cargo:1', 'cargo', "
+                "'cargo build', ?), (2, 'pid:9', 'unknown', NULL, NULL)", (str(ws / "crate"),))
+    now = spool.utc_iso(time.time())  # recent: older records may be trimmed as the store opens
+    old.execute("INSERT INTO links (record_uid, build_id, started_utc, cwd, output_path) VALUES "
+                "('u1', 1, ?, ?, ?), ('u2', 2, ?, NULL, 'x')",
+                (now, str(ws / "crate"), str(ws / "target" / "debug" / "deps" / "crate-1"), now))
+    old.close()
+    conn = db.open_store()
+    rows = dict(conn.execute("SELECT id, project_dir FROM builds").fetchall())
+    # The workspace root for the cargo build; '' (every project's, never asked again) when nothing says.
+    assert rows == {1: str(ws), 2: ""}
+    assert spool.backfill_projects(conn) == 0
 
 
 def test_linkwrap_home_that_is_a_file_is_one_error_line(tmp_path, monkeypatch, hello_obj):

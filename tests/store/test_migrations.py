@@ -24,9 +24,9 @@ EXPECTED_LINKS = {
 EXPECTED_BUILDS = {
     "id": "INTEGER", "build_key": "TEXT", "tool": "TEXT", "pid": "INTEGER", "command": "TEXT", "cwd": "TEXT",
     "started_utc": "TEXT", "finished_utc": "TEXT", "wall_ms": "REAL", "exit_status": "INTEGER",
-    "last_seen_utc": "TEXT",
+    "last_seen_utc": "TEXT", "project_dir": "TEXT", "build_dir": "TEXT",
 }
-EXPECTED_INDEXES = {"links_build", "links_started", "builds_last_seen"}
+EXPECTED_INDEXES = {"links_build", "links_started", "builds_last_seen", "builds_project"}
 
 
 def columns(conn, table):

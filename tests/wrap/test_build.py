@@ -63,3 +63,39 @@ def test_a_process_name_with_spaces_and_parentheses_is_read_right(tmp_path):
     finally:
         p.kill()
         p.wait()
+
+
+# --- project_of: the project a build command builds ---------------------------
+
+def test_a_cargo_member_belongs_to_its_workspace_and_manifest_path_moves_the_start(tmp_path):
+    (tmp_path / "ws" / "member" / "src").mkdir(parents=True)
+    (tmp_path / "ws" / "Cargo.toml").write_text('[workspace]\nmembers = ["member"]\n')
+    (tmp_path / "ws" / "member" / "Cargo.toml").write_text('[package]\nname = "member"\nversion = "0.1.0"\n')
+    (tmp_path / "lone" / "src").mkdir(parents=True)
+    (tmp_path / "lone" / "Cargo.toml").write_text('[package]\nname = "lone"\nversion = "0.1.0"\n')
+    ws = str(tmp_path / "ws")
+    assert build.project_of(f"{ws}/member/src", ["cargo", "build"]) == (ws, f"{ws}/target")
+    assert build.project_of(str(tmp_path), ["cargo", "build", "--manifest-path", "lone/Cargo.toml"]) == \
+        (str(tmp_path / "lone"), str(tmp_path / "lone" / "target"))
+    # CARGO_TARGET_DIR elsewhere: found from a linked output by the CACHEDIR.TAG cargo writes.
+    target = tmp_path / "elsewhere"
+    (target / "debug" / "deps").mkdir(parents=True)
+    (target / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
+    assert build.project_of(ws, ["cargo", "build"], output=str(target / "debug" / "deps" / "member-0123")) == \
+        (ws, str(target))
+
+
+def test_a_cmake_build_directory_belongs_to_its_source_directory(tmp_path):
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.13)\nproject(p C)\n"
+                                        "add_executable(p main.c)\n")
+    (src / "main.c").write_text("int main(void){return 0;}\n")
+    subprocess.run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(out)], check=True, capture_output=True)
+    assert build.project_of(str(out), ["ninja"]) == (str(src), str(out))
+    assert build.project_of(str(tmp_path), ["ninja", "-C", "out"]) == (str(src), str(out))
+    assert build.project_of(str(tmp_path), ["cmake", "--build", "out"]) == (str(src), str(out))
+    # A hand-written ninja file's project is its directory.
+    (tmp_path / "plain").mkdir()
+    assert build.project_of(str(tmp_path), ["/usr/bin/ninja", "-f", "plain/build.ninja"]) == \
+        (str(tmp_path / "plain"), str(tmp_path / "plain"))

@@ -198,5 +198,7 @@ def test_start_up_is_the_time_from_the_process_start_to_linkwraps_code(tmp_path,
     whole_ms = (time.perf_counter() - t) * 1000
     [row] = db_rows(lw_home)
     assert isinstance(row["startup_ms"], float) and row["startup_ms"] >= 0
-    # Each figure is good to +-5 ms (10 ms clock ticks): the parts of the process are within it.
-    assert row["startup_ms"] + row["overhead_ms"] + row["wall_ms"] <= whole_ms + 5
+    # startup_ms starts at the process's start time in /proc, which is counted in clock ticks: the
+    # parts can exceed the whole by at most one tick (and a rounding), however busy the machine is.
+    tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+    assert row["startup_ms"] + row["overhead_ms"] + row["wall_ms"] <= whole_ms + tick_ms + 1

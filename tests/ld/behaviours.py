@@ -1,0 +1,111 @@
+"""The behaviour corpus: one small program per linker behaviour, its expected output beside it.
+
+A case is a directory under behaviours/ with case.ini ([case] about, mode, cflags, ldflags,
+facts, expect, output) and expected.stdout. Sources: *.c and *.s are the program; ar_*.c go
+into the static archive libar.a (after the objects); so_*.c into the shared library
+sub/libso.so, built without a SONAME and named by that relative path; root_lib_<name>.c into
+root/lib/lib<name>.a (for --sysroot). `output = partial`: the link is a -r; GNU ld links
+its output into the program that is run. In ldflags, @WORK@ is the build directory and @SRC@ the
+case's directory; `driver = g++` links (and finishes a -r) with g++. `expect = link` (the default): linkwrap.ld links it and the program runs
+as expected, with the listed readelf facts equal to GNU ld's. `expect = unsupported`:
+linkwrap.ld names what it cannot do, and linkwrap falls back to a linker that can.
+"""
+import configparser
+import os
+import re
+import shlex
+import subprocess
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BEHAVIOURS_DIR = os.path.join(HERE, "behaviours")
+CASES = sorted(d for d in os.listdir(BEHAVIOURS_DIR) if os.path.isdir(os.path.join(BEHAVIOURS_DIR, d)))
+MODE_FLAGS = {"static": ["-static"], "static-pie": ["-static-pie"], "pie": ["-pie"], "no-pie": ["-no-pie"],
+              "none": []}
+
+
+def spec(case):
+    cp = configparser.ConfigParser(interpolation=None)
+    cp.read(os.path.join(BEHAVIOURS_DIR, case, "case.ini"))
+    c = cp["case"]
+    with open(os.path.join(BEHAVIOURS_DIR, case, "expected.stdout")) as f:
+        expected = f.read()
+    return {"about": c["about"], "mode": c.get("mode", "none"), "cflags": shlex.split(c.get("cflags", "")),
+            "ldflags": c.get("ldflags", ""), "facts": c.get("facts", "").split(),
+            "expect": c.get("expect", "link"), "output": c.get("output", "program"), "stdout": expected,
+            "symbols": c.get("symbols", "").split(), "driver": c.get("driver", "gcc")}
+
+
+def build(case, work):
+    """Compile the case in work -> the link command's arguments after the driver (no -o, no -B)."""
+    src = os.path.join(BEHAVIOURS_DIR, case)
+    s = spec(case)
+    os.makedirs(work, exist_ok=True)
+    objs, ar_objs, so_srcs = [], [], []
+    for name in sorted(os.listdir(src)):
+        path = os.path.join(src, name)
+        if name.startswith("so_") and name.endswith(".c"):
+            so_srcs.append(path)
+        elif name.startswith("root_lib_") and name.endswith(".c"):
+            d = os.path.join(work, "root", "lib")
+            os.makedirs(d, exist_ok=True)
+            obj = os.path.join(d, name[:-2] + ".o")
+            subprocess.run(["gcc", "-O1", "-c", path, "-o", obj], check=True)
+            subprocess.run(["ar", "rcs", os.path.join(d, "lib" + name[len("root_lib_"):-2] + ".a"), obj], check=True)
+        elif name.endswith((".c", ".s", ".cpp")):
+            obj = os.path.join(work, name.rsplit(".", 1)[0] + ".o")
+            flags = s["cflags"] if name.endswith((".c", ".cpp")) else []
+            cc = "g++" if name.endswith(".cpp") else "gcc"
+            subprocess.run([cc, "-O1", "-c", path, "-o", obj, *flags], check=True)
+            (ar_objs if name.startswith("ar_") else objs).append(obj)
+    args = [*MODE_FLAGS[s["mode"]], *objs]
+    if ar_objs:
+        ar = os.path.join(work, "libar.a")
+        if os.path.exists(ar):
+            os.unlink(ar)
+        subprocess.run(["ar", "rcs", ar, *ar_objs], check=True)
+        args.append(ar)
+    if so_srcs:
+        os.makedirs(os.path.join(work, "sub"), exist_ok=True)
+        tls = [f for f in s["cflags"] if f.startswith("-mtls-dialect")]
+        subprocess.run(["gcc", "-O1", "-shared", "-fPIC", *tls, *so_srcs, "-o", os.path.join(work, "sub", "libso.so")],
+                       check=True)
+        args.append("sub/libso.so")
+    ldflags = s["ldflags"].replace("@WORK@", work).replace("@SRC@", src)
+    return args + ["-pthread"] * (s["mode"] != "none") + shlex.split(ldflags)
+
+
+def run(path, cwd):
+    return subprocess.run([path], capture_output=True, text=True, cwd=cwd, timeout=30)
+
+
+def facts(path, symbols=()):
+    """readelf facts a case may ask to compare with GNU ld's output (symbols: names whose nm
+    kind letter is compared)."""
+    def readelf(*flags):
+        return subprocess.run(["readelf", *flags, path], capture_output=True, text=True, check=True).stdout
+    dyn, ph, notes = readelf("-dW"), readelf("-lW"), readelf("-nW")
+    osabi = re.search(r"OS/ABI:\s+(.*)", readelf("-hW")).group(1).strip()
+    out = {
+        "needed": re.findall(r"\(NEEDED\)\s+Shared library: \[(.*?)\]", dyn),
+        "flags": sorted(re.findall(r"\((FLAGS(?:_1)?)\)\s+(.*)", dyn)),
+        "init": sorted(re.findall(r"\((INIT|FINI)\)", dyn)),
+        "osabi": osabi,
+        "rpath": re.findall(r"\((RPATH|RUNPATH)\)\s+\S+ \S+ \[(.*?)\]", dyn),
+        "segments": sorted(set(re.findall(r"^\s+([A-Z_]+)\s+0x", ph, re.M))),
+        "property": [l.strip() for l in notes.splitlines() if "x86 " in l or "Properties:" in l],
+        "load_align": sorted({l.split()[-1] for l in ph.splitlines() if l.strip().startswith("LOAD")}),
+        "stack": [" ".join(l.split()[6:-1]) for l in ph.splitlines() if l.strip().startswith("GNU_STACK")],
+    }
+    syms = readelf("-sW")
+    out["rsyms"] = sorted((p[7], p[4], p[3], p[6] if p[6] in ("UND", "COM", "ABS") else "defined", p[5])
+                          for p in (line.split() for line in syms.splitlines())
+                          if len(p) == 8 and p[4] in ("GLOBAL", "WEAK"))
+    nm = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
+    kinds = {line.split()[-1]: line.split()[-2] for line in nm.splitlines() if line.strip()}
+    out["symbols"] = [(name, kinds.get(name)) for name in symbols]
+    return out
+
+
+def nm_addresses(path):
+    nm = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
+    return {p[2]: int(p[0], 16) for p in (line.split() for line in nm.splitlines()) if len(p) == 3}

@@ -1,0 +1,1 @@
+	.section .note.GNU-stack,"x",@progbits

@@ -1,0 +1,1 @@
+int which(void) { return 1; }

@@ -1,0 +1,1 @@
+int unused_helper(int x) { return x + 1; }

@@ -1,0 +1,1 @@
+int from_archive(void) { return 9; }

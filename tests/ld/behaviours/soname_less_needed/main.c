@@ -1,0 +1,3 @@
+#include <stdio.h>
+int lib_value(void);
+int main(void) { printf("lib says %d\n", lib_value()); return 0; }

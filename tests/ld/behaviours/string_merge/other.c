@@ -1,0 +1,1 @@
+const char *other(void) { return "shared literal"; }

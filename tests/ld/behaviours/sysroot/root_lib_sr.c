@@ -1,0 +1,1 @@
+int sr_value(void) { return 11; }

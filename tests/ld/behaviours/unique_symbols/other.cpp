@@ -1,0 +1,2 @@
+inline int &counter() { static int c = 0; return c; }
+int bump() { return ++counter(); }

@@ -1,0 +1,136 @@
+"""GNU ld's command-line grammar (options.py): one table, one- and two-dash long options.
+
+The rules under test are GNU ld's (ld/lexsup.c, getopt_long_only): a word that names a long
+option is that option with one dash or two; a short option takes a glued argument only when
+the word starts no long option (-l and -L always glue, as `ld -lib` is -l ib); an
+abbreviation or an unknown word is named, never split into a short option and an argument.
+"""
+import pytest
+
+from linkwrap.ld import options
+from linkwrap.ld.diag import BadInput, Unsupported
+from linkwrap.ld.options import parse_args
+
+
+@pytest.mark.parametrize("argv, field, value", [
+    (["-efoo"], "entry", "foo"),
+    (["-e", "foo"], "entry", "foo"),
+    (["--entry=foo"], "entry", "foo"),
+    (["-entry", "foo"], "entry", "foo"),
+    (["-ofile"], "output", "file"),
+    (["--output", "file"], "output", "file"),
+    (["-export-dynamic"], "export_dynamic", True),
+    (["-E"], "export_dynamic", True),
+    (["-eh-frame-hdr"], "eh_frame_hdr", True),
+    (["-zorigin"], "dt_flags", 1),
+    (["-z", "max-page-size=0x200000"], "max_page_size", 0x200000),
+    (["-zmax-page-size=65536"], "max_page_size", 65536),
+    (["-z", "execstack"], "z_execstack", True),
+    (["-init=my_init"], "init", "my_init"),
+    (["--fini", "my_fini"], "fini", "my_fini"),
+    (["--defsym=a=1", "--defsym", "b=a+2"], "defsym", (("a", "1"), ("b", "a+2"))),
+    (["-u", "f", "-ug", "--undefined=h"], "undefined", ("f", "g", "h")),
+    (["--sysroot=/sr", "-L=/lib", "-L/x"], "lib_dirs", ("/sr/lib", "/x")),
+    (["-plugin", "/usr/lib/liblto_plugin.so", "-plugin-opt=-fresolution=x", "a.o"], "inputs",
+     (options.InputArg("file", "a.o"),)),
+    (["-O1", "--hash-style=gnu", "-melf_x86_64", "--build-id"], "build_id", "sha1"),
+    (["-allow-multiple-definition"], "allow_multiple_definition", True),
+    (["-r"], "relocatable", True),
+    (["--relocatable"], "relocatable", True),
+    (["-i"], "relocatable", True),
+    (["-z", "muldefs"], "allow_multiple_definition", True),
+    (["--unresolved-symbols=ignore-in-shared-libs"], "unresolved", "ignore-in-shared-libs"),
+])
+def test_options_are_read_as_gnu_ld_reads_them(argv, field, value):
+    assert getattr(parse_args(argv), field) == value
+
+
+def test_glued_l_is_a_library_even_when_it_starts_a_long_option():
+    opts = parse_args(["-lib", "-Lib", "-lc"])
+    assert [a.name for a in opts.inputs] == ["ib", "c"] and opts.lib_dirs == ("ib",)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["-emit-relocs"], "not supported yet: option -emit-relocs"),
+    (["-Wl,-emit-relocs"], "not supported yet: option -Wl,-emit-relocs"),
+    (["-emit-rel"], "not supported yet: option -emit-rel (an abbreviation of a long option)"),
+    (["--whole"], "not supported yet: option --whole (an abbreviation of a long option)"),
+    (["--no-such-option"], "not supported yet: option --no-such-option"),
+    (["-T", "x.ld"], "not supported yet: option -T x.ld"),
+    (["--script=x.ld"], "not supported yet: option --script=x.ld"),
+    (["-Map", "m"], "not supported yet: option -Map m"),
+    (["--section-start=.a=0x1000"], "not supported yet: option --section-start=.a=0x1000"),
+    (["-shared"], "not supported yet: -shared (shared library output)"),
+    (["-z", "pack-relative-relocs"], "not supported yet: -z pack-relative-relocs"),
+    (["-z", "common-page-size=16384"], "not supported yet: -z common-page-size=16384"),
+    (["--defsym=a=b*2"], None),   # raised later, when symbols are known
+    (["-R", "/no/such/dir/or/file"], "not supported yet: -R /no/such/dir/or/file (--just-symbols)"),
+    (["-m", "elf_i386"], "not supported yet: emulation elf_i386 (only elf_x86_64)"),
+])
+def test_what_is_not_implemented_is_named(argv, message):
+    if message is None:
+        parse_args(argv)
+        return
+    with pytest.raises(Unsupported) as e:
+        parse_args(argv)
+    assert str(e.value) == message
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["-o"], "option requires an argument -- 'o'"),
+    (["--entry"], "option requires an argument -- 'entry'"),
+    (["--gc-sections=yes"], "option '--gc-sections' doesn't allow an argument"),
+    (["--defsym", "novalue"], "--defsym novalue: expected SYMBOL=EXPRESSION"),
+    (["-z", "max-page-size=3000"], "invalid max-page-size: 3000 (not a power of two)"),
+    (["--unresolved-symbols=sometimes"], "bad --unresolved-symbols option: sometimes"),
+])
+def test_malformed_command_lines_are_one_clear_error(argv, message):
+    with pytest.raises(BadInput) as e:
+        parse_args(argv)
+    assert str(e.value) == message
+
+
+def test_every_gnu_long_option_is_known_with_one_and_two_dashes():
+    # whatever GNU ld accepts is either handled or named; never mistaken for a short option
+    for name, (takes, action) in options._LONG.items():
+        for word in (f"-{name}", f"--{name}"):
+            argv = [word] + (["x"] if takes is True else [])
+            try:
+                parse_args(argv)
+            except Unsupported as e:
+                assert action is None or name in ("dynamic-list",), (word, e)
+                assert name in str(e) or "-shared" in str(e), (word, str(e))
+            except BadInput as e:
+                assert action is not None, (word, e)
+
+
+def test_response_file_words_are_options_too(tmp_path):
+    rsp = tmp_path / "args"
+    rsp.write_text('--defsym=a=1 "-z" now\n-o \'out file\'\n')
+    opts = parse_args([f"@{rsp}"])
+    assert opts.defsym == (("a", "1"),) and opts.z_now and opts.output == "out file"
+
+
+def test_dynamic_list_names_and_globs(tmp_path):
+    lst = tmp_path / "list"
+    lst.write_text("{ hook; /* c */ glob_*; # sh\n };\n")
+    opts = parse_args([f"--dynamic-list={lst}"])
+    match = options.dynamic_list_matcher(opts.dynamic_list)
+    assert match("hook") and match("glob_x") and not match("other")
+    lst.write_text('{ extern "C++" { ns::*; }; };')
+    with pytest.raises(Unsupported):
+        parse_args([f"--dynamic-list={lst}"])
+
+
+@pytest.mark.parametrize("argv, field, value", [
+    (["--disable-new-dtags"], "new_dtags", False),
+    (["-disable-new-dtags", "--enable-new-dtags"], "new_dtags", True),
+])
+def test_dtags(argv, field, value):
+    assert getattr(parse_args(argv), field) == value
+
+
+@pytest.mark.parametrize("argv", [["--hash-style=sysv"], ["--hash-style=both"], ["--fatal-warnings"]])
+def test_what_would_differ_from_gnu_ld_is_named(argv):
+    with pytest.raises(Unsupported):
+        parse_args(argv)
