@@ -25,7 +25,9 @@ def load(name: str, fmt: int) -> dict:
             if paths.others_can_write(os.fstat(fd)) or paths.others_can_write(os.stat(os.path.dirname(path))):
                 _refuse(path)
                 return {"format": fmt}
-            data = marshal.load(f)
+            # loads(read()): marshal.load(f) reads a file object a few bytes at a time (58 ms for
+            # a 1200-row cache here, against ~1 ms).
+            data = marshal.loads(f.read())
         if isinstance(data, dict) and data.get("format") == fmt:
             return data
     except (OSError, EOFError, ValueError, TypeError):

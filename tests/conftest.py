@@ -75,6 +75,63 @@ def hello_obj(tmp_path):
     return tmp_path / "hello.o"
 
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class Wild:
+    """The real wild these tests run: its path, the directory to put on PATH, its version."""
+
+    def __init__(self, path, version):
+        self.path, self.dir, self.version = path, os.path.dirname(path), version
+
+    def env(self, **extra):
+        """os.environ with this wild first on PATH (how linkwrap finds it), plus extra."""
+        return {**os.environ, "PATH": f"{self.dir}{os.pathsep}{os.environ['PATH']}", **extra}
+
+
+def _trusted_binary(path) -> bool:
+    """An ELF file owned by root or us and writable by nobody else (not a stand-in script)."""
+    try:
+        st = os.stat(path)
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError:
+        return False
+    return magic == b"\x7fELF" and st.st_uid in (0, os.getuid()) and not st.st_mode & 0o022
+
+
+def find_wild():
+    """A real wild: on PATH, else the newest under shared/tools/wild/<version>/ in a directory
+    holding this checkout (CI clones main next to a copy of shared/). None when there is none."""
+    from linkwrap.wrap.linkers import parse_version, version_text
+    candidates = [shutil.which("wild")]
+    d = REPO
+    while os.path.dirname(d) != d:
+        d = os.path.dirname(d)
+        tools = os.path.join(d, "shared", "tools", "wild")
+        if os.path.isdir(tools):
+            found = [os.path.join(tools, v, "wild") for v in os.listdir(tools)]
+            found = [(parse_version("wild", f"Wild {os.path.basename(os.path.dirname(p))}") or (), p)
+                     for p in found if os.access(p, os.X_OK)]
+            candidates += [p for _, p in sorted(found, reverse=True)]
+            break
+    for path in candidates:
+        if path and _trusted_binary(path):
+            version = parse_version("wild", version_text("wild", path))
+            if version:
+                return Wild(os.path.realpath(path), version)
+    return None
+
+
+@pytest.fixture(scope="session")
+def wild():
+    """The real wild linker. Missing, the test fails: put shared/tools/wild/<version>/ on PATH
+    (as .ci/run does). Other versions' behaviour is tested with tests/standins/wild.py."""
+    found = find_wild()
+    assert found, "no real wild found on PATH or in shared/tools/wild/ beside the checkout (see .ci/run)"
+    return found
+
+
 _MACHINE = {}
 
 

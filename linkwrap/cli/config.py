@@ -78,6 +78,8 @@ def describe(settings, cwd, environ=None) -> dict:
         "in_place": (settings.in_place, src["in_place"]),
         "record": (settings.record, src["record"]),
         "profile": (settings.profile, src["profile"]),
+        "choice.learn": (settings.learn, src.get("choice.learn", "default")),
+        "bench.save": (settings.save, src.get("bench.save", "default")),
     }
     for name in config_mod.LINKER_NAMES:
         key = f"linkers.{name}.extra_flags"

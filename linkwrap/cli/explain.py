@@ -7,7 +7,9 @@ Output: rich tables; --json prints a stable object:
   {"request": {...}, "probe": {"fs", "fs_options", "fs_local", "kernel", "output": {"exists",
    "is_regular", "size", "nlink", "inode", "held_by_others", "cached_fraction"}, "input_bytes", "cpus",
    "mem_available_mb", "mem_limit_mb", "thp", "jobserver"},
-   "decision": {"linker", "version", "path", "flags", "driver_flags", "write_mode", "reasons"},
+   "decision": {"linker", "version", "path", "flags", "driver_flags", "write_mode", "reasons",
+                "measured": null | {"used", "scope", "rows", "ignored"},
+                "learned": null | {"used", "exploring", "links", "explored", "failed", "candidates"}},
    "start": {"how": "direct" | "driver", "why"},
    "linkers": {name: {"path", "version"}}, "config": {"profile", "files"},
    "memory": {"predicted_kb", "source", "detail", "admission", "room_kb", "running_links"}}
@@ -107,7 +109,8 @@ def explain(request, environ) -> dict:
                     "driver": request.driver, "fuse_ld": request.fuse_ld, "inputs": list(request.inputs)},
         "probe": probe_dict(facts),
         "held_by": holders(request.output) if facts is not None and facts.output.held_by_others else [],
-        "decision": decision_dict(decision),
+        "decision": dict(decision_dict(decision), measured=measured_dict(choice.measured, decision),
+                         learned=learned_dict(choice.learned, decision)),
         "start": start_dict(request, decision, environ),
         "linkers": {name: {"path": info.path, "version": _dotted(info.version)} for name, info in found.items()},
         "config": {"profile": getattr(settings, "profile", None), "files": list(getattr(settings, "files", ()))},
@@ -231,6 +234,35 @@ def start_dict(request, decision, environ) -> dict:
         from linkwrap.faults import describe
         return {"how": "driver", "why": describe("learning the driver's linker command", e)}
     return {"how": "direct", "why": f"the linker's command line as `{request.driver} -###` gives it"}
+
+
+def measured_dict(measured, decision):
+    """What `linkwrap bench` measured that applies to this link, and whether it decided the linker:
+    {"used", "scope", "rows": [{linker, label, variant, median_ms, ci_low_ms, ci_high_ms, runs,
+    peak_rss_kb, date, failed}], "ignored": [why]}; None when nothing was ever measured here."""
+    if measured is None:
+        return None
+    label = decision.linker.label if decision.linker else None
+    used = bool(label) and any(r.startswith(f"{label}: measured") for r in decision.reasons)
+    keys = ("linker", "label", "variant", "median_ms", "ci_low_ms", "ci_high_ms", "runs", "peak_rss_kb",
+            "date", "failed")
+    rows = sorted(measured.rows, key=lambda r: (r.failed is not None, r.median_ms))
+    return {"used": used, "scope": measured.scope, "rows": [{k: getattr(r, k) for k in keys} for r in rows],
+            "ignored": list(measured.ignored)}
+
+
+def learned_dict(learned, decision):
+    """This output's own relinks: {"used", "exploring", "links", "explored", "failed",
+    "candidates": {name: {"timed", "median_ms"}}} (times corrected for load); None when learning is off."""
+    if learned is None:
+        return None
+    from linkwrap.bench.learn import EXPLORING
+    label = decision.linker.label if decision.linker else None
+    taught = [r for r in decision.reasons if label and r.startswith(label + ":")
+              and (EXPLORING in r or "this output's relinks" in r)]
+    return {"used": bool(taught), "exploring": any(EXPLORING in r for r in taught), "links": learned.links,
+            "explored": learned.explored, "failed": sorted(learned.failed),
+            "candidates": {n: {"timed": c, "median_ms": m} for n, (c, m) in sorted(learned.stats.items())}}
 
 
 def _dotted(version):
@@ -395,6 +427,31 @@ def render(report) -> None:
     decision.add_row("started", escape(f"directly ({start['why']})" if start["how"] == "direct"
                                        else f"through {req['driver']} ({start['why']})"))
     console.print(decision)
+
+    measured = d.get("measured")
+    if measured:
+        title = f"Measured here ({measured['scope']})" if measured["scope"] else "Measured here"
+        table = Table(title=title, title_justify="left", box=None, padding=(0, 2))
+        for col in ("linker", "variant", "median", "95 % CI", "runs", "date"):
+            table.add_column(col)
+        for r in measured["rows"]:
+            table.add_row(escape(r["label"]), r["variant"],
+                          "failed" if r["failed"] else f"{r['median_ms']:.1f} ms",
+                          "" if r["failed"] else f"{r['ci_low_ms']:.1f}-{r['ci_high_ms']:.1f} ms",
+                          str(r["runs"]), r["date"])
+        if measured["rows"]:
+            console.print(table)
+        console.print("  the choice " + ("follows these measurements" if measured["used"] else
+                                         "does not follow a measurement (see the reasons)"))
+        for why in measured["ignored"]:
+            console.print(f"  ignored: {why}", highlight=False, markup=False)
+
+    learned = d.get("learned")
+    if learned and (learned["links"] or learned["candidates"]):
+        timed = ", ".join(f"{n} {c['median_ms']:.0f} ms ({c['timed']} timed)" for n, c in learned["candidates"].items())
+        console.print(f"[bold]Learnt from this output's relinks[/bold]: {learned['links']} links, "
+                      f"{learned['explored']} of them tries; {escape(timed) or 'nothing timed yet'}"
+                      + (f"; failed here: {', '.join(learned['failed'])}" if learned["failed"] else ""))
 
     console.print("[bold]Reasons[/bold]")
     for i, reason in enumerate(d["reasons"], 1):

@@ -23,6 +23,7 @@ COMMANDS = {
     "summary": ("summary", "the links of the last build (or --build ID, --all, --since): time, memory, linker"),
     "run": ("run", "run a build command and print its link summary at the end"),
     "report": ("report", "write a self-contained HTML report of where the link time went (--open to see it)"),
+    "bench": ("bench", "replay saved links on every installed linker; later links follow the measurements"),
     "log": ("log", "the link records: status (the default) | path | on | off | clear | export"),
     "launch": ("launch", "link through linkwrap from a build system: linkwrap launch -- <driver> <args...>"),
     "ld": ("ld", "linkwrap's own ELF linker, with an ld-compatible command line"),

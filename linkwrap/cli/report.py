@@ -72,7 +72,9 @@ def run(args) -> int:
         conn = store.open_store()
         project, shows = scope.resolve(conn, args)
         data = select(conn, args, project)
-        text = html.page(data, generated_utc=generated, machine=export.machine(), scope=f"Builds of {shows}")
+        from linkwrap.store import queries
+        text = html.page(data, generated_utc=generated, machine=export.machine(), scope=f"Builds of {shows}",
+                         bench=queries.latest_bench(conn))
         builds, links = len(data["builds"]), data["totals"]["links"]
         where = _build_dir(conn, project)
     if args.html == "-":

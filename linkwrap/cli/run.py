@@ -37,6 +37,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true",
                         help="print the summary as JSON on stdout (the build's own stdout goes to stderr)")
     parser.add_argument("--quiet", "-q", action="store_true", help="print no summary; only record the build")
+    parser.add_argument("--save", action="store_true",
+                        help="keep this build's links replayable for `linkwrap bench` (sets LINKWRAP_SAVE=1)")
     # dest is not "command": cli.main keeps the subcommand's name there.
     parser.add_argument("build_command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
                         help="the build command and its arguments, after --")
@@ -52,6 +54,8 @@ def run(args) -> int:
     key = build.new_run_key()
     cwd = os.getcwd()
     env = {**os.environ, build.ENV: key, "LINKWRAP_BUILD_CWD": cwd}
+    if args.save:
+        env["LINKWRAP_SAVE"] = "1"
     # Without `linkwrap install`, make this child's links run linkwrap where that can be done from outside.
     from linkwrap.install import trial
     env, notes = trial.prepare(argv, env)

@@ -320,9 +320,44 @@ def body(summary, machine) -> list:
     return parts
 
 
-def page(summary, *, generated_utc: str, machine=None, scope=None) -> str:
-    """One machine's builds: the `linkwrap report` page."""
-    return _page([(machine or {}, summary)], generated_utc=generated_utc, scope=scope)
+def bench_section(rows) -> str:
+    """The latest `linkwrap bench` results per output: each candidate's median, CI and ratio to the fastest."""
+    if not rows:
+        return ""
+    parts = ["<h2>Bench results</h2>",
+             '<p class="dim">Saved links replayed on every linker (`linkwrap bench`); later links of these outputs '
+             "follow the fastest whose confidence interval is clear of the rest.</p>"]
+    by_output = {}
+    for r in rows:
+        by_output.setdefault(r["output_path"], []).append(r)
+    for output, cands in by_output.items():
+        ok = [c["median_ms"] for c in cands if not c["failed"] and c["median_ms"]]
+        best = min(ok) if ok else None
+        first = cands[0]
+        body = []
+        for c in sorted(cands, key=lambda c: (c["failed"] is not None, c["median_ms"] or 0)):
+            if c["failed"]:
+                body.append(f'<tr class="bad"><td>{e(c["linker_label"])}</td><td>{e(c["variant"])}</td>'
+                            f'<td colspan=4>failed: {e(c["failed"])}</td></tr>')
+                continue
+            body.append(f'<tr><td>{e(c["linker_label"])}</td><td>{e(c["variant"])}</td>'
+                        f'<td class=n>{e(fmt_ms(c["median_ms"]))}</td>'
+                        f'<td class=n>{e(fmt_ms(c["ci_low_ms"]))}–{e(fmt_ms(c["ci_high_ms"]))}</td>'
+                        f'<td class=n>{e(fmt_kb(c["peak_rss_kb"]))}</td>'
+                        f'<td class=n>{c["median_ms"] / best:.2f}×</td></tr>')
+        parts += [f'<h3>{e(output)}</h3>',
+                  f'<p class="dim">{e(first["measured_utc"])} · {e(first["fs_type"] or "?")} · {e(first["machine_key"])} · '
+                  f'{first["runs"]} runs · load {first["load_avg_1m"]:.2f}</p>',
+                  "<table><tr><th>linker</th><th>variant</th><th class=n>median</th><th class=n>95 % CI</th>"
+                  "<th class=n>peak RSS</th><th class=n>× fastest</th></tr>" + "".join(body) + "</table>"]
+    return "\n".join(parts)
+
+
+def page(summary, *, generated_utc: str, machine=None, scope=None, bench=None) -> str:
+    """One machine's builds: the `linkwrap report` page (and this machine's `linkwrap bench` results)."""
+    text = _page([(machine or {}, summary)], generated_utc=generated_utc, scope=scope)
+    section = bench_section(bench)
+    return text.replace("</body></html>", section + "\n</body></html>") if section else text
 
 
 def fleet_page(machines, *, generated_utc: str) -> str:

@@ -103,6 +103,40 @@ def m004_store_counts(db):
 
 
 @migration
+def m005_bench_results(db):
+    # `linkwrap bench`: one row per candidate (linker and variant) of one replayed link.
+    db.execute("""
+        CREATE TABLE bench_results (
+            id INTEGER PRIMARY KEY,
+            measured_utc TEXT NOT NULL,       -- ISO 8601, Z
+            machine_key TEXT NOT NULL,        -- CPU model and usable CPUs (linkwrap.bench.measured)
+            fs_type TEXT,                     -- filesystem the outputs were written to
+            kernel_release TEXT,
+            project_dir TEXT,                 -- the link's working directory
+            output_path TEXT,
+            output_key TEXT,                  -- output_path without Cargo's hash
+            output_kind TEXT,                 -- pie | exec | shared | ...
+            input_bytes INTEGER,
+            linker TEXT NOT NULL,             -- mold | wild | lld | rust-lld | bfd | gold | python
+            linker_label TEXT,                -- "mold 1.10.1"
+            linker_path TEXT,
+            linker_mtime_ns INTEGER,          -- a measurement counts only while the binary is unchanged
+            variant TEXT NOT NULL,            -- fresh | in-place | no-mmap
+            median_ms REAL,
+            ci_low_ms REAL,                   -- 95 % confidence interval of the median
+            ci_high_ms REAL,
+            min_ms REAL,
+            max_ms REAL,
+            peak_rss_kb INTEGER,
+            runs INTEGER,
+            failed TEXT,                      -- the first error line of a candidate that failed
+            rounds INTEGER,
+            load_avg_1m REAL                  -- how busy the machine was when the bench ended
+        )""")
+    db.execute("CREATE INDEX bench_results_output ON bench_results(output_key)")
+
+
+@migration
 def m006_memory(db):
     # Links that fit in memory (linkwrap/wrap/admission.py): the prediction, what the link added, the wait.
     for column in ("predicted_peak_kb INTEGER",   # what the link was predicted to add to its memory group

@@ -142,3 +142,17 @@ def record_run(db, key, *, command, cwd, started_utc, finished_utc, wall_ms, exi
 
 def json_list(text):
     return json.loads(text) if text else []
+
+
+def latest_bench(conn) -> list:
+    """The newest `linkwrap bench` result of each output, linker and variant (dicts), newest output first."""
+    import sqlite3
+    try:
+        rows = conn.execute("""
+            SELECT * FROM bench_results b WHERE id = (
+                SELECT max(id) FROM bench_results c
+                WHERE c.output_path = b.output_path AND c.linker = b.linker AND c.variant = b.variant)
+            ORDER BY measured_utc DESC, output_path""").fetchall()
+    except sqlite3.Error:   # a store from before m005 opened read-only
+        return []
+    return [dict(r) for r in rows]

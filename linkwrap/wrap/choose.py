@@ -12,18 +12,21 @@ The probe runs even after a configuration fault, so the link's record and explai
 facts. Nothing here logs or prints: the caller decides who hears of a fault (the link log, a warning,
 explain's output).
 """
+import os
+
 from linkwrap.records import record
 
 # memory: what the link is predicted to add to its memory group (predict.Prediction); None only when
 # predicting it failed (a fault in `faults`: the link then runs without admission).
-Choice = record("Choice", "settings found facts decision config_error faults memory")
+# measured, learned: what `linkwrap bench` measured and this output's relinks taught (None: nothing).
+Choice = record("Choice", "settings found facts decision config_error faults memory measured learned")
 
 
 def choose(request, environ) -> Choice:
     from linkwrap.errors import LinkwrapError
     from linkwrap.faults import describe
     from linkwrap.wrap import config, linkers, policy, probe
-    settings = facts = config_error = None
+    settings = facts = config_error = measured = learned = None
     found = {}
     faults = []
     try:
@@ -44,9 +47,24 @@ def choose(request, environ) -> Choice:
     elif faults:
         decision = policy.as_asked("; ".join(describe(doing, e) for doing, e in faults))
     else:
+        # What `linkwrap bench` measured on this machine for links like this one. Measurements are
+        # hints: any fault reading them leaves the static order to decide, never the link to fail.
+        try:
+            from linkwrap.bench import measured as measured_mod
+            measured = measured_mod.applicable(request, facts, found)
+        except Exception:
+            measured = None
+        # Relinks teach only where linkwrap chooses: not under LINKWRAP_LINKER or a configured `prefer`.
+        if settings.learn and not settings.forced and settings.sources.get("prefer") == "default":
+            try:
+                from linkwrap.bench import learn
+                learned = learn.evidence(request)
+            except Exception:  # evidence is a hint: without it the static order decides
+                learned = None
         try:
             # Pure: which linker, which flags, how to write the output, and why.
-            decision = policy.decide(request, facts, found, settings)
+            decision = policy.decide(request, facts, found, settings, measured, driver_ld(request, found, environ),
+                                     learned)
         except Exception as e:
             faults.append(("choosing a linker", e))
             decision = policy.as_asked(describe("choosing a linker", e))
@@ -59,5 +77,25 @@ def choose(request, environ) -> Choice:
                                  facts.input_bytes if facts is not None else None, history, model)
     except Exception as e:
         faults.append(("predicting memory", e))
-    return Choice(settings, found, facts, decision, config_error, tuple(faults), memory)
+    return Choice(settings, found, facts, decision, config_error, tuple(faults), memory, measured, learned)
+
+
+
+def driver_ld(request, found, environ):
+    """Which of the found linkers `ld` on PATH is, for a link rustc did not force to rust-lld.
+
+    gcc runs its own `ld` (on Debian GNU ld unless the user replaced it); a machine where `ld` is
+    mold or lld has chosen that linker as its default, and the static order keeps it first.
+    """
+    if request.rust_lld:
+        return None
+    for d in environ.get("PATH", "").split(os.pathsep):
+        ld = os.path.join(d, "ld") if d else ""
+        if ld and os.path.exists(ld):
+            real = os.path.realpath(ld)
+            for name, info in found.items():
+                if os.path.realpath(info.path) == real:
+                    return name
+            return None
+    return None
 

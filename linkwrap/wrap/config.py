@@ -33,7 +33,7 @@ DEFAULT = "default"
 # the fault log are bounded on the link path, links.db by the commands that ingest the spool.
 RETENTION = {"keep_days": 90, "max_db_mb": 256, "max_spool_mb": 64, "max_log_kb": 1024}
 ENV_LINKER = "env LINKWRAP_LINKER"
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
 _CACHE_MAX_FILES = 64
 
 
@@ -50,6 +50,8 @@ class Config(record("Config", [
     "ignored",       # tuple[(path, why)]: files not read because another user could have written them
     "retention",     # dict[str, number]: [records] keep_days, max_db_mb, max_spool_mb, max_log_kb
     "memory",        # dict: [memory] admission (bool | None = when a limit applies), headroom_mb, max_wait_s
+    "learn",         # bool: [choice] learn: learn the fastest linker from an output's relinks
+    "save",          # str: [bench] save: "off" | "all" | "largest" (links kept for `linkwrap bench`)
 ])):
     """The settings for one link. Keys of `sources`: prefer, forbid, linker,
     in_place, record, profile, linkers.<name>.extra_flags, records.<key>, memory.<key>."""
@@ -60,7 +62,7 @@ def defaults() -> Config:
     sources = {"prefer": DEFAULT, "forbid": DEFAULT, "linker": DEFAULT, "in_place": DEFAULT,
                "record": DEFAULT, "profile": DEFAULT}
     return Config(DEFAULT_PREFER, frozenset(), None, {}, True, True, sources, None, (), (), dict(RETENTION),
-                  dict(MEMORY_DEFAULTS))
+                  dict(MEMORY_DEFAULTS), True, "off")
 
 
 # [memory]: admission of links by their predicted memory (linkwrap/wrap/admission.py).
@@ -109,6 +111,7 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=(), ignor
     prefer, forbid, in_place, record = c.prefer, c.forbid, c.in_place, c.record
     extra, sources, memory = {}, dict(c.sources), dict(c.memory)
     retention = dict(c.retention)
+    learn, save = c.learn, c.save
     for label, table in layers:
         for key, value in table.get("records", {}).items():
             retention[key], sources[f"records.{key}"] = value, label
@@ -120,6 +123,10 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=(), ignor
             in_place, sources["in_place"] = table["in_place"], label
         if "record" in table:
             record, sources["record"] = table["record"], label
+        if "learn" in table.get("choice", {}):
+            learn, sources["choice.learn"] = table["choice"]["learn"], label
+        if "save" in table.get("bench", {}):
+            save, sources["bench.save"] = table["bench"]["save"], label
         for name, settings in table.get("linkers", {}).items():
             if "extra_flags" in settings:
                 extra[name] = tuple(settings["extra_flags"])
@@ -131,7 +138,7 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=(), ignor
         sources["linker"] = ENV_LINKER
     sources["profile"] = profile_source
     return Config(prefer, forbid, forced, extra, in_place, record, sources, profile, files, ignored, retention,
-                  memory)
+                  memory, learn, save)
 
 
 def forced_linker(environ) -> str | None:
@@ -332,7 +339,10 @@ def _store_cache(data) -> None:
 
 # --- parsing and validating ------------------------------------------------
 
-_TOP_KEYS = ("prefer", "forbid", "in_place", "record", "linkers", "records", "memory", "profile")
+_TOP_KEYS = ("prefer", "forbid", "in_place", "record", "linkers", "records", "memory", "choice", "bench", "profile")
+# Small tables: key -> (allowed values or bool, what the error says it must be).
+_SMALL_TABLES = {"choice": {"learn": ((True, False), "true or false")},
+                 "bench": {"save": (("off", "all", "largest"), '"off", "all" or "largest"')}}
 
 
 def parse_text(text: str, path: str = FILE_NAME) -> dict:
@@ -383,6 +393,8 @@ def _table(raw, text, path, where, allow_profile) -> dict:
             out[key] = _records(value, text, path, where + (key,))
         elif key == "memory":
             out[key] = _memory(value, text, path, where + (key,))
+        elif key in _SMALL_TABLES:
+            out[key] = _small_table(key, value, text, path, where)
         else:
             if not isinstance(value, dict):
                 _fail(text, path, where, key, "'profile' must be a table: [profile.<name>]")
@@ -447,6 +459,20 @@ def _memory(value, text, path, where) -> dict:
         if key == "max_wait_s" and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1e6):
             _fail(text, path, where, key, f"'{_dotted(where, key)}' must be a number of seconds above 0")
     return {k: float(v) if k == "max_wait_s" else v for k, v in value.items()}
+
+
+def _small_table(name, value, text, path, where) -> dict:
+    if not isinstance(value, dict):
+        _fail(text, path, where, name, f"'{_dotted(where, name)}' must be a table: [{name}]")
+    known = _SMALL_TABLES[name]
+    for key, v in value.items():
+        if key not in known:
+            _fail(text, path, where + (name,), key,
+                  f"unknown key '{_dotted(where + (name,), key)}' (known: {', '.join(known)})")
+        allowed, words = known[key]
+        if type(v) is not type(allowed[0]) or v not in allowed:
+            _fail(text, path, where + (name,), key, f"'{_dotted(where + (name,), key)}' must be {words}")
+    return dict(value)
 
 
 def _dotted(where, key) -> str:

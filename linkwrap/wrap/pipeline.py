@@ -70,6 +70,7 @@ def link(inv):
     # Run it. A failure that may be linkwrap's doing gets one more try as asked.
     first = None
     owner = inv.owner
+    chosen = decision
     try:
         try:
             outcome = run.execute(request, decision, environ, owner=owner)
@@ -102,7 +103,30 @@ def link(inv):
         record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first, memory=memory,
                     max_spool_bytes=int(limits.get("max_spool_mb", 64) * (1 << 20)), environ=environ,
                     caller_pid=inv.caller_pid, entry=inv.entry, reached_ns=inv.reached_ns)
+    if choice.learned is not None:
+        _learn(request, chosen, outcome, facts, first)
+    if outcome.returncode == 0 and (environ.get("LINKWRAP_SAVE") == "1" or getattr(settings, "save", "off") != "off"):
+        _save(request, facts, outcome, settings, environ)  # now, while rustc's temporary inputs still exist
     return outcome.returncode
+
+
+def _learn(request, chosen, outcome, facts, first) -> None:
+    """This relink's time (or failure) into its output's evidence; a fault costs only that."""
+    try:
+        from linkwrap.bench import learn
+        learn.note(request, chosen, outcome, getattr(facts, "cpus", None), first)
+    except Exception as e:
+        faults.note("keeping what this relink taught", e)
+
+
+def _save(request, facts, outcome, settings, environ) -> None:
+    """Keep the link replayable for `linkwrap bench`; a failure costs only the saved copy."""
+    try:
+        from linkwrap.bench import save
+        if save.wanted(request, facts, environ, settings):
+            save.save(request, outcome, facts)
+    except Exception as e:
+        faults.note("saving the link for replay", e)
 
 
 # LINKWRAP_CONFIG_ERRORS=warn: a configuration error is said once and links run as asked, for those

@@ -48,7 +48,6 @@ SINCE = {
     "--no-fork": {"mold": (1, 0), "wild": (0, 3)},
     "--threads=": {"mold": (1, 1), "wild": (0, 2), "lld": (11,), "rust-lld": (11,)},
     "--mmap-output-file": {"wild": (0, 7)},   # mold 1.10 rejects it; lld's flipped meaning at 21
-    "--no-update-in-place": {"wild": (0, 8)},
 }
 # In-place pays only for linkers that would reuse the inode: mold (every version)
 # and wild >= 0.8 (its default became update-in-place). GNU ld, gold and lld always
@@ -58,42 +57,52 @@ IN_PLACE_SINCE = {"mold": (0,), "wild": (0, 8)}
 # 2a010c412853, reverted for 6.13); distribution backports can't be told apart.
 NO_ETXTBSY = ((6, 11), (6, 12))
 WILD_BTRFS_MMAP_FIXED = (7, 2)   # wild buffers its output on btrfs below this kernel
+# ...but only from 0.10 on: 0.7-0.9 mmap it there as everywhere (wild 0.8.0 checked with strace here).
+WILD_BTRFS_BUFFERS_SINCE = (0, 10)
+# Before 0.9 wild has no linker-plugin support: it warns about gcc's `-plugin` on stdout at
+# every link, and refuses GCC LTO objects ("GCC IR (LTO mode) is not supported yet").
+WILD_PLUGIN_SINCE = (0, 9)
 MIN_CACHED_FRACTION = 0.5        # below this an in-place write first reads the old file back
 # -fuse-ld=<x> values that name a linker linkwrap knows.
 FUSE_LD = {"mold": "mold", "wild": "wild", "lld": "lld", "bfd": "bfd", "gold": "gold"}
 
 
-def decide(request, probe, linkers, config) -> Decision:
-    """The linker, its flags and the write mode for one link, with reasons."""
+def decide(request, probe, linkers, config, measured=None, callers_ld=None, learned=None) -> Decision:
+    """The linker, its flags and the write mode for one link, with reasons.
+
+    measured: linkwrap.bench.measured.Measured, the replay results that apply to this link (None:
+    nothing measured). callers_ld: the linker the caller's driver runs by default (a name of KNOWN),
+    for links rustc did not force to rust-lld. learned: linkwrap.bench.learn.Learned, this output's
+    own relinks (None: learning is off).
+    """
     reasons = []
-    info = choose_linker(request, linkers, config, reasons)
+    info = choose_linker(request, linkers, config, reasons, probe, measured, callers_ld, learned)
     if info is None:
         return Decision(None, (), (), FRESH, tuple(reasons))
     flags = _flags(info, probe, reasons, _callers_flags(request))
     mode = write_mode(request, probe, info, config, reasons)
+    driver_flags = ()
     if info.name == "wild":
-        if mode == FRESH:
-            if _has(info, "--no-update-in-place"):
-                flags.append("--no-update-in-place")
-                reasons.append("--no-update-in-place: wild >= 0.8 would otherwise reuse the old inode")
-            else:
-                reasons.append(f"{info.label} has no --no-update-in-place (needs >= 0.8) "
-                               "and replaces existing outputs anyway")
-        else:
+        # FRESH needs no --no-update-in-place: output.py hands wild a new name in a private
+        # directory, and for a device or FIFO written directly that flag would replace the node.
+        if mode == IN_PLACE:
             reasons.append("wild writes in place only with more than one thread "
                            "(its single-thread path always unlinks)")
+        driver_flags = _wild_driver_flags(info, request, reasons)
     extra = tuple(config.extra_flags.get(info.name, ())) if config is not None else ()
     if extra:
         where = config.sources.get(f"linkers.{info.name}.extra_flags", "configuration")
         flags.extend(extra)
         reasons.append(f"extra flags for {info.name} from {where}: {' '.join(extra)}")
-    return Decision(info, tuple(flags), (), mode, tuple(reasons))
+    return Decision(info, tuple(flags), driver_flags, mode, tuple(reasons))
 
 
 # --- which linker ----------------------------------------------------------
 
-def choose_linker(request, linkers, config, reasons):
-    """LINKWRAP_LINKER, else the caller's own -fuse-ld=, else the preference order."""
+def choose_linker(request, linkers, config, reasons, probe=None, measured=None, callers_ld=None, learned=None):
+    """LINKWRAP_LINKER, else the caller's own -fuse-ld=, else a configured `prefer`, else the
+    fastest measured here, else what this output's relinks taught, else the static order (the
+    caller's own default first)."""
     # config.load refuses a LINKWRAP_LINKER that names no known linker.
     forced = config.forced if config is not None else None
     if forced:
@@ -127,6 +136,24 @@ def choose_linker(request, linkers, config, reasons):
         where = config.sources.get("prefer", "configuration")
         reasons.append(f"prefer = [] in {where}: no linker to choose; linking as asked")
         return None
+    default = None
+    if config is None or config.sources.get("prefer", "default") == "default":
+        default = callers_default(request, callers_ld)
+        prefer = static_order(prefer, default)
+        # A measurement or a lesson never overrides what makes a linker unfit for this link (wild
+        # on an LTO link or a device node): those are passed over as if forbidden.
+        unfit = frozenset(n for n in prefer if n in linkers and unsuitable(linkers[n], request, probe))
+        pick = measured_pick(prefer, linkers, forbid | unfit, measured)
+        if measured is not None and measured.ignored:
+            reasons.append(f"measurements ignored: {'; '.join(measured.ignored[:3])}"
+                           + (f" (and {len(measured.ignored) - 3} more)" if len(measured.ignored) > 3 else ""))
+        if pick is not None:
+            reasons.append(measured_reason(pick, linkers, measured))
+            return linkers[pick[0].linker]
+        taught = learned_pick(prefer, linkers, forbid | unfit, learned)
+        if taught is not None:
+            reasons.append(taught[1])
+            return linkers[taught[0]]
     order = ", ".join(prefer)
     skipped = []
     for name in prefer:
@@ -136,11 +163,117 @@ def choose_linker(request, linkers, config, reasons):
             skipped.append(name)
             continue
         info = linkers[name]
+        unfit = unsuitable(info, request, probe)
+        if unfit:
+            reasons.append(f"{info.label} passed over: {unfit}")
+            continue
         note = f" ({', '.join(skipped)} forbidden)" if skipped else ""
-        reasons.append(f"{info.label}: first installed of {order}{note}")
+        if default is not None and name == prefer[0]:
+            reasons.append(f"{info.label}: {default[1]}, first of {order} while nothing is measured{note}")
+        else:
+            reasons.append(f"{info.label}: first installed of {order}{note}")
         return info
     reasons.append(f"none of {order} is installed and allowed; linking as asked")
     return None
+
+
+# Fast linkers: the caller's own default goes first among these when nothing is measured, so a
+# link through linkwrap is never slower than without it (rust-lld beat mold 1.15x on a real Rust
+# link here, mold beat rust-lld 0.83x on a generated one: shared/reference/measurements.md).
+FAST = ("mold", "wild", "lld", "rust-lld")
+MIN_MEASURED_RUNS = 3   # fewer timed runs give no confidence interval worth the name
+
+
+def callers_default(request, callers_ld):
+    """(name, why) of the linker the caller would get without linkwrap, when it is a fast one."""
+    if getattr(request, "rust_lld", None):
+        return ("rust-lld", "rustc's own default")
+    if callers_ld in FAST:
+        return (callers_ld, "the driver's own ld")
+    return None
+
+
+def static_order(prefer, default) -> tuple:
+    """`prefer` with the caller's fast default moved first; GNU ld and gold stay last."""
+    if default is None or default[0] not in prefer:
+        return tuple(prefer)
+    return (default[0],) + tuple(n for n in prefer if n != default[0])
+
+
+def measured_pick(order, linkers, forbid, measured):
+    """(chosen row, fastest row, rows compared) from the measurements, or None.
+
+    Only fresh writes compete (what every link may do; in place depends on the output's facts), and
+    only candidates timed at least MIN_MEASURED_RUNS times.
+    The first of the static order stays while its 95 % confidence interval reaches the fastest
+    one's (a difference the measurement cannot tell from noise is no reason to move); otherwise the
+    fastest wins, never a slower candidate for merely overlapping it.
+    """
+    if measured is None or not measured.rows:
+        return None
+    rows = [r for r in measured.rows if r.variant == "fresh" and not r.failed and r.runs >= MIN_MEASURED_RUNS
+            and r.linker in linkers and r.linker not in forbid and r.linker in order]
+    if len(rows) < 2:
+        return None   # nothing to compare with: a lone result says nothing about the others
+    fastest = min(rows, key=lambda r: r.median_ms)
+    # The static order's first measured candidate (the caller's own default when it was measured)
+    # stays while its interval reaches the fastest one's; any other candidate must be the fastest:
+    # a slower one is never chosen for merely overlapping.
+    first = min(rows, key=lambda r: order.index(r.linker))
+    chosen = first if first.ci_low_ms <= fastest.ci_high_ms else fastest
+    return chosen, fastest, tuple(sorted(rows, key=lambda r: r.median_ms))
+
+
+def measured_reason(pick, linkers, measured) -> str:
+    chosen, fastest, rows = pick
+    half = (chosen.ci_high_ms - chosen.ci_low_ms) / 2
+    pct = 100 * half / chosen.median_ms if chosen.median_ms else 0.0
+    others = ", ".join(f"{r.label} {r.median_ms:.0f} ms" for r in rows if r is not chosen)
+    vs = f" vs {others}" if others else ""
+    fs = f" on {chosen.fs}" if chosen.fs else ""
+    what = ("measured fastest here" if chosen is fastest else
+            f"measured within the confidence interval of {fastest.label} and first in the static order here")
+    return (f"{linkers[chosen.linker].label}: {what} for {measured.scope}{fs} "
+            f"({chosen.median_ms:.0f} ms ±{pct:.1f} %{vs}; {chosen.runs} rounds, {chosen.date})")
+
+
+def learned_pick(order, linkers, forbid, learned):
+    """(name, reason) from this output's own relinks, or None (the static order decides).
+
+    Exploration is bounded: while a fast candidate has fewer than learn.NEED timed relinks it is
+    tried on at most every other link (never two tries in a row); once all are judged the fastest
+    median keeps the output, and one link in learn.EXPLORE_EVERY re-tries the runner-up. A
+    candidate that failed on this output is never tried again.
+    """
+    from linkwrap.bench.learn import EXPLORE_EVERY, EXPLORING, NEED
+    if learned is None:
+        return None
+    cands = [n for n in order if n in FAST and n in linkers and n not in forbid and n not in learned.failed]
+    if len(cands) < 2:
+        return None
+    stats = learned.stats
+    judged = {n: stats[n][1] for n in cands if stats.get(n, (0, 0))[0] >= NEED}
+    untried = [n for n in cands if n not in judged]
+    summary = ", ".join(f"{linkers[n].label} {stats[n][1]:.0f} ms ({stats[n][0]} timed)"
+                        for n in sorted(stats, key=lambda n: stats[n][1]) if n in linkers)
+    summary = summary or "nothing timed yet"
+    if untried:
+        exploit = min(judged, key=judged.get) if judged else cands[0]
+        tries = [n for n in untried if n != exploit]
+        # The first link of an output takes the usual choice; tries start with the second.
+        if tries and not learned.last_explored and stats.get(exploit, (0, 0))[0] >= 1:
+            n = tries[0]
+            return n, (f"{linkers[n].label}{EXPLORING} on this output ({stats.get(n, (0,))[0]} of {NEED} "
+                       f"relinks timed; so far {summary}; never two tries in a row)")
+        if judged:
+            return exploit, f"{linkers[exploit].label}: fastest of this output's relinks so far ({summary})"
+        return None
+    ranked = sorted(cands, key=judged.get)
+    if learned.links % EXPLORE_EVERY == EXPLORE_EVERY - 1 and not learned.last_explored:
+        n = ranked[1]
+        return n, (f"{linkers[n].label}{EXPLORING} again on this output (one link in {EXPLORE_EVERY} "
+                   f"re-checks the runner-up; {summary})")
+    return ranked[0], f"{linkers[ranked[0]].label}: learnt fastest from this output's relinks ({summary})"
 
 
 def _callers_choice(request):
@@ -153,6 +286,54 @@ def _callers_choice(request):
     if not fuse or request.rust_lld:
         return None
     return FUSE_LD.get(fuse)
+
+
+def unsuitable(info, request, probe):
+    """Why the preference order must skip this linker for this link, or None.
+
+    Only the preference order asks: LINKWRAP_LINKER and the caller's -fuse-ld= are choices
+    that stand (a failed link is then retried as asked).
+    """
+    if info.name != "wild":
+        return None
+    if needs_linker_plugin(request) and not _at_least(info.version, WILD_PLUGIN_SINCE):
+        return f"gcc's LTO needs the linker plugin, which wild has only from {_v(WILD_PLUGIN_SINCE)}"
+    out = getattr(probe, "output", None)
+    if out is not None and out.exists and out.is_regular is False:
+        # Checked with 0.8.0: it adds exec bits to a device node, and its single-thread path
+        # (1 CPU, or 1 jobserver token) replaces the node with a regular file -- /dev/null, as root.
+        return "the output is not a regular file, which wild may chmod or replace"
+    return None
+
+
+def needs_linker_plugin(request) -> bool:
+    """-flto (not undone by a later -fno-lto) or -fuse-linker-plugin on the command line."""
+    lto = plugin = False
+    for a in request.args:
+        if a == "-flto" or a.startswith("-flto="):
+            lto = True
+        elif a == "-fno-lto":
+            lto = False
+        elif a == "-fuse-linker-plugin":
+            plugin = True
+    return lto or plugin
+
+
+def _wild_driver_flags(info, request, reasons) -> tuple:
+    """-fno-use-linker-plugin for wild < 0.9, so that gcc does not hand it a plugin it
+    can only warn about (on stdout: a build log line per link, a warning under rustc >= 1.97)."""
+    if _at_least(info.version, WILD_PLUGIN_SINCE):
+        return ()
+    if needs_linker_plugin(request):
+        reasons.append(f"{info.label} cannot link GCC LTO objects: a failed link is retried as asked")
+        return ()
+    reasons.append(f"-fno-use-linker-plugin: {info.label} cannot use gcc's LTO plugin "
+                   "and would warn about it at every link")
+    return ("-fno-use-linker-plugin",)
+
+
+def _at_least(version, since) -> bool:
+    return version is not None and tuple(version) >= since
 
 
 # --- which flags -----------------------------------------------------------
@@ -213,6 +394,10 @@ def _wild_mmap(info, probe, reasons, flags):
     kernel = probe.kernel
     if kernel is not None and tuple(kernel[:2]) >= WILD_BTRFS_MMAP_FIXED:
         reasons.append(f"btrfs with kernel {_v(kernel)} (>= 7.2): wild mmaps its output by itself")
+        return
+    if _has(info, "--mmap-output-file") and not _at_least(info.version, WILD_BTRFS_BUFFERS_SINCE):
+        reasons.append(f"{info.label} mmaps its output on btrfs by itself "
+                       f"(wild buffers it there from {_v(WILD_BTRFS_BUFFERS_SINCE)} on)")
         return
     k = "unknown kernel" if kernel is None else f"kernel {_v(kernel)} (< 7.2)"
     if _has(info, "--mmap-output-file"):

@@ -83,7 +83,7 @@ def test_json(project, lw_home):
     assert data["profile"] is None
     assert data["values"]["forbid"] == {"value": ["gold"], "source": f"project file {project / 'linkwrap.toml'}"}
     assert data["values"]["prefer"] == {"value": list(config.DEFAULT_PREFER), "source": "default"}
-    assert set(data["values"]) == {"linker", "prefer", "forbid", "in_place", "record", "profile",
+    assert set(data["values"]) == {"linker", "prefer", "forbid", "in_place", "record", "profile", "choice.learn", "bench.save",
                                    *(f"linkers.{n}.extra_flags" for n in config.LINKER_NAMES),
                                    *(f"records.{k}" for k in config.RETENTION),
                                    *(f"memory.{k}" for k in config.MEMORY_DEFAULTS)}

@@ -5,7 +5,9 @@ its command line, by version (WILD_STANDIN_VERSION, default 0.10.0):
 - `--version` prints wild's version string of that era and exits;
 - since 0.6.0 an unknown option is fatal ("unrecognized option(s)");
 - `--threads` takes its value only as `--threads=N`; `--threads N` makes N an input file;
-- the linkwrap-relevant flags exist only from the version that added them.
+- the linkwrap-relevant flags exist only from the version that added them;
+- before 0.9 (no linker-plugin support) `-plugin X` gets wild 0.8.0's warning on stdout
+  (`WARNING: wild: --plugin X is not yet supported`, seen with the real 0.8.0).
 It appends its argv (one JSON line) to WILD_STANDIN_LOG, then links for real with
 ld.lld-16 so that the program can be run, dropping the wild-only flags.
 """
@@ -65,6 +67,8 @@ def main(argv):
                 unknown.append(a)
         elif a.startswith("-") and a not in GNU_FLAGS_WITH_VALUE and not a.startswith(GNU_PREFIXES):
             unknown.append(a)
+        if a == "-plugin" and i + 1 < len(argv) and VERSION < (0, 9, 0):
+            print(f"WARNING: wild: --plugin {argv[i + 1]} is not yet supported", flush=True)
         if a in GNU_FLAGS_WITH_VALUE and i + 1 < len(argv):
             passed += [a, argv[i + 1]]
             i += 2

@@ -26,7 +26,7 @@ EXPECTED_BUILDS = {
     "started_utc": "TEXT", "finished_utc": "TEXT", "wall_ms": "REAL", "exit_status": "INTEGER",
     "last_seen_utc": "TEXT", "project_dir": "TEXT", "build_dir": "TEXT",
 }
-EXPECTED_INDEXES = {"links_build", "links_started", "builds_last_seen", "builds_project"}
+EXPECTED_INDEXES = {"links_build", "links_started", "builds_last_seen", "builds_project", "bench_results_output"}
 
 
 def columns(conn, table):
@@ -53,6 +53,14 @@ def test_every_measure_column_names_its_unit():
                 "overhead_ms", "first_wall_ms", "started_utc", "input_count", "startup_ms"}
     assert all(c.endswith(units) for c in measures)
     assert measures <= set(EXPECTED_LINKS)
+
+
+def test_bench_results_columns_name_their_units(tmp_path):
+    cols = columns(db.connect(str(tmp_path / "links.db")), "bench_results")
+    for c in ("median_ms", "ci_low_ms", "ci_high_ms", "min_ms", "max_ms", "peak_rss_kb", "input_bytes",
+              "measured_utc", "linker_mtime_ns"):
+        assert c in cols
+    assert {"machine_key", "fs_type", "kernel_release", "linker", "variant", "runs", "failed"} <= set(cols)
 
 
 def test_an_older_database_is_brought_up_to_date_and_keeps_its_rows(tmp_path):

@@ -173,8 +173,12 @@ def test_linkwrap_profile_overrides_the_path(project):
     # what a new user tried (issue: "a wrong type, an unknown key, an unknown table...")
     ('prefer = "mold"\n', 1, "'prefer' must be a list of linker names"),
     ('record = true\nin_place = "yes"\n', 2, "'in_place' must be true or false"),
-    ('[weird]\nx = 1\n', 1, "unknown key 'weird' (known: prefer, forbid, in_place, record, linkers, records, memory, profile)"),
+    ('[weird]\nx = 1\n', 1, "unknown key 'weird' (known: prefer, forbid, in_place, record, linkers, records, memory, choice, bench, profile)"),
     ('[profile.release]\nprefer = ["lld"]\nbogus = 1\n', 3, "unknown key 'profile.release.bogus'"),
+    ('[choice]\nlearn = "yes"\n', 2, "'choice.learn' must be true or false"),
+    ('[bench]\nsave = "biggest"\n', 2, "'bench.save' must be \"off\", \"all\" or \"largest\""),
+    ('[bench]\nkeep = 1\n', 2, "unknown key 'bench.keep' (known: save)"),
+    ('choice = 1\n', 1, "'choice' must be a table: [choice]"),
     ('profile = "release"\n', 1, "'profile' must be a table"),
     ('[profile]\nrelease = 3\n', 2, "'profile.release' must be a table"),
     ('[linkers]\nmold = "--icf=all"\n', 2, "'linkers.mold' must be a table"),
@@ -264,7 +268,7 @@ def test_an_unknown_linkwrap_linker_is_a_config_error(project, value, shown):
 
 
 def test_a_known_but_missing_linker_is_not_an_error(project):
-    # wild is not installed here: the policy says so and chooses as usual
+    # whether wild is installed or not: a known name is no configuration error
     c = config.load(req(project), {"LINKWRAP_LINKER": "wild"})
     assert c.forced == "wild"
 
@@ -347,7 +351,7 @@ def test_template_is_valid_and_every_example_line_is_too():
     example = re.compile(r"^# (\[[a-z.]+\]|[a-z_]+ = .*)$")
     lines = [line[2:] for line in text.splitlines() if example.match(line)]
     table = config.parse_text("\n".join(lines), "example")
-    assert set(table) == {"prefer", "forbid", "in_place", "record", "linkers", "memory", "profile"}
+    assert set(table) == {"prefer", "forbid", "in_place", "record", "linkers", "memory", "choice", "bench", "profile"}
     assert table["memory"] == {"admission": True, "headroom_mb": 64, "max_wait_s": 300.0}
     assert table["profile"]["release"]["linkers"]["lld"]["extra_flags"] == ["-O2"]
 

@@ -104,7 +104,13 @@ ALL = dict(mold=MOLD, wild=(0, 10, 0), lld=LLD, rust_lld=(22, 1, 2), bfd=(2, 40)
     (ALL, {"prefer": []}, dict(fuse_ld="gold"), "gold", "the command line asks for -fuse-ld=gold"),
     # the caller's own -fuse-ld= beats the preference; rustc's injected one does not
     (ALL, {}, dict(fuse_ld="gold"), "gold", "the command line asks for -fuse-ld=gold"),
-    (ALL, {}, dict(fuse_ld="lld", rust_lld="/rs/bin/rust-lld"), "mold", "first installed"),
+    (ALL, {}, dict(fuse_ld="lld", rust_lld="/rs/bin/rust-lld"), "rust-lld",
+     "rustc's own default, first of rust-lld, mold, wild, lld, bfd, gold while nothing is measured"),
+    (ALL, {"forbid": ["rust-lld"]}, dict(fuse_ld="lld", rust_lld="/rs/bin/rust-lld"), "mold", "first installed"),
+    (ALL, {"prefer": ["mold", "rust-lld"]}, dict(fuse_ld="lld", rust_lld="/rs/bin/rust-lld"), "mold",
+     "first installed of mold, rust-lld"),
+    ({k: ALL[k] for k in ("mold", "bfd")}, {}, dict(fuse_ld="lld", rust_lld="/rs/bin/rust-lld"), "mold",
+     "first installed of rust-lld, mold"),
     ({"mold": MOLD, "bfd": (2, 40)}, {}, dict(fuse_ld="wild"), "mold", "wild is not installed"),
     (ALL, {"forbid": ["gold"]}, dict(fuse_ld="gold"), "mold", "gold is forbidden"),
     (ALL, {"env": "lld"}, dict(fuse_ld="gold"), "lld", "LINKWRAP_LINKER=lld"),
@@ -154,8 +160,7 @@ def test_flags_only_what_the_version_accepts(name, version, expected):
     # ext4 and a missing output: no mmap or in-place flags come into it.
     d = decide({name: linker(name, version)}, probe(output(exists=False, nlink=None)),
                cfg=settings({"LINKWRAP_LINKER": name}))
-    extra = ["--no-update-in-place"] if name == "wild" and version and version >= (0, 8) else []
-    assert list(d.linker_flags) == expected + extra
+    assert list(d.linker_flags) == expected
     if version is None and name != "python":
         assert has_reason(d, "version is unknown: no version-gated flags")
 
@@ -189,8 +194,10 @@ def test_threads_follow_the_cpus_this_process_may_use(cpus, expected):
     ("btrfs", (7, 2, 0), (0, 10, 0), False),
     ("btrfs", (7, 3, 1), (0, 10, 0), False),
     ("btrfs", None, (0, 10, 0), True),          # unknown kernel: as wild itself assumes, buffered
-    ("btrfs", (6, 18, 44), (0, 7, 0), True),    # the flag exists since 0.7
-    ("btrfs", (6, 18, 44), (0, 6, 0), False),
+    ("btrfs", (6, 18, 44), (0, 9, 0), False),   # 0.7-0.9 mmap on btrfs by themselves
+    ("btrfs", (6, 18, 44), (0, 8, 0), False),
+    ("btrfs", (6, 18, 44), (0, 7, 0), False),
+    ("btrfs", (6, 18, 44), (0, 6, 0), False),   # and older ones have no flag
     ("btrfs", (6, 18, 44), None, False),
     ("ext4", (6, 18, 44), (0, 10, 0), False),
     ("xfs", (6, 18, 44), (0, 10, 0), False),
@@ -203,8 +210,64 @@ def test_wild_on_btrfs_gets_mmap_below_kernel_7_2(fs, kernel, version, mmap):
     assert "--no-mmap-output-file" not in d.linker_flags
     if mmap:
         assert has_reason(d, "wild buffers its output on btrfs")
+    if fs == "btrfs" and version in ((0, 7, 0), (0, 8, 0), (0, 9, 0)) and kernel < (7, 2):
+        assert has_reason(d, "mmaps its output on btrfs by itself (wild buffers it there from 0.10 on)")
     if fs == "btrfs" and version == (0, 6, 0):
         assert has_reason(d, "has no --mmap-output-file (needs >= 0.7)")
+
+
+# --- wild: the linker plugin, LTO, outputs that are not files ----------------
+
+@pytest.mark.parametrize("version, argv, flag", [
+    ((0, 8, 0), [], True),
+    ((0, 8, 0), ["-fno-lto"], True),
+    ((0, 8, 0), ["-flto", "-fno-lto"], True),     # the last one wins, as in gcc
+    ((0, 8, 0), ["-flto-partition=one"], True),   # a setting of LTO, not LTO itself
+    ((0, 8, 0), ["-fno-use-linker-plugin"], True),
+    (None, [], True),                             # unknown version: the flag costs a non-LTO link nothing
+    ((0, 9, 0), [], False),                       # wild has the plugin from 0.9
+    ((0, 10, 0), [], False),
+])
+def test_wild_before_0_9_gets_no_linker_plugin(version, argv, flag):
+    req = args.parse(["main.o", *argv, "-o", "/w/app"], driver="cc", environ={}, cwd="/w")
+    d = decide({"wild": linker("wild", version)}, req=req)
+    assert d.linker.name == "wild"
+    assert d.driver_flags == (("-fno-use-linker-plugin",) if flag else ())
+    assert not [f for f in d.linker_flags if "plugin" in f]
+
+
+@pytest.mark.parametrize("argv", [["-flto"], ["-flto=auto"], ["-fno-lto", "-flto=4"], ["-fuse-linker-plugin"]])
+def test_lto_links_pass_over_wild_before_0_9(argv):
+    req = args.parse(["main.o", *argv, "-o", "/w/app"], driver="cc", environ={}, cwd="/w")
+    d = decide(found(wild=(0, 8, 0), mold=MOLD), req=req, cfg=settings(prefer=["wild", "mold"]))
+    assert d.linker.name == "mold" and d.driver_flags == ()
+    assert has_reason(d, "wild 0.8.0 passed over: gcc's LTO needs the linker plugin")
+    # From 0.9 wild is chosen, and the plugin left to gcc.
+    d = decide(found(wild=(0, 9, 0), mold=MOLD), req=req, cfg=settings(prefer=["wild", "mold"]))
+    assert d.linker.name == "wild" and d.driver_flags == ()
+    # Forced, wild stands: the link is retried as asked if it fails, and no flag fights the caller's -flto.
+    d = decide(found(wild=(0, 8, 0), mold=MOLD), req=req, cfg=settings({"LINKWRAP_LINKER": "wild"}))
+    assert d.linker.name == "wild" and d.driver_flags == ()
+    assert has_reason(d, "cannot link GCC LTO objects")
+
+
+@pytest.mark.parametrize("out, chosen", [
+    (output(is_regular=False, nlink=1, held_by_others=None, cached_fraction=None), "mold"),  # /dev/null
+    (output(), "wild"),
+    (output(exists=False, is_regular=None, nlink=None), "wild"),
+    (output(is_regular=None), "wild"),
+])
+def test_wild_is_passed_over_for_an_output_that_is_not_a_regular_file(out, chosen):
+    d = decide(found(wild=(0, 8, 0), mold=MOLD), probe(out), cfg=settings(prefer=["wild", "mold"]))
+    assert d.linker.name == chosen
+    assert has_reason(d, "not a regular file, which wild may chmod or replace") == (chosen == "mold")
+
+
+def test_wild_writes_fresh_outputs_without_no_update_in_place():
+    """output.py gives wild a new name; the flag would only make it replace a device it writes directly."""
+    for out in (output(nlink=2), output(held_by_others=True), output(exists=False, nlink=None)):
+        d = decide(found(wild=(0, 8, 0)), probe(out))
+        assert d.write_mode == FRESH and "--no-update-in-place" not in d.linker_flags
 
 
 # --- write mode -------------------------------------------------------------
@@ -351,20 +414,6 @@ def test_configuration_can_forbid_in_place():
     assert has_reason(d, "in_place = false in project file /w/linkwrap.toml -> fresh")
 
 
-@pytest.mark.parametrize("version, out, flag", [
-    ((0, 8, 0), output(nlink=2), True),           # fresh, wild would reuse the inode: say no
-    ((0, 10, 0), output(exists=False), True),
-    ((0, 7, 0), output(nlink=2), False),          # the flag arrived in 0.8
-    ((0, 8, 0), output(), False),                 # in-place: nothing extra
-])
-def test_wild_no_update_in_place_when_fresh(version, out, flag):
-    d = decide({"wild": linker("wild", version)}, probe(out))
-    assert ("--no-update-in-place" in d.linker_flags) == flag
-    assert "--update-in-place" not in d.linker_flags
-    if version == (0, 7, 0):
-        assert has_reason(d, "has no --no-update-in-place")
-
-
 # --- configuration ----------------------------------------------------------
 
 def test_extra_flags_come_last_and_only_for_their_linker():
@@ -469,13 +518,14 @@ def btrfs(tmp_path_factory):
 
 @pytest.mark.parametrize("version, expected", [
     ("0.6.0", ["--no-fork", "--threads="]),
-    ("0.7.0", ["--no-fork", "--threads=", "--mmap-output-file"]),
-    ("0.8.0", ["--no-fork", "--threads=", "--mmap-output-file", "--no-update-in-place"]),
-    ("0.10.0", ["--no-fork", "--threads=", "--mmap-output-file", "--no-update-in-place"]),
+    ("0.7.0", ["--no-fork", "--threads="]),     # 0.7-0.9 mmap on btrfs by themselves
+    ("0.8.0", ["--no-fork", "--threads="]),
+    ("0.10.0", ["--no-fork", "--threads=", "--mmap-output-file"]),
 ])
 def test_wild_versions_accept_every_flag_on_btrfs(tmp_path, lw_home, hello_obj, btrfs, version, expected):
-    """Against the RECORDING STAND-IN for wild (tests/standins/wild.py): wild is not installable here.
-    From 0.6 on, wild (and the stand-in) refuse an unknown option, so a flag too new fails the link."""
+    """Against the RECORDING STAND-IN for wild (tests/standins/wild.py), for versions other than the
+    real one (tests/wrap/test_wild.py). From 0.6 on, wild (and the stand-in) refuse an unknown option,
+    so a flag too new fails the link."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
     (bindir / "wild").write_text(f'#!/bin/sh\nWILD_STANDIN_VERSION={version} exec {sys.executable} '

@@ -1,0 +1,117 @@
+"""LEARN: every relink of an output is a measurement; keep the evidence, small and per output.
+
+An edit-build loop relinks the same output again and again. Each relink through a fast linker
+(mold, wild, lld, rust-lld) adds its time to that output's evidence, and policy.learned_pick
+(pure) uses it: while a candidate has fewer than NEED samples it is tried on every other link
+at most (never two tries in a row); once every candidate has NEED samples the one with the
+lowest median keeps the output, and every EXPLORE_EVERY-th link re-tries the runner-up so a
+change (a new linker, a bigger program) is noticed. A candidate that failed on this output is
+never tried on it again.
+
+Times are corrected for how busy the machine was: wall time x min(1, usable CPUs / 1-minute
+load average). Crude, but a link measured while a build saturated the machine then does not
+count as the linker's fault.
+
+One marshal file per output in `<cache>/learned/` (crc of the project directory and the output
+without Cargo's hash): a link reads and rewrites only its own, so the concurrent links of one
+build do not overwrite each other's evidence. Read and written only when `[choice] learn` is on
+(the default) and linkwrap chose the linker itself.
+"""
+import marshal
+import os
+
+from linkwrap.records import record
+
+FORMAT = 1
+KEEP = 5             # samples kept per candidate (the newest)
+NEED = 3             # samples before a candidate is judged by its median
+EXPLORE_EVERY = 20   # once learnt, the runner-up is re-tried on one link in this many
+
+# What the policy gets: per candidate (samples, median corrected ms); candidates that failed here;
+# links and exploring links so far; whether the previous link explored.
+Learned = record("Learned", "key stats failed links explored last_explored")
+
+
+def _path(request) -> str:
+    import zlib
+    from linkwrap import paths
+    from linkwrap.bench.measured import output_key
+    key = "\0".join((request.cwd or "", output_key(request.output))).encode("utf-8", "surrogateescape")
+    return os.path.join(paths.cache_dir(), "learned", f"{zlib.crc32(key):08x}.marshal")
+
+
+def _read(path, request) -> dict:
+    from linkwrap.bench.measured import output_key
+    from linkwrap import paths
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with open(fd, "rb") as f:
+            # Evidence another user could have written is not evidence.
+            if paths.others_can_write(os.fstat(fd)) or paths.others_can_write(os.stat(os.path.dirname(path))):
+                raise ValueError("not ours")
+            data = marshal.loads(f.read())  # not load(f): it reads a few bytes at a time
+        if isinstance(data, dict) and data.get("format") == FORMAT and \
+                data.get("key") == (request.cwd, output_key(request.output)):
+            return data
+    except (OSError, EOFError, ValueError, TypeError):
+        pass
+    return {"format": FORMAT, "key": (request.cwd, output_key(request.output)), "samples": {},
+            "failed": [], "links": 0, "explored": 0, "last": False}
+
+
+def evidence(request):
+    """Learned for this output (empty when it was never linked here before), or None without an output."""
+    if not request.output:
+        return None
+    data = _read(_path(request), request)
+    stats = {name: (len(s), _median(s)) for name, s in data["samples"].items() if s}
+    return Learned(data["key"], stats, frozenset(data["failed"]), data["links"], data["explored"], data["last"])
+
+
+def _median(xs):
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def corrected_ms(wall_ms, cpus, load=None) -> float:
+    """wall_ms scaled down by how oversubscribed the machine was (1-minute load average)."""
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except OSError:
+            return wall_ms
+    if not cpus or load <= cpus:
+        return wall_ms
+    return wall_ms * cpus / load
+
+
+def note(request, decision, outcome, cpus, first_attempt=None) -> None:
+    """Add this link to its output's evidence (after the link; the link path catches any fault)."""
+    from linkwrap.wrap.policy import FAST
+    if not request.output:
+        return
+    path = _path(request)
+    data = _read(path, request)
+    data["links"] += 1
+    explored = any(EXPLORING in r for r in decision.reasons)
+    data["last"] = explored
+    data["explored"] += explored
+    name = decision.linker.name if decision.linker is not None else None
+    if first_attempt is not None and name:
+        if name not in data["failed"]:
+            data["failed"].append(name)
+    elif name in FAST and outcome.returncode == 0:
+        samples = data["samples"].setdefault(name, [])
+        samples.append(round(corrected_ms(outcome.wall_ms, cpus), 3))
+        del samples[:-KEEP]
+    from linkwrap import paths
+    paths.make_private_dir(os.path.dirname(path))
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        marshal.dump(data, f)
+    os.replace(tmp, path)
+
+
+EXPLORING = ": exploring"   # in the reason of a link that tries a candidate to learn its speed

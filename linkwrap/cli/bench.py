@@ -1,0 +1,151 @@
+"""`linkwrap bench [OUTPUT...]`: replay saved links on every installed linker; the choice then follows.
+
+Input: outputs whose links were saved (`linkwrap run --save -- cargo build`, LINKWRAP_SAVE=1), or
+a saved link's manifest path; by default the current project's slowest saved link.
+Output: a table like hyperfine's per link (median, 95 % CI, min-max, peak RSS, ratio to the fastest
+and to the caller's own default), or with --json one object per link:
+  {"output", "rounds", "budget_s", "load_avg", "fs", "default", "rows": [{"linker", "variant",
+   "median_ms", "ci_low_ms", "ci_high_ms", "min_ms", "max_ms", "peak_rss_kb", "runs", "failed"}]}
+The results go to the store (table bench_results) and to the measurement cache that every link
+reads (linkwrap/bench/measured.py), so the next link of these outputs uses the fastest.
+A saved link whose inputs are gone or changed is a one-line error.
+"""
+import json
+import os
+import sys
+import time
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("outputs", nargs="*", metavar="OUTPUT",
+                        help="outputs whose links were saved (default: this project's slowest saved link)")
+    parser.add_argument("--budget", type=float, default=60.0, metavar="SECONDS",
+                        help="time budget per link (default 60; at least 3 rounds are run whatever it says): "
+                             "rounds stop earlier when every median's 95 %% confidence interval is within +-3 %%")
+    parser.add_argument("--linker", action="append", metavar="NAME",
+                        help="replay only with this linker (repeatable; default every installed one)")
+    parser.add_argument("--json", action="store_true", help="print JSON (a stable interface)")
+
+
+def run(args) -> int:
+    from linkwrap.bench import replay, save
+    from linkwrap.errors import UsageError
+    from linkwrap.wrap import linkers
+    if args.budget <= 0:
+        raise UsageError("--budget must be a positive number of seconds")
+    # A saved link that is missing or broken is a SaveError: one line, exit 1.
+    manifests = save.find(args.outputs, os.getcwd())
+    prepared = [(m, save.replay_args(m)) for m in manifests]
+    reports = []
+    for manifest, link_args in prepared:
+        found = linkers.discover(replay.request_for(manifest, link_args, manifest["output"]), os.environ)
+        unknown = set(args.linker or ()) - set(found)
+        if unknown:
+            raise UsageError(f"not installed: {', '.join(sorted(unknown))} (installed: {', '.join(found)})")
+        save.touch(manifest)
+        progress = _progress(manifest, args.budget) if sys.stderr.isatty() and not args.json else None
+        try:
+            results, facts, rounds = replay.bench(manifest, link_args, found, budget_s=args.budget,
+                                                  only=set(args.linker or ()),
+                                                  progress=progress and progress.update)
+        finally:
+            if progress:
+                progress.stop()
+        default = replay.callers_default(manifest, found)
+        report = _report(manifest, results, facts, rounds, args.budget, default)
+        _keep(manifest, results, facts, rounds)
+        reports.append(report)
+        if not args.json:
+            _render(report)
+    if args.json:
+        json.dump(reports, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    return 0
+
+
+def _report(manifest, results, facts, rounds, budget, default) -> dict:
+    rows = [{"linker": r.linker, "label": r.label, "variant": r.variant, "median_ms": r.median_ms,
+             "ci_low_ms": r.ci_low_ms, "ci_high_ms": r.ci_high_ms, "min_ms": r.min_ms, "max_ms": r.max_ms,
+             "peak_rss_kb": r.peak_rss_kb, "runs": r.runs, "failed": r.failed} for r in results]
+    return {"output": manifest["output"], "rounds": rounds, "budget_s": budget, "load_avg": os.getloadavg()[0],
+            "fs": getattr(facts, "fs", None), "default": default, "rows": rows}
+
+
+def _keep(manifest, results, facts, rounds) -> None:
+    """Into the store (reports) and the measurement cache (the link path)."""
+    from linkwrap.bench import measured
+    from linkwrap.store import db as store
+    from linkwrap.store.spool import utc_iso
+    machine = measured.machine_key(getattr(facts, "cpus", None))
+    kernel = ".".join(map(str, facts.kernel)) if getattr(facts, "kernel", None) else None
+    date = time.strftime("%Y-%m-%d", time.gmtime())
+    rows = []
+    for r in results:
+        try:
+            mtime = os.stat(r.path).st_mtime_ns
+        except OSError:
+            continue
+        rows.append(measured.Row(machine, facts.fs, kernel, manifest["cwd"], measured.output_key(manifest["output"]),
+                                 manifest["kind"], manifest.get("input_bytes"), r.linker, r.label, r.path, mtime,
+                                 r.variant, r.median_ms, r.ci_low_ms, r.ci_high_ms, r.runs, r.peak_rss_kb, date,
+                                 r.failed))
+    measured.add_rows(rows)
+    try:
+        conn = store.open_store(ingest=False)
+        now = utc_iso(time.time())
+        load = os.getloadavg()[0]
+        conn.execute("BEGIN IMMEDIATE")
+        for row, r in zip(rows, results):
+            conn.execute(
+                "INSERT INTO bench_results (measured_utc, machine_key, fs_type, kernel_release, project_dir, "
+                "output_path, output_key, output_kind, input_bytes, linker, linker_label, linker_path, "
+                "linker_mtime_ns, variant, median_ms, ci_low_ms, ci_high_ms, min_ms, max_ms, peak_rss_kb, runs, "
+                "failed, rounds, load_avg_1m) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (now, machine, row.fs, kernel, row.project, manifest["output"], row.output, row.kind,
+                 row.input_bytes, row.linker, row.label, row.path, row.mtime_ns, row.variant, row.median_ms,
+                 row.ci_low_ms, row.ci_high_ms, r.min_ms, r.max_ms, r.peak_rss_kb, r.runs, r.failed, rounds, load))
+        conn.execute("COMMIT")
+    except Exception as e:  # the cache already has them: a broken store is said, not fatal
+        from linkwrap.store.db import warn
+        warn(f"bench results not kept in the store: {e}")
+
+
+class _progress:
+    def __init__(self, manifest, budget):
+        from rich.progress import Progress
+        self.p = Progress(transient=True)
+        self.p.start()
+        self.task = self.p.add_task(f"bench {os.path.basename(manifest['output'])}", total=budget)
+
+    def update(self, rounds, elapsed, spread):
+        shown = "?" if spread == float("inf") else f"{spread * 100:.1f} %"
+        self.p.update(self.task, completed=elapsed,
+                      description=f"round {rounds}, widest CI ±{shown}")
+
+    def stop(self):
+        self.p.stop()
+
+
+def _render(report) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+    from linkwrap.report.render import wide_console
+    console = wide_console()
+    ok = [r for r in report["rows"] if not r["failed"]]
+    fastest = min((r["median_ms"] for r in ok), default=None)
+    base = next((r["median_ms"] for r in ok if r["linker"] == report["default"] and r["variant"] == "fresh"), None)
+    table = Table(title=f"{escape(report['output'])}: {report['rounds']} rounds on {report['fs'] or '?'}, "
+                        f"load {report['load_avg']:.2f}", title_justify="left")
+    for col, just in (("linker", "left"), ("variant", "left"), ("median", "right"), ("95 % CI", "right"),
+                      ("min-max", "right"), ("peak RSS", "right"), ("× fastest", "right"),
+                      (f"× {report['default'] or 'default'}", "right")):
+        table.add_column(col, justify=just)
+    for r in report["rows"]:
+        if r["failed"]:
+            table.add_row(escape(r["label"]), r["variant"], "[red]failed[/]", escape(r["failed"][:80]), "", "", "", "")
+            continue
+        table.add_row(escape(r["label"]), r["variant"], f"{r['median_ms']:.1f} ms",
+                      f"{r['ci_low_ms']:.1f}-{r['ci_high_ms']:.1f}", f"{r['min_ms']:.1f}-{r['max_ms']:.1f}",
+                      f"{(r['peak_rss_kb'] or 0) / 1024:.0f} MiB", f"{r['median_ms'] / fastest:.2f}",
+                      f"{r['median_ms'] / base:.2f}" if base else "")
+    console.print(table)

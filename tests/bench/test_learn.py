@@ -1,0 +1,78 @@
+"""Learning from relinks: real relinks of one output converge to the faster of two real linkers.
+
+mold is made measurably slower for this output (zlib-compressing a 16 MB debug section through
+`[linkers.mold] extra_flags`), so the static order's first choice (mold) is the wrong one here;
+lld stays fast. With two candidates and learn.NEED = 3 timed relinks each, the bound is:
+link 1 takes the static order, tries alternate with it, and from relink 2 * NEED + 1 = 7 on every
+link uses the fastest (until the periodic re-check, one link in learn.EXPLORE_EVERY).
+"""
+import json
+import os
+import subprocess
+
+from clirun import linkwrap
+from linkwrap.bench import learn
+
+RELINKS = 10
+
+
+def comment(path):
+    return subprocess.run(["readelf", "-p", ".comment", str(path)], capture_output=True, text=True).stdout
+
+
+def test_relinks_converge_to_the_faster_linker_with_bounded_exploration(tmp_path, lw_home, linkwrap_cc):
+    (tmp_path / "main.c").write_text("int main(void) { return 0; }\n")
+    subprocess.run(["cc", "-c", "main.c"], cwd=tmp_path, check=True)
+    (tmp_path / "blob.bin").write_bytes(os.urandom(16 << 20))   # incompressible: zlib works hard
+    (tmp_path / "junk.s").write_text('.section .debug_junk,"",@progbits\n.incbin "blob.bin"\n')
+    subprocess.run(["as", "junk.s", "-o", "junk.o"], cwd=tmp_path, check=True)
+    (tmp_path / "linkwrap.toml").write_text(
+        'forbid = ["wild", "rust-lld", "bfd", "gold"]\n'
+        '[linkers.mold]\nextra_flags = ["--compress-debug-sections=zlib"]\n')
+    env = {**os.environ, "LINKWRAP_HOME": str(lw_home)}
+    env.pop("LINKWRAP_LINKER", None)
+    link = ["main.o", "junk.o", "-o", "app"]
+    seen = []
+    for i in range(RELINKS):
+        d = json.loads(linkwrap("explain", "--json", "--", *link, cwd=tmp_path, env=env).stdout)["decision"]
+        done = subprocess.run([linkwrap_cc, *link], cwd=tmp_path, env=env, capture_output=True)
+        assert done.returncode == 0 and done.stderr == b"", done.stderr
+        ran = "lld" if "LLD" in comment(tmp_path / "app") else "mold"
+        assert ran == d["linker"], (i, d["reasons"])          # explain says what the link does
+        seen.append((ran, d["learned"]["exploring"]))
+    assert seen[0] == ("mold", False)                          # the first link: the static order
+    tries = [i for i, (_, exploring) in enumerate(seen) if exploring]
+    assert all(b - a > 1 for a, b in zip(tries, tries[1:])), seen   # never two tries in a row
+    assert len(tries) <= 2 * learn.NEED, seen
+    converged = 2 * learn.NEED
+    assert all(ran == "lld" and not exploring for ran, exploring in seen[converged:]), seen
+    final = json.loads(linkwrap("explain", "--json", "--", *link, cwd=tmp_path, env=env).stdout)["decision"]
+    assert final["learned"]["used"] and final["learned"]["links"] == RELINKS
+    c = final["learned"]["candidates"]
+    assert c["lld"]["median_ms"] < c["mold"]["median_ms"]
+    assert any("learnt fastest from this output's relinks" in r for r in final["reasons"]), final["reasons"]
+
+
+def test_learning_can_be_turned_off(tmp_path, lw_home, linkwrap_cc, hello_obj):
+    (tmp_path / "linkwrap.toml").write_text("[choice]\nlearn = false\n")
+    env = {**os.environ, "LINKWRAP_HOME": str(lw_home)}
+    for _ in range(3):
+        assert subprocess.run([linkwrap_cc, "hello.o", "-o", "hello"], cwd=tmp_path, env=env).returncode == 0
+        assert "mold" in comment(tmp_path / "hello")
+    d = json.loads(linkwrap("explain", "--json", "--", "hello.o", "-o", "hello", cwd=tmp_path, env=env).stdout)
+    assert d["decision"]["learned"] is None
+    assert not (lw_home / "cache" / "learned").exists()
+
+
+def test_a_candidate_that_failed_on_an_output_is_never_tried_there_again(tmp_path, lw_home, linkwrap_cc, hello_obj):
+    # lld is given a flag it rejects: its try fails, the link is redone as asked, and lld is out
+    (tmp_path / "linkwrap.toml").write_text(
+        'forbid = ["wild", "rust-lld", "bfd", "gold"]\n[linkers.lld]\nextra_flags = ["--no-such-flag"]\n')
+    env = {**os.environ, "LINKWRAP_HOME": str(lw_home)}
+    reasons = []
+    for _ in range(4):
+        d = json.loads(linkwrap("explain", "--json", "--", "hello.o", "-o", "hello", cwd=tmp_path, env=env).stdout)
+        reasons.append((d["decision"]["linker"], d["decision"]["learned"]["failed"]))
+        assert subprocess.run([linkwrap_cc, "hello.o", "-o", "hello"], cwd=tmp_path, env=env).returncode == 0
+    assert reasons[1][0] == "lld"                      # the second link tried lld
+    assert all(linker == "mold" and failed == ["lld"] for linker, failed in reasons[2:]), reasons

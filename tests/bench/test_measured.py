@@ -1,0 +1,81 @@
+"""Measurements flip a real link's choice, and stop counting when the linker binary changes.
+
+The measurement cache is written as `linkwrap bench` writes it (measured.add_rows), with the
+machine key, filesystem and linker binaries that discovery and the probe report here.
+"""
+import json
+import os
+import shutil
+import subprocess
+
+from clirun import linkwrap
+from conftest import tool
+from linkwrap.bench import measured
+from linkwrap.wrap import args, linkers, probe
+
+
+def measure(env, cwd, output, lld_ms, mold_ms):
+    req = args.parse(["hello.o", "-o", str(output)], driver="cc", environ=env, cwd=str(cwd))
+    facts = probe.snapshot(req, env)
+    found = linkers.discover(req, env)
+    rows = []
+    for name, ms in (("lld", lld_ms), ("mold", mold_ms)):
+        info = found[name]
+        rows.append(measured.Row(measured.machine_key(facts.cpus), facts.fs, None, str(cwd), measured.output_key(str(output)),
+                                 req.kind, facts.input_bytes, name, info.label, info.path,
+                                 os.stat(info.path).st_mtime_ns, "fresh", ms, ms * 0.98, ms * 1.02, 10, 5000,
+                                 "2026-11-30", None))
+    old = os.environ.get("LINKWRAP_HOME")
+    os.environ["LINKWRAP_HOME"] = env["LINKWRAP_HOME"]
+    try:
+        measured.add_rows(rows)
+    finally:
+        if old is None:
+            del os.environ["LINKWRAP_HOME"]
+        else:
+            os.environ["LINKWRAP_HOME"] = old
+
+
+def comment(path):
+    return subprocess.run(["readelf", "-p", ".comment", str(path)], capture_output=True, text=True).stdout
+
+
+def test_measurements_flip_a_real_link_until_the_linker_binary_changes(tmp_path, lw_home, linkwrap_cc, hello_obj):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    lld_copy = bindir / "ld.lld"
+    shutil.copy2(os.path.realpath(tool("ld.lld-16")), lld_copy)
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "LINKWRAP_HOME": str(lw_home)}
+    out = tmp_path / "hello"
+
+    # nothing measured: a C link's static order starts with mold (the driver's ld is GNU ld)
+    before = json.loads(linkwrap("explain", "--json", "--", "hello.o", "-o", "hello", cwd=tmp_path, env=env).stdout)
+    assert before["decision"]["linker"] == "mold" and before["decision"]["measured"] is None
+
+    measure(env, tmp_path, out, lld_ms=10.0, mold_ms=30.0)
+    data = json.loads(linkwrap("explain", "--json", "--", "hello.o", "-o", "hello", cwd=tmp_path, env=env).stdout)
+    d = data["decision"]
+    assert d["linker"] == "lld" and d["path"] == str(lld_copy)
+    assert d["measured"]["used"] and d["measured"]["scope"] == "this output"
+    assert any("measured fastest here for this output" in r for r in d["reasons"]), d["reasons"]
+    # and the link itself follows
+    done = subprocess.run([linkwrap_cc, "hello.o", "-o", "hello"], cwd=tmp_path, env=env, capture_output=True)
+    assert done.returncode == 0 and done.stdout == b"" and done.stderr == b""
+    assert "LLD" in comment(out)
+    assert subprocess.run([str(out)], capture_output=True, text=True).stdout == "hello\n"
+
+    # the lld binary changes (an upgrade, here a touch): its measurement no longer counts
+    st = os.stat(lld_copy)
+    os.utime(lld_copy, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    d = json.loads(linkwrap("explain", "--json", "--", "hello.o", "-o", "hello", cwd=tmp_path, env=env).stdout)["decision"]
+    assert d["linker"] == "mold", d["reasons"]
+    assert not d["measured"]["used"]
+    assert any("its binary changed since" in w for w in d["measured"]["ignored"]), d["measured"]
+
+
+def test_overlapping_measurements_leave_the_static_order(tmp_path, lw_home, hello_obj):
+    env = {**os.environ, "LINKWRAP_HOME": str(lw_home)}
+    measure(env, tmp_path, tmp_path / "hello", lld_ms=29.8, mold_ms=30.0)   # CIs overlap
+    d = json.loads(linkwrap("explain", "--json", "--", "hello.o", "-o", "hello", cwd=tmp_path, env=env).stdout)["decision"]
+    assert d["linker"] == "mold"
+    assert any("within the confidence interval" in r for r in d["reasons"]), d["reasons"]
