@@ -144,6 +144,8 @@ def split(args):
             skeleton += [a, nxt]
             i += 2
             continue
+        elif a == "-fno-use-linker-plugin":
+            pass  # the plugin's arguments are dropped anyway: one cached line serves both
         elif a.startswith(_DRIVER_ONLY) or a == "-":
             raise NotDirect(f"{a} is left to the driver")
         elif a.startswith("-"):
