@@ -1,41 +1,64 @@
-"""What linkwrap adds to a link: median wall time of `linkwrap-cc` minus `cc` with the same
-linker and the same arguments, on the bundled example's real link (the `app` binary).
+"""What linkwrap adds to a link: wall time through linkwrap minus `cc` with the same linker and
+the same arguments, per entry point -- the Python script (a process per link) and the native
+client with the warm link server -- on real links:
 
-    python3 benchmarks/bench_overhead.py [--runs 21] [--launcher PATH]
+  app           the bundled example's binary (examples/cargo-workspace)
+  build-script  the example's build script
+  big           a generated std-only Rust debug link (benchmarks/genproject.py; ~150 MB of inputs)
 
-Builds examples/cargo-workspace once, keeps rustc's link inputs (-C save-temps), then for each
-linker times, interleaved: (a) `cc` run directly with exactly the command linkwrap would run
-(same -B shim, same added flags), and (b) `linkwrap-cc` with rustc's original arguments.
-Prints medians and the difference per linker. Not a test: figures for the notes.
+then a clean `cargo build` of the example and a parallel ninja build of many small C programs,
+with and without linkwrap.
+
+    python3 benchmarks/bench_overhead.py [--runs 21] [--linker mold] [--no-big] [--builds 5]
+
+Each link: rustc's own command line, captured with a recording linker while the objects are
+kept (-C save-temps). `cc` is run with exactly the command linkwrap's driver path would run
+(the same -B shim and added flags). The three commands are interleaved (cc, script, client)
+after a warm-up; the figure is the per-round difference against cc: median, p90, and a 95 %
+confidence interval of the median (order statistics). A negative median is a link that is
+faster through linkwrap than without it. Not a test: figures for the notes (with `uptime`).
 """
 import argparse
+import json
+import math
 import os
 import shlex
 import shutil
 import statistics
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+RECORDER = """#!/bin/sh
+# Records rustc's link command lines (one JSON list per line), then links as asked.
+{python} -c 'import json, sys; open(sys.argv[1], "a").write(json.dumps(sys.argv[2:]) + "\\n")' "$LINK_LOG" "$@"
+exec cc "$@"
+"""
 
 
-def rustc_link_args(work):
-    ws = os.path.join(work, "ws")
-    shutil.copytree(os.path.join(ROOT, "examples", "cargo-workspace"), ws,
-                    ignore=shutil.ignore_patterns("target", ".cargo"))
-    env = {**os.environ, "CARGO_TARGET_DIR": os.path.join(work, "target")}
+def capture_links(ws, target, work):
+    """Build the example with a recording linker and -C save-temps: {kind: argv} of its links."""
+    rec = os.path.join(work, "record-cc")
+    with open(rec, "w") as f:
+        f.write(RECORDER.format(python=shlex.quote(sys.executable)))
+    os.chmod(rec, 0o755)
+    log = os.path.join(work, "links.jsonl")
+    env = {**os.environ, "CARGO_TARGET_DIR": target, "LINK_LOG": log, "RUSTFLAGS": "-C save-temps",
+           "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER": rec}
     subprocess.run(["cargo", "build", "-q"], cwd=ws, env=env, check=True)
-    os.utime(os.path.join(ws, "app", "src", "main.rs"))
-    out = subprocess.run(["cargo", "rustc", "-q", "-p", "app", "--bin", "app", "--", "-C", "save-temps",
-                          "--print", "link-args"], cwd=ws, env=env, check=True, capture_output=True, text=True).stdout
-    line = [l for l in out.splitlines() if '"cc"' in l][-1]
-    parts = shlex.split(line)
-    i = parts.index("cc")
-    env_prefix = dict(p.split("=", 1) for p in parts[:i] if "=" in p)
-    return parts[i + 1:], env_prefix, ws
+    links = {}
+    for line in open(log):
+        argv = json.loads(line)
+        out = argv[argv.index("-o") + 1]
+        if "build_script_build" in os.path.basename(out):
+            links["build-script"] = argv
+        elif os.path.basename(out).startswith("app-"):
+            links["app"] = argv
+    return links
 
 
 def timed(cmd, env, cwd):
@@ -47,62 +70,135 @@ def timed(cmd, env, cwd):
     return elapsed
 
 
+def median_ci(values):
+    """(median, p90, (low, high)): a 95 % interval of the median from the order statistics."""
+    s = sorted(values)
+    n = len(s)
+    half = 1.96 * math.sqrt(n) / 2
+    lo, hi = max(0, int(math.floor(n / 2 - half))), min(n - 1, int(math.ceil(n / 2 + half)))
+    return statistics.median(s), s[min(n - 1, int(n * 0.9))], (s[lo], s[hi - 1 if hi > lo else hi])
+
+
+def bench_link(label, argv, cwd, env, linker, client, script, runs, work):
+    from linkwrap.wrap import args, run
+    from linkwrap.wrap.choose import choose
+    env = {**env, "LINKWRAP_LINKER": linker}
+    req = args.parse(argv, environ=env, cwd=cwd)
+    decision = choose(req, env).decision
+    assert decision.linker and decision.linker.name == linker, decision
+    outs = {k: os.path.join(work, f"{label.split()[0]}-{k}") for k in ("cc", "script", "client")}
+    cmds = {"cc": run.command(req, decision, outs["cc"]),
+            "script": [script, *args.with_output(argv, outs["script"])],
+            "client": [client, *args.with_output(argv, outs["client"])]}
+    for name in cmds:  # warm: page cache, linkwrap's caches, the server's first fork
+        timed(cmds[name], env, cwd)
+        timed(cmds[name], env, cwd)
+    samples = {k: [] for k in cmds}
+    for _ in range(runs):
+        for name, cmd in cmds.items():
+            samples[name].append(timed(cmd, env, cwd))
+    base = statistics.median(samples["cc"])
+    print(f"{label:13s} cc {base:7.1f} ms", end="")
+    for name in ("script", "client"):
+        med, p90, (lo, hi) = median_ci([b - a for a, b in zip(samples["cc"], samples[name])])
+        print(f" | {name} {med:+6.1f} (p90 {p90:+6.1f}, 95% CI {lo:+.1f}..{hi:+.1f})", end="")
+    print()
+    # linkwrap's own time as its records tell it (start-up + its work, the linker's run excluded):
+    # less sensitive to a busy machine's scheduling than the wall-time differences above.
+    from linkwrap.store import db
+    rows = db.open_store().execute(
+        "SELECT entry_point, linker_start, startup_ms, overhead_ms FROM links WHERE output_path IN (?, ?)",
+        (outs["script"], outs["client"])).fetchall()
+    for entry in ("script", "server"):
+        own = [(r[2] or 0) + r[3] for r in rows if r[0] == entry]
+        starts = {r[1] for r in rows if r[0] == entry}
+        if own:
+            print(f"{'':13s} {entry}: linkwrap's own time {statistics.median(own):.1f} ms median over "
+                  f"{len(own)} links (start {'/'.join(sorted(starts))})")
+
+
+def clean_builds(ws, client, builds, work, linker):
+    """A clean `cargo build` of the example, with the native client as linker and without linkwrap."""
+    env = {**os.environ, "LINKWRAP_LINKER": linker}
+    cases = {"without linkwrap": {}, "through linkwrap": {"CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER": client}}
+    times = {k: [] for k in cases}
+    for _ in range(builds):
+        for name, extra in cases.items():
+            target = os.path.join(work, "clean-target")
+            shutil.rmtree(target, ignore_errors=True)
+            times[name].append(timed(["cargo", "build", "-q"], {**env, **extra, "CARGO_TARGET_DIR": target}, ws))
+    print("clean cargo build of the example (medians): " +
+          ", ".join(f"{k} {statistics.median(v):.0f} ms" for k, v in times.items()))
+
+
+def ninja_builds(launcher, builds, work, programs=40):
+    """A parallel ninja build (-j2) of `programs` small C programs, each its own link."""
+    d = os.path.join(work, "ninja")
+    os.makedirs(d, exist_ok=True)
+    for i in range(programs):
+        with open(os.path.join(d, f"p{i}.c"), "w") as f:
+            f.write(f'#include <stdio.h>\nint main(void){{printf("{i}\\n");return 0;}}\n')
+    subprocess.run(["sh", "-c", "for f in p*.c; do cc -c $f; done"], cwd=d, check=True)
+    times = {}
+    for name, prefix in (("without linkwrap", ""), ("through linkwrap", shlex.quote(launcher) + " ")):
+        with open(os.path.join(d, f"{name[0]}.ninja"), "w") as f:
+            f.write(f"rule link\n  command = {prefix}cc $in -o $out\n")
+            for i in range(programs):
+                f.write(f"build out-{name[0]}/p{i}: link p{i}.o\n")
+        times[name] = []
+    for _ in range(builds):
+        for name in times:
+            shutil.rmtree(os.path.join(d, f"out-{name[0]}"), ignore_errors=True)
+            times[name].append(timed(["ninja", "-j2", "-f", f"{name[0]}.ninja"], os.environ, d))
+    print(f"ninja -j2, {programs} C links (medians): " +
+          ", ".join(f"{k} {statistics.median(v):.0f} ms" for k, v in times.items()))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=21)
-    ap.add_argument("--launcher", default=os.path.join(sysconfig.get_path("scripts"), "linkwrap-cc"),
-                    help="the linkwrap-cc to time (default: the console script)")
-    ap.add_argument("--linkers", default="mold,lld,rust-lld")
+    ap.add_argument("--builds", type=int, default=5, help="clean cargo and ninja builds of each kind")
+    ap.add_argument("--linker", default="mold")
+    ap.add_argument("--no-big", action="store_true", help="skip the generated ~150 MB link")
+    ap.add_argument("--modules", type=int, default=16)
+    ap.add_argument("--funcs", type=int, default=34)
     opts = ap.parse_args()
-    from linkwrap.wrap import args, run
-    from linkwrap.wrap.choose import choose
 
     with tempfile.TemporaryDirectory() as work:
-        argv, env_prefix, ws = rustc_link_args(work)
         home = os.path.join(work, "home")
-        base_env = {**os.environ, **env_prefix, "LINKWRAP_HOME": home}
-        print(f"link: examples/cargo-workspace app, {len(argv)} arguments; {opts.runs} interleaved runs each")
-        print(f"launcher: {opts.launcher}")
-        print(f"{'linker':10s} {'cc direct':>10s} {'linkwrap-cc':>12s} {'added':>8s}  (medians, ms)")
-        for name in opts.linkers.split(","):
-            env = {**base_env, "LINKWRAP_LINKER": name}
-            os.environ.update({"LINKWRAP_HOME": home})
-            req = args.parse(argv, environ=env, cwd=ws)
-            decision = choose(req, env).decision
-            assert decision.linker and decision.linker.name == name, decision
-            out_direct = os.path.join(work, "direct-out")
-            direct = run.command(req, decision, out_direct)
-            wrapped = [opts.launcher, *args.with_output(argv, os.path.join(work, "wrapped-out"))]
-            timed(direct, env, ws), timed(wrapped, env, ws)  # warm caches (page cache, linker cache)
-            a, b = [], []
-            for _ in range(opts.runs):
-                a.append(timed(direct, env, ws))
-                b.append(timed(wrapped, env, ws))
-            ma, mb = statistics.median(a), statistics.median(b)
-            diffs = statistics.median(y - x for x, y in zip(a, b))
-            print(f"{name:10s} {ma:10.1f} {mb:12.1f} {diffs:8.1f}")
-        breakdown(opts.runs)
-
-
-def breakdown(runs):
-    """Where the added time goes: the interpreter, the imports, and the rest."""
-    python = sys.executable
-    parent = os.path.dirname(os.path.dirname(os.path.abspath(__import__("linkwrap").__file__)))
-    steps = {
-        "/bin/sh start (the entry point's shell part)": ["/bin/sh", "-c", ":"],
-        "python -I -S start": [python, "-IS", "-c", "pass"],
-        "python -I -S + import the link path": [python, "-IS", "-c",
-                                                f"import sys; sys.path.insert(0, {parent!r}); import linkwrap.wrap.pipeline"],
-        "python with site (pip's console script)": [python, "-c", "import re"],
-    }
-    print("\nbreakdown (medians, ms):")
-    for label, cmd in steps.items():
-        times = []
-        for _ in range(runs):
-            t = time.perf_counter()
-            subprocess.run(cmd, check=True)
-            times.append((time.perf_counter() - t) * 1000)
-        print(f"  {label:48s} {statistics.median(times):6.1f}")
+        os.environ["LINKWRAP_HOME"] = home
+        from linkwrap.install import launcher
+        from linkwrap.server import start
+        client = launcher.fast_script("linkwrap-cc")
+        script = launcher.script_path("linkwrap-cc")
+        assert open(client, "rb").read(4) == b"\x7fELF", "the native client did not compile"
+        server = start.start_detached()
+        print(f"uptime: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f} (1/5/15 min load), "
+              f"{os.cpu_count()} CPUs; linker {opts.linker}; {opts.runs} interleaved rounds")
+        try:
+            ws = os.path.join(work, "ws")
+            shutil.copytree(os.path.join(ROOT, "examples", "cargo-workspace"), ws,
+                            ignore=shutil.ignore_patterns("target", ".cargo"))
+            links = capture_links(ws, os.path.join(work, "target"), work)
+            print("added wall per link against cc (ms; median, p90, 95% CI of the median):")
+            for label in ("app", "build-script"):
+                bench_link(label, links[label], ws, os.environ, opts.linker, client, script, opts.runs, work)
+            if not opts.no_big:
+                import genproject
+                big = genproject.rust(os.path.join(work, "big"), opts.modules, opts.funcs)
+                argv, link_env, cwd = genproject.rust_link(big, target_dir=os.path.join(work, "big-target"))
+                mb = genproject.input_bytes(argv, cwd) / 1e6
+                bench_link(f"big {mb:.0f}MB", argv, cwd, {**os.environ, **link_env}, opts.linker, client, script,
+                           opts.runs, work)
+            clean_builds(ws, client, opts.builds, work, opts.linker)
+            launch = launcher.fast_script("linkwrap-launch")
+            ninja_builds(launch, opts.builds, work)
+            print(f"uptime after: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f}")
+        finally:
+            from linkwrap.cli.server import ask
+            from linkwrap.server import server as srv
+            ask(os.path.join(srv.run_dir(), srv.socket_name(srv.world_key())), "stop")
+            os.waitpid(server, 0)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ def main():
                      {}, cwd="/w")
     decision = policy.as_asked("bench")
     out = Outcome(0, 120.0, 100.0, 20.0, 150_000, b"", b"", ("cc", *req.args), policy.FRESH, 5_000_000,
-                  "mold 1.10.1")
+                  "mold 1.10.1", "driver")
     env = {"CARGO_CRATE_NAME": "app", "CARGO_PKG_NAME": "app", "CARGO_BIN_NAME": "app"}
     os.environ.update(env)
 

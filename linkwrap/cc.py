@@ -12,10 +12,12 @@ LAUNCH_USAGE = ("usage: linkwrap-launch [--] <compiler driver> <link arguments..
 
 
 def main() -> None:
+    _after_client()
     _run(sys.argv[1:], None)
 
 
 def launch_main() -> None:
+    _after_client()
     usage = launch_usage(sys.argv[1:], "linkwrap-launch")
     if usage is not None:
         sys.exit(usage)
@@ -75,3 +77,20 @@ def _as_asked(argv, driver, exc) -> None:
     except OSError as e:
         os.write(2, f"linkwrap: error: cannot run {driver}: {e.strerror}\n".encode("utf-8", "replace"))
         os._exit(127)
+
+
+def _after_client() -> None:
+    """The native client (linkwrap/server/client.c) execs this script when no server took the link.
+
+    With none running (or one of another version) a server is started for the next links;
+    the link itself runs here, as it always did.
+    """
+    import os
+    why = os.environ.pop("LINKWRAP_SERVER_FALLBACK", None)
+    if why in ("absent", "version"):
+        try:
+            from linkwrap.server.start import start_detached
+            start_detached()
+        except Exception as e:  # the server is a saving, never a condition of the link
+            from linkwrap import faults
+            faults.note("starting the link server", e)

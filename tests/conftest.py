@@ -22,7 +22,20 @@ def lw_home(tmp_path, monkeypatch):
     monkeypatch.setenv("LINKWRAP_HOME", str(home))
     monkeypatch.delenv("LINKWRAP_LINKER", raising=False)
     monkeypatch.delenv("LINKWRAP_DISABLE", raising=False)
-    return home
+    yield home
+    stop_servers(home)
+
+
+def stop_servers(home):
+    """Stop the link servers a test's links started (the native entry point starts one when none runs)."""
+    run = os.path.join(str(home), "run")
+    try:
+        names = [n for n in os.listdir(run) if n.startswith("s-") and not n.endswith(".lock")]
+    except OSError:
+        return
+    from linkwrap.cli.server import ask
+    for n in names:
+        ask(os.path.join(run, n), "stop")
 
 
 SCRIPTS = sysconfig.get_path("scripts")

@@ -66,7 +66,9 @@ def test_install_from_the_wheel_uses_the_shipped_template(venv, tmp_path):
     config = (project / ".cargo" / "config.toml").read_text()
     entries = list((tmp_path / "home" / "bin").glob("*/linkwrap-cc"))
     assert len(entries) == 1 and f'linker = "{entries[0]}"' in config
-    assert f"py={venv / 'bin' / 'python'}" in entries[0].read_text()
+    # the native client, compiled from the client.c the wheel ships, and the Python script it falls back to
+    assert entries[0].read_bytes()[:4] == b"\x7fELF"
+    assert f"py={venv / 'bin' / 'python'}" in (entries[0].parent / "py" / "linkwrap-cc").read_text()
     built = subprocess.run(["cargo", "run", "-q"], cwd=project, capture_output=True, text=True, env=env)
     assert built.returncode == 0 and built.stdout == "ok\n", built.stderr
 

@@ -10,6 +10,7 @@ Output: rich tables; --json prints a stable object:
    "decision": {"linker", "version", "path", "flags", "driver_flags", "write_mode", "reasons",
                 "measured": null | {"used", "scope", "rows", "ignored"},
                 "learned": null | {"used", "exploring", "links", "explored", "failed", "candidates"}},
+   "start": {"how": "direct" | "driver", "why"},
    "linkers": {name: {"path", "version"}}, "config": {"profile", "files"},
    "memory": {"predicted_kb", "source", "detail", "admission", "room_kb", "running_links"}}
   (plus "request.inputs" and "probe.output.cache_not_measured": why the page-cache share was not
@@ -110,6 +111,7 @@ def explain(request, environ) -> dict:
         "held_by": holders(request.output) if facts is not None and facts.output.held_by_others else [],
         "decision": dict(decision_dict(decision), measured=measured_dict(choice.measured, decision),
                          learned=learned_dict(choice.learned, decision)),
+        "start": start_dict(request, decision, environ),
         "linkers": {name: {"path": info.path, "version": _dotted(info.version)} for name, info in found.items()},
         "config": {"profile": getattr(settings, "profile", None), "files": list(getattr(settings, "files", ()))},
         "memory": memory_dict(choice),
@@ -219,6 +221,19 @@ def decision_dict(decision) -> dict:
         "write_mode": decision.write_mode,
         "reasons": list(decision.reasons),
     }
+
+
+def start_dict(request, decision, environ) -> dict:
+    """How the link would be started: the linker itself, or through the driver, and why."""
+    from linkwrap.wrap import direct
+    try:
+        direct.command(request, decision, request.output, environ)
+    except direct.NotDirect as e:
+        return {"how": "driver", "why": str(e)}
+    except Exception as e:
+        from linkwrap.faults import describe
+        return {"how": "driver", "why": describe("learning the driver's linker command", e)}
+    return {"how": "direct", "why": f"the linker's command line as `{request.driver} -###` gives it"}
 
 
 def measured_dict(measured, decision):
@@ -408,6 +423,9 @@ def render(report) -> None:
     flags = [f"-Wl,{f}" for f in d["flags"]] + d["driver_flags"]
     decision.add_row("flags", escape(" ".join(flags)) or "none")
     decision.add_row("write mode", d["write_mode"])
+    start = report["start"]
+    decision.add_row("started", escape(f"directly ({start['why']})" if start["how"] == "direct"
+                                       else f"through {req['driver']} ({start['why']})"))
     console.print(decision)
 
     measured = d.get("measured")

@@ -27,6 +27,7 @@ COMMANDS = {
     "log": ("log", "the link records: status (the default) | path | on | off | clear | export"),
     "launch": ("launch", "link through linkwrap from a build system: linkwrap launch -- <driver> <args...>"),
     "ld": ("ld", "linkwrap's own ELF linker, with an ld-compatible command line"),
+    "server": ("server", "the warm link server behind the native entry point: status | stop"),
 }
 # Commands whose arguments are someone else's command line, passed on verbatim.
 VERBATIM = {"launch", "ld"}

@@ -24,7 +24,113 @@ ENTRIES = {"linkwrap-cc": "main", "linkwrap-launch": "launch_main"}
 
 
 def fast_script(name: str, write: bool = True) -> str:
-    """Write (or refresh) the fast entry point `name`; -> its absolute path."""
+    """Write (or refresh) the entry point `name` builds run; -> its absolute path.
+
+    It is the native client (linkwrap/server/client.c, compiled here with the system's
+    cc) when that compiles, else the Python script itself (script_path())."""
+    path = os.path.join(_bin_dir(), name)
+    if not write:
+        return path
+    script = _write_script(name, script_path(name))
+    if not _native_client(name, script, path):
+        _write(path, _read(script), 0o755)
+    return path
+
+
+def script_path(name: str) -> str:
+    """The Python entry point `name` (the client execs it when no server takes the link)."""
+    return os.path.join(_bin_dir(), "py", name)
+
+
+def _bin_dir() -> str:
+    import linkwrap
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(linkwrap.__file__)))
+    where = binascii.crc32(f"{os.path.realpath(sys.executable)}\0{package_parent}".encode("utf-8", "surrogateescape"))
+    return os.path.join(paths.state_dir(), "bin", f"{where:08x}")
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _write(path, data: bytes, mode) -> None:
+    """Replace path with data (temp + rename: a build running it meanwhile sees old or new)."""
+    if _read(path) == data:
+        return
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except OSError as e:
+        from linkwrap.errors import InstallError
+        raise InstallError(f"cannot write linkwrap's entry point {path}: {e.strerror}\n"
+                           "hint: set LINKWRAP_HOME to a writable directory, or use --console-script") from None
+
+
+def _c_string(text: str) -> str:
+    return '"' + "".join(chr(b) if chr(b).isalnum() or chr(b) in "/._-+ " else f"\\{b:03o}"
+                         for b in text.encode("utf-8", "surrogateescape")) + '"'
+
+
+# No answer from a server in this time: the client runs the script. A burst of links (make -j64)
+# may wait for spares to be forked on a busy machine; only a wedged server takes this long.
+CLIENT_TIMEOUT_S = 10
+
+
+def _native_client(name: str, script: str, path: str) -> bool:
+    """Compile client.c for this script into path with the system's cc. -> False: none compiled."""
+    import shutil
+    from linkwrap import __version__
+    from linkwrap.server.server import install_id
+    cc = shutil.which("cc")
+    if cc is None:
+        return False
+    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "server", "client.c")
+    body = _read(here)
+    if body is None:
+        return False
+    source = (f"#define LW_SCRIPT {_c_string(script)}\n#define LW_VERSION {_c_string(__version__)}\n"
+              f"#define LW_INSTALL {_c_string(install_id())}\n#define LW_TIMEOUT_S {CLIENT_TIMEOUT_S}\n"
+              ).encode() + body
+    saved = os.path.join(os.path.dirname(script), f"{name}.c")
+    if _read(saved) == source and _is_elf(path):
+        return True
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="linkwrap-client-") as tmp:
+        src, out = os.path.join(tmp, "client.c"), os.path.join(tmp, name)
+        with open(src, "wb") as f:
+            f.write(source)
+        try:
+            done = subprocess.run([cc, "-O2", "-o", out, src], capture_output=True, timeout=120,
+                                  env={k: v for k, v in os.environ.items() if not k.startswith("LINKWRAP_")})
+        except (OSError, subprocess.SubprocessError):
+            return False
+        if done.returncode != 0 or not _is_elf(out):
+            return False
+        _write(path, _read(out), 0o755)
+    _write(saved, source, 0o644)
+    return True
+
+
+def _is_elf(path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def _write_script(name: str, path: str) -> str:
+    """Write (or refresh) the Python entry point `name` at path; -> path."""
     import linkwrap
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(linkwrap.__file__)))
     launcher = name == "linkwrap-launch"
@@ -32,10 +138,6 @@ def fast_script(name: str, write: bool = True) -> str:
     text = marker.template("launcher.py", python_sh=shlex.quote(sys.executable), tag=marker.tag(), script=name,
                            package_parent=repr(package_parent), entry=ENTRIES[name],
                            is_launcher=str(launcher), sh_fallback=fallback)
-    where = binascii.crc32(f"{os.path.realpath(sys.executable)}\0{package_parent}".encode("utf-8", "surrogateescape"))
-    path = os.path.join(paths.state_dir(), "bin", f"{where:08x}", name)
-    if not write:
-        return path
     try:
         with open(path, encoding="utf-8") as f:
             if f.read() == text and _private(path):
@@ -72,6 +174,9 @@ def problem(path: str):
     Builds still link when it is broken (it links as asked), so `linkwrap status`
     is where this is said."""
     import ast
+    if _is_elf(path):  # the native client: what matters is the script it falls back to
+        script = os.path.join(os.path.dirname(path), "py", os.path.basename(path))
+        return problem(script) if os.path.exists(script) else f"{script} is gone"
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read(8192)

@@ -152,6 +152,14 @@ def m006_memory(db):
 
 
 @migration
+def m007_link_start(db):
+    # How the link was started: linker_start direct (the linker itself) | driver (through cc);
+    # entry_point script (a process per link) | server (forked by the warm link server).
+    db.execute("ALTER TABLE links ADD COLUMN linker_start TEXT")
+    db.execute("ALTER TABLE links ADD COLUMN entry_point TEXT")
+
+
+@migration
 def m008_project(db):
     # The project a build belongs to (linkwrap.wrap.build.project_of), set when it is ingested:
     # what `summary`, `report` and `log status` are scoped to.

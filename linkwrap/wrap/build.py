@@ -29,13 +29,18 @@ class Build(record("Build", [
     __slots__ = ()
 
 
-def identify(environ=os.environ) -> Build:
+def identify(environ=os.environ, caller_pid=None) -> Build:
+    """caller_pid: the process the build started for this link (the server's client); else this one."""
     key = environ.get(ENV)
     if key:
         return Build(key, "linkwrap run", None, None, environ.get("LINKWRAP_BUILD_CWD"))
+    parent = os.getppid()
+    if caller_pid and caller_pid != os.getpid():
+        stat = read_stat(caller_pid)
+        parent = stat[1] if stat else parent
     try:
         boot = _boot_id()
-        pid, fallback = os.getppid(), None
+        pid, fallback = parent, None
         for depth in range(_MAX_DEPTH):
             if pid <= 1:
                 break
@@ -52,7 +57,7 @@ def identify(environ=os.environ) -> Build:
             return _build(fallback[0], fallback[1], fallback[2], boot)
     except Exception:
         pass
-    return Build(f"pid:{os.getppid()}", "unknown", None, None, None)
+    return Build(f"pid:{parent}", "unknown", None, None, None)
 
 
 def _build(name, pid, start, boot) -> Build:

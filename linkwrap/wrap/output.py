@@ -84,8 +84,10 @@ def _space() -> str:
     return f"{h:08x}"
 
 
-def prepare(request, write_mode) -> Plan:
-    """Make this link's private directory; for IN_PLACE move the old output into it."""
+def prepare(request, write_mode, owner=None) -> Plan:
+    """Make this link's private directory; for IN_PLACE move the old output into it.
+
+    owner: the directory's owner tag (a server's child names itself), else this process's."""
     final = request.output
     if not final:
         return Plan(None, None, write_mode, None)
@@ -103,19 +105,20 @@ def prepare(request, write_mode) -> Plan:
         # An output named .linkwrap-tmp, or a directory others can write: no private directory.
         return _direct(final, st)
     top = os.path.join(d, TMP_DIR)
+    owner = owner or owner_tag()
     work = None
     for _ in range(5):
         top_fd = _open_top(top)
         if top_fd is None:
             return _direct(final, st)
         try:
-            _sweep_fd(top_fd)
+            _sweep_fd(top_fd, owner)
             try:
-                os.mkdir(owner_tag(), 0o700, dir_fd=top_fd)
+                os.mkdir(owner, 0o700, dir_fd=top_fd)
             except FileExistsError:
-                _remove_at(top_fd, owner_tag())  # ours from an earlier attempt of this same process
-                os.mkdir(owner_tag(), 0o700, dir_fd=top_fd)
-            work = os.path.join(top, owner_tag())
+                _remove_at(top_fd, owner)  # ours from an earlier attempt of this same process
+                os.mkdir(owner, 0o700, dir_fd=top_fd)
+            work = os.path.join(top, owner)
             break
         except FileNotFoundError:
             continue  # another link removed the empty .linkwrap-tmp after we opened it
@@ -291,12 +294,12 @@ def _open_existing(top):
     return fd
 
 
-def _sweep_fd(top_fd) -> int:
+def _sweep_fd(top_fd, mine=None) -> int:
     try:
         names = os.listdir(top_fd)
     except OSError:
         return 0
-    mine = owner_tag()
+    mine = mine or owner_tag()
     space = mine.rsplit("-", 1)[1]
     removed = 0
     for n in names:
@@ -332,7 +335,16 @@ def _is_stale(top_fd, name, space) -> bool:
     except OSError:
         return False
     now = _start_time(pid)
-    return now is not None and now != start  # the pid was reused: the owner is gone
+    # the pid was reused, or its owner is a zombie (killed, not yet reaped): the owner is gone
+    return now is not None and (now != start or _zombie(pid))
+
+
+def _zombie(pid) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _remove_at(dir_fd, name, keep=None):

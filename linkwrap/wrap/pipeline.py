@@ -9,17 +9,24 @@ import os
 import time
 
 from linkwrap import faults
-from linkwrap.wrap import args, policy, record, run
+from linkwrap.wrap import args, invocation, policy, record, run
 from linkwrap.wrap.choose import choose
 
 
 def main(argv, driver=None, environ=os.environ) -> int:
+    """The link this process was started for; exec and dying of a signal happen here."""
+    return invocation.act(link(invocation.current(argv, driver, environ)))
+
+
+def link(inv):
+    """One link. -> its exit status, invocation.Exec (become the driver) or invocation.Killed."""
     started_ns = time.perf_counter_ns()
+    argv, driver, environ = inv.argv, inv.driver, inv.environ
     if environ.get("LINKWRAP_DISABLE") == "1":
         return passthrough(argv, driver, environ)
     try:
         # Classify the command line; take out what forces rustc's own linker.
-        request = args.parse(argv, driver, environ)
+        request = args.parse(argv, driver, environ, cwd=inv.cwd)
     except Exception as e:  # an unreadable @file: let the driver say so
         faults.note("reading the command line", e)
         return passthrough(argv, driver, environ)
@@ -44,11 +51,11 @@ def main(argv, driver=None, environ=os.environ) -> int:
             # The user's to fix (a malformed linkwrap.toml): rustc discards a successful link's stderr,
             # so a warning goes unseen and the build quietly runs without linkwrap's choice. Fail the
             # link in the build where it happens, as ccache and Cargo do with their own config files.
-            return _config_failure(request, facts, decision, e, started_ns)
+            return _config_failure(request, facts, decision, e, started_ns, inv)
         # LINKWRAP_CONFIG_ERRORS=warn: said once per build (once for ever could be never, as above),
         # the link runs as asked, and `linkwrap summary` shows it.
         from linkwrap.wrap import build
-        faults.warn_once(f"config-{_crc(str(e) + build.identify(environ).key)}",
+        faults.warn_once(f"config-{_crc(str(e) + build.identify(environ, inv.caller_pid).key)}",
                          f"{e}; linking as asked until it is fixed")
 
     # Memory: a link whose predicted memory does not fit waits for running links (admission.py).
@@ -62,17 +69,23 @@ def main(argv, driver=None, environ=os.environ) -> int:
 
     # Run it. A failure that may be linkwrap's doing gets one more try as asked.
     first = None
+    owner = inv.owner
     chosen = decision
     try:
         try:
-            outcome = run.execute(request, decision, environ)
+            outcome = run.execute(request, decision, environ, owner=owner)
         except Exception as e:  # e.g. no room for the -B directory: link as asked
             decision = policy.as_asked(faults.note(f"running {_label(decision)}", e))
-            outcome = run.execute(request, decision, environ)
+            outcome = run.execute(request, decision, environ, owner=owner)
+        if outcome.returncode != 0 and outcome.start == "direct":
+            # What the driver's expansion cannot show (LTO code in an archive): the driver has the last word.
+            outcome = run.execute(request, decision, environ, direct=False, owner=owner)
         if outcome.returncode != 0 and decision.changes_anything and not _callers_error(decision, outcome):
             first = outcome
             decision = policy.as_asked(f"{_label(decision)} failed (exit {outcome.returncode}); linked as asked")
-            outcome = run.execute(request, decision, environ)
+            outcome = run.execute(request, decision, environ, owner=owner)
+    except run.Interrupted as e:
+        return invocation.Killed(e.signal)
     except Exception as e:
         # linkwrap cannot even run the link as asked (a bug, an odd path): become the driver, untouched.
         faults.note("running the link as asked", e)
@@ -88,7 +101,8 @@ def main(argv, driver=None, environ=os.environ) -> int:
     if settings is None or settings.record:
         limits = settings.retention if settings is not None else {}
         record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first, memory=memory,
-                    max_spool_bytes=int(limits.get("max_spool_mb", 64) * (1 << 20)))
+                    max_spool_bytes=int(limits.get("max_spool_mb", 64) * (1 << 20)), environ=environ,
+                    caller_pid=inv.caller_pid, entry=inv.entry, reached_ns=inv.reached_ns)
     if choice.learned is not None:
         _learn(request, chosen, outcome, facts, first)
     if outcome.returncode == 0 and (environ.get("LINKWRAP_SAVE") == "1" or getattr(settings, "save", "off") != "off"):
@@ -120,7 +134,7 @@ def _save(request, facts, outcome, settings, environ) -> None:
 CONFIG_ERRORS = "LINKWRAP_CONFIG_ERRORS"
 
 
-def _config_failure(request, facts, decision, error, started_ns) -> int:
+def _config_failure(request, facts, decision, error, started_ns, inv) -> int:
     """Fail the link with one line naming the file and line, the fix and the ways round."""
     from linkwrap.errors import error_line
     message = error_line(f"{error} (fix it; LINKWRAP_DISABLE=1 links without linkwrap, "
@@ -129,8 +143,9 @@ def _config_failure(request, facts, decision, error, started_ns) -> int:
         os.write(2, message)
     except OSError:
         pass
-    outcome = run.Outcome(1, 0.0, 0.0, 0.0, 0, b"", message, (), decision.write_mode, None, None)
-    record.save(request, facts, decision, outcome, started_ns=started_ns)
+    outcome = run.Outcome(1, 0.0, 0.0, 0.0, 0, b"", message, (), decision.write_mode, None, None, "driver")
+    record.save(request, facts, decision, outcome, started_ns=started_ns, environ=inv.environ,
+                caller_pid=inv.caller_pid, entry=inv.entry, reached_ns=inv.reached_ns)
     return 1
 
 
@@ -158,12 +173,7 @@ def _label(decision) -> str:
     return decision.linker.label if decision.linker else "the link as asked"
 
 
-def passthrough(argv, driver, environ) -> int:
+def passthrough(argv, driver, environ):
     """Become the driver itself: the link exactly as asked, untouched."""
     driver = driver or environ.get("LINKWRAP_CC") or "cc"
-    try:
-        os.execvpe(driver, [driver, *argv], dict(environ))
-    except OSError as e:
-        from linkwrap.errors import error_line
-        os.write(2, error_line(f"cannot run {driver}: {e.strerror}").encode("utf-8", "surrogateescape"))
-        return 127
+    return invocation.Exec((driver, *argv), environ)

@@ -45,16 +45,17 @@ FORMAT = 1  # the "v" of every record; bump when fields change meaning
 
 
 def save(request, probe, decision, outcome, *, started_ns, first_attempt=None, memory=None,
-         max_spool_bytes=64 << 20) -> None:
+         max_spool_bytes=64 << 20, environ=os.environ, caller_pid=None, entry="script", reached_ns=None) -> None:
     """Append this link's record to the spool. Never raises."""
     try:
         now_ns = time.perf_counter_ns()
         from linkwrap import paths
         state = paths.state_dir()
-        if _disabled(state):
+        if _disabled(state, environ):
             return
         frame = encode(make(request, probe, decision, outcome, started_ns=started_ns,
-                            first_attempt=first_attempt, now_ns=now_ns, memory=memory))
+                            first_attempt=first_attempt, now_ns=now_ns, memory=memory, environ=environ,
+                            caller_pid=caller_pid, entry=entry, reached_ns=reached_ns))
     except BaseException as e:  # a fault of ours: the link's result stands
         _fault("building the link record", e)
         return
@@ -66,15 +67,15 @@ def save(request, probe, decision, outcome, *, started_ns, first_attempt=None, m
         _fault("writing the link record", e)
 
 
-def _disabled(state) -> bool:
+def _disabled(state, environ=os.environ) -> bool:
     # `linkwrap log off` leaves a marker; LINKWRAP_LOG=off does the same per process.
-    if os.environ.get("LINKWRAP_LOG", "").lower() in ("off", "0", "no", "false"):
+    if environ.get("LINKWRAP_LOG", "").lower() in ("off", "0", "no", "false"):
         return True
     return os.path.exists(os.path.join(state, OFF_MARKER))
 
 
 def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, now_ns=None,
-         environ=os.environ, memory=None) -> dict:
+         environ=os.environ, memory=None, caller_pid=None, entry="script", reached_ns=None) -> dict:
     """The record: a dict of plain values (str, int, float, bool, None, tuples)."""
     now_ns = now_ns or time.perf_counter_ns()
     elapsed_ms = (now_ns - started_ns) / 1e6
@@ -82,7 +83,7 @@ def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, n
     # A wait for memory is the build's time, not linkwrap's work: it has its own figure (waited_ms).
     linker_runs_ms += (memory.waited_ms or 0.0) if memory is not None else 0.0
     from linkwrap.wrap import build
-    b = build.identify(environ)
+    b = build.identify(environ, caller_pid)
     crate_name, crate_kind = classify(request, environ)
     linker = decision.linker
     out = probe.output if probe is not None else None
@@ -103,7 +104,7 @@ def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, n
         "project_dir": b.cwd or environ.get("CARGO_MANIFEST_DIR") or request.cwd,
         "manifest_dir": environ.get("CARGO_MANIFEST_DIR"),
         "cwd": request.cwd,
-        "pid": os.getpid(),
+        "pid": caller_pid or os.getpid(),
         "output_path": request.output,
         "output_kind": request.kind,
         "output_bytes": outcome.output_bytes,
@@ -139,12 +140,16 @@ def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, n
         "first_command": compact_command(first_attempt, request) if first_attempt else None,
         "first_error": first_error(first_attempt.stderr) if first_attempt else None,
         "first_linker": first_attempt.linker if first_attempt else None,
-        "startup_ms": startup_ms(now_ns - started_ns),
+        # A server's child was forked ahead of its link: its start-up is from taking the link.
+        "startup_ms": startup_ms(now_ns - started_ns) if reached_ns is None
+        else max(0.0, (started_ns - reached_ns) / 1e6),
         "fault": fault,
         "driver": request.driver,
         "argv": tuple(request.argv),
         "args_expanded": tuple(request.args) if request.used_response_file else None,
         "command": compact_command(outcome, request),
+        "linker_start": outcome.start,
+        "entry_point": entry,
     }
     if memory is not None:  # admission.Memory: the prediction, the charge, the wait
         rec.update(predicted_peak_kb=memory.predicted_kb, prediction_source=memory.source,
@@ -164,11 +169,30 @@ def compact_command(outcome, request) -> tuple:
     command = tuple(outcome.command)
     if request.used_response_file:
         return command  # [driver, @file]: already short
+    if getattr(outcome, "start", None) == "direct":
+        return _compact_direct(command, request)
     # linkwrap's choice: [driver, -B<shim>, *args, *flags]; as asked: [driver, *argv].
     start, n = (2, len(request.args)) if outcome.linker is not None else (1, len(request.argv))
     if len(command) < start + n:
         return command
     return command[:start] + (ARGS_MARK,) + command[start + n:]
+
+
+def _compact_direct(command, request) -> tuple:
+    """A direct start's line keeps the caller's inputs, -l and -Wl pieces as one block, in order
+    (direct.split's items): that block is what ARGS_MARK stands for."""
+    from linkwrap.wrap import direct
+    try:
+        items = tuple(direct.split(list(request.args))[1])
+    except direct.NotDirect:
+        return command
+    n = len(items)
+    if not n:
+        return command
+    for i in range(len(command) - n + 1):
+        if command[i] == items[0] and command[i:i + n] == items:
+            return command[:i] + (ARGS_MARK,) + command[i + n:]
+    return command
 
 
 FIRST_ERROR_CHARS = 300

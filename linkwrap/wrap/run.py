@@ -31,6 +31,7 @@ class Outcome(record("Outcome", [
     "write_mode",   # str: the write mode that was applied
     "output_bytes", # int | None: size of the output after a successful link
     "linker",       # str | None: the linker that ran ("mold 1.10.1"), None when run as asked
+    "start",        # "direct" (the linker itself) | "driver" (through cc): see direct.py
 ])):
     __slots__ = ()
 
@@ -63,21 +64,26 @@ def command(request, decision, link_path) -> list:
     return [request.driver, f"-B{shim_dir(decision.linker)}", *body, *flags, *decision.driver_flags]
 
 
-def execute(request, decision, environ=os.environ) -> Outcome:
+def execute(request, decision, environ=os.environ, direct=True, owner=None) -> Outcome:
     """Run the link for this decision and carry out its write mode.
 
     SIGINT, SIGTERM and SIGHUP that arrive while the linker runs are passed on
     to the driver and everything it started; once it has exited the attempt is
     finished or cleaned up and linkwrap dies of the same signal, as the caller
-    expects of an interrupted command. They stay in the caller's process group,
-    so whatever stops or kills that group (^C, ^Z, a CI timeout's SIGKILL, ninja
-    interrupting a job) reaches the linker too, even when linkwrap cannot pass it on.
+    expects of an interrupted command (raises Interrupted). They stay in the caller's
+    process group, so whatever stops or kills that group (^C, ^Z, a CI timeout's SIGKILL,
+    ninja interrupting a job) reaches the linker too, even when linkwrap cannot pass it on.
+    direct=False keeps the driver even when the linker could be started directly; owner
+    names the private directory (invocation.owner).
     """
-    plan = output_mod.prepare(request, decision.write_mode)
+    plan = output_mod.prepare(request, decision.write_mode, owner)
     forward = _Forward()
     rsp = None
     try:
-        argv = command(request, decision, plan.link_path)
+        argv = direct_command(request, decision, plan.link_path, environ) if direct else None
+        start = "driver" if argv is None else "direct"
+        if argv is None:
+            argv = command(request, decision, plan.link_path)
         if request.used_response_file:
             rsp, argv = _to_response_file(argv, plan.work_dir, os.path.basename(plan.final or ""))
         with forward:
@@ -120,7 +126,20 @@ def execute(request, decision, environ=os.environ) -> Outcome:
     if forward.caught:
         forward.die()
     return Outcome(*result, tuple(argv), plan.mode, output_bytes,
-                   decision.linker.label if decision.linker else None)
+                   decision.linker.label if decision.linker else None, start)
+
+
+def direct_command(request, decision, link_path, environ=os.environ):
+    """The linker's own command line (direct.py), or None: the driver runs this link."""
+    from linkwrap.wrap import direct
+    try:
+        return direct.command(request, decision, link_path, environ)
+    except direct.NotDirect:
+        return None
+    except Exception as e:  # a fault of ours: the driver knows how to run it
+        from linkwrap import faults
+        faults.note("learning the driver's linker command", e)
+        return None
 
 
 # posix_spawnp errors that mean the driver itself cannot be run (a shell's 127).
@@ -175,15 +194,17 @@ class _Forward:
         return False
 
     def die(self):
-        """Exit the conventional way for a command stopped by this signal."""
-        sig = self.caught
-        try:
-            _signal.signal(sig, _signal.SIG_DFL)
-            _signal.pthread_sigmask(_signal.SIG_UNBLOCK, [sig])
-            os.kill(os.getpid(), sig)
-        except (ValueError, OSError):
-            pass
-        os._exit(128 + sig)
+        """End the link as stopped by this signal: the entry point dies of it (invocation.Killed)."""
+        raise Interrupted(self.caught)
+
+
+class Interrupted(BaseException):
+    """SIGINT, SIGTERM or SIGHUP stopped the link; its attempt is cleaned up. Not an Exception:
+    no fall-back may catch it and link again."""
+
+    def __init__(self, sig):
+        super().__init__(sig)
+        self.signal = sig
 
 
 def spawn(argv, env, forward=None):
@@ -284,4 +305,4 @@ def write_through(outcome) -> None:
             view = view[n:]
 
 
-__all__ = ["Outcome", "execute", "command", "spawn", "write_through"]
+__all__ = ["Outcome", "Interrupted", "execute", "command", "spawn", "write_through"]

@@ -352,3 +352,14 @@ def test_explain_of_a_cargo_binary_says_what_its_link_really_meets(tmp_path, lw_
     assert "Cargo links this binary as" in text
     # A test binary is not deleted first: explained as it is.
     assert explain("out", cwd=tmp_path)["note"] is None
+
+
+def test_says_whether_the_linker_is_started_directly(tmp_path, lw_home):
+    start = explain("--", "main.o", "-o", "app", cwd=tmp_path)["start"]
+    assert start["how"] == "direct" and "cc -###" in start["why"]
+    start = explain("--", "main.o", "-flto", "-o", "app", cwd=tmp_path)["start"]
+    assert start == {"how": "driver", "why": "-flto is left to the driver"}
+    start = explain("--", "main.o", "-o", "app", cwd=tmp_path, env={"LINKWRAP_DISABLE": "1"})["start"]
+    assert start["how"] == "driver" and "as asked" in start["why"]
+    done = linkwrap("explain", "--", "main.o", "-o", "app", cwd=tmp_path, env={"COLUMNS": "200"})
+    assert any(line.split()[:2] == ["started", "directly"] for line in done.stdout.splitlines()), done.stdout

@@ -103,7 +103,8 @@ def test_an_entry_point_whose_python_is_gone_is_reported(project, tmp_path):
     [cargo_place] = [p for p in info["places"] if p["kind"] == "cargo-project"]
     [entry] = cargo_place["linkers"]
     assert info["warnings"] == []
-    # As after deleting the virtual environment linkwrap was installed from.
+    # As after deleting the virtual environment linkwrap was installed from (the native client's script).
+    entry = os.path.join(os.path.dirname(entry), "py", os.path.basename(entry))
     text = open(entry).read()
     open(entry, "w").write("\n".join("py=/deleted/venv/bin/python" if l.startswith("py=") else l
                                      for l in text.splitlines()) + "\n")

@@ -14,11 +14,12 @@ def hello(tmp_path):
 def test_fast_entry_point_links_silently(tmp_path, lw_home):
     path = launcher.fast_script("linkwrap-cc")
     assert path.startswith(str(lw_home / "bin")) and path.endswith("/linkwrap-cc")
-    assert open(path).readline() == "#!/bin/sh\n"
+    assert open(launcher.script_path("linkwrap-cc")).readline() == "#!/bin/sh\n"
     hello(tmp_path)
-    done = subprocess.run([path, "h.o", "-o", "h"], cwd=tmp_path, capture_output=True, text=True)
-    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
-    assert subprocess.run([str(tmp_path / "h")], capture_output=True, text=True).stdout == "hi\n"
+    for entry in (path, launcher.script_path("linkwrap-cc")):  # the native client, the script
+        done = subprocess.run([entry, "h.o", "-o", "h"], cwd=tmp_path, capture_output=True, text=True)
+        assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+        assert subprocess.run([str(tmp_path / "h")], capture_output=True, text=True).stdout == "hi\n"
 
 
 def test_writing_it_again_changes_nothing(lw_home):
@@ -29,7 +30,8 @@ def test_writing_it_again_changes_nothing(lw_home):
 
 
 def test_a_deleted_interpreter_still_links_as_asked(tmp_path, lw_home):
-    path = launcher.fast_script("linkwrap-cc")
+    launcher.fast_script("linkwrap-cc")
+    path = launcher.script_path("linkwrap-cc")
     lines = open(path).read().splitlines(keepends=True)
     gone = tmp_path / "gone-linkwrap-cc"
     gone.write_text("".join("py=/deleted/venv/bin/python\n" if l.startswith("py=") else l for l in lines))
@@ -49,7 +51,8 @@ def test_each_interpreter_gets_its_own_entry_point(lw_home, monkeypatch):
 
 
 def test_a_moved_linkwrap_still_links_as_asked(tmp_path, lw_home):
-    path = launcher.fast_script("linkwrap-cc")
+    launcher.fast_script("linkwrap-cc")
+    path = launcher.script_path("linkwrap-cc")
     # As after `pip uninstall` or a moved environment: linkwrap cannot be imported.
     moved = open(path).read().replace("sys.path.insert(0, ", "sys.modules['linkwrap'] = None; sys.path.insert(0, ")
     stale = tmp_path / "linkwrap-cc"

@@ -19,6 +19,7 @@ EXPECTED_LINKS = {
     "predicted_peak_kb": "INTEGER", "prediction_source": "TEXT", "charge_kb": "INTEGER", "charge_how": "TEXT",
     "waited_ms": "REAL", "wait_note": "TEXT", "memory_room_kb": "INTEGER", "jobserver_wait": "TEXT",
     "mem_limit_mb": "INTEGER",
+    "linker_start": "TEXT", "entry_point": "TEXT",
 }
 EXPECTED_BUILDS = {
     "id": "INTEGER", "build_key": "TEXT", "tool": "TEXT", "pid": "INTEGER", "command": "TEXT", "cwd": "TEXT",

@@ -16,7 +16,7 @@ BUDGET = frozenset("""
     linkwrap.wrap linkwrap.wrap.args linkwrap.wrap.build linkwrap.wrap.choose linkwrap.wrap.config
     linkwrap.wrap.linkers linkwrap.wrap.output linkwrap.wrap.pipeline linkwrap.wrap.policy
     linkwrap.wrap.probe linkwrap.wrap.record linkwrap.wrap.run linkwrap.wrap.target
-    linkwrap.wrap.admission linkwrap.wrap.predict
+    linkwrap.wrap.admission linkwrap.wrap.predict linkwrap.wrap.invocation linkwrap.wrap.direct
     linkwrap.bench linkwrap.bench.measured linkwrap.bench.learn
 """.split())
 # Built in (no file to load), used only on some links: freeing a big old output, a warning's crc.

@@ -74,7 +74,9 @@ def test_no_mmap_flag_off_btrfs(tmp_path, lw_home, linkwrap_cc):
     assert "--mmap-output-file" not in argv and "--no-fork" in argv
 
 
-def test_before_0_9_the_driver_gets_no_plugin(tmp_path, lw_home, linkwrap_cc):
-    """The stand-in prints 0.8.0's plugin warning on stdout (link_with_wild asserts there is none)."""
+def test_before_0_9_the_driver_gets_no_plugin(tmp_path, lw_home, linkwrap_cc, monkeypatch):
+    """The stand-in prints 0.8.0's plugin warning on stdout (link_with_wild asserts there is none).
+    Through the driver: a direct start never passes the plugin (direct.py keeps LTO on the driver)."""
+    monkeypatch.setenv("LINKWRAP_DIRECT", "0")
     assert "-plugin" not in link_with_wild(linkwrap_cc, tmp_path, str(tmp_path), "0.8.0")
     assert "-plugin" in link_with_wild(linkwrap_cc, tmp_path, str(tmp_path), "0.10.0")

@@ -117,7 +117,7 @@ def test_what_was_linked(argv, env, expected):
 
 def outcome(code=0, wall=10.0, command=("cc",)):
     return Outcome(code, wall, 6.0, 2.0, 50_000, b"", b"", command, policy.FRESH, 1234 if code == 0 else None,
-                   "mold 1.10.1")
+                   "mold 1.10.1", "driver")
 
 
 def test_a_fall_back_is_recorded_with_both_attempts():

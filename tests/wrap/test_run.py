@@ -88,7 +88,7 @@ def test_response_file_lives_in_the_private_directory_and_goes_with_it(tmp_path,
 def test_write_through_passes_bytes_unchanged(tmp_path):
     code = textwrap.dedent("""
         from linkwrap.wrap import run
-        o = run.Outcome(0, 0, 0, 0, 0, b"to stdout\\xff\\n", b"to stderr\\n", (), "fresh", None, None)
+        o = run.Outcome(0, 0, 0, 0, 0, b"to stdout\\xff\\n", b"to stderr\\n", (), "fresh", None, None, "driver")
         run.write_through(o)
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True)
@@ -192,8 +192,9 @@ def test_sigkill_of_linkwraps_process_group_leaves_no_linker_running(tmp_path, l
     from outputkit import _LEFT_RUNNING, _identity, children, comm, descendants
     fifo = tmp_path / "input.o"
     os.mkfifo(fifo)
+    # Through the driver (LINKWRAP_DIRECT=0): the group to kill is cc, collect2 and the linker.
     proc = subprocess.Popen([script("linkwrap-cc"), str(hello_obj), str(fifo), "-o", "prog", fuse(linker)],
-                            cwd=tmp_path, env=env_for(linker, tmp_path), start_new_session=True,
+                            cwd=tmp_path, env=env_for(linker, tmp_path, LINKWRAP_DIRECT="0"), start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 60
     group = ()

@@ -1,0 +1,71 @@
+"""`linkwrap server status|stop`: the warm link server of this user and this world.
+
+status prints one line per server found in the run directory (the one a link from
+here would reach is marked), stop asks them to exit. Servers start by themselves,
+from the first link that finds none (linkwrap/server/).
+"""
+import os
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("action", choices=("status", "stop"), help="show the servers, or stop them")
+
+
+def run(args) -> int:
+    from linkwrap.server import server
+    try:
+        dfd = server.open_run_dir()
+    except FileNotFoundError:
+        print("no link server (none has been started yet)")
+        return 0
+    except PermissionError as e:
+        from linkwrap.errors import LinkwrapError
+        raise LinkwrapError(str(e)) from None
+    mine = server.socket_name(server.world_key())
+    found = 0
+    try:
+        for name in sorted(os.listdir(f"/proc/self/fd/{dfd}")):
+            if not name.startswith("s-") or name.endswith(".lock"):
+                continue
+            answer = ask(f"/proc/self/fd/{dfd}/{name}", args.action)
+            here = " (this world)" if name == mine else ""
+            if answer is None:
+                print(f"{name}{here}: not running (a stale socket)")
+                if args.action == "stop":
+                    os.unlink(f"/proc/self/fd/{dfd}/{name}")
+                continue
+            found += 1
+            print(f"{name}{here}: {'stopping, ' if args.action == 'stop' else ''}{answer}")
+    finally:
+        os.close(dfd)
+    if not found and args.action == "status":
+        print("no link server running")
+    return 0
+
+
+def ask(path, action):
+    """One control exchange with the server at path; -> its status line, or None when none answers."""
+    import socket
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    try:
+        s.connect(path)
+        s.sendall(server_control(action))
+        data = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        if data[:1] == b"A":  # the server's "alive", said to every connection
+            data = data[1:]
+        return data.decode("utf-8", "replace").strip() or None
+    except OSError:
+        return None
+    finally:
+        s.close()
+
+
+def server_control(action) -> bytes:
+    from linkwrap.server.server import CONTROL
+    return CONTROL + action.encode() + b"\n"

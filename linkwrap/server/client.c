@@ -1,0 +1,328 @@
+/* linkwrap's native entry point: hands the link to the warm link server (server.py).
+ *
+ * A Python process per link costs ~10 ms before linkwrap's first line runs; this
+ * client costs well under one. It connects to the server of this user and this
+ * world (uid, cgroups, mount/pid/user namespaces and linkwrap install: the socket's
+ * name is a hash of them, computed as server.py's world_key() does), sends its
+ * argv, environment, working directory and, as SCM_RIGHTS, fds 0-2 and the
+ * jobserver's, forwards SIGINT/SIGTERM/SIGHUP as one byte each, and exits with
+ * the link's status or dies of its signal.
+ *
+ * Whatever goes wrong before the server has taken the link (no server, a stale
+ * socket, another uid, another version, a refusal, no answer in time) ends in
+ * exec of the Python entry point LW_SCRIPT, which links as before and starts a
+ * server for the next links. A build never hangs or fails because of the server.
+ *
+ * `linkwrap install` prepends LW_SCRIPT, LW_VERSION and LW_INSTALL and compiles it
+ * with the system's cc.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static char **g_argv;
+static int g_sock = -1;
+
+static void fallback(const char *why) {
+    if (g_sock >= 0)
+        close(g_sock);
+    setenv("LINKWRAP_SERVER_FALLBACK", why, 1);
+    char *name = g_argv[0];
+    g_argv[0] = (char *)LW_SCRIPT;
+    execv(LW_SCRIPT, g_argv);
+    /* linkwrap is gone: link exactly as asked, and say why. */
+    fprintf(stderr, "linkwrap: warning: cannot run %s (%s); linking without linkwrap (run `linkwrap install` again)\n",
+            LW_SCRIPT, strerror(errno));
+    char **args = g_argv + 1;
+    const char *base = strrchr(name, '/');
+    if (strcmp(base ? base + 1 : name, "linkwrap-launch") == 0) {
+        if (args[0] && strcmp(args[0], "--") == 0)
+            args++;
+    } else {
+        const char *cc = getenv("LINKWRAP_CC");
+        g_argv[0] = (char *)(cc && *cc ? cc : "cc");
+        args = g_argv;
+    }
+    if (args[0])
+        execvp(args[0], args);
+    _exit(127);
+}
+
+/* A growable buffer of NUL-terminated strings: the request's payload. */
+static char *buf;
+static size_t len, cap;
+
+static void put(const char *s, size_t n) {
+    if (len + n + 1 > cap) {
+        cap = (len + n + 1) * 2 + 4096;
+        buf = realloc(buf, cap);
+        if (!buf)
+            fallback("memory");
+    }
+    memcpy(buf + len, s, n);
+    buf[len + n] = 0;
+    len += n + 1;
+}
+
+static void put_str(const char *s) { put(s, strlen(s)); }
+
+static void put_num(long v) {
+    char t[32];
+    put(t, (size_t)snprintf(t, sizeof t, "%ld", v));
+}
+
+static uint64_t fnv(uint64_t h, const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static unsigned long ns_inode(const char *name) {
+    char p[64];
+    struct stat st;
+    snprintf(p, sizeof p, "/proc/self/ns/%s", name);
+    return stat(p, &st) == 0 ? (unsigned long)st.st_ino : 0;
+}
+
+/* The socket's name: FNV-1a 64 of "uid\ncgroup file\nmnt\npid\nuser\ninstall". */
+static void world_key(char out[17]) {
+    char t[256];
+    uint64_t h = 14695981039346656037ULL;
+    int n = snprintf(t, sizeof t, "%u\n", (unsigned)geteuid());
+    h = fnv(h, t, (size_t)n);
+    int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t r;
+        while ((r = read(fd, t, sizeof t)) > 0)
+            h = fnv(h, t, (size_t)r);
+        close(fd);
+    }
+    n = snprintf(t, sizeof t, "\n%lu\n%lu\n%lu\n%s", ns_inode("mnt"), ns_inode("pid"), ns_inode("user"), LW_INSTALL);
+    h = fnv(h, t, (size_t)n);
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+/* The run directory, as server.py's run_dir(): ours, 0700, not a symlink. */
+static int open_run_dir(void) {
+    char p[4096];
+    const char *home = getenv("LINKWRAP_HOME"), *rt = getenv("XDG_RUNTIME_DIR");
+    const char *st = getenv("XDG_STATE_HOME"), *h = getenv("HOME");
+    if (home && *home)
+        snprintf(p, sizeof p, "%s/run", home);
+    else if (rt && rt[0] == '/')
+        snprintf(p, sizeof p, "%s/linkwrap", rt);
+    else if (st && st[0] == '/')
+        snprintf(p, sizeof p, "%s/linkwrap/run", st);
+    else if (h && *h)
+        snprintf(p, sizeof p, "%s/.local/state/linkwrap/run", h);
+    else
+        return -1;
+    int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat s;
+    if (fd < 0 || fstat(fd, &s) != 0 || s.st_uid != geteuid() || (s.st_mode & 077)) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* "--jobserver-auth=R,W" (or --jobserver-fds) in MAKEFLAGS / CARGO_MAKEFLAGS: those fds go too. */
+static int jobserver_fds(int *fds, int max) {
+    const char *vars[] = {"CARGO_MAKEFLAGS", "MAKEFLAGS", "MFLAGS"};
+    int n = 0;
+    for (int v = 0; v < 3; v++) {
+        const char *s = getenv(vars[v]);
+        while (s && (s = strstr(s, "--jobserver-")) != NULL) {
+            const char *eq = strchr(s, '=');
+            s += 12;
+            int r, w;
+            if (eq && strncmp(eq + 1, "fifo:", 5) != 0 && sscanf(eq + 1, "%d,%d", &r, &w) == 2) {
+                int pair[2] = {r, w};
+                for (int k = 0; k < 2; k++) {
+                    int fd = pair[k], seen = fd <= 2 || fcntl(fd, F_GETFD) < 0;
+                    for (int j = 0; j < n && !seen; j++)
+                        seen = fds[j] == fd;
+                    if (!seen && n < max)
+                        fds[n++] = fd;
+                }
+            }
+        }
+    }
+    return n;
+}
+
+static volatile sig_atomic_t g_caught;
+
+static void forward(int sig) {
+    unsigned char b = (unsigned char)sig;
+    if (!g_caught)
+        g_caught = sig;
+    int saved = errno;
+    if (write(g_sock, &b, 1) < 0) {
+    }
+    errno = saved;
+}
+
+int main(int argc, char **argv) {
+    (void)argc;
+    g_argv = argv;
+    const char *off = getenv("LINKWRAP_SERVER");
+    if (off && strcmp(off, "off") == 0)
+        fallback("off");
+    int dir = open_run_dir();
+    if (dir < 0)
+        fallback("absent");
+    char key[17], path[108];
+    world_key(key);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(path, sizeof path, "/proc/self/fd/%d/s-%s", dir, key);
+    strcpy(sa.sun_path, path);
+    g_sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (g_sock < 0)
+        fallback("absent");
+    /* A full backlog or a server that stopped reading must not hang the build: connect and
+     * send give up after LW_TIMEOUT_S too. */
+    struct timeval tv = {LW_TIMEOUT_S, 0};
+    setsockopt(g_sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(g_sock, (struct sockaddr *)&sa, sizeof sa) != 0)
+        fallback(errno == EAGAIN || errno == EINPROGRESS ? "timeout" : "absent");
+    close(dir);
+    struct ucred cred;
+    socklen_t cl = sizeof cred;
+    if (getsockopt(g_sock, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cred.uid != geteuid())
+        fallback("another uid");
+
+    /* The server answers 'A' when it accepts (one that does not within LW_TIMEOUT_S is wedged:
+     * the script links). Only then do the fds go: fds queued on a socket nobody reads would
+     * keep the build's pipes open. The child may still answer 'F' or 'V' instead of a result. */
+    setsockopt(g_sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char a = 0;
+    if (recv(g_sock, &a, 1, 0) != 1)
+        fallback("timeout");
+    if (a != 'A')
+        fallback(a == 'V' ? "version" : "refused");
+
+    int fds[3 + 16] = {0, 1, 2};
+    int nfds = 3 + jobserver_fds(fds + 3, 16);
+    char cwd[8192];
+    if (!getcwd(cwd, sizeof cwd))
+        fallback("cwd");
+    const char *name = strrchr(argv[0], '/');
+    put_str(LW_VERSION);
+    put_str(name ? name + 1 : argv[0]);
+    put_str(cwd);
+    int n = 0;
+    while (argv[n])
+        n++;
+    put_num(n - 1);
+    for (int i = 1; i < n; i++)
+        put_str(argv[i]);
+    n = 0;
+    while (environ[n])
+        n++;
+    put_num(n);
+    for (int i = 0; i < n; i++)
+        put_str(environ[i]);
+    put_num(nfds);
+    for (int i = 0; i < nfds; i++)
+        put_num(fds[i]);
+
+    /* Header and fds in one sendmsg; then the payload. */
+    uint32_t head[2] = {0x3143574cu /* "LWC1" */, (uint32_t)len};
+    struct iovec iov = {head, sizeof head};
+    char ctl[CMSG_SPACE(sizeof fds)];
+    memset(ctl, 0, sizeof ctl);
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+                         .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds)};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+    memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+    if (sendmsg(g_sock, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof head)
+        fallback("protocol");
+    for (size_t off2 = 0; off2 < len;) {
+        ssize_t w = send(g_sock, buf + off2, len - off2, MSG_NOSIGNAL);
+        if (w <= 0)
+            fallback("protocol");
+        off2 += (size_t)w;
+    }
+    tv.tv_sec = 0;
+    setsockopt(g_sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(g_sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+
+
+    struct sigaction act = {.sa_handler = forward};
+    sigemptyset(&act.sa_mask);
+    int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    for (int i = 0; i < 3; i++) {
+        struct sigaction old;
+        sigaction(sigs[i], NULL, &old);
+        if (old.sa_handler != SIG_IGN) /* started with it ignored (nohup): so is the link */
+            sigaction(sigs[i], &act, NULL);
+    }
+
+    /* The answer: "X<status>\n", "K<signal>\n", or "D" and a NUL-separated argv to exec. */
+    len = 0;
+    char chunk[4096];
+    for (;;) {
+        ssize_t r = recv(g_sock, chunk, sizeof chunk, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        put(chunk, (size_t)r);
+        len--; /* put() adds a NUL: keep the bytes as they came */
+    }
+    if (len == 0 && !g_caught)
+        fallback("lost"); /* the server died during the link: link again, as before */
+    buf[len] = 0;
+    if (len == 0) { /* interrupted, and the link ended before it could say so */
+        buf[0] = 'K';
+        snprintf(buf + 1, 16, "%d", (int)g_caught);
+    }
+    if (buf[0] == 'X')
+        exit(atoi(buf + 1));
+    if (buf[0] == 'K') {
+        int sig = atoi(buf + 1);
+        signal(sig, SIG_DFL);
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, sig);
+        sigprocmask(SIG_UNBLOCK, &set, NULL);
+        kill(getpid(), sig);
+        _exit(128 + sig);
+    }
+    if (buf[0] == 'F' || buf[0] == 'V')
+        fallback(buf[0] == 'V' ? "version" : "refused");
+    if (buf[0] == 'D') {
+        char *args[4096];
+        int k = 0;
+        for (char *p = buf + 1; p < buf + len && k < 4095; p += strlen(p) + 1)
+            args[k++] = p;
+        args[k] = NULL;
+        if (k > 0) {
+            close(g_sock);
+            execvp(args[0], args);
+            fprintf(stderr, "linkwrap: error: cannot run %s: %s\n", args[0], strerror(errno));
+            _exit(127);
+        }
+    }
+    fallback("protocol");
+    return 127;
+}

@@ -1,0 +1,531 @@
+"""The warm link server: the link path imported once, a forked child per link.
+
+A link through the script pays Python's start and imports (~10 ms) every time;
+the server pays them once. The native client (client.c) connects to a per-user
+socket whose name says which world it serves -- uid, cgroups, mount, pid and user
+namespaces, linkwrap install (world_key()) -- so a client only ever reaches a
+server that sees the same files, the same processes and the same limits.
+
+Each link is served by a child forked ahead of it (a spare waiting in accept()). The child:
+  1. checks the peer (SO_PEERCRED: our uid) and the client's version ('V' and 'F' send
+     the client to the script; the server itself answered 'A', alive, on accepting);
+  2. takes the client's fds 0-2 and jobserver fds at the same numbers, its
+     environment, working directory, umask and resource limits, and joins its
+     cgroups (memory limits and accounting stay the build's);
+  3. runs pipeline.link() for an Invocation naming the client
+     (whose pid finds the build), while a thread turns each byte the client sends
+     into that signal for the link -- and the client's end of the socket closing
+     (SIGKILL of the build, a CI timeout) into SIGTERM;
+  4. answers "X<status>", "K<signal>" or "D<argv>" (become the driver) and exits.
+Peak RSS and times stay the linker's own: the child reaps it with wait4.
+
+The server lives in its own session, exits after IDLE_S without a link, when
+linkwrap's installed files change, or on `linkwrap server stop`. One server per
+socket: it holds an flock on <socket>.lock for its lifetime.
+"""
+import os
+import sys
+
+IDLE_S = 15 * 60
+CHECK_S = 5.0
+MAGIC = 0x3143574C  # "LWC1", little-endian, as client.c sends it
+CONTROL = b"LWS1"
+MAX_FDS = 19
+
+
+# --- where: the same computation as client.c's -----------------------------------
+
+def run_dir(environ=os.environ) -> str:
+    home = environ.get("LINKWRAP_HOME", "")
+    if home:
+        return os.path.join(home, "run")
+    rt = environ.get("XDG_RUNTIME_DIR", "")
+    if rt.startswith("/"):
+        return os.path.join(rt, "linkwrap")
+    st = environ.get("XDG_STATE_HOME", "")
+    if st.startswith("/"):
+        return os.path.join(st, "linkwrap", "run")
+    return os.path.join(environ.get("HOME") or os.path.expanduser("~"), ".local", "state", "linkwrap", "run")
+
+
+def open_run_dir(environ=os.environ, create=False) -> int:
+    """An O_PATH-like fd of the run directory, after checking it is ours and 0700 (not followed if a symlink)."""
+    path = run_dir(environ)
+    if create:
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        os.close(fd)
+        raise PermissionError(f"{path} is not a private directory of this user")
+    return fd
+
+
+def install_id() -> str:
+    """The install this interpreter and package are (launcher.py names its bin directory so)."""
+    import binascii
+    import linkwrap
+    parent = os.path.dirname(os.path.dirname(os.path.abspath(linkwrap.__file__)))
+    where = binascii.crc32(f"{os.path.realpath(sys.executable)}\0{parent}".encode("utf-8", "surrogateescape"))
+    return f"{where:08x}"
+
+
+def world_key(install=None) -> str:
+    """FNV-1a 64 of uid, /proc/self/cgroup, mnt/pid/user namespace inodes and the install."""
+    parts = [f"{os.geteuid()}\n".encode()]
+    try:
+        with open("/proc/self/cgroup", "rb") as f:
+            parts.append(f.read())
+    except OSError:
+        pass
+    inodes = []
+    for ns in ("mnt", "pid", "user"):
+        try:
+            inodes.append(str(os.stat(f"/proc/self/ns/{ns}").st_ino))
+        except OSError:
+            inodes.append("0")
+    parts.append(f"\n{chr(10).join(inodes)}\n{install or install_id()}".encode())
+    h = 14695981039346656037
+    for b in b"".join(parts):
+        h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
+def socket_name(key) -> str:
+    return f"s-{key}"
+
+
+# --- the server ------------------------------------------------------------------
+
+def main() -> None:
+    """`python -m linkwrap.server.server`: serve this world until idle; quiet, detached."""
+    import fcntl
+    import socket
+    from linkwrap import __version__
+    key = world_key()
+    dfd = open_run_dir(create=True)
+    name = socket_name(key)
+    lock = os.open(f"/proc/self/fd/{dfd}/{name}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                   0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os._exit(0)  # another server serves this world
+    # Warm: everything a link imports, now.
+    from linkwrap.wrap import pipeline  # noqa: F401
+    from linkwrap.wrap import choose, config, direct, linkers, output, policy, probe, record  # noqa: F401
+    path = f"/proc/self/fd/{dfd}/{name}"
+    try:
+        os.unlink(path)  # a stale socket of a server that died
+    except FileNotFoundError:
+        pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o077)
+    try:
+        listener.bind(path)
+    finally:
+        os.umask(old)
+    listener.listen(128)
+    listener.setblocking(False)
+    stamp = installed_stamp()
+    os.ftruncate(lock, 0)
+    os.write(lock, f"{os.getpid()} {__version__}\n".encode())
+    serve(listener, stamp, path, dfd)
+
+
+_stop = []
+
+
+def _on_term(sig, frame):
+    _stop.append(sig)
+
+
+SPARES = 2  # children forked ahead, waiting in accept(): a link never waits for a fork
+
+
+def serve(listener, stamp, path, dfd) -> None:
+    """Keep SPARES children waiting for links; exit when idle, outdated or asked to.
+
+    A fork of this process costs milliseconds (page tables, then copy-on-write faults as the
+    child touches objects), so it is paid ahead: each spare accepts one connection itself,
+    tells the parent (its pid on the notify pipe) and the parent forks the next. The spares
+    watch a pipe whose write end only the parent holds: the parent gone, they exit.
+    """
+    import gc
+    import select
+    import signal
+    import time
+    signal.signal(signal.SIGTERM, _on_term)
+    signal.signal(signal.SIGINT, _on_term)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    gc.collect()
+    gc.freeze()  # the children's collector then never touches (and copies) the server's objects
+    notify_r, notify_w = os.pipe()
+    life_r, life_w = os.pipe()
+    state = {"links": 0, "started": time.time(), "children": set(), "idle": set()}
+    last = time.monotonic()
+    next_check = last + CHECK_S
+    ino = os.stat(path).st_ino
+    while True:
+        while len(state["idle"]) < SPARES:
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    os.close(notify_r)
+                    os.close(life_w)
+                    os.close(dfd)
+                    spare(listener, notify_w, life_r, state)
+                except BaseException as e:  # the client links again through the script
+                    from linkwrap import faults
+                    faults.note("serving a link", e)
+                finally:
+                    os._exit(70)
+            state["children"].add(pid)
+            state["idle"].add(pid)
+        try:
+            ready, _, _ = select.select([notify_r], [], [], 1.0)
+        except InterruptedError:
+            ready = []
+        now = time.monotonic()
+        if ready:
+            data = os.read(notify_r, 4096)
+            for i in range(0, len(data) - 3, 4):
+                state["idle"].discard(int.from_bytes(data[i:i + 4], "little"))
+                state["links"] += 1
+            last = now
+        _reap(state)
+        if _stop:
+            break
+        if now >= next_check:
+            next_check = now + CHECK_S
+            if now - last > IDLE_S and state["children"] <= state["idle"]:
+                break
+            if installed_stamp() != stamp:
+                break  # a new linkwrap: the next link starts the new one
+            try:
+                if os.stat(path).st_ino != ino:
+                    break  # our socket was replaced
+            except OSError:
+                break
+    try:
+        if os.stat(path).st_ino == ino:
+            os.unlink(path)
+    except OSError:
+        pass
+    os.close(life_w)  # the spares exit; links in progress finish and answer
+
+
+def spare(listener, notify_w, life_r, state) -> None:
+    """A child forked ahead, waiting for one connection: accept it, answer 'A', serve it."""
+    import gc
+    import select
+    import signal
+    import time
+    gc.disable()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
+    listener.setblocking(False)
+    while True:
+        ready, _, _ = select.select([listener, life_r], [], [])
+        if life_r in ready:
+            os._exit(0)  # the server is gone
+        try:
+            conn, _ = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            continue  # another spare took it
+        break
+    reached = time.perf_counter_ns()
+    listener.close()
+    os.close(life_r)
+    conn.setblocking(True)
+    try:
+        # 'A': the server is alive (a client that does not hear it in client.c's LW_TIMEOUT_S
+        # takes it for wedged); the client's fds come only after it.
+        conn.send(b"A")
+    except OSError:
+        os._exit(0)
+    os.write(notify_w, os.getpid().to_bytes(4, "little"))
+    os.close(notify_w)
+    if not _control(conn, state):
+        child(conn, reached)
+
+
+def _reap(state):
+    while state["children"]:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            state["children"].clear()
+            state["idle"].clear()
+            return
+        if pid == 0:
+            return
+        state["children"].discard(pid)
+        state["idle"].discard(pid)  # a spare that died before taking a link
+
+
+def _control(conn, state) -> bool:
+    """In a child: `linkwrap server status|stop` speak CONTROL first. -> True when it was that."""
+    import socket
+    try:
+        conn.settimeout(5)
+        head = conn.recv(4, socket.MSG_PEEK)
+    except OSError:
+        return True
+    if head != CONTROL:
+        return False
+    try:
+        what = conn.recv(64)[4:].strip()
+        from linkwrap import __version__
+        conn.sendall(f"pid={os.getppid()} version={__version__} install={install_id()} "
+                     f"links={state['links']} running={len(state['children'] - state['idle'])} "
+                     f"started={int(state['started'])}\n".encode())
+        if what == b"stop":
+            os.kill(os.getppid(), 15)
+    except OSError:
+        pass
+    conn.close()
+    return True
+
+
+def installed_stamp():
+    """Sizes and mtimes of linkwrap's installed files: the server stops when they change."""
+    import linkwrap
+    top = os.path.dirname(os.path.abspath(linkwrap.__file__))
+    out = []
+    for root, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for f in files:
+            if f.endswith((".py", ".c")):
+                try:
+                    st = os.stat(os.path.join(root, f))
+                except OSError:
+                    continue
+                out.append((f, st.st_size, st.st_mtime_ns))
+    return sorted(out)
+
+
+# --- the child: one link ---------------------------------------------------------
+
+def child(conn, reached=None) -> None:
+    """One link, for the client at conn (which has heard 'A' already), taken at reached (ns)."""
+    import socket
+    import struct
+    conn.setblocking(True)
+    conn.settimeout(10)
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    peer_pid, peer_uid, _ = struct.unpack("3i", creds)
+    if peer_uid != os.geteuid():
+        os._exit(0)  # not ours: say nothing
+    head, fds, _, _ = socket.recv_fds(conn, 8, MAX_FDS)
+    if len(head) != 8:
+        os._exit(0)
+    magic, size = struct.unpack("<II", head)
+    if magic != MAGIC or size > 64 << 20:
+        _refuse(conn, b"F")
+    data = bytearray()
+    while len(data) < size:
+        chunk = conn.recv(min(1 << 20, size - len(data)))
+        if not chunk:
+            os._exit(0)
+        data += chunk
+    try:
+        req = parse_request(bytes(data))
+    except (ValueError, IndexError, StopIteration):
+        _refuse(conn, b"F")
+    from linkwrap import __version__
+    if req["version"] != __version__:
+        _refuse(conn, b"V")
+    if req["name"] == "linkwrap-launch":
+        from linkwrap.cc import launch_usage
+        import io
+        saved, sys.stdout, sys.stderr = (sys.stdout, sys.stderr), io.StringIO(), io.StringIO()
+        try:
+            not_a_link = launch_usage(req["argv"], "linkwrap-launch") is not None
+        finally:
+            sys.stdout, sys.stderr = saved
+        if not_a_link:
+            _refuse(conn, b"F")  # usage, --version: the script answers as it always did
+    if len(fds) != len(req["fds"]):
+        _refuse(conn, b"F")
+    try:
+        conn = take(req, fds, peer_pid, conn)
+    except Exception as e:
+        from linkwrap import faults
+        faults.note("taking a link from the client", e)
+        _refuse(conn, b"F")
+    conn.settimeout(None)
+    result = run_link(req, peer_pid, conn, reached)
+    from linkwrap.wrap import invocation
+    if isinstance(result, invocation.Exec):
+        reply = b"D" + b"\0".join(os.fsencode(a) for a in result.argv) + b"\0"
+    elif isinstance(result, invocation.Killed):
+        reply = f"K{result.signal}\n".encode()
+    else:
+        reply = f"X{int(result)}\n".encode()
+    try:
+        conn.sendall(reply)
+    except OSError:
+        pass
+    os._exit(0)
+
+
+def _refuse(conn, why) -> None:
+    try:
+        conn.sendall(why)
+    except OSError:
+        pass
+    os._exit(0)
+
+
+def parse_request(data: bytes) -> dict:
+    """The client's payload: NUL-terminated fields (client.c's put_* calls, in order)."""
+    fields = data.split(b"\0")
+    it = iter(fields)
+    dec = os.fsdecode
+    version, name, cwd = dec(next(it)), dec(next(it)), dec(next(it))
+    argv = [dec(next(it)) for _ in range(int(next(it)))]
+    env = {}
+    for _ in range(int(next(it))):
+        k, _, v = next(it).partition(b"=")
+        env[dec(k)] = dec(v)
+    targets = [int(next(it)) for _ in range(int(next(it)))]
+    return {"version": version, "name": name, "cwd": cwd, "argv": argv, "env": env, "fds": targets}
+
+
+def take(req, fds, peer_pid, conn):
+    """Become the client's link: its fds, environment, cwd, umask, limits and cgroups. -> conn,
+    moved above the fd numbers the link needs (a jobserver's may be any)."""
+    import socket
+    # Received fds and the connection first go above every target and every received fd,
+    # so that no dup2 overwrites one still needed.
+    floor = max(req["fds"] + fds + [conn.fileno()])
+    moved = socket.socket(fileno=_dup_above(conn.fileno(), floor))
+    conn.close()
+    conn = moved
+    floor = conn.fileno()
+    high = [_dup_above(fd, floor) for fd in fds]
+    for fd in fds:
+        os.close(fd)
+    for fd, target in zip(high, req["fds"]):
+        os.dup2(fd, target, inheritable=True)
+        os.close(fd)
+    os.chdir(req["cwd"])
+    os.environ.clear()
+    os.environ.update(req["env"])
+    os.umask(_umask(peer_pid))
+    _limits(peer_pid)
+    join_cgroups(peer_pid)
+    import _signal
+    for sig in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP, _signal.SIGCHLD):
+        _signal.signal(sig, _signal.SIG_DFL)
+    from linkwrap.wrap import output
+    output._owner = None  # this child owns the link's private directory, not the server
+    return conn
+
+
+def _dup_above(fd, floor):
+    import fcntl
+    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor + 1)
+
+
+def _umask(pid) -> int:
+    with open(f"/proc/{pid}/status", "rb") as f:
+        for line in f:
+            if line.startswith(b"Umask:"):
+                return int(line.split()[1], 8)
+    raise OSError("no Umask in /proc status")
+
+
+def _limits(pid) -> None:
+    import resource
+    for name in dir(resource):
+        if name.startswith("RLIMIT_"):
+            which = getattr(resource, name)
+            want = resource.prlimit(pid, which)
+            if resource.getrlimit(which) != want:
+                resource.setrlimit(which, want)
+
+
+def join_cgroups(pid) -> None:
+    """Move this process into every cgroup the client is in (v1 hierarchies and v2)."""
+    mine = _cgroups("self")
+    theirs = _cgroups(pid)
+    if mine == theirs:
+        return
+    mounts = _cgroup_mounts()
+    for hier, (controllers, path) in theirs.items():
+        if mine.get(hier) == (controllers, path):
+            continue
+        where = mounts.get(controllers)
+        if where is None:
+            raise OSError(f"cgroup hierarchy {controllers or 'v2'} is not mounted")
+        mnt, root = where
+        if root != "/" and (path + "/").startswith(root.rstrip("/") + "/"):
+            path = path[len(root.rstrip("/")):]
+        with open(os.path.join(mnt, path.lstrip("/"), "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+
+
+def _cgroups(pid) -> dict:
+    out = {}
+    with open(f"/proc/{pid}/cgroup") as f:
+        for line in f:
+            hier, controllers, path = line.rstrip("\n").split(":", 2)
+            out[hier] = (controllers, path)
+    return out
+
+
+def _cgroup_mounts() -> dict:
+    """{controllers as /proc/*/cgroup names them ("memory", "cpu,cpuacct", "name=systemd", "" for v2):
+    (mount point, the mount's root within the hierarchy)}."""
+    with open("/proc/cgroups") as f:
+        known = {line.split()[0] for line in f if line.strip() and not line.startswith("#")}
+    out = {}
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            fstype, _, opts = (right.split() + ["", "", ""])[:3]
+            fields = left.split()
+            where = (fields[4], fields[3])
+            if fstype == "cgroup2":
+                out.setdefault("", where)
+            elif fstype == "cgroup":
+                names = opts.split(",")
+                controllers = ",".join(n for n in names if n in known)
+                out.setdefault(controllers or next((n for n in names if n.startswith("name=")), "?"), where)
+    return out
+
+
+def run_link(req, peer_pid, conn, reached=None):
+    """The link, with the client's signals (and its silent death) turned into this child's."""
+    import _thread
+    from linkwrap.wrap import invocation, pipeline
+
+    def watch():
+        while True:
+            try:
+                b = conn.recv(1)
+            except OSError:
+                b = b""
+            sig = b[0] if b else 15  # EOF: the client is gone (SIGKILL, a CI timeout): as SIGTERM
+            if sig in (1, 2, 15):
+                os.kill(os.getpid(), sig)
+            if not b:
+                return
+
+    _thread.start_new_thread(watch, ())
+    argv, driver = req["argv"], None
+    if req["name"] == "linkwrap-launch":
+        argv = argv[1:] if argv[:1] == ["--"] else argv
+        argv, driver = argv[1:], argv[0]
+    inv = invocation.Invocation(tuple(argv), driver, os.environ, req["cwd"], peer_pid, None, "server", reached)
+    return pipeline.link(inv)
+
+
+if __name__ == "__main__":
+    main()

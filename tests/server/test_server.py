@@ -1,0 +1,457 @@
+"""The native client and the warm link server, with real links, real cgroups and real signals.
+
+A stand-in `mold` (it says it is one) shows what the linker sees -- its cgroup, the
+jobserver -- and can hold a link open; it then runs the real mold.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import stop_servers, tool
+from linkrecords import c_object, db_rows
+from linkwrap.install import launcher
+from linkwrap.server import server as srv
+from linkwrap.server import start
+
+STANDIN = r'''#!{python}
+# A STAND-IN for mold (not mold): notes what it sees, may hold the link, then runs the real mold.
+import json, os, sys, time
+if "--version" not in sys.argv:
+    log = os.environ.get("PEEK_LOG")
+    if log:
+        info = {{"cgroup": open("/proc/self/cgroup").read(), "makeflags": os.environ.get("CARGO_MAKEFLAGS")}}
+        flags = info["makeflags"] or ""
+        if "--jobserver-auth=" in flags:
+            r, w = flags.split("--jobserver-auth=")[1].split()[0].split(",")
+            token = os.read(int(r), 1)
+            os.write(int(w), token)
+            info["token"] = token.decode()
+        with open(log, "a") as f:
+            f.write(json.dumps(info) + "\n")
+    hold = os.environ.get("PEEK_HOLD")
+    if hold and not os.path.exists(hold):  # once: a link run again after this one goes through
+        with open(sys.argv[sys.argv.index("-o") + 1], "wb") as f:
+            f.write(b"partial")
+        with open(hold + ".tmp", "w") as f:
+            f.write(str(os.getpid()))
+        os.rename(hold + ".tmp", hold)
+        time.sleep(300)
+os.execv({mold!r}, [{mold!r}] + sys.argv[1:])
+'''
+
+
+@pytest.fixture
+def client(lw_home):
+    path = launcher.fast_script("linkwrap-cc")
+    assert open(path, "rb").read(4) == b"\x7fELF", "the native client did not compile"
+    return path
+
+
+@pytest.fixture
+def standin(tmp_path):
+    d = tmp_path / "standin-bin"
+    d.mkdir()
+    (d / "mold").write_text(STANDIN.format(python=sys.executable, mold=tool("mold")))
+    (d / "mold").chmod(0o755)
+    return d
+
+
+def wait_for(cond, what, timeout=60):
+    """Readiness, not timing: poll until cond() holds (a busy machine may take a while)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = cond()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"{what} did not happen")
+
+
+def socket_path(home):
+    return os.path.join(str(home), "run", srv.socket_name(srv.world_key()))
+
+
+def server_pid(home):
+    """The pid in the lock file of the one server running under home."""
+    run = os.path.join(str(home), "run")
+    for n in os.listdir(run):
+        if n.endswith(".lock"):
+            text = open(os.path.join(run, n)).read().split()
+            if text:
+                return int(text[0])
+    return None
+
+
+@pytest.fixture
+def server(lw_home, client):
+    pid = start.start_detached()
+    wait_for(lambda: os.path.exists(socket_path(lw_home)), "the server's socket")
+    yield pid
+    stop_servers(lw_home)
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass  # the test reaped it
+
+
+def env_with(tmp_path, standin=None, **extra):
+    env = {**os.environ, "LINKWRAP_LINKER": "mold", **extra}
+    if standin is not None:
+        env["PATH"] = f"{standin}:{env['PATH']}"
+    return env
+
+
+def link(client, tmp_path, env, out="hello", **kw):
+    obj = c_object(tmp_path, body='#include <stdio.h>\nint main(void){puts("hi");return 0;}\n')
+    return subprocess.run([client, obj, "-o", out], cwd=tmp_path, env=env, capture_output=True, **kw)
+
+
+def entry_points(home):
+    return [r["entry_point"] for r in db_rows(home)]
+
+
+def test_the_first_link_starts_a_server_and_the_next_ones_go_through_it(tmp_path, lw_home, client):
+    env = env_with(tmp_path)
+    done = link(client, tmp_path, env)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    wait_for(lambda: os.path.exists(socket_path(lw_home)), "a server started by the first link")
+    proc = subprocess.Popen([client, "hello.o", "-o", "hello2"], cwd=tmp_path, env=env)
+    assert proc.wait() == 0
+    assert subprocess.run([str(tmp_path / "hello2")], capture_output=True).stdout == b"hi\n"
+    rows = db_rows(lw_home)
+    assert [r["entry_point"] for r in rows] == ["script", "server"]
+    # The build and the pid are the client's, not the server's child's.
+    assert rows[1]["pid"] == proc.pid and rows[1]["build_id"] == rows[0]["build_id"]
+    assert rows[1]["linker"] == "mold" and rows[1]["linker_start"] == "direct"
+    st = os.stat(os.path.join(str(lw_home), "run"))
+    assert st.st_mode & 0o777 == 0o700
+    assert os.stat(socket_path(lw_home)).st_mode & 0o077 == 0
+
+
+def test_no_compiler_at_install_leaves_the_script_as_the_entry_point(tmp_path, lw_home, monkeypatch):
+    empty = tmp_path / "no-cc"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    path = launcher.fast_script("linkwrap-cc")
+    assert open(path, "rb").read(2) == b"#!" and open(path).read() == open(launcher.script_path("linkwrap-cc")).read()
+    monkeypatch.undo()
+    os.environ["LINKWRAP_HOME"] = str(lw_home)
+    done = link(path, tmp_path, env_with(tmp_path))
+    assert done.returncode == 0 and entry_points(lw_home) == ["script"]
+
+
+def test_linkwrap_server_status_and_stop(lw_home, server):
+    from linkrecords import lw
+    out = lw("server", "status").stdout
+    assert f"pid={server}" in out and "(this world)" in out
+    assert "stopping" in lw("server", "stop").stdout
+    wait_for(lambda: os.waitpid(server, os.WNOHANG)[0] == server, "the server's exit")
+    assert not os.path.exists(socket_path(lw_home))
+    assert "no link server running" in lw("server", "status").stdout
+
+
+def test_a_stale_socket_is_passed_by_and_replaced(tmp_path, lw_home, client):
+    os.makedirs(os.path.dirname(socket_path(lw_home)), mode=0o700, exist_ok=True)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(socket_path(lw_home))
+    s.close()  # bound, never listening: what a killed server leaves
+    done = link(client, tmp_path, env_with(tmp_path))
+    assert done.returncode == 0 and done.stderr == b""
+    from linkwrap.cli.server import ask
+    wait_for(lambda: ask(socket_path(lw_home), "status"), "a new server replacing the stale socket")
+    assert link(client, tmp_path, env_with(tmp_path), out="h2").returncode == 0
+    assert entry_points(lw_home) == ["script", "server"]
+
+
+def test_a_server_of_another_uid_is_never_used(tmp_path, lw_home, client):
+    os.makedirs(os.path.dirname(socket_path(lw_home)), mode=0o700, exist_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(socket_path(lw_home))
+    pid = os.fork()
+    if pid == 0:  # listens as nobody: SO_PEERCRED names the listener's uid
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            listener.listen(8)
+            while True:
+                conn, _ = listener.accept()
+                conn.recv(1 << 16)
+                conn.sendall(b"A")  # would take the link if the client let it
+        finally:
+            os._exit(0)
+    listener.close()
+    try:
+        done = link(client, tmp_path, env_with(tmp_path), timeout=120)
+        assert done.returncode == 0 and done.stderr == b""
+        assert entry_points(lw_home) == ["script"]
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
+def test_a_run_directory_of_another_uid_is_never_used(tmp_path, lw_home, client):
+    run = os.path.dirname(socket_path(lw_home))
+    os.makedirs(run, mode=0o700)
+    os.chown(run, 65534, 65534)
+    done = link(client, tmp_path, env_with(tmp_path))
+    assert done.returncode == 0 and done.stderr == b""
+    assert entry_points(lw_home) == ["script"]
+    assert not os.listdir(run)  # no server was started in it either
+
+
+def test_a_server_of_another_version_is_passed_by(tmp_path, lw_home, client):
+    import linkwrap
+    parent = os.path.dirname(os.path.dirname(os.path.abspath(linkwrap.__file__)))
+    old = subprocess.Popen([sys.executable, "-I", "-S", "-c",
+                            f"import sys; sys.path.insert(0, {parent!r}); import linkwrap; "
+                            "linkwrap.__version__ = '0.0.1'; from linkwrap.server.server import main; main()"],
+                           env=os.environ, stdin=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: os.path.exists(socket_path(lw_home)), "the old server's socket")
+        done = link(client, tmp_path, env_with(tmp_path))
+        assert done.returncode == 0 and done.stderr == b""
+        assert entry_points(lw_home) == ["script"]
+    finally:
+        old.terminate()
+        old.wait()
+
+
+def test_64_concurrent_links_through_one_server(tmp_path, lw_home, client, server):
+    obj = c_object(tmp_path, body='#include <stdio.h>\nint main(void){puts("hi");return 0;}\n')
+    env = env_with(tmp_path)
+    procs = [subprocess.Popen([client, obj, "-o", f"out{i}"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for i in range(64)]
+    results = [(p.wait(), p.stdout.read(), p.stderr.read()) for p in procs]
+    assert results == [(0, b"", b"")] * 64
+    for i in (0, 31, 63):
+        assert subprocess.run([str(tmp_path / f"out{i}")], capture_output=True).stdout == b"hi\n"
+    rows = db_rows(lw_home)
+    assert len(rows) == 64 and sorted(r["pid"] for r in rows) == sorted(p.pid for p in procs)
+    # One server took them; on a very busy machine a client that waited past its timeout for a free
+    # child links through the script instead (never a hang): a few may.
+    assert sum(r["entry_point"] == "server" for r in rows) >= 56, [r["entry_point"] for r in rows]
+    assert not os.path.exists(tmp_path / ".linkwrap-tmp")
+
+
+def test_the_jobserver_reaches_the_linker(tmp_path, lw_home, client, server, standin):
+    r, w = os.pipe()
+    os.set_inheritable(r, True)
+    os.set_inheritable(w, True)
+    os.write(w, b"+")
+    log = tmp_path / "peek.log"
+    env = env_with(tmp_path, standin, PEEK_LOG=str(log), CARGO_MAKEFLAGS=f"-j --jobserver-auth={r},{w}")
+    obj = c_object(tmp_path)
+    done = subprocess.run([client, obj, "-o", "app"], cwd=tmp_path, env=env, capture_output=True, pass_fds=(r, w))
+    assert done.returncode == 0, done.stderr
+    (seen,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert seen["token"] == "+" and f"--jobserver-auth={r},{w}" in seen["makeflags"]
+    assert os.read(r, 1) == b"+"  # given back through the build's own pipe
+    assert entry_points(lw_home) == ["server"]
+
+
+def _memory_cgroup(pid="self"):
+    for line in open(f"/proc/{pid}/cgroup"):
+        _, controllers, path = line.rstrip("\n").split(":", 2)
+        if "memory" in controllers.split(","):
+            return path
+    raise AssertionError("no memory cgroup")
+
+
+@pytest.fixture
+def memory_cgroups():
+    """Two fresh memory cgroups (v1 here; the tests are root): A for the build, S for the server."""
+    mnt = srv._cgroup_mounts()["memory"][0]
+    base = os.path.join(mnt, f"linkwrap-test-{os.getpid()}-{time.time_ns()}")
+    groups = {n: os.path.join(base, n) for n in ("A", "S")}
+    for g in groups.values():
+        os.makedirs(g)
+    yield groups
+    for g in (*groups.values(), base):
+        wait_for(lambda: _rmdir(g), f"removing {g}", timeout=30)
+
+
+def _rmdir(path):
+    try:
+        os.rmdir(path)
+        return True
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def test_a_link_runs_in_the_clients_memory_cgroup_not_the_servers(tmp_path, lw_home, client, standin,
+                                                                   memory_cgroups):
+    a, s = memory_cgroups["A"], memory_cgroups["S"]
+    in_a = f"echo $$ > {a}/cgroup.procs && exec \"$@\""
+    # The server is started from the build's group A (its socket is keyed on it), then moved to S.
+    subprocess.run(["sh", "-c", in_a, "sh", sys.executable, "-c",
+                    "from linkwrap.server.start import start_detached; start_detached()"], check=True)
+    run = os.path.join(str(lw_home), "run")
+    pid = wait_for(lambda: os.path.isdir(run) and server_pid(lw_home), "the server's lock")
+    try:
+        with open(os.path.join(s, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+        assert _memory_cgroup(pid).endswith("/S")
+        log = tmp_path / "peek.log"
+        obj = c_object(tmp_path)
+        env = env_with(tmp_path, standin, PEEK_LOG=str(log))
+        done = subprocess.run(["sh", "-c", in_a, "sh", client, obj, "-o", "app"], cwd=tmp_path, env=env,
+                              capture_output=True)
+        assert done.returncode == 0, done.stderr
+        (seen,) = [json.loads(line) for line in log.read_text().splitlines()]
+        memory = [l.split(":", 2)[2] for l in seen["cgroup"].splitlines() if ":memory:" in l]
+        assert memory == [_memory_cgroup(pid).rsplit("/", 1)[0] + "/A"]
+        assert entry_points(lw_home) == ["server"]
+        assert int(open(os.path.join(a, "memory.max_usage_in_bytes")).read()) > 0
+    finally:
+        stop_servers(lw_home)
+        wait_for(lambda: not os.path.exists(f"/proc/{pid}"), "the server's exit")
+
+
+def _hold(client, tmp_path, standin, lw_home):
+    """A link through the server held by the stand-in linker; -> (client Popen, linker pid, output dir)."""
+    out = tmp_path / "app"
+    out.write_bytes(b"the last good binary")
+    os.link(out, tmp_path / "app.keep")  # a second name, as Cargo's: the link writes a new file
+    hold = tmp_path / "hold"
+    obj = c_object(tmp_path)
+    env = env_with(tmp_path, standin, PEEK_HOLD=str(hold))
+    proc = subprocess.Popen([client, obj, "-o", "app"], cwd=tmp_path, env=env, stderr=subprocess.PIPE)
+    linker = int(wait_for(lambda: hold.exists() and hold.read_text(), "the held link"))
+    return proc, linker, out
+
+
+def _gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_to_the_client_ends_the_link_and_the_client_dies_of_it(tmp_path, lw_home, client, server,
+                                                                         standin, sig):
+    proc, linker, out = _hold(client, tmp_path, standin, lw_home)
+    proc.send_signal(sig)
+    assert proc.wait() == -sig
+    wait_for(lambda: _gone(linker), "the linker's end")
+    wait_for(lambda: not os.path.exists(tmp_path / ".linkwrap-tmp"), "the private directory's removal")
+    assert out.read_bytes() == b"the last good binary"
+    assert db_rows(lw_home) == []  # an interrupted link leaves no record, as through the script
+
+
+def test_sigkill_of_the_client_ends_the_link_and_cleans_up(tmp_path, lw_home, client, server, standin):
+    proc, linker, out = _hold(client, tmp_path, standin, lw_home)
+    proc.kill()
+    assert proc.wait() == -signal.SIGKILL
+    wait_for(lambda: _gone(linker), "the linker's end")
+    wait_for(lambda: not os.path.exists(tmp_path / ".linkwrap-tmp"), "the private directory's removal")
+    assert out.read_bytes() == b"the last good binary"
+    # The server goes on serving.
+    done = link(client, tmp_path, env_with(tmp_path), out="next")
+    assert done.returncode == 0 and entry_points(lw_home) == ["server"]
+
+
+def test_a_server_killed_mid_link_and_the_next_link(tmp_path, lw_home, client, server, standin):
+    proc, linker, out = _hold(client, tmp_path, standin, lw_home)
+    link_child = int(open(f"/proc/{linker}/stat").read().rsplit(")", 1)[1].split()[1])  # the linker's parent
+    assert link_child != server
+    os.kill(server, signal.SIGKILL)
+    os.kill(link_child, signal.SIGKILL)
+    os.waitpid(server, 0)
+    os.kill(linker, signal.SIGKILL)  # the held stand-in: as if the link had been in progress
+    # The client lost its server before an answer: it links again through the script, which completes.
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert subprocess.run([str(out)], capture_output=True).stdout == b""  # c_object's main prints nothing
+    done = link(client, tmp_path, env_with(tmp_path), out="next")
+    assert done.returncode == 0
+    assert not os.path.exists(tmp_path / ".linkwrap-tmp")  # the dead link's directory was swept
+    assert entry_points(lw_home)[-1] == "script" and len(entry_points(lw_home)) == 2
+
+
+EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "examples", "cargo-workspace")
+
+
+def test_cargo_build_of_the_example_through_the_client_and_the_server(tmp_path, lw_home, server):
+    """`linkwrap install` makes the native client Cargo's linker; every link of a clean build goes
+    through the running server, in the build (the client's pid and build), with the jobserver passed."""
+    import shutil
+    from linkrecords import lw
+    root = tmp_path / "ws"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("target", ".cargo"))
+    lw("install", "--absolute", cwd=root)  # PATH here finds pip's linkwrap-cc first
+    linker = [line for line in (root / ".cargo" / "config.toml").read_text().splitlines() if "linker" in line]
+    assert linker and launcher.fast_script("linkwrap-cc", write=False) in linker[0]
+    target = tmp_path / "target"
+    done = subprocess.run(["cargo", "build", "--quiet"], cwd=root, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "CARGO_TARGET_DIR": str(target), "LINKWRAP_LINKER": "mold"})
+    assert done.returncode == 0 and "linkwrap" not in done.stderr, done.stderr
+    assert subprocess.run([str(target / "debug" / "app")], capture_output=True, text=True).stdout == \
+        "Hello, linkwrap!\nanswer=42 Point (derived)\nbuilt by build.rs (debug)\n"
+    rows = db_rows(lw_home)
+    assert sorted((r["crate_name"], r["crate_kind"]) for r in rows) == [
+        ("app", "bin"), ("app", "build-script"), ("greet_macros", "proc-macro")]
+    assert {(r["entry_point"], r["linker"], r["linker_start"], r["exit_status"]) for r in rows} == {
+        ("server", "mold", "direct", 0)}
+    assert len({r["build_id"] for r in rows}) == 1
+    builds = db_rows(lw_home, "SELECT tool FROM builds")
+    assert builds == [{"tool": "cargo"}]
+    for r in rows:
+        assert r["wall_ms"] > 0 and r["peak_rss_kb"] > 1000
+
+
+def test_the_launcher_entry_point_goes_through_the_server_too(tmp_path, lw_home, server):
+    launch = launcher.fast_script("linkwrap-launch")
+    assert open(launch, "rb").read(4) == b"\x7fELF"
+    obj = c_object(tmp_path, body='#include <stdio.h>\nint main(void){puts("hi");return 0;}\n')
+    done = subprocess.run([launch, "--", "cc", obj, "-o", "app"], cwd=tmp_path, capture_output=True,
+                          env=env_with(tmp_path))
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert subprocess.run([str(tmp_path / "app")], capture_output=True).stdout == b"hi\n"
+    assert entry_points(lw_home) == ["server"]
+    # Not a link: the script answers, as it always did.
+    version = subprocess.run([launch, "--version"], capture_output=True, text=True)
+    assert version.returncode == 0 and version.stdout.startswith("linkwrap-launch (linkwrap ")
+    usage = subprocess.run([launch], capture_output=True, text=True)
+    assert usage.returncode == 2 and "usage: linkwrap-launch" in usage.stderr
+
+
+def test_a_driver_question_through_the_server_is_answered_by_the_driver(tmp_path, lw_home, client, server):
+    done = subprocess.run([client, "-dumpmachine"], capture_output=True, text=True)
+    assert done.returncode == 0
+    assert done.stdout == subprocess.run(["cc", "-dumpmachine"], capture_output=True, text=True).stdout
+
+
+def test_a_server_that_does_not_answer_is_passed_by(tmp_path, lw_home, client):
+    """A wedged server (listening, never accepting): the client gives up after its timeout and links."""
+    os.makedirs(os.path.dirname(socket_path(lw_home)), mode=0o700, exist_ok=True)
+    wedged = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    wedged.bind(socket_path(lw_home))
+    wedged.listen(8)
+    try:
+        done = link(client, tmp_path, env_with(tmp_path), timeout=120)
+        assert done.returncode == 0 and done.stderr == b""
+        assert entry_points(lw_home) == ["script"]
+    finally:
+        wedged.close()
+
+
+def test_a_garbled_request_is_refused_and_the_server_goes_on(tmp_path, lw_home, client, server):
+    import struct
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(socket_path(lw_home))
+    assert s.recv(1) == b"A"
+    s.sendall(struct.pack("<II", srv.MAGIC, 5) + b"0.1\0x")  # a payload that ends too soon
+    assert s.recv(16) == b"F"
+    s.close()
+    done = link(client, tmp_path, env_with(tmp_path))
+    assert done.returncode == 0 and entry_points(lw_home) == ["server"]
