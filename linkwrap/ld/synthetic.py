@@ -192,15 +192,16 @@ def merge_sections(opts, live):
 
 
 class StrTab(Synthetic):
-    """.strtab: the names .symtab uses, fixed when it is created."""
+    """A string table: each name once, NUL-terminated, its offset fixed when it is added.
+    As such it is .strtab (the names .symtab uses); DynStr is the loaded .dynstr."""
     type = elf.SHT_STRTAB
     flags = 0
     align = 1
 
-    def __init__(self):
-        super().__init__(".strtab")
+    def __init__(self, name=".strtab", offsets=None):
+        super().__init__(name)
         self.data = bytearray(b"\0")
-        self.offsets = {}
+        self.offsets = dict(offsets or {})
 
     def add(self, name: str) -> int:
         off = self.offsets.get(name)
@@ -385,30 +386,14 @@ def _or(values):
     return v
 
 
-class DynStr(Synthetic):
-    type = elf.SHT_STRTAB
-    align = 1
+class DynStr(StrTab):
+    flags = elf.SHF_ALLOC
 
     def __init__(self):
-        super().__init__(".dynstr")
-        self.offsets = {"": 0}
-        self.data = bytearray(b"\0")
-
-    def add(self, s: str) -> int:
-        off = self.offsets.get(s)
-        if off is None:
-            off = self.offsets[s] = len(self.data)
-            self.data += s.encode() + b"\0"
-        return off
-
-    def size(self):
-        return len(self.data)
+        super().__init__(".dynstr", {"": 0})
 
     def is_needed(self):
         return True
-
-    def write_to(self, buf, lk):
-        return _put(buf, lk.offset_of(self), self.data)
 
 
 class DynSym(Synthetic):
