@@ -168,3 +168,24 @@ def rust_gcc_ld() -> str:
     info = subprocess.run([tool("rustc"), "-vV"], capture_output=True, text=True).stdout
     host = next(line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("host:"))
     return os.path.join(sysroot, "lib", "rustlib", host, "bin", "gcc-ld")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_link_servers_the_tests_started(tmp_path_factory):
+    """A link through the native client starts a warm server that lives until 15 idle minutes pass or its
+    socket goes: end those whose LINKWRAP_HOME is under this run's temporary directory, so a test run
+    leaves no process behind (a user's own servers, elsewhere, are not touched)."""
+    yield
+    import signal as signals
+    base = str(tmp_path_factory.getbasetemp())
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"linkwrap.server.server" not in f.read():
+                    continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+            if env.get(b"LINKWRAP_HOME", b"").decode(errors="replace").startswith(base):
+                os.kill(int(pid), signals.SIGTERM)
+        except (OSError, ValueError):
+            continue
