@@ -55,3 +55,13 @@ def store(name: str, data: dict) -> None:
         os.replace(tmp, target)
     except (OSError, ValueError):
         pass
+
+
+def read_all(fd) -> bytes:
+    """Everything from fd's current offset to its end (os.read returns at most what it was asked)."""
+    chunks = []
+    while True:
+        b = os.read(fd, 1 << 20)
+        if not b:
+            return b"".join(chunks)
+        chunks.append(b)

@@ -131,21 +131,13 @@ def read_table(path) -> dict:
         # Another user's file (a shared LINKWRAP_HOME) could steer this user's links: not trusted.
         if st.st_uid != os.geteuid() or st.st_size > (4 << 20):
             return {}
-        data = marshal.loads(_read_all(fd))
+        from linkwrap.cache import read_all
+        data = marshal.loads(read_all(fd))
     except (OSError, EOFError, ValueError, TypeError):
         return {}
     finally:
         os.close(fd)
     return data if isinstance(data, dict) and data.get("format") == FORMAT else {}
-
-
-def _read_all(fd) -> bytes:
-    chunks = []
-    while True:
-        b = os.read(fd, 1 << 16)
-        if not b:
-            return b"".join(chunks)
-        chunks.append(b)
 
 
 # --- fitting (the reading commands, never the link path) ----------------------

@@ -231,7 +231,7 @@ def spawn(argv, env, forward=None):
         if code < 0:
             code = 128 - code
         return (code, wall_ms, ru.ru_utime * 1000, ru.ru_stime * 1000, ru.ru_maxrss,
-                _read_all(out_fd), _read_all(err_fd))
+                _rewound(out_fd), _rewound(err_fd))
     finally:
         os.close(out_fd)
         os.close(err_fd)
@@ -254,16 +254,6 @@ def _tree(pid) -> list:
             except (OSError, ValueError):
                 pass
     return found
-
-
-def _read_all(fd) -> bytes:
-    os.lseek(fd, 0, os.SEEK_SET)
-    chunks = []
-    while True:
-        b = os.read(fd, 1 << 20)
-        if not b:
-            return b"".join(chunks)
-        chunks.append(b)
 
 
 def _to_response_file(argv, work_dir=None, output_name=None):
@@ -306,3 +296,10 @@ def write_through(outcome) -> None:
 
 
 __all__ = ["Outcome", "Interrupted", "execute", "command", "spawn", "write_through"]
+
+
+def _rewound(fd) -> bytes:
+    """What the linker wrote into its captured output file, from the start."""
+    from linkwrap.cache import read_all
+    os.lseek(fd, 0, os.SEEK_SET)
+    return read_all(fd)
