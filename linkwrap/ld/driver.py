@@ -18,6 +18,7 @@ from linkwrap.ld.diag import Diagnostics
 class Timings:
     def __init__(self):
         self.phases = []
+        self.stats = []     # --stats: lines of counts (linkwrap.ld.stats)
 
     def phase(self, label):
         return _Phase(self, label)
@@ -77,11 +78,15 @@ def link(opts, diag=None) -> Timings:
             syn.finalize(lk)
     with t.phase("Apply relocations"):
         # copy every section into the image and patch it; R_X86_64_64 in a PIE -> .rela.dyn
-        image = relocate.apply_all(res, lk, live, diag)
+        reloc_stats = {} if opts.stats else None
+        image = relocate.apply_all(res, lk, live, diag, reloc_stats)
     diag.checkpoint()  # relocation overflows, with their locations
     with t.phase("Write output"):
         # linker-made sections, headers, build-id; temporary file renamed over the output
         write.write_output(opts, mode, lk, image, synth)
+    if opts.stats:
+        from linkwrap.ld import stats
+        t.stats = stats.lines(res, live, lk, synth, reloc_stats)
     return t
 
 

@@ -64,6 +64,7 @@ class Options:
     unresolved: str = "report-all"
     version: bool = False
     time_phases: bool = False     # --time: print each pass's wall time to stderr
+    stats: bool = False           # --stats: print the counts that explain the times to stderr
 
 
 # --- GNU ld's command-line grammar (ld/lexsup.c), as one table --------------------------------
@@ -114,6 +115,7 @@ _opts("rpath", True, "rpath")
 _opts("hash-style", True, "hash_style")
 _opts("version", False, "version")
 _opts("time", False, "time")
+_opts("stats", False, "stats")
 _opts("sysroot", True, "sysroot")
 _opts("defsym", True, "defsym")
 _opts("undefined", True, "undefined")
@@ -132,7 +134,7 @@ _opts("no-undefined-version undefined-version sort-common warn-common no-fatal-w
       "no-demangle demangle no-map-whole-files map-whole-files no-warn-execstack warn-execstack "
       "no-warn-rwx-segments warn-rwx-segments no-warn-search-mismatch warn-textrel warn-constructors "
       "warn-alternate-em warn-section-align warn-multiple-gp no-ld-generated-unwind-info "
-      "ld-generated-unwind-info check-sections no-check-sections stats no-print-map-discarded "
+      "ld-generated-unwind-info check-sections no-check-sections no-print-map-discarded "
       "print-map-discarded ignore-unresolved-symbol-not-used", False, IGNORE)
 _opts("enable-new-dtags", False, "new_dtags")
 _opts("disable-new-dtags", False, "old_dtags")
@@ -373,7 +375,7 @@ _SETS = {
     "gc": ("gc_sections", True), "no_gc": ("gc_sections", False), "print_gc": ("print_gc_sections", True),
     "export_dynamic": ("export_dynamic", True), "no_export_dynamic": ("export_dynamic", False),
     "strip_debug": ("strip_debug", True), "strip_all": ("strip_all", True), "version": ("version", True),
-    "time": ("time_phases", True), "muldefs": ("allow_multiple_definition", True),
+    "time": ("time_phases", True), "muldefs": ("allow_multiple_definition", True), "stats": ("stats", True),
     "relocatable": ("relocatable", True), "new_dtags": ("new_dtags", True), "old_dtags": ("new_dtags", False),
 }
 

@@ -27,10 +27,11 @@ _LIMITS = {(4, "s"): (-2**31, 2**31), (4, "u"): (0, 2**32), (2, "s"): (-2**15, 2
 MASK64 = (1 << 64) - 1
 
 
-def apply_all(res, lk, live, diag) -> bytearray:
+def apply_all(res, lk, live, diag, stats=None) -> bytearray:
     buf = bytearray(lk.file_size)
     syms_of = res.syms
     kept = _KeptCopies(res)
+    bulk = []       # non-alloc sections with relocations: relocate_bulk may do them all at once
     for o in lk.osecs:
         if o.type == elf.SHT_NOBITS:
             continue
@@ -42,8 +43,17 @@ def apply_all(res, lk, live, diag) -> bytearray:
             data = m.bytes()
             start = o.offset + out_off
             buf[start:start + len(data)] = data
-            if m.rela is not None or m.relocs:
+            if m.rela is not None and not m.flags & elf.SHF_ALLOC:
+                bulk.append((m, start, o.addr + out_off))
+            elif m.rela is not None or m.relocs:
                 _relocate_section(buf, lk, m, start, o.addr + out_off, syms_of[m.file], live.alive, diag, kept)
+    if bulk:
+        from linkwrap.ld import relocate_bulk
+        if relocate_bulk.worth_it(bulk):
+            relocate_bulk.apply(buf, lk, bulk, res, live.alive, diag, kept, _relocate_section, stats)
+        else:
+            for m, start, addr in bulk:
+                _relocate_section(buf, lk, m, start, addr, syms_of[m.file], live.alive, diag, kept)
     return buf
 
 
