@@ -1,7 +1,7 @@
 """RELOCATE in bulk: the relocations of non-alloc sections (.debug_*), per object, with numpy.
 
-Input: the non-alloc sections relocate.apply_all has copied into the image, with
-their image offsets and addresses; Resolution, Layout, Liveness (only read).
+Input: the non-alloc sections with relocations, with their image offsets and
+addresses (relocate.apply_all has copied every other section into the image); Resolution, Layout, Liveness (only read).
 Output: the same bytes the per-relocation path (relocate._relocate_section)
 writes, in place.
 
@@ -71,7 +71,8 @@ def worth_it(pending) -> bool:
 
 
 def apply(buf, lk, pending, res, alive, diag, kept, slow, stats=None):
-    """Apply the relocations of pending's sections into buf; slow(...) is the per-relocation path."""
+    """Copy pending's sections into buf and apply their relocations; slow(...) is the per-relocation path.
+    Input pages leave the RSS once their sections are in the image (_drop), one input file at a time."""
     import numpy as np
     img = np.frombuffer(buf, dtype=np.uint8)
     ctx = _Context(np, lk, alive, kept)
@@ -80,13 +81,55 @@ def apply(buf, lk, pending, res, alive, diag, kept, slow, stats=None):
         by_obj.setdefault(item[0].file, []).append(item)
     for obj, items in by_obj.items():
         syms = res.syms[obj]
-        bad = _object(np, img, ctx, obj, items, syms, stats)
-        for k in bad:
-            m, start, addr = items[k]
-            slow(buf, lk, m, start, addr, syms, alive, diag, kept)
+        for m, start, _ in items:
+            data = m.bytes()
+            buf[start:start + len(data)] = data
+        bad = set()
+        for chunk in _chunks(items):
+            bad.update(_object(np, img, ctx, obj, chunk, syms))
+        for m, start, addr in items:
+            if m in bad:    # the loop writes every value again: what a batch wrote stays the same
+                slow(buf, lk, m, start, addr, syms, alive, diag, kept)
             if stats is not None:
-                stats["slow_sections"] = stats.get("slow_sections", 0) + 1
-                stats["slow_relocs"] = stats.get("slow_relocs", 0) + m.rela[1] // 24
+                key = "slow_sections" if m in bad else "bulk_relocs"
+                stats[key] = stats.get(key, 0) + (1 if m in bad else m.rela[1] // 24)
+        _drop(obj.view.obj)     # an archive's other members fault their own pages in again
+
+
+# relocations per numpy batch: a batch's arrays cost ~200 bytes per relocation while it lasts
+_BATCH = 1 << 15
+
+
+def _chunks(items):
+    """One object's relocation tables in batches of at most _BATCH entries: [(section, image offset,
+    address, first entry, entries)], a big .debug_info split across batches (the peak bounded)."""
+    chunk, n = [], 0
+    for m, start, addr in items:
+        total = m.rela[1] // 24
+        first = 0
+        while first < total:
+            take = min(total - first, _BATCH - n)
+            chunk.append((m, start, addr, first, take))
+            first += take
+            n += take
+            if n >= _BATCH:
+                yield chunk
+                chunk, n = [], 0
+    if chunk:
+        yield chunk
+
+
+def _drop(mapped):
+    """The pages of an input file whose sections are all in the image leave this process's RSS
+    (MADV_DONTNEED on a shared file mapping: a later read faults them in again from the page cache,
+    as .eh_frame's copy and the writer may). Without it the debug sections' pages stay resident
+    next to their copy in the image."""
+    import mmap
+    if isinstance(mapped, mmap.mmap) and hasattr(mapped, "madvise"):
+        try:
+            mapped.madvise(mmap.MADV_DONTNEED)
+        except (OSError, ValueError):
+            pass
 
 
 _RELA = [("off", "<u8"), ("info", "<u8"), ("add", "<i8")]
@@ -160,15 +203,12 @@ class _Context:
         return _PLAIN, lk.sym_addr(s), 0, 0, 0
 
 
-def _object(np, img, ctx, obj, items, syms, stats):
-    """One object's non-alloc relocations, all at once; -> indexes of items for the slow path."""
+def _object(np, img, ctx, obj, items, syms):
+    """A batch of one object's non-alloc relocations, all at once; -> the sections for the loop."""
     view = obj.view
-    parts, idx = [], []
-    for k, (m, start, addr) in enumerate(items):
-        off, size = m.rela
-        if size >= 24:
-            parts.append(np.frombuffer(view, dtype=_RELA, count=size // 24, offset=off))
-            idx.append(k)
+    parts = []
+    for m, start, addr, first, n in items:
+        parts.append(np.frombuffer(view, dtype=_RELA, count=n, offset=m.rela[0] + 24 * first))
     if not parts:
         return []
     nsec = len(parts)
@@ -182,7 +222,7 @@ def _object(np, img, ctx, obj, items, syms, stats):
     typ = (info & np.uint64(0xFFFFFFFF)).astype(np.int64)
     small = typ < 64
     typc = np.where(small, typ, 0)
-    sizes = np.array([items[k][0].size for k in idx], dtype=np.uint64)[seg]
+    sizes = np.array([it[0].size for it in items], dtype=np.uint64)[seg]
     width = ctx.width[typc]
     bad_rel = ~small | ~ctx.known[typc] | (sym >= len(syms)) | (r_off > sizes) | (r_off + width > sizes) \
         | (A >= _FAR) | (A <= -_FAR)
@@ -229,7 +269,7 @@ def _object(np, img, ctx, obj, items, syms, stats):
     v = Sr + Ar
     pc = form == _PC
     if pc.any():
-        addrs = np.array([items[k][2] for k in idx], dtype=np.int64)[seg]
+        addrs = np.array([it[2] for it in items], dtype=np.int64)[seg]
         v = np.where(pc, v - (addrs + r_off.astype(np.int64)), v)
     dtp = form == _DTP
     if dtp.any():
@@ -243,7 +283,7 @@ def _object(np, img, ctx, obj, items, syms, stats):
         bad[seg[bad_rel]] = True
         use = ~bad[seg]
     go = use & (rcls != _SKIP) & (width > 0)
-    starts = np.array([items[k][1] for k in idx], dtype=np.int64)[seg]
+    starts = np.array([it[1] for it in items], dtype=np.int64)[seg]
     loc = starts + r_off.astype(np.int64)
     for w in (8, 4):
         sel = go & (width == w)
@@ -252,7 +292,4 @@ def _object(np, img, ctx, obj, items, syms, stats):
         at = loc[sel]
         vals = v[sel] if w == 8 else (v[sel] & 0xFFFFFFFF).astype("<u4")
         img[at[:, None] + np.arange(w)] = vals.astype("<i8" if w == 8 else "<u4").view(np.uint8).reshape(-1, w)
-    if stats is not None:
-        stats["bulk_relocs"] = stats.get("bulk_relocs", 0) + int(use.sum())
-        stats["bulk_sections"] = stats.get("bulk_sections", 0) + int((~bad).sum())
-    return [idx[k] for k in np.flatnonzero(bad).tolist()]
+    return [items[k][0] for k in np.flatnonzero(bad).tolist()]

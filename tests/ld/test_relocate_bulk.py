@@ -93,8 +93,6 @@ ODD_DEBUG = r"""
 main:
     xor %eax, %eax
     ret
-    .globl small
-    .set small, 0x1234
     .section .debug_str,"MS",@progbits,1
 str_a:
     .asciz "alpha"
@@ -109,22 +107,28 @@ str_b:
 """
 
 
+SMALL = "-Wl,--defsym=small=0x1234"      # defined at link time: the .value stays a relocation
+
+
 def test_odd_debug_relocations_match_and_overflow_reports_the_same_line(tmp_path):
     (tmp_path / "odd.s").write_text(ODD_DEBUG)
-    (tmp_path / "far.s").write_text(ODD_DEBUG.replace(".quad main + 3", ".quad main + 3\n    .long far"))
+    # the overflow in a section of its own: the bulk path finds it, the loop names it
+    (tmp_path / "far.s").write_text(ODD_DEBUG + '    .section .debug_far,"",@progbits\n    .long far\n')
     for name in ("odd", "far"):
         subprocess.run(["as", f"{name}.s", "-o", f"{name}.o"], cwd=tmp_path, check=True)
     shim = corpus.shim_dir(str(tmp_path))
     outputs, errors = [], []
     for relocs in ("python", "bulk"):
         out = str(tmp_path / f"odd-{relocs}")
-        r = subprocess.run(["gcc", f"-B{shim}", "-no-pie", "odd.o", "-o", out], cwd=tmp_path,
-                           capture_output=True, text=True, env=env(relocs))
+        r = subprocess.run(["gcc", f"-B{shim}", "-no-pie", "odd.o", SMALL, "-o", out, "-Wl,--stats"],
+                           cwd=tmp_path, capture_output=True, text=True, env=env(relocs))
         assert r.returncode == 0, r.stderr
+        assert stats_of(r.stderr)["bulk"] == 0      # R_X86_64_16: .debug_odd goes to the loop whole
+        assert ("(1 non-loaded sections the bulk path left to the loop)" in r.stderr) == (relocs == "bulk")
         with open(out, "rb") as f:
             outputs.append(f.read())
-        r = subprocess.run(["gcc", f"-B{shim}", "-no-pie", "far.o", "-Wl,--defsym=far=0x123456789", "-o",
-                            str(tmp_path / "far")], cwd=tmp_path,
+        r = subprocess.run(["gcc", f"-B{shim}", "-no-pie", "far.o", SMALL, "-Wl,--defsym=far=0x123456789",
+                            "-o", str(tmp_path / "far")], cwd=tmp_path,
                            capture_output=True, text=True, env=env(relocs))
         assert r.returncode == 1
         errors.append(r.stderr)
@@ -132,7 +136,7 @@ def test_odd_debug_relocations_match_and_overflow_reports_the_same_line(tmp_path
     assert errors[0] == errors[1]
     assert "relocation truncated to fit: R_X86_64_32 against `far'" in errors[1]
     ref = str(tmp_path / "ref")
-    subprocess.run(["gcc", "-no-pie", "odd.o", "-o", ref], cwd=tmp_path, check=True)
+    subprocess.run(["gcc", "-no-pie", "odd.o", SMALL, "-o", ref], cwd=tmp_path, check=True)
     # the 16-bit value and both string offsets are GNU ld's (main's address depends on the layout)
     assert section_bytes(str(tmp_path / "odd-bulk"), ".debug_odd")[:10] == section_bytes(ref, ".debug_odd")[:10]
 
