@@ -27,8 +27,9 @@ _LIMITS = {(4, "s"): (-2**31, 2**31), (4, "u"): (0, 2**32), (2, "s"): (-2**15, 2
 MASK64 = (1 << 64) - 1
 
 
-def apply_all(res, lk, live, diag, stats=None) -> bytearray:
-    buf = bytearray(lk.file_size)
+def apply_all(res, lk, live, diag, stats=None, buf=None):
+    """-> buf (a new bytearray when None), the whole output file with every section relocated."""
+    buf = bytearray(lk.file_size) if buf is None else buf
     syms_of = res.syms
     kept = _KeptCopies(res)
     bulk = []       # non-alloc sections with relocations: copied and relocated per object at the end
