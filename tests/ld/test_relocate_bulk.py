@@ -146,3 +146,24 @@ def section_bytes(path, name):
     words = [w for line in dump.splitlines() if line.startswith("  0x") for w in line.split()[1:5]
              if re.fullmatch(r"[0-9a-f]{2,8}", w)]
     return bytes.fromhex("".join(words))
+
+
+def test_numpy_is_imported_only_by_a_link_with_enough_debug_relocations(tmp_path, rust_debug):
+    """Below relocate_bulk.MIN_RELOCS the import (~75 ms) would cost more than it saves."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    mark = tmp_path / "numpy-imported"
+    (shim / "ld").write_text(f"#!/bin/sh\nexec {sys.executable} -c 'import sys; from linkwrap.ld.__main__ import run; "
+                             f"r = run(sys.argv[1:]); open(\"{mark}\", \"w\").write(str(\"numpy\" in sys.modules)); "
+                             f"sys.exit(r)' \"$@\"\n")
+    (shim / "ld").chmod(0o755)
+    driver, objs, archive = corpus.compile_case("cxx_exceptions", str(tmp_path))
+    r = subprocess.run([driver, f"-B{shim}", *objs, "-o", str(tmp_path / "small")], capture_output=True, text=True,
+                       env=env("auto"))
+    assert r.returncode == 0, r.stderr
+    assert mark.read_text() == "False"
+    root, argv, link_env, cwd = rust_debug
+    r = subprocess.run(["cc", f"-B{shim}", *argv, "-o", str(tmp_path / "big")], cwd=cwd, capture_output=True,
+                       text=True, env={**link_env, "LINKWRAP_LD_RELOCS": "auto"})
+    assert r.returncode == 0, r.stderr
+    assert mark.read_text() == "True"
