@@ -135,9 +135,6 @@ def _drop(mapped):
             pass
 
 
-_RELA = [("off", "<u8"), ("info", "<u8"), ("add", "<i8")]
-
-
 class _Context:
     """What every object's batch shares: the type tables and the merged pieces as arrays."""
 
@@ -211,16 +208,16 @@ def _object(np, img, ctx, obj, items, syms):
     view = obj.view
     parts = []
     for m, start, addr, first, n in items:
-        parts.append(np.frombuffer(view, dtype=_RELA, count=n, offset=m.rela[0] + 24 * first))
+        parts.append(np.frombuffer(view, dtype="<u8", count=3 * n, offset=m.rela[0] + 24 * first))
     if not parts:
         return []
     nsec = len(parts)
-    counts = np.array([len(p) for p in parts], dtype=np.int64)
+    counts = np.array([it[4] for it in items], dtype=np.int64)
     seg = np.repeat(np.arange(nsec), counts)
-    rel = np.concatenate(parts) if nsec > 1 else parts[0]
-    r_off = rel["off"]
-    info = rel["info"]
-    A = rel["add"].astype(np.int64)
+    rel = (np.concatenate(parts) if nsec > 1 else parts[0]).reshape(-1, 3)
+    r_off = rel[:, 0]
+    info = rel[:, 1]
+    A = rel[:, 2].view(np.int64)
     sym = (info >> np.uint64(32)).astype(np.int64)
     typ = (info & np.uint64(0xFFFFFFFF)).astype(np.int64)
     small = typ < 64
