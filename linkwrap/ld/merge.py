@@ -10,12 +10,14 @@ Why: a Rust debug link has ~350k strings in .debug_str; the general loop (a dict
 alignment and two appends per string, in Python) took ~0.35 s of it. Here one section's strings
 go through map/accumulate/compress: the per-string work stays in C.
 """
+from array import array
 from itertools import accumulate, compress, count
 from operator import add, eq
 
 
 def strings(sections):
-    """-> (bytes, {section: (piece offsets, their offsets in bytes)}) or None."""
+    """-> (bytes, {section: (piece offsets, their offsets in bytes)}) or None. The offsets are
+    array('q')s: 8 bytes each where a list of ints costs ~40 (350k pieces in a Rust debug link)."""
     for sec in sections:
         if sec.size and sec.bytes()[-1] != 0:
             return None
@@ -33,7 +35,7 @@ def strings(sections):
         ids = list(map(setdefault, parts, count(g)))
         first = list(map(eq, ids, range(g, g + n)))
         lens = list(map(len, parts))
-        ins = list(map(add, accumulate(lens, initial=0), range(n)))
+        ins = array("q", map(add, accumulate(lens, initial=0), range(n)))
         new = list(compress(parts, first))
         if new:
             new_lens = list(map(len, new))
@@ -41,6 +43,6 @@ def strings(sections):
             cursor += sum(new_lens) + len(new)
             out_of.update(zip(compress(range(g, g + n), first), offs))
             chunks.append(b"\0".join(new) + b"\0")
-        pieces[sec] = (ins, list(map(out_of.__getitem__, ids)))
+        pieces[sec] = (ins, array("q", map(out_of.__getitem__, ids)))
         g += n
     return b"".join(chunks), pieces

@@ -25,6 +25,7 @@ LINKWRAP_LD_RELOCS=python forces the per-relocation path everywhere, =bulk the
 bulk path for every non-alloc section (tests compare the two).
 """
 import os
+from array import array
 
 from linkwrap.ld import elf
 
@@ -157,7 +158,7 @@ class _Context:
         """Every merged input section's pieces on one axis: key = its base + offset in it."""
         if self.pieces is None:
             np = self.np
-            ins, outs, lens, bases, addrs = [], [], [], [], []
+            ins, outs, lens, bases, addrs = array("q"), array("q"), [], [], []
             self.pieces = {}
             base = first = 0
             addr_of = self.lk.addr_of
@@ -165,16 +166,16 @@ class _Context:
                 i, o = m.pieces[sec]
                 n = len(i)
                 self.pieces[sec] = (base, first, first + n - 1)
-                ins += i
-                outs += o
+                ins.extend(i)
+                outs.extend(o)
                 lens.append(n)
                 bases.append(base)
                 addrs.append(addr_of[m])
                 base += max(sec.size, 1) + 1
                 first += n
             lens = np.array(lens, dtype=np.int64)
-            self.piece_key = np.array(ins, dtype=np.int64) + np.repeat(np.array(bases, dtype=np.int64), lens)
-            self.piece_addr = np.array(outs, dtype=np.int64) + np.repeat(np.array(addrs, dtype=np.int64), lens)
+            self.piece_key = np.frombuffer(ins, dtype=np.int64) + np.repeat(np.array(bases, dtype=np.int64), lens)
+            self.piece_addr = np.frombuffer(outs, dtype=np.int64) + np.repeat(np.array(addrs, dtype=np.int64), lens)
         return self.pieces
 
     def resolve(self, s):
