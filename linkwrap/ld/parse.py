@@ -467,8 +467,9 @@ def _parse_object_checked(obj):
         raise _bad(obj, f"section name table {shstrndx} is no string table")
     names = _Strtab(v, shdrs[shstrndx][4], shdrs[shstrndx][5], obj.name)
     nsec = len(shdrs)
+    snames = []
     for k, sh in enumerate(shdrs):
-        names.get(sh[0])      # every section name must be in the table (GNU ld checks them all)
+        snames.append(names.get(sh[0]))    # every section name must be in the table (GNU ld checks them all)
         if sh[6] >= nsec or (sh[1] == elf.SHT_RELA and sh[7] >= nsec):
             raise _bad(obj, f"section {k} (header at offset 0x{shoff_of(obj) + 64 * k:x}) links to "
                             f"section {sh[6] if sh[6] >= nsec else sh[7]}, out of range")
@@ -491,7 +492,7 @@ def _parse_object_checked(obj):
         st = sh[1]
         if k == 0 or st in _DROP_TYPES:
             continue
-        name = names.get(sh[0])
+        name = snames[k]
         flags = sh[2]
         if st == elf.SHT_REL:
             raise Unsupported(f"{obj.name}: SHT_REL section {name} (x86-64 objects use RELA)")
@@ -535,10 +536,9 @@ def _parse_object_checked(obj):
                                 f"multiple of {elf.RELA.size}")
             if target >= nsec:
                 raise _bad(obj, f"relocation section {k} applies to section {target}, out of range")
-            if names.get(sh[0]) != ".rela" + names.get(shdrs[target][0]):
+            if snames[k] != ".rela" + snames[target]:
                 # GNU ld ties relocations to their section by this name ("Relocations in generic ELF")
-                raise _bad(obj, f"relocation section {names.get(sh[0])} applies to section "
-                                f"{names.get(shdrs[target][0])}")
+                raise _bad(obj, f"relocation section {snames[k]} applies to section {snames[target]}")
             if sections[target] is not None:
                 sections[target].rela = (sh[4], sh[5])
     obj.sections = sections

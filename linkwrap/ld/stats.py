@@ -21,11 +21,12 @@ def lines(res, live, lk, synth, reloc) -> list:
     n_sym = sum(len(s) for s in res.syms.values())
     n_local = sum(len(o.raw_syms) and o.first_global for o in objs)
     out.append(f"symbols: {n_sym:,} in objects ({n_local:,} local), {len(res.symtab):,} global names")
-    by_type, alloc, other = _reloc_counts(live)
+    by_type, alloc, other, stripped = _reloc_counts(live, lk)
     bulk = reloc.get("bulk_relocs", 0)
     out.append(f"relocations: {alloc + other:,} ({alloc:,} in loaded sections, {other:,} in debug and other "
                f"non-loaded ones); applied {bulk:,} in bulk, {alloc + other - bulk:,} one by one "
-               f"({reloc.get('slow_sections', 0):,} non-loaded sections the bulk path left to the loop)")
+               f"({reloc.get('slow_sections', 0):,} non-loaded sections the bulk path left to the loop)"
+               + (f"; {stripped:,} more in sections -S/-s stripped" if stripped else ""))
     out.append("relocations by type: " + ", ".join(
         f"{elf.reloc_name(t).removeprefix('R_X86_64_')} {n:,}"
         for t, n in sorted(by_type.items(), key=lambda kv: -kv[1])))
@@ -39,10 +40,12 @@ def lines(res, live, lk, synth, reloc) -> list:
     return out
 
 
-def _reloc_counts(live):
-    """-> ({type: count}, relocations in SHF_ALLOC sections, in the others) of the live sections."""
+def _reloc_counts(live, lk):
+    """-> ({type: count}, relocations in SHF_ALLOC sections, in the others, in stripped ones) of the
+    live sections; by type only what goes into the output."""
     by_type = {}
-    alloc = other = 0
+    alloc = other = stripped = 0
+    placed = lk.osec_of
     try:
         import numpy as np
     except ImportError:
@@ -51,6 +54,9 @@ def _reloc_counts(live):
         if sec.rela is None:
             continue
         off, size = sec.rela
+        if sec not in placed:
+            stripped += size // 24
+            continue
         if sec.__class__.__name__ == "EhFrame":     # gc's copy: only the kept records' relocations
             pairs = {}
             for _, i, _ in sec.get_relocs():
@@ -73,4 +79,4 @@ def _reloc_counts(live):
             alloc += n
         else:
             other += n
-    return by_type, alloc, other
+    return by_type, alloc, other, stripped
