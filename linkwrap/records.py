@@ -8,10 +8,12 @@ and namedtuple builds each class with exec(). Why not a frozen dataclass:
 """
 
 
-def record(name: str, fields) -> type:
-    """A tuple subclass named `name` with one read-only property per field."""
+def record(name: str, fields, defaults=()) -> type:
+    """A tuple subclass named `name` with one read-only property per field; `defaults` are the
+    last fields' values when left out (namedtuple's `defaults`)."""
     fields = tuple(fields.replace(",", " ").split() if isinstance(fields, str) else fields)
     count = len(fields)
+    defaults = tuple(defaults)
 
     def __new__(cls, *values, **named):
         if named:
@@ -21,6 +23,8 @@ def record(name: str, fields) -> type:
                 raise TypeError(f"{name}() is missing {e}") from None
             if named:
                 raise TypeError(f"{name}() got unexpected fields {sorted(named)}")
+        if len(values) < count and count - len(values) <= len(defaults):
+            values += defaults[len(defaults) - (count - len(values)):]
         if len(values) != count:
             raise TypeError(f"{name}() takes {count} fields, not {len(values)}")
         return tuple.__new__(cls, values)

@@ -239,7 +239,8 @@ def start_dict(request, decision, environ) -> dict:
 def measured_dict(measured, decision):
     """What `linkwrap bench` measured that applies to this link, and whether it decided the linker:
     {"used", "scope", "rows": [{linker, label, variant, median_ms, ci_low_ms, ci_high_ms, runs,
-    peak_rss_kb, date, failed}], "ignored": [why]}; None when nothing was ever measured here."""
+    peak_rss_kb, date, failed, ratio_vs, ratio, ratio_ci_low, ratio_ci_high}], "ignored": [why]};
+    None when nothing was ever measured here. ratio*: the paired per-round ratio to ratio_vs."""
     if measured is None:
         return None
     label = decision.linker.label if decision.linker else None
@@ -247,7 +248,10 @@ def measured_dict(measured, decision):
     keys = ("linker", "label", "variant", "median_ms", "ci_low_ms", "ci_high_ms", "runs", "peak_rss_kb",
             "date", "failed")
     rows = sorted(measured.rows, key=lambda r: (r.failed is not None, r.median_ms))
-    return {"used": used, "scope": measured.scope, "rows": [{k: getattr(r, k) for k in keys} for r in rows],
+    paired = {"ratio_vs": "vs", "ratio": "ratio", "ratio_ci_low": "ratio_low", "ratio_ci_high": "ratio_high"}
+    return {"used": used, "scope": measured.scope,
+            "rows": [dict({k: getattr(r, k) for k in keys}, **{k: getattr(r, f) for k, f in paired.items()})
+                     for r in rows],
             "ignored": list(measured.ignored)}
 
 
@@ -432,12 +436,14 @@ def render(report) -> None:
     if measured:
         title = f"Measured here ({measured['scope']})" if measured["scope"] else "Measured here"
         table = Table(title=title, title_justify="left", box=None, padding=(0, 2))
-        for col in ("linker", "variant", "median", "95 % CI", "runs", "date"):
+        for col in ("linker", "variant", "median", "95 % CI", "paired ratio", "runs", "date"):
             table.add_column(col)
         for r in measured["rows"]:
             table.add_row(escape(r["label"]), r["variant"],
                           "failed" if r["failed"] else f"{r['median_ms']:.1f} ms",
                           "" if r["failed"] else f"{r['ci_low_ms']:.1f}-{r['ci_high_ms']:.1f} ms",
+                          "" if r["ratio"] is None else
+                          escape(f"{r['ratio']:.2f}x {r['ratio_vs']} ({r['ratio_ci_low']:.2f}-{r['ratio_ci_high']:.2f})"),
                           str(r["runs"]), r["date"])
         if measured["rows"]:
             console.print(table)
