@@ -149,7 +149,9 @@ def _status(args=None) -> int:
     shown = [f"links older than {limits['keep_days']:g} days" if limits["keep_days"] else "",
              f"links.db over {limits['max_db_mb']:g} MiB" if limits["max_db_mb"] else "",
              f"a spool over {limits['max_spool_mb']:g} MiB (rotated once)" if limits["max_spool_mb"] else "",
-             f"linkwrap.log over {limits['max_log_kb']:g} KiB (its newer half kept)" if limits["max_log_kb"] else ""]
+             f"linkwrap.log over {limits['max_log_kb']:g} KiB (its newer half kept)" if limits["max_log_kb"] else "",
+             f"learnt evidence beyond {limits['max_learned']:g} outputs (least recently linked first)"
+             if limits.get("max_learned") else ""]
     shown = [s for s in shown if s]
     import textwrap  # 80 columns, as every command's output
     print(textwrap.fill("Trimmed: " + ("; ".join(shown) if shown else "nothing (no limits)")
