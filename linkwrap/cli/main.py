@@ -154,8 +154,9 @@ def main(argv=None) -> int:
                 # argparse would show `linkwrap`'s usage: show the command's own.
                 (parser.subparsers.get(args.command) or parser).error(f"unrecognized arguments: {' '.join(extras)}")
             if not args.command:
-                parser.print_help()
-                code = 0
+                # Nothing asked is a usage error (exit 2, the help on stderr); `--help` exits 0.
+                parser.print_help(sys.stderr)
+                code = 2
             else:
                 code = _module(args.command).run(args)
     except LinkwrapError as e:
