@@ -41,6 +41,10 @@ def run(args) -> int:
     profile = (args.profile, "option --profile") if args.profile else None
     settings = config_mod.load(request, environ, profile=profile)
     report = describe(settings, cwd, environ)
+    from linkwrap.wrap import linkers
+    installed = list(linkers.discover(request, environ))
+    report["installed"] = installed
+    report["forced_not_installed"] = settings.forced if settings.forced and settings.forced not in installed else None
     if args.json:
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -57,6 +61,10 @@ def run(args) -> int:
         print("LINKWRAP_DISABLE=1: linkwrap is off; every link runs exactly as asked, whatever follows")
     for key, entry in report["values"].items():
         print(f"({entry['source']}) {key} = {toml_value(entry['value'])}")
+    if report["forced_not_installed"]:
+        name = report["forced_not_installed"]
+        print(f"warning: forced linker {name} is not installed: links choose as usual "
+              f"(LINKWRAP_LINKER={name}; installed: {', '.join(report['installed']) or 'none'})")
     return 0
 
 
