@@ -54,6 +54,8 @@ ENVIRONMENT = (
     ("LINKWRAP_PROFILE", "the profile of linkwrap.toml to use (default: from the output's path)"),
     ("LINKWRAP_LOG", "off: links in this environment are not recorded"),
     ("OTEL_EXPORTER_OTLP_ENDPOINT", "`linkwrap run` sends its build's spans there (OTLP/HTTP) at the end"),
+    ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf (the default) or http/json: how those spans are encoded; "
+                                    "`log export --format otlp` writes protobuf only when it says so"),
     ("COLUMNS", "the width of tables (default: the terminal's, 80 in a pipe)"),
 )
 
