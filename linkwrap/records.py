@@ -17,10 +17,13 @@ def record(name: str, fields, defaults=()) -> type:
 
     def __new__(cls, *values, **named):
         if named:
-            try:
-                values += tuple(named.pop(f) for f in fields[len(values):])
-            except KeyError as e:
-                raise TypeError(f"{name}() is missing {e}") from None
+            rest = fields[len(values):]
+            given = [f for f in rest if f in named]
+            # Fields left out must be the last ones, and have defaults.
+            if rest[:len(given)] != tuple(given) or len(rest) - len(given) > len(defaults):
+                missing = next(f for f in rest if f not in named)
+                raise TypeError(f"{name}() is missing '{missing}'")
+            values += tuple(named.pop(f) for f in given)
             if named:
                 raise TypeError(f"{name}() got unexpected fields {sorted(named)}")
         if len(values) < count and count - len(values) <= len(defaults):
