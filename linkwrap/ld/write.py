@@ -45,19 +45,29 @@ def _map_type():
     return _Map
 
 
+# From this size on the output is filled in its mapped file; below it a bytearray and one write()
+# are faster (an image filled and saved, median of 15 here: 1 MiB 1.2 ms against 3.2 mapped, 16 MiB
+# 38 against 40, 32 MiB 129 against 65, 60 MiB 222 against 98).
+MAP_FROM = 32 << 20
+
+
 class Image:
     """The output's bytes, filled in place: a shared mapping of a new temporary file beside the
     output, renamed over it by commit() (so no copy of the whole image at the end, and a reader
-    never sees half a file); a bytearray that save() writes where the file cannot be mapped.
+    never sees half a file); a bytearray that save() writes for an image under MAP_FROM bytes, or
+    where the file cannot be mapped.
 
     The temporary file is created new (O_EXCL | O_NOFOLLOW: nothing another user put there is
     followed or reused) with the mode save() gives; abandon() removes it when the link fails."""
 
-    def __init__(self, path, size, executable=True):
+    def __init__(self, path, size, executable=True, map_from=None):
         import mmap
-        _Map = _map_type()
         self.path = path
         self.map = self.tmp = self.fd = None
+        if size < (MAP_FROM if map_from is None else map_from):
+            self.buf = bytearray(size)
+            return
+        _Map = _map_type()
         try:
             fd, tmp = _create_tmp(path, executable)
         except OSError:

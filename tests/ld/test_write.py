@@ -43,7 +43,7 @@ def test_a_symlink_at_the_temporary_name_is_replaced_not_followed(tmp_path):
     os.symlink(victim, tmp_path / f".prog.linkwrap-ld.{os.getpid()}.tmp")
     old = os.umask(0o027)
     try:
-        image = write.Image(str(out), 8)
+        image = write.Image(str(out), 8, map_from=0)
         assert image.map is not None      # the file was mapped, not the bytearray fall-back
         image.buf[0:8] = b"ELFBYTES"
         image.commit()
@@ -54,6 +54,15 @@ def test_a_symlink_at_the_temporary_name_is_replaced_not_followed(tmp_path):
     assert not out.is_symlink()
     assert os.stat(out).st_mode & 0o777 == 0o750
     assert sorted(os.listdir(tmp_path)) == ["prog", "victim"]
+
+
+def test_a_small_image_is_a_bytearray_a_large_one_the_mapped_file(tmp_path):
+    small = write.Image(str(tmp_path / "small"), write.MAP_FROM - 1)
+    large = write.Image(str(tmp_path / "large"), write.MAP_FROM)
+    assert small.map is None and isinstance(small.buf, bytearray)
+    assert large.map is not None and len(large.buf) == write.MAP_FROM
+    large.abandon()
+    assert os.listdir(tmp_path) == []
 
 
 def test_save_replaces_a_planted_symlink_too(tmp_path):
