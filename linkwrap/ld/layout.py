@@ -148,6 +148,12 @@ class Layout:
     def gottp_slot(self, s):
         return self.got_addr + 8 * self.synth.got.tp_index[s]
 
+    def gd_slot(self, s):
+        return self.got_addr + 8 * self.synth.got.gd_index[s]
+
+    def ld_slot(self):
+        return self.got_addr + 8 * self.synth.got.ld_index
+
     def tp_offset(self, addr):
         return addr - self.tls_end_tp
 

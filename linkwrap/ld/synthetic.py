@@ -590,6 +590,8 @@ class RelaDyn(Synthetic):
 
 
 class Got(Synthetic):
+    """.got: address slots, thread-pointer-offset slots (initial-exec), and in a shared object
+    (module, offset) pairs for general-dynamic TLS and one module pair for local-dynamic."""
     flags = elf.SHF_ALLOC | elf.SHF_WRITE
 
     def __init__(self, entries):
@@ -597,41 +599,79 @@ class Got(Synthetic):
         self.entries = entries
         self.index = {}           # Symbol -> slot holding its address
         self.tp_index = {}        # Symbol -> slot holding its TP offset
-        for i, (kind, s) in enumerate(entries):
+        self.gd_index = {}        # Symbol -> first slot of its (DTPMOD64, DTPOFF64) pair
+        self.ld_index = None      # first slot of the local-dynamic (module, 0) pair
+        self.first = []           # slot number of each entry
+        n = 0
+        for kind, s in entries:
+            self.first.append(n)
             if kind == "addr":
-                self.index[s] = i
+                self.index[s] = n
+            elif kind == "tp":
+                self.tp_index[s] = n
+            elif kind == "gd":
+                self.gd_index[s] = n
             else:
-                self.tp_index[s] = i
+                self.ld_index = n
+            n += 2 if kind in ("gd", "ld") else 1
+        self.n_slots = n
         self.values = []          # slot contents, filled by finalize
 
     def size(self):
-        return 8 * len(self.entries)
+        return 8 * self.n_slots
+
+    def _actions(self, mode, copied):
+        """(kind, symbol, slot, preemptible, the classifier's action for the slot) per entry."""
+        out = x86_64.output_kind(mode)
+        for (kind, s), slot in zip(self.entries, self.first):
+            if kind == "ld":
+                yield kind, s, slot, False, x86_64.DYNREL
+                continue
+            pre = not s.is_local and preemptible(s, mode, copied)
+            cls = x86_64.sym_class(s, pre)
+            yield kind, s, slot, pre, x86_64.action("gotslot" if kind == "addr" else "tpslot", 0, cls, out)
+
+    def n_dynrel(self, mode, copied):
+        """How many dynamic relocations finalize will add (for .rela.dyn's size)."""
+        n = 0
+        for kind, s, slot, pre, act in self._actions(mode, copied):
+            if kind == "gd":
+                n += 2 if pre else 1
+            elif act is x86_64.DYNREL or act is x86_64.BASEREL:
+                n += 1
+        return n
 
     def finalize(self, lk):
-        mode = lk.mode
         rela = lk.synth.rela_dyn
-        copied = lk.synth.copied
         dynidx = lk.synth.dynsym.index if lk.synth.dynsym is not None else {}
-        vals = self.values
+        vals = self.values = [0] * self.n_slots
         base = lk.addr_of[self]
-        for i, (kind, s) in enumerate(self.entries):
+        for kind, s, i, pre, act in self._actions(lk.mode, lk.synth.copied):
             slot = base + 8 * i
-            pre = not s.is_local and preemptible(s, mode, copied)
-            if kind == "addr":
+            if kind == "ld":
+                rela.other.append((slot, elf.R_X86_64_DTPMOD64, 0))    # this module; offset 0
+            elif kind == "gd":
                 if pre:
+                    rela.other.append((slot, (dynidx[s] << 32) | elf.R_X86_64_DTPMOD64, 0))
+                    rela.other.append((slot + 8, (dynidx[s] << 32) | elf.R_X86_64_DTPOFF64, 0))
+                else:      # this module's variable: its offset in the block is known here
+                    rela.other.append((slot, elf.R_X86_64_DTPMOD64, 0))
+                    vals[i + 1] = lk.dtp_offset(lk.sym_addr(s))
+            elif kind == "addr":
+                if act is x86_64.DYNREL:
                     rela.other.append((slot, (dynidx[s] << 32) | elf.R_X86_64_GLOB_DAT, 0))
-                    vals.append(0)
                 else:
                     a = lk.sym_addr(s)
-                    if mode.pic and not (s.is_abs or not s.defined):
+                    if act is x86_64.BASEREL:
                         rela.relative.append((slot, a))
-                    vals.append(a)
-            else:
+                    vals[i] = a
+            elif act is x86_64.DYNREL:
                 if pre:
                     rela.other.append((slot, (dynidx[s] << 32) | elf.R_X86_64_TPOFF64, 0))
-                    vals.append(0)
-                else:
-                    vals.append(lk.tp_offset(lk.sym_addr(s)))
+                else:      # a shared object's own variable: the loader knows where its block is
+                    rela.other.append((slot, elf.R_X86_64_TPOFF64, lk.dtp_offset(lk.sym_addr(s))))
+            else:
+                vals[i] = lk.tp_offset(lk.sym_addr(s))
 
     def write_to(self, buf, lk):
         return _put(buf, lk.offset_of(self), struct.pack(f"<{len(self.values)}q", *self.values))
@@ -726,6 +766,8 @@ class Dynamic(Synthetic):
         tags = []
         for so in needed:
             tags.append((elf.DT_NEEDED, dynstr.add(so.soname)))
+        if opts.soname:
+            tags.append((14, dynstr.add(opts.soname)))                  # DT_SONAME
         if opts.rpath:
             tags.append((29 if opts.new_dtags else 15, dynstr.add(":".join(opts.rpath))))  # DT_RUNPATH/DT_RPATH
         # DT_INIT/DT_FINI: the -init/-fini symbols (_init, _fini), when something defines them
@@ -739,21 +781,32 @@ class Dynamic(Synthetic):
                 tags.append((t, name))
                 tags.append((tsz, name + "#size"))
         tags += [(elf.DT_GNU_HASH, ".gnu.hash"), (elf.DT_STRTAB, ".dynstr"), (elf.DT_SYMTAB, ".dynsym"),
-                 (elf.DT_STRSZ, ".dynstr#size"), (elf.DT_SYMENT, 24), (elf.DT_DEBUG, 0)]
+                 (elf.DT_STRSZ, ".dynstr#size"), (elf.DT_SYMENT, 24)]
+        if not mode.shared:
+            tags.append((elf.DT_DEBUG, 0))      # the debugger's hook into ld.so: executables only
         if synth_flags["plt"]:
             tags += [(elf.DT_PLTGOT, ".got.plt"), (elf.DT_PLTRELSZ, ".rela.plt#size"), (elf.DT_PLTREL, elf.DT_RELA),
                      (elf.DT_JMPREL, ".rela.plt")]
         if synth_flags["rela"]:
             tags += [(elf.DT_RELA, ".rela.dyn"), (elf.DT_RELASZ, ".rela.dyn#size"), (elf.DT_RELAENT, 24)]
         flags = opts.dt_flags | (elf.DF_BIND_NOW if opts.z_now else 0)
+        if mode.shared and opts.bsymbolic == "all":
+            flags |= 0x2                        # DF_SYMBOLIC
+        if synth_flags.get("static_tls"):
+            flags |= 0x10                       # DF_STATIC_TLS: initial-exec TLS in a shared object
         if flags:
             tags.append((elf.DT_FLAGS, flags))
-        flags1 = opts.dt_flags_1 | (elf.DF_1_NOW if opts.z_now else 0) | (elf.DF_1_PIE if mode.pic else 0)
+        # NODELETE, INITFIRST, NOOPEN (-z nodelete/initfirst/nodlopen) mean something for shared objects only
+        flags1 = (opts.dt_flags_1 if mode.shared else opts.dt_flags_1 & ~0x68) | \
+            (elf.DF_1_NOW if opts.z_now else 0) | (elf.DF_1_PIE if mode.pic and not mode.shared else 0)
         if flags1:
             tags.append((elf.DT_FLAGS_1, flags1))
+        if synth_flags["verneed"] or synth_flags.get("verdef"):
+            tags.append((elf.DT_VERSYM, ".gnu.version"))
+        if synth_flags.get("verdef"):
+            tags += [(0x6FFFFFFC, ".gnu.version_d"), (0x6FFFFFFD, synth_flags["verdef"])]   # DT_VERDEF(NUM)
         if synth_flags["verneed"]:
-            tags += [(elf.DT_VERNEED, ".gnu.version_r"), (elf.DT_VERNEEDNUM, synth_flags["verneed"]),
-                     (elf.DT_VERSYM, ".gnu.version")]
+            tags += [(elf.DT_VERNEED, ".gnu.version_r"), (elf.DT_VERNEEDNUM, synth_flags["verneed"])]
         if synth_flags["rela"]:
             tags.append((elf.DT_RELACOUNT, "#relcount"))
         tags.append((elf.DT_NULL, 0))
@@ -997,9 +1050,7 @@ def create(opts, mode, res, live, needs) -> Synthetics:
     got = Got(needs.got)
     plt = Plt(list(needs.plt), mode.dynamic)
     got_plt = GotPlt(needs.plt, needs.uses_got_base or bool(needs.plt) or mode.dynamic)
-    n_got_rel = sum(1 for kind, s in needs.got
-                    if (not s.is_local and preemptible(s, mode, copied)) or
-                    (kind == "addr" and mode.pic and not (s.is_abs or not s.defined)))
+    n_got_rel = got.n_dynrel(mode, copied)
     n_dyn = needs.n_relative + needs.n_symbolic + n_got_rel + len(bss.primary)
     out = [bss, got, plt, got_plt]
     if mode.dynamic:
