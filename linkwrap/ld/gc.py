@@ -86,7 +86,8 @@ def _is_c_ident(name):
     return name.replace("_", "a").isalnum() and not name[0].isdigit()
 
 
-def mark_live(opts, res, diag) -> Liveness:
+def mark_live(opts, res, diag, exported=()) -> Liveness:
+    """exported: a shared object's exported Symbols (roots, like an executable's entry)."""
     discarded = res.discarded
     syms_of = res.syms
     kept = []           # sections resolution kept, in input order
@@ -106,7 +107,7 @@ def mark_live(opts, res, diag) -> Liveness:
                 splits[sec] = None if whole else _split_eh_frame(sec, syms_of[obj], fde_refs)
             kept.append(sec)
     if opts.gc_sections:
-        alive, removed = _collect(opts, res, kept, splits, fde_refs)
+        alive, removed = _collect(opts, res, kept, splits, fde_refs, exported)
     else:
         alive, removed = frozenset(kept), ()
     frames = {}
@@ -126,7 +127,7 @@ def mark_live(opts, res, diag) -> Liveness:
     return Liveness(alive, tuple(sections), tuple(frames.values()), fde_count, removed)
 
 
-def _collect(opts, res, kept, splits, fde_refs):
+def _collect(opts, res, kept, splits, fde_refs, exported=()):
     """Mark from the roots; -> (live sections, sections removed)."""
     symtab = res.symtab
     syms_of = res.syms
@@ -157,7 +158,7 @@ def _collect(opts, res, kept, splits, fde_refs):
     listed = dynamic_list_matcher(opts.dynamic_list)
     for name, s in symtab.items():
         if s.section is not None and s.file is not None and (opts.export_dynamic or name in res.dso_names
-                                                             or listed(name)):
+                                                             or listed(name) or s in exported):
             roots.append(s.section)
     # what -u, -init/-fini and --defsym name is kept, as GNU ld keeps it
     for name in (*opts.undefined, opts.init, opts.fini, *(d[0] for d in opts.defsym)):

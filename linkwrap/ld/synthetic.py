@@ -20,6 +20,7 @@ non-PIE executable .rela.plt is glibc's .rela.iplt, found by apply_irel()
 through __rela_iplt_start/__rela_iplt_end.
 """
 import hashlib
+import os
 import struct
 from dataclasses import dataclass
 
@@ -444,7 +445,12 @@ class DynSym(Synthetic):
                     shndx = elf.SHN_ABS
                 else:
                     shndx = lk.shndx_of_addr(lk.sym_addr(s))
-                out += elf.SYM.pack(name, (bind << 4) | stype, 0, shndx, lk.sym_addr(s), s.size)
+                # a definition's own address (a shared object's PLT entry for it is only for its calls)
+                value = lk.real_addr(s) if s.dso is None and not s.is_ifunc else lk.sym_addr(s)
+                if stype == elf.STT_TLS:
+                    value -= lk.tls_start     # a TLS symbol's value is its offset in the TLS segment
+                out += elf.SYM.pack(name, (bind << 4) | stype, s.visibility if s.dso is None else 0, shndx,
+                                    value, s.size)
             else:
                 stype = elf.STT_FUNC if s.type == elf.STT_GNU_IFUNC else s.type
                 bind = elf.STB_GLOBAL if s.strong_ref else elf.STB_WEAK
@@ -497,7 +503,7 @@ class GnuHash(Synthetic):
 class VerNeed(Synthetic):
     type = elf.SHT_GNU_VERNEED
 
-    def __init__(self, dynstr, dynsym, needed):
+    def __init__(self, dynstr, dynsym, needed, first=2):
         super().__init__(".gnu.version_r")
         self.link = dynstr
         per_file = {}
@@ -505,7 +511,7 @@ class VerNeed(Synthetic):
         for s in dynsym.symbols:
             if s.dso is not None and s.version:
                 per_file.setdefault(s.dso.soname, {})
-        nxt = 2
+        nxt = first             # after the versions this output defines (.gnu.version_d)
         for s in dynsym.symbols:
             if s.dso is not None and s.version:
                 vers = per_file[s.dso.soname]
@@ -544,25 +550,63 @@ class VerNeed(Synthetic):
         return _put(buf, lk.offset_of(self), out)
 
 
+class VerDef(Synthetic):
+    """.gnu.version_d: the versions a shared object defines: its base version (named by its
+    soname), then each named node of the version script with the nodes it depends on."""
+    type = elf.SHT_GNU_VERDEF
+    align = 8
+
+    def __init__(self, dynstr, script, base_name, version):
+        super().__init__(".gnu.version_d")
+        self.link = dynstr
+        self.dynstr = dynstr
+        self.version = version       # exported Symbol -> version index
+        nodes = [n for n in script.nodes if n.name] if script is not None else []
+        self.defs = [(1, 1, base_name, ())] + [(n.index, 0, n.name, n.parents) for n in nodes]
+        for _, _, name, parents in self.defs:
+            dynstr.add(name)
+        self.info = len(self.defs)
+
+    def size(self):
+        return sum(20 + 8 * (1 + len(p)) for _, _, _, p in self.defs)
+
+    def is_needed(self):
+        return len(self.defs) > 1
+
+    def write_to(self, buf, lk):
+        out = bytearray()
+        st = self.dynstr.offsets
+        for k, (idx, flags, name, parents) in enumerate(self.defs):
+            names = (name,) + tuple(parents)
+            size = 20 + 8 * len(names)
+            out += struct.pack("<HHHHIII", 1, flags, idx, len(names), elf.elf_hash(name.encode()), 20,
+                               0 if k + 1 == len(self.defs) else size)
+            for j, n in enumerate(names):
+                out += struct.pack("<II", st[n], 0 if j + 1 == len(names) else 8)
+        return _put(buf, lk.offset_of(self), out)
+
+
 class VerSym(Synthetic):
     type = elf.SHT_GNU_VERSYM
     align = 2
     entsize = 2
 
-    def __init__(self, dynsym, verneed):
+    def __init__(self, dynsym, verneed, verdef=None):
         super().__init__(".gnu.version")
         self.link = dynsym
         self.dynsym = dynsym
         self.verneed = verneed
+        self.verdef = verdef
 
     def size(self):
         return 2 * (1 + len(self.dynsym.symbols))
 
     def is_needed(self):
-        return self.verneed.size() > 0
+        return self.verneed.size() > 0 or (self.verdef is not None and self.verdef.is_needed())
 
     def write_to(self, buf, lk):
-        vals = [0] + [self.verneed.version_index(s) for s in self.dynsym.symbols]
+        own = self.verdef.version if self.verdef is not None else {}
+        vals = [0] + [own[s] if s in own else self.verneed.version_index(s) for s in self.dynsym.symbols]
         return _put(buf, lk.offset_of(self), struct.pack(f"<{len(vals)}H", *vals))
 
 
@@ -822,7 +866,7 @@ class Dynamic(Synthetic):
         out = bytearray()
         for tag, v in self.tags:
             if not isinstance(v, (int, str)):
-                v = lk.sym_addr(v)        # a Symbol (DT_INIT, DT_FINI)
+                v = lk.real_addr(v)       # a Symbol (DT_INIT, DT_FINI)
             elif isinstance(v, str):
                 if v == "#relcount":
                     v = len(lk.synth.rela_dyn.relative)
@@ -1037,7 +1081,7 @@ class Synthetics:
     gnu_osabi: bool = False           # EI_OSABI is ELFOSABI_GNU (an object defines IFUNC or unique symbols)
 
 
-def create(opts, mode, res, live, needs) -> Synthetics:
+def create(opts, mode, res, live, needs, shared_exports=None) -> Synthetics:
     from linkwrap.ld.layout import output_name
     bss = BssAlloc(res.common, needs.copies, res.symtab)
     copied = bss.copied
@@ -1056,14 +1100,24 @@ def create(opts, mode, res, live, needs) -> Synthetics:
     if mode.dynamic:
         dynstr = DynStr()
         listed = dynamic_list_matcher(opts.dynamic_list)
-        for name, s in res.symtab.items():
-            if (s.file is not None and not s.is_local and s.visibility == elf.STV_DEFAULT and s.defined
-                    and s not in copied and (opts.export_dynamic or name in res.dso_names or listed(name))):
-                exports.append(s)
+        verdef = None
+        if shared_exports is not None:
+            # a shared object: what the version scripts leave global, in symbol-table order
+            version = shared_exports.version
+            exports = [s for s in res.symtab.values() if s in version and (s.section is None or s.section in live.alive)]
+            imports = [s for s in imports if s not in version]
+            verdef = VerDef(dynstr, shared_exports.script, opts.soname or os.path.basename(opts.output), version)
+        else:
+            for name, s in res.symtab.items():
+                if (s.file is not None and not s.is_local and s.visibility == elf.STV_DEFAULT and s.defined
+                        and s not in copied and (opts.export_dynamic or name in res.dso_names or listed(name))):
+                    exports.append(s)
         dynsym = DynSym(dynstr, imports, exports, copied, needs.canonical)
-        verneed = VerNeed(dynstr, dynsym, res.needed)
-        versym = VerSym(dynsym, verneed)
+        verneed = VerNeed(dynstr, dynsym, res.needed, 1 + (verdef.info if verdef is not None else 1))
+        versym = VerSym(dynsym, verneed, verdef)
         out += [dynstr, dynsym, verneed, versym, GnuHash(dynsym)]
+        if verdef is not None:
+            out.append(verdef)
         if mode.interp:
             out.append(Interp(opts.dynamic_linker))
     rela_dyn = RelaDyn(".rela.dyn", n_dyn, dynsym)
@@ -1074,7 +1128,9 @@ def create(opts, mode, res, live, needs) -> Synthetics:
         init_fini = tuple(_defined(res, name) for name in (opts.init, opts.fini))
         dynamic = Dynamic(opts, mode, dynstr, res.needed, present,
                           {"plt": rela_plt.size() > 0, "rela": n_dyn > 0,
-                           "verneed": verneed.info if verneed.size() else 0}, init_fini)
+                           "verneed": verneed.info if verneed.size() else 0,
+                           "verdef": verdef.info if verdef is not None and verdef.is_needed() else 0,
+                           "static_tls": mode.shared and bool(got.tp_index)}, init_fini)
         out.append(dynamic)
     eh_hdr = None
     if opts.eh_frame_hdr and live.eh_frames:
