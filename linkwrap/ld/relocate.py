@@ -17,7 +17,7 @@ from linkwrap.ld import elf
 from linkwrap.ld import x86_64
 from linkwrap.ld.scan import preemptible, where
 from linkwrap.ld.x86_64 import (BASEREL, DESC_CALL_NOP, DESC_TO_IE, DESC_TO_LE, DIRECT, DYNREL, GD_TO_IE,
-                                GD_TO_LE, GOT, LD_TO_LE, TLS_TPOFF, TLSGD, TLSLD)
+                                GD_TO_LE, GOT, LD_TO_LE, PLT, TLS_TPOFF, TLSGD, TLSLD)
 
 _PACK = {
     (8, ""): elf.U64.pack_into, (4, "s"): elf.I32.pack_into, (4, "u"): elf.U32.pack_into,
@@ -130,6 +130,8 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept):
         else:
             pre = not s.is_local and preemptible(s, mode, copied)
             act = x86_64.action(kind, rtype, x86_64.sym_class(s, pre), out, sec.flags & elf.SHF_WRITE)
+            if act is PLT and tsec is not None:
+                S = sym_addr(s)   # a shared object's own interposable function: called through its PLT
         if act is DYNREL:
             if kind == "abs64":
                 rela.other.append((P, (dynidx[s] << 32) | elf.R_X86_64_64, A))

@@ -1103,9 +1103,17 @@ def create(opts, mode, res, live, needs, shared_exports=None) -> Synthetics:
         verdef = None
         if shared_exports is not None:
             # a shared object: what the version scripts leave global, in symbol-table order
-            version = shared_exports.version
+            version = dict(shared_exports.version)
             exports = [s for s in res.symtab.values() if s in version and (s.section is None or s.section in live.alive)]
             imports = [s for s in imports if s not in version]
+            # GNU ld names each version node with an absolute symbol of that version, too
+            from linkwrap.ld.resolve import Symbol
+            for node in (shared_exports.script.nodes if shared_exports.script is not None else ()):
+                if node.name:
+                    v = Symbol(node.name)
+                    v.is_abs, v.type = True, elf.STT_OBJECT
+                    exports.append(v)
+                    version[v] = node.index
             verdef = VerDef(dynstr, shared_exports.script, opts.soname or os.path.basename(opts.output), version)
         else:
             for name, s in res.symtab.items():
