@@ -226,7 +226,9 @@ class SymTab(Synthetic):
     flags = 0
     entsize = 24
 
-    def __init__(self, res, live, copied):
+    def __init__(self, res, live, copied, localized=frozenset()):
+        """localized: a shared object's globals its version scripts made local (GNU ld lists them
+        with the locals)."""
         super().__init__(".symtab")
         strtab = self.link = StrTab()
         local, glob = [], []
@@ -245,7 +247,7 @@ class SymTab(Synthetic):
             if not (s.defined or s.strong_ref) or (s.dso is not None and s not in copied and not s.strong_ref
                                                     and s.bind != elf.STB_WEAK):
                 continue
-            if s.dso is None and s.defined and s.visibility in (elf.STV_HIDDEN, elf.STV_INTERNAL):
+            if s.dso is None and s.defined and (s.visibility in (elf.STV_HIDDEN, elf.STV_INTERNAL) or s in localized):
                 local.append(s)
             else:
                 glob.append(s)
@@ -1150,7 +1152,11 @@ def create(opts, mode, res, live, needs, shared_exports=None) -> Synthetics:
         out.append(build_id)
     if not opts.strip_all:
         out.append(Comment())
-        symtab = SymTab(res, live, copied)
+        localized = frozenset()
+        if shared_exports is not None:
+            localized = frozenset(s for s in res.symtab.values() if s.file is not None and s.defined
+                                  and s not in shared_exports.version)
+        symtab = SymTab(res, live, copied, localized)
         out += [symtab, symtab.strtab]
     props = merge_properties(opts, res.objects)
     if props:

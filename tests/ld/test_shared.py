@@ -116,6 +116,8 @@ def test_c_shared_library_runs_as_gnu_lds_does(built, tmp_path, symbolic):
     assert dynsyms(lw) == dynsyms(ref)
     assert ("api2@@LIB_2", "FUNC", "GLOBAL", "DEFAULT") in dynsyms(lw)
     assert not any(name.startswith(("hidden_fn", "twice")) for name, *_ in dynsyms(lw))
+    # what the version script made local is local in .symtab too, as GNU ld writes it
+    assert " LOCAL  DEFAULT " in [l for l in readelf("-s", lw).splitlines() if l.endswith(" hidden_fn")][0]
     versions = readelf("-V", lw)
     assert "Name: LIB_1" in versions and "Name: LIB_2" in versions and "Parent 1: LIB_1" in versions
     dyn = readelf("-d", lw)
