@@ -76,7 +76,6 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept):
     recipes = x86_64.RECIPES
     rela = lk.synth.rela_dyn
     copied = lk.synth.copied
-    canonical = lk.synth.canonical
     merged_of = lk.synth.merged_of
     dynidx = lk.synth.dynsym.index if lk.synth.dynsym is not None else {}
     addr_get = lk.addr_of.get

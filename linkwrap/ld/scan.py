@@ -9,7 +9,9 @@ that references it) and every relocation this linker cannot do.
 
 A symbol is *preemptible* when the dynamic loader picks its definition: it
 is defined by a shared library, or it is an undefined weak in a dynamically
-linked output. Everything the executable defines itself is bound here.
+linked output, or (-shared) it is undefined or an exported default-visibility
+definition another module may interpose. What each relocation needs is the
+classifier's answer (x86_64.action); this pass turns actions into needs.
 """
 from dataclasses import dataclass
 
