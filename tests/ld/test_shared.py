@@ -96,11 +96,12 @@ def dynsyms(path):
     return rows
 
 
-@pytest.mark.parametrize("symbolic", [False, True])
-def test_c_shared_library_runs_as_gnu_lds_does(built, tmp_path, symbolic):
+@pytest.mark.parametrize("option", ["", "-Bsymbolic", "-Bsymbolic-functions"])
+def test_c_shared_library_runs_as_gnu_lds_does(built, tmp_path, option):
     d = built
     shim = corpus.shim_dir(str(tmp_path))
-    extra = ["-Wl,-Bsymbolic"] if symbolic else []
+    symbolic = bool(option)      # either binds helper (a function) here
+    extra = [f"-Wl,{option}"] if option else []
     for sub, s in (("lw", shim), ("ref", None)):
         (tmp_path / sub).mkdir()
         link_lib(d, tmp_path / sub / "libdemo.so", s, extra)
@@ -122,14 +123,15 @@ def test_c_shared_library_runs_as_gnu_lds_does(built, tmp_path, symbolic):
     assert "Name: LIB_1" in versions and "Name: LIB_2" in versions and "Parent 1: LIB_1" in versions
     dyn = readelf("-d", lw)
     assert "Library soname: [libdemo.so]" in dyn and "STATIC_TLS" in dyn
-    assert ("SYMBOLIC" in dyn) == symbolic
+    assert ("SYMBOLIC" in dyn) == (option == "-Bsymbolic")
     relocs = readelf("-r", lw)
     # the same kinds of dynamic relocation as GNU ld's output; with -Bsymbolic GNU ld still names
     # the (now bound) TLS symbols in a DTPMOD64/DTPOFF64 pair, where this linker writes the offset
     if not symbolic:
         assert reloc_types(lw) == reloc_types(ref)
     want = {"R_X86_64_RELATIVE", "R_X86_64_GLOB_DAT", "R_X86_64_DTPMOD64", "R_X86_64_TPOFF64",
-            "R_X86_64_JUMP_SLOT"} | (set() if symbolic else {"R_X86_64_DTPOFF64", "R_X86_64_64"})
+            "R_X86_64_JUMP_SLOT"} | {"": {"R_X86_64_DTPOFF64", "R_X86_64_64"}, "-Bsymbolic": set(),
+                                     "-Bsymbolic-functions": {"R_X86_64_DTPOFF64"}}[option]
     assert want <= reloc_types(lw)
     # the call to helper goes through the PLT unless -Bsymbolic binds it here
     assert ("helper@@LIB_1 + 0" in relocs.split("'.rela.plt'")[1]) != symbolic
