@@ -4,7 +4,8 @@ Cargo builds both once through a recording linker that keeps each -shared link's
 a copy of rustc's temporary directory (symbols.o, the version script), so the same link can be run
 again. Then the two linkers alternate on it (GNU ld through gcc; linkwrap.ld through gcc -B a shim),
 N runs each: medians of wall time and of peak RSS (wait4 over gcc -> collect2 -> linker), their
-ratios, and a 95 % confidence interval of the per-pair time ratio (bootstrap over the pairs).
+ratios, and a 95 % confidence interval of the per-pair time ratio (bootstrap over the pairs);
+then linkwrap.ld's per-pass times (--time) of one more run of each link.
 
     python benchmarks/bench_ld_shared.py [--runs 11]
 """
@@ -110,6 +111,7 @@ def main():
         links = record_links(work)
         print(f"{'link':34} {'GNU ld ms':>10} {'lw ms':>8} {'time x':>7} {'95% CI':>13} "
               f"{'GNU MiB':>8} {'lw MiB':>7} {'RSS x':>6}")
+        passes = {}
         for name, link in links.items():
             ref_t, ref_m, lw_t, lw_m = [], [], [], []
             for i in range(a.runs + 1):
@@ -124,6 +126,11 @@ def main():
             print(f"{label:34} {med(ref_t):10.0f} {med(lw_t):8.0f} {med(lw_t) / med(ref_t):7.2f} "
                   f"{lo:6.2f}-{hi:<6.2f} {med(ref_m) / 1024:8.0f} {med(lw_m) / 1024:7.0f} "
                   f"{med(lw_m) / med(ref_m):6.2f}")
+            passes[label] = subprocess.run(command(link, os.path.join(work, "lw.so"), shim) + ["-Wl,--time"],
+                                           cwd=link["cwd"], capture_output=True, text=True).stderr
+        for label, text in passes.items():
+            print(f"linkwrap.ld --time, {label}:")
+            print("".join(f"  {line}\n" for line in text.splitlines()))
     print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1/5/15 min)")
 
 

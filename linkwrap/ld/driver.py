@@ -57,8 +57,9 @@ def link(opts, diag=None) -> Timings:
     exports = None
     if opts.shared:
         from linkwrap.ld.version_script import decide_exports
-        # what .dynsym defines and under which version; which of those the loader may interpose
-        exports = decide_exports(opts, res, diag)
+        with t.phase("Decide exports"):
+            # what .dynsym defines and under which version; which of those the loader may interpose
+            exports = decide_exports(opts, res, diag)
         diag.checkpoint()  # --no-undefined-version
     mode = _mode(opts, res, exports)
     with t.phase("Garbage-collect sections"):

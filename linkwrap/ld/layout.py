@@ -152,6 +152,9 @@ class Layout:
     def gd_slot(self, s):
         return self.got_addr + 8 * self.synth.got.gd_index[s]
 
+    def desc_slot(self, s):
+        return self.got_addr + 8 * self.synth.got.desc_index[s]
+
     def ld_slot(self):
         return self.got_addr + 8 * self.synth.got.ld_index
 

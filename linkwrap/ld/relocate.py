@@ -17,7 +17,7 @@ from linkwrap.ld import elf
 from linkwrap.ld import x86_64
 from linkwrap.ld.scan import preemptible, where
 from linkwrap.ld.x86_64 import (BASEREL, DESC_CALL_NOP, DESC_TO_IE, DESC_TO_LE, DIRECT, DYNREL, GD_TO_IE,
-                                GD_TO_LE, GOT, LD_TO_LE, PLT, TLS_TPOFF, TLSGD, TLSLD)
+                                GD_TO_LE, GOT, LD_TO_LE, NONE, PLT, TLS_TPOFF, TLSDESC, TLSGD, TLSLD)
 
 _PACK = {
     (8, ""): elf.U64.pack_into, (4, "s"): elf.I32.pack_into, (4, "u"): elf.U32.pack_into,
@@ -185,6 +185,12 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept):
             v = lk.ld_slot() + A - P
             _PACK[(4, "s")](buf, loc, v)
             continue
+        elif act is TLSDESC:
+            v = lk.desc_slot(s) + A - P      # lea x@tlsdesc(%rip): the descriptor's GOT pair
+            _PACK[(4, "s")](buf, loc, v)
+            continue
+        elif act is NONE:
+            continue                         # the descriptor call of a shared object stays as it is
         if act is TLS_TPOFF:
             # after the local-dynamic sequence became local-exec, x@dtpoff is a TP offset
             v = lk.tp_offset(S) + A

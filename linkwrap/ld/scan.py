@@ -20,9 +20,9 @@ from linkwrap.ld.diag import Unsupported
 from linkwrap.ld import x86_64
 from linkwrap.ld.x86_64 import (BASEREL, CANONICAL_PLT, COPYREL, DESC_TO_IE, DIRECT, DYNREL, ERR_PIC,
                                 ERR_PREEMPT, ERR_TEXT, GD_TO_IE, GD_TO_LE, GOT, GOTTP, LD_TO_LE, NONE, PLT,
-                                RECIPES, TLSGD, TLSLD, UNSUPPORTED)
+                                RECIPES, TLSDESC, TLSGD, TLSLD)
 
-NEED_GOT, NEED_PLT, NEED_GOTTP, NEED_COPY, NEED_DYNSYM, NEED_CANON, NEED_GD = 1, 2, 4, 8, 16, 32, 64
+NEED_GOT, NEED_PLT, NEED_GOTTP, NEED_COPY, NEED_DYNSYM, NEED_CANON, NEED_GD, NEED_DESC = 1, 2, 4, 8, 16, 32, 64, 128
 
 
 @dataclass(frozen=True)
@@ -152,6 +152,8 @@ def scan(opts, mode, res, live, diag) -> Needs:
                 need[s] = get(s, 0) | NEED_GD
             elif act is TLSLD:
                 needs_ld = True
+            elif act is TLSDESC:
+                need[s] = get(s, 0) | NEED_DESC
             elif act is ERR_PIC:
                 what = "a shared object; recompile with -fPIC" if mode.shared else "a PIE object; recompile with -fPIE"
                 diag.error(f"{where(sec, off, syms)}: relocation {r.name} against `{s.name or sec.name}' can not "
@@ -162,8 +164,6 @@ def scan(opts, mode, res, live, diag) -> Needs:
             elif act is ERR_PREEMPT:
                 why = "it is defined in a shared library" if s.dso is not None else "the symbol is bound at run time"
                 diag.error(f"{where(sec, off, syms)}: relocation {r.name} against `{s.name}' can not be used: {why}")
-            elif act is UNSUPPORTED:
-                diag.error(f"not supported yet: relocation {r.name} in a shared object at {where(sec, off, syms)}")
             if act is GD_TO_LE or act is GD_TO_IE or act is LD_TO_LE:
                 skip_next = True   # the __tls_get_addr call disappears with the relaxation
             if kind == "got64" or kind == "pltoff" or kind == "gotbase":
@@ -186,6 +186,8 @@ def scan(opts, mode, res, live, diag) -> Needs:
             got_syms.append(("tp", s))
         if n & NEED_GD:
             got_syms.append(("gd", s))
+        if n & NEED_DESC:
+            got_syms.append(("desc", s))
         if n & NEED_PLT and (s.is_ifunc or (s.dso is not None and not n & NEED_COPY) or
                              ((mode.interp or mode.shared) and not s.defined) or
                              (mode.shared and s.file is not None)):
@@ -217,6 +219,8 @@ def scan(opts, mode, res, live, diag) -> Needs:
                 got_syms.append(("tp", s))
             if n & NEED_GD:
                 got_syms.append(("gd", s))
+            if n & NEED_DESC:
+                got_syms.append(("desc", s))
             if n & NEED_PLT and s.is_ifunc:
                 plt_syms.append(s)
     if needs_ld:

@@ -128,12 +128,12 @@ GOT = "got"                # a GOT slot with the address (relaxed to direct acce
 GOTTP = "gottp"            # a GOT slot with the thread-pointer offset (initial-exec)
 GD_TO_LE, GD_TO_IE, LD_TO_LE = "gd>le", "gd>ie", "ld>le"    # TLS rewrites in an executable
 TLSGD, TLSLD = "tlsgd", "tlsld"          # kept general/local dynamic: a (module, offset) GOT pair
+TLSDESC = "tlsdesc"        # kept TLS descriptor (shared object): a GOT pair the loader fills (R_X86_64_TLSDESC)
 TLS_TPOFF = "tpoff"        # x@dtpoff after LD->LE: a thread-pointer offset
 DESC_TO_LE, DESC_TO_IE, DESC_CALL_NOP = "desc>le", "desc>ie", "desc-call"
 ERR_PIC = "err-pic"        # cannot be used in PIC output: recompile with -fPIC
 ERR_TEXT = "err-text"      # would need a dynamic relocation in a read-only section
 ERR_PREEMPT = "err-pre"    # needs the symbol's value at link time, but the loader binds it
-UNSUPPORTED = "unsupported"
 
 _X = (None,) * 4       # a symbol class this output kind never has
 # kind -> symbol class -> action per output kind (STATIC, PIE, EXEC, SHARED); callable: decided by
@@ -162,11 +162,11 @@ _TABLE = {
     "tlsgd": {LOCAL: (GD_TO_LE, GD_TO_LE, GD_TO_LE, TLSGD), ABS: (GD_TO_LE, GD_TO_LE, GD_TO_LE, TLSGD),
               DATA: (GD_TO_IE, GD_TO_IE, GD_TO_IE, TLSGD), FUNC: (GD_TO_IE, GD_TO_IE, GD_TO_IE, TLSGD),
               PREEMPT: (GD_TO_IE, GD_TO_IE, GD_TO_IE, TLSGD)},
-    "tlsdesc": {LOCAL: (DESC_TO_LE, DESC_TO_LE, DESC_TO_LE, UNSUPPORTED),
-                ABS: (DESC_TO_LE, DESC_TO_LE, DESC_TO_LE, UNSUPPORTED),
-                DATA: (DESC_TO_IE, DESC_TO_IE, DESC_TO_IE, UNSUPPORTED),
-                FUNC: (DESC_TO_IE, DESC_TO_IE, DESC_TO_IE, UNSUPPORTED),
-                PREEMPT: (DESC_TO_IE, DESC_TO_IE, DESC_TO_IE, UNSUPPORTED)},
+    "tlsdesc": {LOCAL: (DESC_TO_LE, DESC_TO_LE, DESC_TO_LE, TLSDESC),
+                ABS: (DESC_TO_LE, DESC_TO_LE, DESC_TO_LE, TLSDESC),
+                DATA: (DESC_TO_IE, DESC_TO_IE, DESC_TO_IE, TLSDESC),
+                FUNC: (DESC_TO_IE, DESC_TO_IE, DESC_TO_IE, TLSDESC),
+                PREEMPT: (DESC_TO_IE, DESC_TO_IE, DESC_TO_IE, TLSDESC)},
     # the contents of a GOT slot holding an address / a thread-pointer offset
     "gotslot": {LOCAL: (DIRECT, BASEREL, DIRECT, BASEREL), ABS: (DIRECT,) * 4,
                 DATA: (DYNREL,) * 4, FUNC: (DYNREL,) * 4, PREEMPT: (DYNREL,) * 4},
@@ -176,7 +176,7 @@ _TABLE = {
 _SAME = {"none": NONE, "size": DIRECT, "gotbase": DIRECT, "got": GOT, "got64": GOT, "gottp": GOTTP}
 _BY_OUTPUT = {"tlsld": (LD_TO_LE, LD_TO_LE, LD_TO_LE, TLSLD),
               "dtpoff": (TLS_TPOFF, TLS_TPOFF, TLS_TPOFF, DIRECT),
-              "tlsdesc_call": (DESC_CALL_NOP, DESC_CALL_NOP, DESC_CALL_NOP, UNSUPPORTED)}
+              "tlsdesc_call": (DESC_CALL_NOP, DESC_CALL_NOP, DESC_CALL_NOP, NONE)}   # the call stays
 
 
 def action(kind, rtype, cls, out, writable=True):

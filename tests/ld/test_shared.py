@@ -182,20 +182,67 @@ def test_non_pic_code_in_a_shared_object_is_refused(tmp_path):
 
 
 def test_what_it_cannot_do_is_named_and_the_wrapper_falls_back(tmp_path, lw_home):
-    """TLS descriptors in a shared object: one line; linkwrap links it as asked instead, unless
+    """extern "C++" in a version script: one line; linkwrap links it as asked instead, unless
     LINKWRAP_LD_NO_FALLBACK=1 asks to see the failure."""
-    (tmp_path / "t.c").write_text("__thread int t; int get(void) { return t; }\n")
-    run(["gcc", "-fPIC", "-mtls-dialect=gnu2", "-c", "t.c"], tmp_path)
-    r = run([corpus.linkwrap_ld(), "-shared", "t.o", "-o", "libt.so"], tmp_path, check=False)
-    assert r.returncode == 1
-    assert r.stderr.startswith("linkwrap-ld: not supported yet: relocation R_X86_64_GOTPC32_TLSDESC in a "
-                               "shared object at t.o:")
-    cc = [script("linkwrap-cc"), "-shared", "t.o", "-o", "libt.so"]
+    (tmp_path / "t.c").write_text("int get(void) { return 1; }\n")
+    (tmp_path / "v.map").write_text('{ global: extern "C++" { ns::*; }; get; local: *; };\n')
+    run(["gcc", "-fPIC", "-c", "t.c"], tmp_path)
+    r = run([corpus.linkwrap_ld(), "-shared", "t.o", "--version-script=v.map", "-o", "libt.so"], tmp_path,
+            check=False)
+    assert (r.returncode, r.stderr) == (1, 'linkwrap-ld: not supported yet: extern "C++" block in version '
+                                           'script v.map\n')
+    cc = [script("linkwrap-cc"), "-shared", "t.o", "-Wl,--version-script=v.map", "-o", "libt.so"]
     done = run(cc, tmp_path, {"LINKWRAP_LINKER": "python"})
     assert (done.stdout, done.stderr) == ("", "") and "Linker: linkwrap.ld" not in readelf("-p", ".comment",
                                                                                           tmp_path / "libt.so")
     failed = run(cc, tmp_path, {"LINKWRAP_LINKER": "python", "LINKWRAP_LD_NO_FALLBACK": "1"}, check=False)
-    assert failed.returncode == 1 and "not supported yet: relocation R_X86_64_GOTPC32_TLSDESC" in failed.stderr
+    assert failed.returncode == 1 and 'not supported yet: extern "C++" block' in failed.stderr
+
+
+TLSDESC_LIB = r"""
+__thread int t_own = 3;
+static __thread int t_static = 4;
+extern __thread int t_other;
+int get(void) { return t_own + t_static + t_other; }
+void bump(void) { t_own++; t_static++; t_other++; }
+"""
+TLSDESC_MAIN = r"""
+#include <pthread.h>
+#include <stdio.h>
+int get(void); void bump(void);
+static void *th(void *a) { bump(); bump(); printf("thread %d\n", get()); return 0; }
+int main(void) {
+    bump();
+    printf("main %d\n", get());
+    pthread_t t; pthread_create(&t, 0, th, 0); pthread_join(t, 0);
+    printf("main %d\n", get());
+    return 0;
+}
+"""
+
+
+def test_tls_descriptors_in_a_shared_object(tmp_path):
+    """-mtls-dialect=gnu2: each descriptor a GOT pair with R_X86_64_TLSDESC (own, static and another
+    library's variable), per thread, as with GNU ld's link."""
+    (tmp_path / "td.c").write_text(TLSDESC_LIB)
+    (tmp_path / "other.c").write_text("__thread int t_other = 10;\n")
+    (tmp_path / "main.c").write_text(TLSDESC_MAIN)
+    run(["gcc", "-O1", "-fPIC", "-mtls-dialect=gnu2", "-c", "td.c"], tmp_path)
+    run(["gcc", "-fPIC", "-shared", "other.c", "-o", "libother.so"], tmp_path)
+    shim = corpus.shim_dir(str(tmp_path))
+    for sub, s in (("lw", shim), ("ref", None)):
+        (tmp_path / sub).mkdir()
+        run(["gcc", *([f"-B{s}"] if s else []), "-shared", "td.o", "-L.", "-lother", "-o", f"{sub}/libtd.so"],
+            tmp_path)
+    run(["gcc", "main.c", "-Lref", "-ltd", "-L.", "-lother", "-pthread", "-o", "main"], tmp_path)
+    for sub in ("lw", "ref"):
+        out = run([tmp_path / "main"], tmp_path, {"LD_LIBRARY_PATH": f"{tmp_path}:{tmp_path / sub}"}).stdout
+        assert out == "main 20\nthread 23\nmain 20\n", sub
+    lw = tmp_path / "lw" / "libtd.so"
+    assert "Linker: linkwrap.ld" in readelf("-p", ".comment", lw)
+    assert run(["eu-elflint", "--gnu-ld", lw], tmp_path, check=False).stdout.strip() == "No errors"
+    descs = [line.split() for line in readelf("-r", lw).splitlines() if "R_X86_64_TLSDESC" in line]
+    assert len(descs) == 3 and {d[-3] for d in descs if len(d) > 4} == {"t_own", "t_other"}
 
 
 CDYLIB = r"""

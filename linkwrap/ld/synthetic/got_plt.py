@@ -22,6 +22,7 @@ class Got(Synthetic):
         self.tp_index = {}        # Symbol -> slot holding its TP offset
         self.gd_index = {}        # Symbol -> first slot of its (DTPMOD64, DTPOFF64) pair
         self.ld_index = None      # first slot of the local-dynamic (module, 0) pair
+        self.desc_index = {}      # Symbol -> first slot of its TLS descriptor (function, argument)
         self.first = []           # slot number of each entry
         n = 0
         for kind, s in entries:
@@ -32,9 +33,11 @@ class Got(Synthetic):
                 self.tp_index[s] = n
             elif kind == "gd":
                 self.gd_index[s] = n
+            elif kind == "desc":
+                self.desc_index[s] = n
             else:
                 self.ld_index = n
-            n += 2 if kind in ("gd", "ld") else 1
+            n += 2 if kind in ("gd", "ld", "desc") else 1
         self.n_slots = n
         self.values = []          # slot contents, filled by finalize
 
@@ -58,6 +61,8 @@ class Got(Synthetic):
         for kind, s, slot, pre, act in self._actions(mode, copied):
             if kind == "gd":
                 n += 2 if pre else 1
+            elif kind == "desc":
+                n += 1
             elif act is x86_64.DYNREL or act is x86_64.BASEREL:
                 n += 1
         return n
@@ -78,6 +83,12 @@ class Got(Synthetic):
                 else:      # this module's variable: its offset in the block is known here
                     rela.other.append((slot, elf.R_X86_64_DTPMOD64, 0))
                     vals[i + 1] = lk.dtp_offset(lk.sym_addr(s))
+            elif kind == "desc":
+                # the loader writes the descriptor (eagerly: it is in .rela.dyn, as lld puts it)
+                if pre:
+                    rela.other.append((slot, (dynidx[s] << 32) | elf.R_X86_64_TLSDESC, 0))
+                else:
+                    rela.other.append((slot, elf.R_X86_64_TLSDESC, lk.dtp_offset(lk.sym_addr(s))))
             elif kind == "addr":
                 if act is x86_64.DYNREL:
                     rela.other.append((slot, (dynidx[s] << 32) | elf.R_X86_64_GLOB_DAT, 0))
