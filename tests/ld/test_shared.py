@@ -312,3 +312,40 @@ def test_rust_cdylib_is_loaded_with_dlopen_by_a_c_program(tmp_path, lw_home):
     assert run(["eu-elflint", "--gnu-ld", so], tmp_path, check=False).stdout.strip() == "No errors"
     exported = {name.split("@")[0] for name, *_ in dynsyms(so)}
     assert exported == {"cd_add", "cd_calls", "cd_words", "cd_catch"}
+
+
+IFUNC_LIB = r"""
+static int impl_a(int x) { return x * 2; }
+static void *resolve(void) { return impl_a; }
+int twice(int) __attribute__((ifunc("resolve")));
+static int hidden_if(int) __attribute__((ifunc("resolve")));
+int call_twice(int x) { return twice(x) + hidden_if(1); }
+int (*twice_ptr)(int) = twice;
+"""
+IFUNC_MAIN = r"""
+#include <stdio.h>
+int twice(int); int call_twice(int); extern int (*twice_ptr)(int);
+int main(void) { printf("%d %d %d %d\n", twice(5), call_twice(7), twice_ptr(4), twice_ptr == twice); return 0; }
+"""
+
+
+def test_ifuncs_of_a_shared_object(tmp_path):
+    """An exported IFUNC is exported as GNU ld exports it (STT_GNU_IFUNC, the resolver's address);
+    calls inside the library go through PLT entries with IRELATIVE; function pointers compare equal."""
+    (tmp_path / "ifl.c").write_text(IFUNC_LIB)
+    (tmp_path / "ifm.c").write_text(IFUNC_MAIN)
+    run(["gcc", "-O1", "-fPIC", "-c", "ifl.c"], tmp_path)
+    shim = corpus.shim_dir(str(tmp_path))
+    for sub, s in (("lw", shim), ("ref", None)):
+        (tmp_path / sub).mkdir()
+        run(["gcc", *([f"-B{s}"] if s else []), "-shared", "ifl.o", "-o", f"{sub}/libifl.so"], tmp_path)
+    run(["gcc", "ifm.c", "-Lref", "-lifl", "-o", "ifm"], tmp_path)
+    for sub in ("lw", "ref"):
+        for bind_now in ("", "1"):
+            env = {"LD_LIBRARY_PATH": str(tmp_path / sub), "LD_BIND_NOW": bind_now}
+            assert run([tmp_path / "ifm"], tmp_path, env).stdout == "10 16 8 1\n", (sub, bind_now)
+    lw = tmp_path / "lw" / "libifl.so"
+    assert dynsyms(lw) == dynsyms(tmp_path / "ref" / "libifl.so")
+    assert ("twice", "IFUNC", "GLOBAL", "DEFAULT") in dynsyms(lw)
+    assert "R_X86_64_IRELATIVE" in reloc_types(lw)
+    assert run(["eu-elflint", "--gnu-ld", lw], tmp_path, check=False).stdout.strip() == "No errors"

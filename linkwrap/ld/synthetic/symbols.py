@@ -130,7 +130,10 @@ class DynSym(Synthetic):
         for s in self.symbols:
             name = self.dynstr.offsets[s.name]
             if s in copied or (s.dso is None and s.defined):
-                stype = elf.STT_FUNC if s.type == elf.STT_GNU_IFUNC else s.type
+                # an executable's IFUNC is its canonical PLT entry; a shared object exports the
+                # resolver as STT_GNU_IFUNC (GNU ld's way), so each lookup calls it
+                shared_ifunc = lk.mode.shared and s.is_ifunc
+                stype = elf.STT_FUNC if s.type == elf.STT_GNU_IFUNC and not shared_ifunc else s.type
                 bind = s.bind if s.bind in (elf.STB_WEAK, elf.STB_GNU_UNIQUE) else elf.STB_GLOBAL
                 if s.section is not None:
                     shndx = lk.osec_of[s.section].index
@@ -141,7 +144,7 @@ class DynSym(Synthetic):
                 else:
                     shndx = lk.shndx_of_addr(lk.sym_addr(s))
                 # a definition's own address (a shared object's PLT entry for it is only for its calls)
-                value = lk.real_addr(s) if s.dso is None and not s.is_ifunc else lk.sym_addr(s)
+                value = lk.real_addr(s) if s.dso is None and (shared_ifunc or not s.is_ifunc) else lk.sym_addr(s)
                 if stype == elf.STT_TLS:
                     value -= lk.tls_start     # a TLS symbol's value is its offset in the TLS segment
                 out += elf.SYM.pack(name, (bind << 4) | stype, s.visibility if s.dso is None else 0, shndx,
