@@ -1,5 +1,6 @@
 """Benchmark linkwrap.ld's -shared links against GNU ld: the example's proc-macro and a std-only cdylib.
 
+Also rust-lld (rustc's default linker) on the same command line, in the same rounds.
 Cargo builds both once through a recording linker that keeps each -shared link's command line and
 a copy of rustc's temporary directory (symbols.o, the version script), so the same link can be run
 again. Then the two linkers alternate on it (GNU ld through gcc; linkwrap.ld through gcc -B a shim),
@@ -43,9 +44,10 @@ if "-shared" in args:
         for d, k in keep.items():
             a = a.replace(d, k)
         fixed.append(a)
-    fixed = [a for a in fixed if a != "-fuse-ld=lld" and not (a.startswith("-B") and a.endswith("gcc-ld"))]
+    rust_lld = [a for a in fixed if a == "-fuse-ld=lld" or (a.startswith("-B") and a.endswith("gcc-ld"))]
+    fixed = [a for a in fixed if a not in rust_lld]
     with open(os.path.join(rec, name + ".json"), "w") as f:
-        json.dump({{"args": fixed, "cwd": os.getcwd()}}, f)
+        json.dump({{"args": fixed, "cwd": os.getcwd(), "rust_lld": rust_lld}}, f)
 os.execvp("cc", ["cc", *args])
 """
 
@@ -89,10 +91,10 @@ def record_links(work):
     return links
 
 
-def command(link, out, shim=None):
+def command(link, out, shim=None, rust_lld=False):
     args = list(link["args"])
     args[args.index("-o") + 1] = out
-    return ["cc", *([f"-B{shim}"] if shim else []), *args]
+    return ["cc", *([f"-B{shim}"] if shim else []), *(link["rust_lld"] if rust_lld else []), *args]
 
 
 def ci95(pairs, rounds=2000):
@@ -110,22 +112,25 @@ def main():
         shim = corpus.shim_dir(work)
         links = record_links(work)
         print(f"{'link':34} {'GNU ld ms':>10} {'lw ms':>8} {'time x':>7} {'95% CI':>13} "
-              f"{'GNU MiB':>8} {'lw MiB':>7} {'RSS x':>6}")
+              f"{'GNU MiB':>8} {'lw MiB':>7} {'RSS x':>6} {'rust-lld ms':>12} {'MiB':>5} {'lw/lld t':>9} {'RSS':>5}")
         passes = {}
         for name, link in links.items():
-            ref_t, ref_m, lw_t, lw_m = [], [], [], []
+            ref_t, ref_m, lw_t, lw_m, lld_t, lld_m = [], [], [], [], [], []
             for i in range(a.runs + 1):
                 r = timed(command(link, os.path.join(work, "ref.so"), None), cwd=link["cwd"])
                 w = timed(command(link, os.path.join(work, "lw.so"), shim), cwd=link["cwd"])
+                d = timed(command(link, os.path.join(work, "lld.so"), None, True), cwd=link["cwd"])
                 if i == 0:
-                    continue          # warm-up pair: page cache, the shim's first start
+                    continue          # warm-up round: page cache, the shim's first start
                 ref_t.append(r[0]), ref_m.append(r[1]), lw_t.append(w[0]), lw_m.append(w[1])
+                lld_t.append(d[0]), lld_m.append(d[1])
             med = statistics.median
             lo, hi = ci95([w / r for w, r in zip(lw_t, ref_t)])
             label = name if len(name) <= 34 else name[:31] + "..."
             print(f"{label:34} {med(ref_t):10.0f} {med(lw_t):8.0f} {med(lw_t) / med(ref_t):7.2f} "
                   f"{lo:6.2f}-{hi:<6.2f} {med(ref_m) / 1024:8.0f} {med(lw_m) / 1024:7.0f} "
-                  f"{med(lw_m) / med(ref_m):6.2f}")
+                  f"{med(lw_m) / med(ref_m):6.2f} {med(lld_t):12.0f} {med(lld_m) / 1024:5.0f} "
+                  f"{med(lw_t) / med(lld_t):9.2f} {med(lw_m) / med(lld_m):5.2f}")
             passes[label] = subprocess.run(command(link, os.path.join(work, "lw.so"), shim) + ["-Wl,--time"],
                                            cwd=link["cwd"], capture_output=True, text=True).stderr
         for label, text in passes.items():
