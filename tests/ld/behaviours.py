@@ -78,6 +78,15 @@ def build(case, work):
     return args + ["-pthread"] * (s["mode"] != "none") + shlex.split(ldflags)
 
 
+def program_using(s, path, cwd):
+    """A `mode = shared` case: GNU ld links its prog_*.o against the shared object at path (named
+    by that path, so the loader finds it) -> the program's path."""
+    progs = sorted(os.path.join(cwd, n) for n in os.listdir(cwd) if n.startswith("prog_") and n.endswith(".o"))
+    subprocess.run([s["driver"], *progs, path, "-o", path + ".prog"], capture_output=True, text=True, cwd=cwd,
+                   check=True)
+    return path + ".prog"
+
+
 def run(path, cwd):
     return subprocess.run([path], capture_output=True, text=True, cwd=cwd, timeout=30)
 

@@ -27,14 +27,10 @@ def _link(args, out, cwd, shim=None, driver="gcc"):
 
 def _check_output(s, path, cwd):
     if s["mode"] == "shared":
-        # a shared object: GNU ld links the case's prog_*.c against it (by its path), which must run
+        # a shared object: GNU ld links the case's prog_*.c against it, which must run
         r = subprocess.run(["readelf", "-h", path], capture_output=True, text=True, check=True)
         assert "DYN (Shared object file)" in r.stdout
-        progs = sorted(os.path.join(cwd, n) for n in os.listdir(cwd) if n.startswith("prog_") and n.endswith(".o"))
-        done = subprocess.run([s["driver"], *progs, path, "-o", path + ".prog"], capture_output=True, text=True,
-                              cwd=cwd)
-        assert done.returncode == 0, done.stderr
-        path += ".prog"
+        path = behaviours.program_using(s, path, cwd)
     elif s["output"] == "partial":
         # a relocatable object: GNU ld makes the program of it, which must run as expected
         r = subprocess.run(["readelf", "-h", path], capture_output=True, text=True, check=True)
