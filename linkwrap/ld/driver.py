@@ -55,6 +55,10 @@ def link(opts, diag=None) -> Timings:
         return t
     # Beyond this point, no input file is added and no Symbol changes.
     exports = None
+    if opts.version_script and not opts.shared:
+        from linkwrap.ld.diag import Unsupported
+        # GNU ld would version and export an executable's own symbols by it
+        raise Unsupported("--version-script for an executable (only with -shared)")
     if opts.shared:
         from linkwrap.ld.version_script import decide_exports
         with t.phase("Decide exports"):

@@ -349,3 +349,17 @@ def test_ifuncs_of_a_shared_object(tmp_path):
     assert ("twice", "IFUNC", "GLOBAL", "DEFAULT") in dynsyms(lw)
     assert "R_X86_64_IRELATIVE" in reloc_types(lw)
     assert run(["eu-elflint", "--gnu-ld", lw], tmp_path, check=False).stdout.strip() == "No errors"
+
+
+def test_version_script_for_an_executable_is_named_and_soname_kept(tmp_path):
+    """GNU ld applies a version script to an executable's exports too: not done, so named; -soname
+    gives an executable a DT_SONAME, as GNU ld does."""
+    (tmp_path / "m.c").write_text("int main(void) { return 0; }\n")
+    (tmp_path / "v.map").write_text("{ global: main; local: *; };\n")
+    run(["gcc", "-c", "m.c"], tmp_path)
+    shim = corpus.shim_dir(str(tmp_path))
+    r = run(["gcc", f"-B{shim}", "m.o", "-Wl,--version-script=v.map", "-o", "m"], tmp_path, check=False)
+    assert (r.returncode, r.stderr.splitlines()[0]) == (
+        1, "linkwrap-ld: not supported yet: --version-script for an executable (only with -shared)")
+    run(["gcc", f"-B{shim}", "m.o", "-Wl,-soname,libm.so.9", "-o", "m"], tmp_path)
+    assert "Library soname: [libm.so.9]" in readelf("-d", tmp_path / "m")

@@ -84,7 +84,7 @@ class Dynamic(Synthetic):
         tags = []
         for so in needed:
             tags.append((elf.DT_NEEDED, dynstr.add(so.soname)))
-        if opts.soname:
+        if opts.soname:                    # GNU ld writes it for an executable too
             tags.append((14, dynstr.add(opts.soname)))                  # DT_SONAME
         if opts.rpath:
             tags.append((29 if opts.new_dtags else 15, dynstr.add(":".join(opts.rpath))))  # DT_RUNPATH/DT_RPATH
