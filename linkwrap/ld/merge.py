@@ -2,7 +2,7 @@
 with C-level loops.
 
 Input: the input sections of one MergedSection. Output: what MergedSection's general loop makes
-(synthetic.py): the merged bytes, and per input section its piece offsets and their offsets in
+(synthetic/strings.py): the merged bytes, and per input section its piece offsets and their offsets in
 the merged bytes, each distinct string stored once in order of first appearance. Or None when a
 section does not end in a NUL (its last piece is kept whole, as the general loop does).
 

@@ -167,3 +167,24 @@ def test_numpy_is_imported_only_by_a_link_with_enough_debug_relocations(tmp_path
                        text=True, env={**link_env, "LINKWRAP_LD_RELOCS": "auto"})
     assert r.returncode == 0, r.stderr
     assert mark.read_text() == "True"
+
+
+@pytest.mark.parametrize("case", ["errno_threads", "ifunc", "weak_undef", "gc_sections", "ctors"])
+def test_shared_object_bulk_and_loop_write_the_same_bytes(case, tmp_path):
+    """-shared: debug relocations against exported (preemptible) symbols, IFUNCs, weak undefined ones."""
+    objs = []
+    src = os.path.join(corpus.CASES_DIR, case)
+    for name in sorted(os.listdir(src)):
+        if name.endswith(".c"):
+            obj = str(tmp_path / f"{name[:-2]}.o")
+            subprocess.run(["gcc", "-O1", "-g", "-fPIC", "-c", os.path.join(src, name), "-o", obj], check=True)
+            objs.append(obj)
+    shim = corpus.shim_dir(str(tmp_path))
+    outputs = []
+    for relocs in ("python", "bulk"):
+        r = subprocess.run(["gcc", f"-B{shim}", "-shared", *objs, "-pthread", "-o", str(tmp_path / "libt.so"),
+                            "-Wl,--stats"], capture_output=True, text=True, env=env(relocs))
+        assert r.returncode == 0, r.stderr
+        assert (stats_of(r.stderr)["bulk"] > 0) == (relocs == "bulk")
+        outputs.append((tmp_path / "libt.so").read_bytes())
+    assert outputs[0] == outputs[1]
