@@ -101,6 +101,60 @@ def socket_name(key) -> str:
 
 # --- the server ------------------------------------------------------------------
 
+# Where a link starts: the modules the child runs (its own and the pipeline's).
+LINK_ROOTS = ("linkwrap.server.server", "linkwrap.wrap.pipeline")
+
+
+def link_imports(roots=LINK_ROOTS) -> list:
+    """Every module a link can import, derived from the source: the closure of the import
+    statements (function-level ones included) of linkwrap's modules reachable from roots, and the
+    other modules those statements name. A list kept by hand would miss the next lazy import, and
+    each child would pay it at link time (struct, resource, zlib, learn... cost ~8 ms in all)."""
+    import ast
+    import importlib.util
+    import linkwrap
+    top = os.path.dirname(os.path.abspath(linkwrap.__file__)) + os.sep
+    seen, ours, others, todo = set(), [], set(), list(roots)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is None or not (spec.origin or "").startswith(top) or not spec.origin.endswith(".py"):
+            continue
+        ours.append(name)
+        with open(spec.origin, "rb") as f:
+            tree = ast.parse(f.read(), spec.origin)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                base = node.module if not node.level else importlib.util.resolve_name(
+                    "." * node.level + node.module, spec.parent)
+                names = [base] + [f"{base}.{a.name}" for a in node.names]
+            else:
+                continue
+            for n in names:
+                if n.split(".")[0] == "linkwrap":
+                    todo.append(n)
+                else:
+                    others.add(n)
+    return sorted(ours) + sorted(others)
+
+
+def warm() -> None:
+    """Import now, once, everything a link may import (link_imports()): the children inherit it."""
+    import importlib
+    for name in link_imports():
+        try:
+            importlib.import_module(name)
+        except Exception:  # `from x import name` of a function, a module of another platform
+            pass
+
 def main() -> None:
     """`python -m linkwrap.server.server`: serve this world until idle; quiet, detached."""
     import fcntl
@@ -115,9 +169,7 @@ def main() -> None:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         os._exit(0)  # another server serves this world
-    # Warm: everything a link imports, now.
-    from linkwrap.wrap import pipeline  # noqa: F401
-    from linkwrap.wrap import choose, config, direct, linkers, output, policy, probe, record  # noqa: F401
+    warm()
     path = f"/proc/self/fd/{dfd}/{name}"
     try:
         os.unlink(path)  # a stale socket of a server that died
@@ -239,6 +291,7 @@ def spare(listener, notify_w, life_r, state) -> None:
             continue  # another spare took it
         break
     reached = time.perf_counter_ns()
+    known = len(sys.modules)  # dicts keep their order: what this link imports comes after
     listener.close()
     os.close(life_r)
     conn.setblocking(True)
@@ -251,7 +304,7 @@ def spare(listener, notify_w, life_r, state) -> None:
     os.write(notify_w, os.getpid().to_bytes(4, "little"))
     os.close(notify_w)
     if not _control(conn, state):
-        child(conn, reached)
+        child(conn, reached, known)
 
 
 def _reap(state):
@@ -311,8 +364,9 @@ def installed_stamp():
 
 # --- the child: one link ---------------------------------------------------------
 
-def child(conn, reached=None) -> None:
-    """One link, for the client at conn (which has heard 'A' already), taken at reached (ns)."""
+def child(conn, reached=None, known=None) -> None:
+    """One link, for the client at conn (which has heard 'A' already), taken at reached (ns);
+    known: how many modules were imported then (LINKWRAP_TEST_IMPORTS: see _note_imports)."""
     import socket
     import struct
     conn.setblocking(True)
@@ -371,7 +425,19 @@ def child(conn, reached=None) -> None:
         conn.sendall(reply)
     except OSError:
         pass
+    _note_imports(req["env"].get("LINKWRAP_TEST_IMPORTS"), known)
     os._exit(0)
+
+
+def _note_imports(path, known) -> None:
+    """For the tests: append the modules this link imported (none: warm() left nothing out) to path."""
+    if not path or known is None:
+        return
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, ("".join(f"{m}\n" for m in list(sys.modules)[known:]) + "--\n").encode())
+    finally:
+        os.close(fd)
 
 
 def _refuse(conn, why) -> None:
