@@ -413,20 +413,97 @@ def child(conn, reached=None, known=None) -> None:
         faults.note("taking a link from the client", e)
         _refuse(conn, b"F")
     conn.settimeout(None)
-    result = run_link(req, peer_pid, conn, reached)
-    from linkwrap.wrap import invocation
-    if isinstance(result, invocation.Exec):
-        reply = b"D" + b"\0".join(os.fsencode(a) for a in result.argv) + b"\0"
-    elif isinstance(result, invocation.Killed):
-        reply = f"K{result.signal}\n".encode()
-    else:
-        reply = f"X{int(result)}\n".encode()
+    done = []
+    result = run_link(req, peer_pid, conn, reached, done)
+    if not done:  # Exec, Killed, a configuration error: answered at the end
+        from linkwrap.wrap import invocation
+        if isinstance(result, invocation.Exec):
+            reply = b"D" + b"\0".join(os.fsencode(a) for a in result.argv) + b"\0"
+        elif isinstance(result, invocation.Killed):
+            reply = f"K{result.signal}\n".encode()
+        else:
+            reply = f"X{int(result)}\n".encode()
+        _answer(conn, reply, req["fds"], done)
+    from linkwrap.wrap import output
+    output.tidy()
+    _note_imports(req["env"].get("LINKWRAP_TEST_IMPORTS"), known)
+    os._exit(0)
+
+
+def _answer(conn, reply, fds, done) -> None:
+    """Answer the client, then let go of everything of its: the build goes on while we tidy.
+
+    rustc reads the linker's stdout and stderr to their end and make/Cargo count jobserver tokens
+    by their pipes: a child that kept them would keep the build waiting for its records. The
+    readers of the records wait for links still tidying (TIDYING): a shared lock, taken first."""
+    hold = _tidying_lock()
+    done.append(hold)  # before the reply: the client's end closing is no longer a SIGTERM
     try:
         conn.sendall(reply)
     except OSError:
         pass
-    _note_imports(req["env"].get("LINKWRAP_TEST_IMPORTS"), known)
-    os._exit(0)
+    try:
+        conn.shutdown(2)  # wakes the watching thread's recv (EOF)
+    except OSError:
+        pass
+    conn.close()
+    null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd, inheritable=False)
+    os.close(null)
+    for fd in fds:
+        if fd > 2:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+# Links that answered and still write their records hold a shared flock on this file in the state
+# directory; readers of the records (store.db.open_store) take it exclusively, for a bounded time.
+TIDYING = "tidying.lock"
+TIDYING_WAIT_S = 10.0
+
+
+def _tidying_lock():
+    """This child's shared hold on TIDYING until it exits; None when it cannot be had."""
+    import fcntl
+    from linkwrap import paths
+    try:
+        state = paths.state_dir()
+        paths.make_private_dir(state)
+        fd = os.open(os.path.join(state, TIDYING), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def wait_for_tidying(state, timeout=TIDYING_WAIT_S) -> bool:
+    """Wait until no link under state is still writing what it did after answering its client
+    (its record, memory history, evidence), at most timeout seconds. -> True when none is."""
+    import fcntl
+    import time
+    try:
+        fd = os.open(os.path.join(state, TIDYING), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return True  # no server ever linked here
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return False  # links that never stop coming: read what is there
+                time.sleep(0.005)
+    finally:
+        os.close(fd)
 
 
 def _note_imports(path, known) -> None:
@@ -567,10 +644,12 @@ def _cgroup_mounts() -> dict:
     return out
 
 
-def run_link(req, peer_pid, conn, reached=None):
-    """The link, with the client's signals (and its silent death) turned into this child's."""
+def run_link(req, peer_pid, conn, reached=None, done=None):
+    """The link, with the client's signals (and its silent death) turned into this child's;
+    answered (_answer) as soon as its result is final. done: [] -> non-empty once answered."""
     import _thread
-    from linkwrap.wrap import invocation, pipeline
+    from linkwrap.wrap import invocation, output, pipeline
+    done = [] if done is None else done
 
     def watch():
         while True:
@@ -578,11 +657,16 @@ def run_link(req, peer_pid, conn, reached=None):
                 b = conn.recv(1)
             except OSError:
                 b = b""
+            if done:
+                return  # answered: the client may go, and its signals no longer concern the link
             sig = b[0] if b else 15  # EOF: the client is gone (SIGKILL, a CI timeout): as SIGTERM
             if sig in (1, 2, 15):
                 os.kill(os.getpid(), sig)
             if not b:
                 return
+
+    def answer(status):
+        _answer(conn, f"X{int(status)}\n".encode(), req["fds"], done)
 
     _thread.start_new_thread(watch, ())
     argv, driver = req["argv"], None
@@ -590,7 +674,8 @@ def run_link(req, peer_pid, conn, reached=None):
         argv = argv[1:] if argv[:1] == ["--"] else argv
         argv, driver = argv[1:], argv[0]
     inv = invocation.Invocation(tuple(argv), driver, os.environ, req["cwd"], peer_pid, None, "server", reached)
-    return pipeline.link(inv)
+    output.defer()
+    return pipeline.link(inv, answer)
 
 
 if __name__ == "__main__":
