@@ -27,7 +27,7 @@ def link(inv, answer=None):
     relink taught, removing the private directory. Not called when the result is Exec or Killed."""
     started_ns = time.perf_counter_ns()
     argv, driver, environ = inv.argv, inv.driver, inv.environ
-    if environ.get("LINKWRAP_DISABLE") == "1":
+    if invocation.disabled(environ):
         return passthrough(argv, driver, environ)
     try:
         # Classify the command line; take out what forces rustc's own linker.
