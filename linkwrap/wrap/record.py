@@ -27,7 +27,11 @@ when the state dir cannot take it, /tmp/linkwrap-<uid>-warned-<kind>-<crc>.
 linkwrap's own time per link has two parts: startup_ms, from the process's
 start to pipeline.main (interpreter start-up and imports; see startup_ms()),
 and overhead_ms, from main's start to the record, less the linker runs. The
-interpreter's shutdown after the record is in neither.
+interpreter's shutdown after the record is in neither. Through the link server,
+startup_ms runs from the server's accept to the link's start (taking the client's
+request, fds, environment, limits, cgroups) and overhead_ms ends at the answer to the
+client: what the child does after it (this record, the memory history, evidence,
+removing its private directory and the old output) is off the build's path.
 A fall-back keeps why its first attempt failed: first_linker, first_error.
 """
 import marshal
