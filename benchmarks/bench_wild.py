@@ -17,7 +17,7 @@ distribution-free). `uptime`'s load is printed before and after: the machine is 
 
 Needs root (mounts). Usage:
     python benchmarks/bench_wild.py [--rounds 11] [--dir DIR] [--fs ext4,btrfs,xfs,tmpfs]
-                                    [--links rust-debug,rust-release,cpp] [--modules 24] [--funcs 120]
+                                    [--links rust-debug,rust-release,cpp] [--modules 16] [--funcs 34]
 """
 import argparse
 import math
@@ -169,8 +169,8 @@ def main():
     ap.add_argument("--dir", help="where to build (default: a new directory under /var/tmp)")
     ap.add_argument("--fs", default="ext4,btrfs,xfs,tmpfs")
     ap.add_argument("--links", default="rust-debug,rust-release,cpp")
-    ap.add_argument("--modules", type=int, default=24)
-    ap.add_argument("--funcs", type=int, default=120)
+    ap.add_argument("--modules", type=int, default=16)  # genproject's default: ~150 MB debug inputs
+    ap.add_argument("--funcs", type=int, default=34)
     opts = ap.parse_args()
     links = opts.links.split(",")
     found = linkers.discover()
