@@ -197,6 +197,8 @@ def _on_term(sig, frame):
 
 
 SPARES = 2  # children forked ahead, waiting in accept(): a link never waits for a fork
+ANSWERED = 1 << 31  # on the notify pipe: pid | ANSWERED, the link of that child has answered
+_notify = None  # in a child: the notify pipe's write end
 
 
 def serve(listener, stamp, path, dfd) -> None:
@@ -218,12 +220,14 @@ def serve(listener, stamp, path, dfd) -> None:
     gc.freeze()  # the children's collector then never touches (and copies) the server's objects
     notify_r, notify_w = os.pipe()
     life_r, life_w = os.pipe()
-    state = {"links": 0, "started": time.time(), "children": set(), "idle": set()}
+    state = {"links": 0, "started": time.time(), "children": set(), "idle": set(), "busy": set()}
     last = time.monotonic()
     next_check = last + CHECK_S
     ino = os.stat(path).st_ino
     while True:
-        while len(state["idle"]) < SPARES:
+        # A spare forked (and rehearsing) while a link runs takes CPU from that link: while one is
+        # left, the next waits until no link is before its answer.
+        while len(state["idle"]) < SPARES and (not state["busy"] or not state["idle"]):
             pid = os.fork()
             if pid == 0:
                 try:
@@ -246,7 +250,12 @@ def serve(listener, stamp, path, dfd) -> None:
         if ready:
             data = os.read(notify_r, 4096)
             for i in range(0, len(data) - 3, 4):
-                state["idle"].discard(int.from_bytes(data[i:i + 4], "little"))
+                word = int.from_bytes(data[i:i + 4], "little")
+                if word & ANSWERED:
+                    state["busy"].discard(word & ~ANSWERED)
+                    continue
+                state["idle"].discard(word)
+                state["busy"].add(word)
                 state["links"] += 1
             last = now
         _reap(state)
@@ -303,7 +312,8 @@ def spare(listener, notify_w, life_r, state) -> None:
     except OSError:
         os._exit(0)
     os.write(notify_w, os.getpid().to_bytes(4, "little"))
-    os.close(notify_w)
+    global _notify
+    _notify = notify_w  # kept to say when the link has answered (_answer)
     if not _control(conn, state):
         child(conn, reached, known)
 
@@ -347,11 +357,13 @@ def _reap(state):
         except ChildProcessError:
             state["children"].clear()
             state["idle"].clear()
+            state["busy"].clear()
             return
         if pid == 0:
             return
         state["children"].discard(pid)
         state["idle"].discard(pid)  # a spare that died before taking a link
+        state["busy"].discard(pid)
 
 
 def _control(conn, state) -> bool:
@@ -480,6 +492,7 @@ def _answer(conn, reply, fds, done) -> None:
     except OSError:
         pass
     conn.close()
+    _tell_answered()
     null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
     for fd in (0, 1, 2):
         os.dup2(null, fd, inheritable=False)
@@ -490,6 +503,18 @@ def _answer(conn, reply, fds, done) -> None:
                 os.close(fd)
             except OSError:
                 pass
+
+
+def _tell_answered() -> None:
+    """Tell the server this link has answered: it may fork the next spare now."""
+    global _notify
+    if _notify is not None:
+        try:
+            os.write(_notify, (os.getpid() | ANSWERED).to_bytes(4, "little"))
+            os.close(_notify)
+        except OSError:
+            pass
+        _notify = None
 
 
 # Links that answered and still write their records hold a shared flock on this file in the state
@@ -579,11 +604,16 @@ def take(req, fds, peer_pid, conn):
     import socket
     # Received fds and the connection first go above every target and every received fd,
     # so that no dup2 overwrites one still needed.
-    floor = max(req["fds"] + fds + [conn.fileno()])
+    global _notify
+    floor = max(req["fds"] + fds + [conn.fileno()] + ([_notify] if _notify is not None else []))
     moved = socket.socket(fileno=_dup_above(conn.fileno(), floor))
     conn.close()
     conn = moved
     floor = conn.fileno()
+    if _notify is not None:
+        notify = _dup_above(_notify, floor)
+        os.close(_notify)
+        _notify = floor = notify
     high = [_dup_above(fd, floor) for fd in fds]
     for fd in fds:
         os.close(fd)
