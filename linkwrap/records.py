@@ -8,19 +8,26 @@ and namedtuple builds each class with exec(). Why not a frozen dataclass:
 """
 
 
-def record(name: str, fields) -> type:
-    """A tuple subclass named `name` with one read-only property per field."""
+def record(name: str, fields, defaults=()) -> type:
+    """A tuple subclass named `name` with one read-only property per field; `defaults` are the
+    last fields' values when left out (namedtuple's `defaults`)."""
     fields = tuple(fields.replace(",", " ").split() if isinstance(fields, str) else fields)
     count = len(fields)
+    defaults = tuple(defaults)
 
     def __new__(cls, *values, **named):
         if named:
-            try:
-                values += tuple(named.pop(f) for f in fields[len(values):])
-            except KeyError as e:
-                raise TypeError(f"{name}() is missing {e}") from None
+            rest = fields[len(values):]
+            given = [f for f in rest if f in named]
+            # Fields left out must be the last ones, and have defaults.
+            if rest[:len(given)] != tuple(given) or len(rest) - len(given) > len(defaults):
+                missing = next(f for f in rest if f not in named)
+                raise TypeError(f"{name}() is missing '{missing}'")
+            values += tuple(named.pop(f) for f in given)
             if named:
                 raise TypeError(f"{name}() got unexpected fields {sorted(named)}")
+        if len(values) < count and count - len(values) <= len(defaults):
+            values += defaults[len(defaults) - (count - len(values)):]
         if len(values) != count:
             raise TypeError(f"{name}() takes {count} fields, not {len(values)}")
         return tuple.__new__(cls, values)

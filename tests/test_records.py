@@ -36,3 +36,15 @@ def test_immutable_and_strict():
         Point(1, 2, z=3)
     with pytest.raises(TypeError):
         p._replace(z=1)
+
+
+def test_defaults_fill_the_last_fields_only():
+    Row = record("Row", "a b c", defaults=(None, 0))
+    assert Row(1) == (1, None, 0) and Row(1, 2) == (1, 2, 0) and Row(1, 2, 3) == (1, 2, 3)
+    assert Row(a=1) == (1, None, 0) and Row(1, b=2) == (1, 2, 0)
+    with pytest.raises(TypeError):
+        Row()
+    with pytest.raises(TypeError):
+        Row(a=1, c=3)   # b left out before a field that is given
+    with pytest.raises(TypeError):
+        Point(x=1)

@@ -16,6 +16,13 @@ One marshal file per output in `<cache>/learned/` (crc of the project directory 
 without Cargo's hash): a link reads and rewrites only its own, so the concurrent links of one
 build do not overwrite each other's evidence. Read and written only when `[choice] learn` is on
 (the default) and linkwrap chose the linker itself.
+
+Bounded like the records (`[records]` in linkwrap.toml): one output's file holds at most KEEP
+samples per fast linker and the linkers that failed on it; the directory holds the evidence of at
+most `max_learned` outputs and none older than `keep_days` (a file's mtime is its output's last
+link), the least recently relinked going first. The commands that ingest the spool prune it
+(store.db.open_store); a link that starts a new file prunes it too once it is over the default
+bound, so a machine where no command ever runs stays bounded.
 """
 import marshal
 import os
@@ -107,11 +114,85 @@ def note(request, decision, outcome, cpus, first_attempt=None) -> None:
         del samples[:-KEEP]
     from linkwrap import paths
     paths.make_private_dir(os.path.dirname(path))
+    new = not os.path.lexists(path)
     tmp = f"{path}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "wb") as f:
         marshal.dump(data, f)
     os.replace(tmp, path)
+    if new:
+        _bound(os.path.dirname(path), request)
+
+
+def _bound(where, request) -> None:
+    """On the link path, for a new output only: prune once the directory is over the default bound
+    (one listdir; the configuration is read only then, so a larger `max_learned` is honoured)."""
+    from linkwrap.wrap.config import RETENTION
+    if len(os.listdir(where)) <= RETENTION["max_learned"]:
+        return
+    from linkwrap.wrap import config
+    try:
+        limits = config.load(request, os.environ).retention
+    except Exception:   # a configuration error is the link's to say; the defaults bound meanwhile
+        limits = RETENTION
+    prune(limits, where)
+
+
+def learned_dir() -> str:
+    from linkwrap import paths
+    return os.path.join(paths.cache_dir(), "learned")
+
+
+STALE_TMP_S = 3600   # a writer's temporary file this old was left by a link that died
+
+
+def prune(limits, where=None, now=None) -> int:
+    """Delete the evidence of outputs not relinked for `keep_days`, then of the least recently
+    relinked ones beyond `max_learned` (0: no such limit); -> files deleted. Never follows a
+    symlink: names are unlinked relative to the directory's descriptor."""
+    import time
+    where = where or learned_dir()
+    now = time.time() if now is None else now
+    try:
+        dfd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    deleted = 0
+    try:
+        files = []
+        with os.scandir(dfd) as it:
+            for e in it:
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if e.name.endswith(".tmp"):
+                    if now - st.st_mtime > STALE_TMP_S:
+                        deleted += _unlink(e.name, dfd)
+                elif e.name.endswith(".marshal"):
+                    files.append((st.st_mtime, e.name))
+        files.sort()
+        days = limits.get("keep_days") or 0
+        cut = 0
+        if days:
+            while cut < len(files) and files[cut][0] < now - days * 86400:
+                cut += 1
+        most = int(limits.get("max_learned") or 0)
+        if most and len(files) - cut > most:
+            cut = len(files) - most
+        for _, name in files[:cut]:
+            deleted += _unlink(name, dfd)
+    finally:
+        os.close(dfd)
+    return deleted
+
+
+def _unlink(name, dfd) -> int:
+    try:
+        os.unlink(name, dir_fd=dfd)
+        return 1
+    except OSError:
+        return 0
 
 
 EXPLORING = ": exploring"   # in the reason of a link that tries a candidate to learn its speed

@@ -42,7 +42,12 @@ Row = record("Row", [
     "peak_rss_kb",  # int | None
     "date",         # str: YYYY-MM-DD
     "failed",       # str | None: the linker's first error line
-])
+    "vs",           # str | None: the linker the paired ratios are to (the caller's default)
+    "ratio",        # float | None: median of this time / vs's time in the same round
+    "ratio_low",    # float | None: its 95 % confidence interval
+    "ratio_high",   # float | None
+], defaults=(None, None, None, None))
+OLD_FIELDS = 19   # rows written before the paired ratios: read with those unset
 
 # What applies to one link: the scope in words, the rows (one per linker and variant, newest),
 # and why other results were ignored.
@@ -51,9 +56,18 @@ Measured = record("Measured", "scope rows ignored")
 SCOPES = ("this output", "this project's {kind} outputs", "{kind} links of {size}")
 
 
+def _row(r):
+    """A Row from a stored tuple, or None for one that is not."""
+    if not isinstance(r, tuple):
+        return None
+    if len(r) == OLD_FIELDS:
+        r = r + (None,) * (len(Row._fields) - OLD_FIELDS)
+    return Row(*r) if len(r) == len(Row._fields) else None
+
+
 def load_rows() -> list:
     rows = cache_mod.load(CACHE, FORMAT).get("rows") or []
-    return [Row(*r) for r in rows if isinstance(r, tuple) and len(r) == len(Row._fields)]
+    return [row for row in map(_row, rows) if row is not None]
 
 
 def add_rows(new) -> None:
@@ -101,9 +115,9 @@ def applicable(request, facts, found, rows=None):
         # other links of this kind and size become Rows (a few hundred results cost ~1 ms, not 10).
         cwd, kind = request.cwd, request.kind
         size = getattr(facts, "input_bytes", None) or 0
-        n = len(Row._fields)
-        rows = [Row(*r) for r in raw if isinstance(r, tuple) and len(r) == n and
-                (r[3] == cwd or (r[5] == kind and r[6] and size / 2 <= r[6] <= size * 2))]
+        rows = [row for row in (_row(r) for r in raw if isinstance(r, tuple) and len(r) > 6 and
+                                (r[3] == cwd or (r[5] == kind and r[6] and size / 2 <= r[6] <= size * 2)))
+                if row is not None]
         if not rows:
             return Measured(None, (), ())
     if not rows:

@@ -14,6 +14,12 @@ times the fastest (and over SLOW_MIN_MS) in the warm-up round is shown with that
 file of the same type as the original) is listed with its first error line and not timed further.
 The confidence interval of the median is the distribution-free one from order statistics
 (ranks n/2 -+ 1.96 sqrt(n)/2): link times here are skewed by a busy machine, not normal.
+
+Each candidate is also compared with the caller's own default (`base`) round by round: the ratio
+of its time to the default's in the same round, whose median and order-statistics interval are
+`ratio`, `ratio_low`, `ratio_high`. Both runs of a round share the machine's state (its load,
+the page cache), so the per-round ratio cancels what moves both, and its interval is far tighter
+than one built from two independent medians: what tells 1.03x from 1.00x on a busy machine.
 """
 import math
 import os
@@ -32,6 +38,11 @@ Candidate = record("Candidate", "name label info variant argv out")
 Result = record("Result", [
     "linker", "label", "variant", "median_ms", "ci_low_ms", "ci_high_ms", "min_ms", "max_ms",
     "peak_rss_kb", "runs", "failed", "path",
+    "vs",          # the base linker the ratios are to (the caller's default), or None
+    "ratio",       # median of this candidate's time / the base's time in the same round
+    "ratio_low",   # 95 % interval of that median (order statistics)
+    "ratio_high",
+    "times_ms",    # the timed runs by round (None: no run that round), warm-up excluded
 ])
 
 
@@ -122,8 +133,20 @@ def run_once(cand, manifest, env):
     return wall_ms, rss, None
 
 
-def bench(manifest, args, found, *, budget_s=60.0, only=None, max_rounds=1000, progress=None) -> tuple:
-    """-> (results sorted fastest first, failed last; facts of the output filesystem; rounds)."""
+def paired(times, base_times):
+    """(median, low, high) of the per-round ratios times[i] / base_times[i] over the rounds in which
+    both ran, or (None, None, None) with fewer than MIN_TIMED_ROUNDS such rounds."""
+    ratios = [t / b for t, b in zip(times, base_times) if t is not None and b]
+    if len(ratios) < MIN_TIMED_ROUNDS:
+        return None, None, None
+    return median_ci(ratios)
+
+
+def bench(manifest, args, found, *, budget_s=60.0, only=None, max_rounds=1000, progress=None, base=None) -> tuple:
+    """-> (results sorted fastest first, failed last; facts of the output filesystem; rounds).
+
+    base: the linker whose fresh write the others are paired with round by round (the caller's
+    own default), or None."""
     from linkwrap.wrap import run
     where = os.path.dirname(manifest["output"])
     if not os.path.isdir(where):
@@ -135,6 +158,7 @@ def bench(manifest, args, found, *, budget_s=60.0, only=None, max_rounds=1000, p
         cands, facts = candidates(manifest, args, found, work, only)
         env = run.linker_environment(os.environ)
         failed, times, rss = {}, {c: [] for c in cands}, {c: 0 for c in cands}
+        by_round = {c: [] for c in cands}   # the timed runs in round order, None where none
         warm = {}
         for c in cands:   # warm-up round, not counted; it also finds the candidates that fail
             wall, peak, err = run_once(c, manifest, env)
@@ -154,6 +178,8 @@ def bench(manifest, args, found, *, budget_s=60.0, only=None, max_rounds=1000, p
         started, rounds = time.monotonic(), 0
         while alive and rounds < max_rounds:
             turn = alive[rounds % len(alive):] + alive[:rounds % len(alive)]
+            for c in cands:
+                by_round[c].append(None)
             for c in turn:
                 if c in failed:   # rounds are never cut short: every candidate gets as many runs
                     continue
@@ -162,6 +188,7 @@ def bench(manifest, args, found, *, budget_s=60.0, only=None, max_rounds=1000, p
                     failed[c] = err
                     continue
                 times[c].append(wall)
+                by_round[c][rounds] = wall
                 rss[c] = max(rss[c], peak)
             alive = [c for c in alive if c not in failed]
             rounds += 1
@@ -174,13 +201,19 @@ def bench(manifest, args, found, *, budget_s=60.0, only=None, max_rounds=1000, p
             if time.monotonic() - started >= budget_s and rounds >= MIN_TIMED_ROUNDS:
                 break
         results = []
+        ref = next((c for c in cands if c.name == base and c.variant == "fresh" and c not in failed), None)
         for c in cands:
             med, lo, hi = median_ci(times[c]) if c not in failed else (None, None, None)
+            ratio = (None, None, None)
+            if ref is not None and c is not ref and c not in failed:
+                ratio = paired(by_round[c], by_round[ref])
             results.append(Result(c.name, c.label, c.variant, med, lo, hi,
                                   min(times[c]) if times[c] and c not in failed else None,
                                   max(times[c]) if times[c] and c not in failed else None,
                                   rss[c] or None, len(times[c]) if c not in failed else 0,
-                                  failed.get(c), c.info.path))
+                                  failed.get(c), c.info.path,
+                                  ref.name if ref is not None and ratio[0] is not None else None, *ratio,
+                                  tuple(by_round[c]) if c not in failed else ()))
         results.sort(key=lambda r: (r.failed is not None, r.median_ms or 0))
         return results, facts, rounds
     finally:

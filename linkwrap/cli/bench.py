@@ -3,9 +3,14 @@
 Input: outputs whose links were saved (`linkwrap run --save -- cargo build`, LINKWRAP_SAVE=1), or
 a saved link's manifest path; by default the current project's slowest saved link.
 Output: a table like hyperfine's per link (median, 95 % CI, min-max, peak RSS, ratio to the fastest
-and to the caller's own default), or with --json one object per link:
+and to the caller's own default: the median of the per-round ratios, paired, with its 95 % CI),
+then hyperfine's "X ran 1.18 ± 0.03 times faster than Y" against that default; or with --json one
+object per link:
   {"output", "rounds", "budget_s", "load_avg", "fs", "default", "rows": [{"linker", "variant",
-   "median_ms", "ci_low_ms", "ci_high_ms", "min_ms", "max_ms", "peak_rss_kb", "runs", "failed"}]}
+   "median_ms", "ci_low_ms", "ci_high_ms", "min_ms", "max_ms", "peak_rss_kb", "runs", "failed",
+   "ratio_vs", "ratio", "ratio_ci_low", "ratio_ci_high", "times_ms"}]}
+  (ratio*: this time / ratio_vs's in the same round, median and 95 % CI, null without a default
+   timed in at least 3 of the same rounds; times_ms: the timed runs by round, null for none)
 The results go to the store (table bench_results) and to the measurement cache that every link
 reads (linkwrap/bench/measured.py), so the next link of these outputs uses the fastest.
 A saved link whose inputs are gone or changed is a one-line error.
@@ -44,14 +49,14 @@ def run(args) -> int:
             raise UsageError(f"not installed: {', '.join(sorted(unknown))} (installed: {', '.join(found)})")
         save.touch(manifest)
         progress = _progress(manifest, args.budget) if sys.stderr.isatty() and not args.json else None
+        default = replay.callers_default(manifest, found)
         try:
             results, facts, rounds = replay.bench(manifest, link_args, found, budget_s=args.budget,
                                                   only=set(args.linker or ()),
-                                                  progress=progress and progress.update)
+                                                  progress=progress and progress.update, base=default)
         finally:
             if progress:
                 progress.stop()
-        default = replay.callers_default(manifest, found)
         report = _report(manifest, results, facts, rounds, args.budget, default)
         _keep(manifest, results, facts, rounds)
         reports.append(report)
@@ -66,7 +71,9 @@ def run(args) -> int:
 def _report(manifest, results, facts, rounds, budget, default) -> dict:
     rows = [{"linker": r.linker, "label": r.label, "variant": r.variant, "median_ms": r.median_ms,
              "ci_low_ms": r.ci_low_ms, "ci_high_ms": r.ci_high_ms, "min_ms": r.min_ms, "max_ms": r.max_ms,
-             "peak_rss_kb": r.peak_rss_kb, "runs": r.runs, "failed": r.failed} for r in results]
+             "peak_rss_kb": r.peak_rss_kb, "runs": r.runs, "failed": r.failed,
+             "ratio_vs": r.vs, "ratio": r.ratio, "ratio_ci_low": r.ratio_low, "ratio_ci_high": r.ratio_high,
+             "times_ms": list(r.times_ms)} for r in results]
     return {"output": manifest["output"], "rounds": rounds, "budget_s": budget, "load_avg": os.getloadavg()[0],
             "fs": getattr(facts, "fs", None), "default": default, "rows": rows}
 
@@ -88,7 +95,7 @@ def _keep(manifest, results, facts, rounds) -> None:
         rows.append(measured.Row(machine, facts.fs, kernel, manifest["cwd"], measured.output_key(manifest["output"]),
                                  manifest["kind"], manifest.get("input_bytes"), r.linker, r.label, r.path, mtime,
                                  r.variant, r.median_ms, r.ci_low_ms, r.ci_high_ms, r.runs, r.peak_rss_kb, date,
-                                 r.failed))
+                                 r.failed, r.vs, r.ratio, r.ratio_low, r.ratio_high))
     measured.add_rows(rows)
     try:
         conn = store.open_store(ingest=False)
@@ -100,10 +107,12 @@ def _keep(manifest, results, facts, rounds) -> None:
                 "INSERT INTO bench_results (measured_utc, machine_key, fs_type, kernel_release, project_dir, "
                 "output_path, output_key, output_kind, input_bytes, linker, linker_label, linker_path, "
                 "linker_mtime_ns, variant, median_ms, ci_low_ms, ci_high_ms, min_ms, max_ms, peak_rss_kb, runs, "
-                "failed, rounds, load_avg_1m) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "failed, rounds, load_avg_1m, ratio_vs, ratio_median, ratio_ci_low, ratio_ci_high) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (now, machine, row.fs, kernel, row.project, manifest["output"], row.output, row.kind,
                  row.input_bytes, row.linker, row.label, row.path, row.mtime_ns, row.variant, row.median_ms,
-                 row.ci_low_ms, row.ci_high_ms, r.min_ms, r.max_ms, r.peak_rss_kb, r.runs, r.failed, rounds, load))
+                 row.ci_low_ms, row.ci_high_ms, r.min_ms, r.max_ms, r.peak_rss_kb, r.runs, r.failed, rounds, load,
+                 r.vs, r.ratio, r.ratio_low, r.ratio_high))
         conn.execute("COMMIT")
     except Exception as e:  # the cache already has them: a broken store is said, not fatal
         from linkwrap.store.db import warn
@@ -138,7 +147,7 @@ def _render(report) -> None:
                         f"load {report['load_avg']:.2f}", title_justify="left")
     for col, just in (("linker", "left"), ("variant", "left"), ("median", "right"), ("95 % CI", "right"),
                       ("min-max", "right"), ("peak RSS", "right"), ("× fastest", "right"),
-                      (f"× {report['default'] or 'default'}", "right")):
+                      (f"× {report['default'] or 'default'} (paired)", "right")):
         table.add_column(col, justify=just)
     for r in report["rows"]:
         if r["failed"]:
@@ -147,5 +156,33 @@ def _render(report) -> None:
         table.add_row(escape(r["label"]), r["variant"], f"{r['median_ms']:.1f} ms",
                       f"{r['ci_low_ms']:.1f}-{r['ci_high_ms']:.1f}", f"{r['min_ms']:.1f}-{r['max_ms']:.1f}",
                       f"{(r['peak_rss_kb'] or 0) / 1024:.0f} MiB", f"{r['median_ms'] / fastest:.2f}",
-                      f"{r['median_ms'] / base:.2f}" if base else "")
+                      _vs_default(r, base))
     console.print(table)
+    for line in paired_lines(report):
+        console.print(escape(line), highlight=False)
+
+
+def _vs_default(r, base) -> str:
+    if r["ratio"] is not None:
+        return f"{r['ratio']:.2f} ({r['ratio_ci_low']:.2f}-{r['ratio_ci_high']:.2f})"
+    return f"{r['median_ms'] / base:.2f}" if base else ""
+
+
+def paired_lines(report) -> list:
+    """hyperfine's summary, from the per-round ratios to the caller's default (paired: same round)."""
+    rows = [r for r in report["rows"] if not r["failed"] and r["ratio"] is not None]
+    base = next((r for r in report["rows"] if r["linker"] == report["default"] and r["variant"] == "fresh"), None)
+    if not rows or base is None:
+        return []
+    lines = [f"Compared with {base['label']} round by round (95 % CI of the paired ratio):"]
+    for r in sorted(rows, key=lambda r: r["ratio"]):
+        name = r["label"] + ("" if r["variant"] == "fresh" else f" ({r['variant']})")
+        if r["ratio"] <= 1:
+            # times faster = 1 / ratio; its interval is the ratio's, inverted
+            x, lo, hi, word = 1 / r["ratio"], 1 / r["ratio_ci_high"], 1 / r["ratio_ci_low"], "faster"
+        else:
+            x, lo, hi, word = r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"], "slower"
+        clear = r["ratio_ci_high"] < 1 or r["ratio_ci_low"] > 1
+        lines.append(f"  {name} ran {x:.2f} ± {(hi - lo) / 2:.2f} times {word} than {base['label']} "
+                     f"({lo:.2f}-{hi:.2f}{'' if clear else ', not told apart from 1'})")
+    return lines

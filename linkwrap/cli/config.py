@@ -3,7 +3,10 @@
 Input: the current directory (which project file applies), --profile or
 --output (which [profile.<name>] overrides apply) and the environment.
 Output: one line per value, `(source) key = value` with the value in TOML
-syntax; --json gives the same as an object. A configuration error (a
+syntax, then every [profile.<name>] override of the files read (marked when it applies here),
+and a warning when LINKWRAP_LINKER forces a linker that is not installed; --json gives the same
+as an object ("values", "profiles": [{profile, key, value, source, applied}], "installed",
+"forced_not_installed"). A configuration error (a
 malformed or unreadable file, an unknown LINKWRAP_LINKER) is one line, exit 1. --init writes the commented
 template (templates/linkwrap.toml) as this project's linkwrap.toml.
 """
@@ -41,6 +44,11 @@ def run(args) -> int:
     profile = (args.profile, "option --profile") if args.profile else None
     settings = config_mod.load(request, environ, profile=profile)
     report = describe(settings, cwd, environ)
+    report["profiles"] = profile_overrides(settings)
+    from linkwrap.wrap import linkers
+    installed = list(linkers.discover(request, environ))
+    report["installed"] = installed
+    report["forced_not_installed"] = settings.forced if settings.forced and settings.forced not in installed else None
     if args.json:
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -57,6 +65,16 @@ def run(args) -> int:
         print("LINKWRAP_DISABLE=1: linkwrap is off; every link runs exactly as asked, whatever follows")
     for key, entry in report["values"].items():
         print(f"({entry['source']}) {key} = {toml_value(entry['value'])}")
+    if report["profiles"]:
+        print("profile overrides (each applies only to its profile's links; `--profile NAME` shows one merged):")
+        for entry in report["profiles"]:
+            mark = "  (applies here)" if entry["applied"] else ""
+            print(f"  [profile.{entry['profile']}] {entry['key']} = {toml_value(entry['value'])}  "
+                  f"({entry['source']}){mark}")
+    if report["forced_not_installed"]:
+        name = report["forced_not_installed"]
+        print(f"warning: forced linker {name} is not installed: links choose as usual "
+              f"(LINKWRAP_LINKER={name}; installed: {', '.join(report['installed']) or 'none'})")
     return 0
 
 
@@ -97,6 +115,30 @@ def describe(settings, cwd, environ=None) -> dict:
         "disabled": _disabled(environ or {}),  # as pipeline.link checks it
         "values": {k: {"value": v, "source": s} for k, (v, s) in values.items()},
     }
+
+
+def profile_overrides(settings) -> list:
+    """Every [profile.<name>] value of the files read, whichever profile this link has:
+    [{"profile", "key", "value", "source", "applied"}] (applied: it is in the values above)."""
+    user = paths.user_config_file()
+    applied = config_mod.profile_tables(settings.profile)
+    out = []
+    for path in settings.files:
+        table = config_mod.read_file(path) or {}
+        kind = "user file" if os.path.abspath(path) == os.path.abspath(user) else "project file"
+        for name, sub in sorted(table.get("profile", {}).items()):
+            for key, value in _flat(sub):
+                out.append({"profile": name, "key": key, "value": value, "source": f"{kind} {path}",
+                            "applied": name in applied})
+    return out
+
+
+def _flat(table, prefix=""):
+    for key, value in table.items():
+        if isinstance(value, dict):
+            yield from _flat(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", sorted(value) if isinstance(value, (set, frozenset)) else value
 
 
 def toml_value(value) -> str:

@@ -13,8 +13,12 @@ Output: rich tables; --json prints a stable object:
    "start": {"how": "direct" | "driver", "why"},
    "linkers": {name: {"path", "version"}}, "config": {"profile", "files"},
    "memory": {"predicted_kb", "source", "detail", "admission", "room_kb", "running_links"}}
-  (plus "request.inputs" and "probe.output.cache_not_measured": why the page-cache share was not
-   measured, e.g. "< 8 MiB", else null).
+  (plus "request.inputs", "request.inputs_gone": {"rustc_temporaries": count of inputs rustc
+   deleted when the link returned, "not_found": [other inputs not there]}, and
+   "probe.output.cache_not_measured": why the page-cache share was not measured, e.g. "< 8 MiB",
+   else null; "recorded": the last recorded link of OUTPUT, with its "peak_rss_kb" and "charge_kb":
+   "memory.predicted_kb" predicts the charge, what the link adds to its memory group, not the RSS).
+An OUTPUT that is a directory is a usage error (exit 2).
 A configuration error (a malformed or unreadable linkwrap.toml, an unknown LINKWRAP_LINKER) is a
 one-line error, exit 1: every link fails with that line until it is fixed (LINKWRAP_CONFIG_ERRORS=warn:
 links run as asked). A fault of linkwrap's own is
@@ -107,7 +111,8 @@ def explain(request, environ) -> dict:
     return {
         "note": note,
         "request": {"output": request.output, "kind": request.kind, "cwd": request.cwd,
-                    "driver": request.driver, "fuse_ld": request.fuse_ld, "inputs": list(request.inputs)},
+                    "driver": request.driver, "fuse_ld": request.fuse_ld, "inputs": list(request.inputs),
+                    "inputs_gone": inputs_gone(request)},
         "probe": probe_dict(facts),
         "held_by": holders(request.output) if facts is not None and facts.output.held_by_others else [],
         "decision": dict(decision_dict(decision), measured=measured_dict(choice.measured, decision),
@@ -139,6 +144,27 @@ def cargo_link_path(output):
     except OSError:
         pass
     return None
+
+
+def rustc_temporary(path) -> bool:
+    """rustc deletes these when its link returns: its `rustcXXXXXX/` directory (symbols.o, the
+    metadata object, raw-dylib stubs) and, unless -C save-temps, its codegen units' `*.rcgu.o`."""
+    import re
+    return path.endswith(".rcgu.o") or any(re.fullmatch(r"rustc[A-Za-z0-9]{6}", part)
+                                           for part in path.split("/")[:-1])
+
+
+def inputs_gone(request) -> dict:
+    """The inputs that are not there now: {"rustc_temporaries": n, "not_found": [paths]}."""
+    temporaries, missing = 0, []
+    for i in request.inputs or ():
+        if os.path.exists(os.path.join(request.cwd or "", i)):
+            continue
+        if rustc_temporary(i):
+            temporaries += 1
+        else:
+            missing.append(i)
+    return {"rustc_temporaries": temporaries, "not_found": missing}
 
 
 def memory_dict(choice) -> dict:
@@ -240,7 +266,8 @@ def start_dict(request, decision, environ) -> dict:
 def measured_dict(measured, decision):
     """What `linkwrap bench` measured that applies to this link, and whether it decided the linker:
     {"used", "scope", "rows": [{linker, label, variant, median_ms, ci_low_ms, ci_high_ms, runs,
-    peak_rss_kb, date, failed}], "ignored": [why]}; None when nothing was ever measured here."""
+    peak_rss_kb, date, failed, ratio_vs, ratio, ratio_ci_low, ratio_ci_high}], "ignored": [why]};
+    None when nothing was ever measured here. ratio*: the paired per-round ratio to ratio_vs."""
     if measured is None:
         return None
     label = decision.linker.label if decision.linker else None
@@ -248,7 +275,10 @@ def measured_dict(measured, decision):
     keys = ("linker", "label", "variant", "median_ms", "ci_low_ms", "ci_high_ms", "runs", "peak_rss_kb",
             "date", "failed")
     rows = sorted(measured.rows, key=lambda r: (r.failed is not None, r.median_ms))
-    return {"used": used, "scope": measured.scope, "rows": [{k: getattr(r, k) for k in keys} for r in rows],
+    paired = {"ratio_vs": "vs", "ratio": "ratio", "ratio_ci_low": "ratio_low", "ratio_ci_high": "ratio_high"}
+    return {"used": used, "scope": measured.scope,
+            "rows": [dict({k: getattr(r, k) for k in keys}, **{k: getattr(r, f) for k, f in paired.items()})
+                     for r in rows],
             "ignored": list(measured.ignored)}
 
 
@@ -308,13 +338,18 @@ def recorded_dict(row) -> dict:
     return {"started_utc": row["started_utc"], "build": row["build_id"], "output": row["output_path"],
             "linker": row["linker"], "version": row["linker_version"], "flags": json_list(row["flags_added"]),
             "write_mode": row["write_mode"], "reasons": json_list(row["reasons"]), "wall_ms": row["wall_ms"],
-            "exit_status": row["exit_status"], "fell_back": bool(row["fell_back"])}
+            "exit_status": row["exit_status"], "fell_back": bool(row["fell_back"]),
+            "peak_rss_kb": row["peak_rss_kb"], "charge_kb": row["charge_kb"], "charge_how": row["charge_how"]}
 
 
 def run(args) -> int:
     from linkwrap.errors import printable_data
     output, link_args, kind, as_json = split_words(args)
     cwd = os.getcwd()
+    if output and os.path.isdir(os.path.join(cwd, output)):
+        from linkwrap.errors import UsageError
+        raise UsageError(f"{output} is a directory, not a link's output: name the file the link writes "
+                         "(e.g. target/debug/app), or give no output for the last recorded link")
     row = recorded_link(output, link_args, cwd)
     request = recorded_request(row, kind, os.environ) if row is not None else None
     if request is None:
@@ -377,10 +412,14 @@ def render(report) -> None:
     if not inputs:
         input_text = "none given (no link arguments after --)"
     else:
-        # probe.input_bytes skips inputs it cannot stat: say how many that was
-        missing = sum(not os.path.exists(os.path.join(req["cwd"] or "", i)) for i in inputs)
+        # probe.input_bytes skips inputs it cannot stat: say how many that was, and which of them
+        # rustc removes itself once a link returns (not a problem of this link)
+        gone = req.get("inputs_gone") or {}
+        missing, temporaries = len(gone.get("not_found") or ()), gone.get("rustc_temporaries") or 0
         input_text = (f"{_show(p.get('input_bytes'))} ({len(inputs)} input file{'s' if len(inputs) != 1 else ''}"
-                      + (f", {missing} not found)" if missing else ")"))
+                      + (f", {temporaries} deleted since the link (rustc's temporar"
+                         f"{'ies' if temporaries != 1 else 'y'})" if temporaries else "")
+                      + (f", {missing} not found" if missing else "") + ")")
     rows = [
         ("filesystem", _show(p["fs"]) + (f" ({escape(p['fs_options'])})" if p.get("fs_options") else "")),
         ("local filesystem", _show(p.get("fs_local"))),
@@ -407,7 +446,10 @@ def render(report) -> None:
     ]
     m = report.get("memory") or {}
     if m.get("predicted_kb") is not None:
-        rows.append(("memory predicted", f"{m['predicted_kb'] >> 10} MiB ({m['source']}: {m['detail']})"))
+        # A charge (what the link adds to its memory group), not a peak RSS: mapped inputs are in
+        # the page cache already, so the two differ by design.
+        rows.append(("memory predicted", f"{m['predicted_kb'] >> 10} MiB charge to the memory group, "
+                                         f"not peak RSS ({m['source']}: {m['detail']})"))
     rows.append(("memory admission", ("on" if m.get("admission") else "off")
                  + (f", room now {m['room_kb'] >> 10} MiB with {m['running_links']} link(s) running"
                     if m.get("admission") and m.get("room_kb") is not None else "")))
@@ -433,12 +475,14 @@ def render(report) -> None:
     if measured:
         title = f"Measured here ({measured['scope']})" if measured["scope"] else "Measured here"
         table = Table(title=title, title_justify="left", box=None, padding=(0, 2))
-        for col in ("linker", "variant", "median", "95 % CI", "runs", "date"):
+        for col in ("linker", "variant", "median", "95 % CI", "paired ratio", "runs", "date"):
             table.add_column(col)
         for r in measured["rows"]:
             table.add_row(escape(r["label"]), r["variant"],
                           "failed" if r["failed"] else f"{r['median_ms']:.1f} ms",
                           "" if r["failed"] else f"{r['ci_low_ms']:.1f}-{r['ci_high_ms']:.1f} ms",
+                          "" if r["ratio"] is None else
+                          escape(f"{r['ratio']:.2f}x {r['ratio_vs']} ({r['ratio_ci_low']:.2f}-{r['ratio_ci_high']:.2f})"),
                           str(r["runs"]), r["date"])
         if measured["rows"]:
             console.print(table)
@@ -469,6 +513,10 @@ def render_recorded(console, rec, now) -> None:
     console.print(Text(f"Recorded link ({when} UTC, build #{rec['build']})", style="bold"))
     console.print(Text(f"  {rec['version'] or rec['linker']}, {rec['write_mode'] or '-'}, flags {flags}, "
                        f"exit {rec['exit_status']}" + (", fell back" if rec["fell_back"] else "")))
+    if rec.get("peak_rss_kb"):
+        charge = (f"; charge {rec['charge_kb'] >> 10} MiB ({rec['charge_how']}), what \"memory predicted\" "
+                  "above predicts" if rec.get("charge_kb") is not None else "")
+        console.print(Text(f"  peak RSS {rec['peak_rss_kb'] >> 10} MiB{charge}"))
     changed = []
     if (rec["linker"] or None) != (now["linker"] or "as asked"):
         if not (rec["linker"] == "as asked" and now["linker"] is None):

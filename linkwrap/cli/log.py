@@ -24,8 +24,9 @@ def add_arguments(parser) -> None:
                              "terminal); export: write the records as JSON lines or OTLP/JSON traces")
     parser.add_argument("--yes", "-y", action="store_true", help="clear without asking")
     parser.add_argument("--format", choices=("jsonl", "otlp"), default="jsonl",
-                        help="export: one JSON object per link (jsonl, the default) or OpenTelemetry traces "
-                             "in OTLP/JSON, a span per build and per link (otlp)")
+                        help="export: one JSON object per link (jsonl, the default) or OpenTelemetry traces, "
+                             "a span per build and per link (otlp): OTLP/JSON, or protobuf's binary encoding "
+                             "when OTEL_EXPORTER_OTLP_PROTOCOL (or ..._TRACES_PROTOCOL) is http/protobuf")
     parser.add_argument("--since", metavar="WHEN", help="export: links since WHEN: 30m, 2h, 3d, 1w or a UTC date")
     parser.add_argument("--output", "-o", metavar="FILE", help="export: write to FILE (default: stdout)")
     from linkwrap.cli import scope
@@ -56,18 +57,29 @@ def _export(args) -> int:
     """Every record (of the current project unless --all-projects), oldest first."""
     import sys
     from linkwrap.cli import scope
+    from linkwrap.errors import UsageError
     from linkwrap.report import export, summary
     from linkwrap.store import db
     conn = db.open_store()
     project, _ = scope.resolve(conn, args)
     since = summary.parse_since(args.since) if args.since else None
+    binary, what = False, args.format
+    if args.format == "otlp":
+        # A file has no OTel default: JSON unless the environment asks for protobuf.
+        proto, why = export.protocol(os.environ, default="http/json")
+        if why:
+            raise UsageError(why)
+        binary, what = proto == "http/protobuf", f"otlp, {proto}"
+        if binary and not (args.output and args.output != "-") and sys.stdout.isatty():
+            raise UsageError("binary OTLP/protobuf is not for a terminal: give --output FILE, "
+                             "or OTEL_EXPORTER_OTLP_PROTOCOL=http/json")
     if args.output and args.output != "-":
         target = os.path.abspath(args.output)
         tmp = f"{target}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                n = export.write(conn, f, fmt=args.format, project=project, since_utc=since)
+            with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")) as f:
+                n = export.write(conn, f, fmt=args.format, project=project, since_utc=since, protobuf=binary)
             os.replace(tmp, target)
         except BaseException:
             try:
@@ -75,7 +87,11 @@ def _export(args) -> int:
             except OSError:
                 pass
             raise
-        print(f"Wrote {target}: {n} link{'s' if n != 1 else ''} ({args.format})", file=sys.stderr)
+        print(f"Wrote {target}: {n} link{'s' if n != 1 else ''} ({what})", file=sys.stderr)
+    elif binary:
+        sys.stdout.flush()
+        export.write(conn, sys.stdout.buffer, fmt=args.format, project=project, since_utc=since, protobuf=True)
+        sys.stdout.buffer.flush()
     else:
         export.write(conn, sys.stdout, fmt=args.format, project=project, since_utc=since)
     return 0
@@ -149,7 +165,9 @@ def _status(args=None) -> int:
     shown = [f"links older than {limits['keep_days']:g} days" if limits["keep_days"] else "",
              f"links.db over {limits['max_db_mb']:g} MiB" if limits["max_db_mb"] else "",
              f"a spool over {limits['max_spool_mb']:g} MiB (rotated once)" if limits["max_spool_mb"] else "",
-             f"linkwrap.log over {limits['max_log_kb']:g} KiB (its newer half kept)" if limits["max_log_kb"] else ""]
+             f"linkwrap.log over {limits['max_log_kb']:g} KiB (its newer half kept)" if limits["max_log_kb"] else "",
+             f"learnt evidence beyond {limits['max_learned']:g} outputs (least recently linked first)"
+             if limits.get("max_learned") else ""]
     shown = [s for s in shown if s]
     import textwrap  # 80 columns, as every command's output
     print(textwrap.fill("Trimmed: " + ("; ".join(shown) if shown else "nothing (no limits)")

@@ -54,6 +54,8 @@ ENVIRONMENT = (
     ("LINKWRAP_PROFILE", "the profile of linkwrap.toml to use (default: from the output's path)"),
     ("LINKWRAP_LOG", "off: links in this environment are not recorded"),
     ("OTEL_EXPORTER_OTLP_ENDPOINT", "`linkwrap run` sends its build's spans there (OTLP/HTTP) at the end"),
+    ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf (the default) or http/json: how those spans are encoded; "
+                                    "`log export --format otlp` writes protobuf only when it says so"),
     ("COLUMNS", "the width of tables (default: the terminal's, 80 in a pipe)"),
 )
 
@@ -154,8 +156,9 @@ def main(argv=None) -> int:
                 # argparse would show `linkwrap`'s usage: show the command's own.
                 (parser.subparsers.get(args.command) or parser).error(f"unrecognized arguments: {' '.join(extras)}")
             if not args.command:
-                parser.print_help()
-                code = 0
+                # Nothing asked is a usage error (exit 2, the help on stderr); `--help` exits 0.
+                parser.print_help(sys.stderr)
+                code = 2
             else:
                 code = _module(args.command).run(args)
     except LinkwrapError as e:

@@ -71,7 +71,9 @@ def collect(path=None) -> dict:
     scripts = {name: launcher.fast_script(name, write=False) for name in ("linkwrap-cc", "linkwrap-launch")}
     # What a bare `linker = "linkwrap-cc"` runs for a build started from here.
     on_path = {cargo.SCRIPT: cargo.on_path()}
-    return {"scripts": scripts, "on_path": on_path, "places": places, "warnings": broken + warnings}
+    from linkwrap.cli.summary import forced_linker_lines   # LINKWRAP_LINKER naming a missing linker
+    return {"scripts": scripts, "on_path": on_path, "places": places,
+            "warnings": broken + warnings + forced_linker_lines(path)}
 
 
 def runs(linker) -> dict:

@@ -74,3 +74,22 @@ def run(args) -> int:
         from linkwrap.report import render
         render.render(data)
     return 0
+
+
+def forced_linker_lines(cwd=None) -> list:
+    """For `linkwrap status`: a forced linker that is not installed, from the last build's records
+    (of the project cwd is in, else any); [] when there is none or the records cannot be read."""
+    try:
+        from linkwrap.cli import scope
+        from linkwrap.report import summary
+        from linkwrap.store import db as store, queries
+        db = store.open_store()
+        project, _ = scope.resolve(db, None, cwd)
+        build = queries.last_build(db, project)
+        if build is None:
+            return []
+        links = [summary.link_dict(r) for r in queries.links_of(db, build["id"])]
+        return [f"{summary.forced_missing_text(item)} in build #{build['id']}"
+                for item in summary.forced_missing(links)]
+    except Exception:   # status says what is installed; the records are an extra
+        return []

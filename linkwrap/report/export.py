@@ -10,8 +10,11 @@ write(db, stream, fmt) -> how many links: `linkwrap log export`.
   trace per build, whose root span is the build and whose children are its links,
   with the linker, write mode, filesystem, peak RSS, input and output bytes as
   attributes.
+  With protobuf=True the same request in protobuf's binary encoding (otlp_proto.encode).
 send_otlp(payload, environ): POST to $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else
-  $OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces (OTLP/HTTP, JSON encoding).
+  $OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces (OTLP/HTTP), encoded as
+  $OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else $OTEL_EXPORTER_OTLP_PROTOCOL, says: http/protobuf (the
+  OTel SDKs' default, and linkwrap's) or http/json; grpc is not sent (a warning says so).
 load(paths) -> {host: (in-memory store, machine)}: `linkwrap report --from`.
 """
 import hashlib
@@ -98,13 +101,17 @@ def build_spans(db, build_key, hostname=None):
     return otlp(objects, hostname) if objects else None
 
 
-def write(db, stream, *, fmt="jsonl", project=None, since_utc=None, hostname=None) -> int:
+def write(db, stream, *, fmt="jsonl", project=None, since_utc=None, hostname=None, protobuf=False) -> int:
+    """protobuf (otlp only): stream is binary and gets the protobuf encoding."""
     here = machine()
     hostname = hostname or here["host"]
     objects = [link_object(r, hostname, here) for r in rows(db, project=project, since_utc=since_utc)]
     if fmt == "jsonl":
         for o in objects:
             stream.write(json.dumps(o, separators=(",", ":")) + "\n")
+    elif protobuf:
+        from linkwrap.report import otlp_proto
+        stream.write(otlp_proto.encode(otlp(objects, hostname)))
     else:
         # dumps, not dump: json.dump streams through the pure-Python encoder (10x slower here).
         stream.write(json.dumps(otlp(objects, hostname), separators=(",", ":")) + "\n")
@@ -202,13 +209,38 @@ def endpoint(environ=os.environ):
     return base.rstrip("/") + "/v1/traces" if base else None
 
 
+PROTOCOLS = ("http/protobuf", "http/json")
+PROTOCOL_VARS = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+
+
+def protocol(environ=os.environ, default="http/protobuf"):
+    """(protocol, None) from the OTel SDK's variables (the traces one first), else (None, why not):
+    linkwrap speaks OTLP over HTTP only."""
+    for var in PROTOCOL_VARS:
+        value = (environ.get(var) or "").strip()
+        if value:
+            if value in PROTOCOLS:
+                return value, None
+            return None, (f"{var}={value}: linkwrap sends OTLP over HTTP only "
+                          f"({' or '.join(PROTOCOLS)})")
+    return default, None
+
+
 def send_otlp(payload: dict, environ=os.environ):
-    """POST payload as OTLP/HTTP JSON; -> None when sent, else why not (one line)."""
+    """POST payload as OTLP/HTTP, protobuf or JSON as the environment says; -> None when sent,
+    else why not (one line)."""
     import urllib.error
     import urllib.parse
     import urllib.request
     url = endpoint(environ)
-    headers = {"Content-Type": "application/json"}
+    proto, why = protocol(environ)
+    if why:
+        return why
+    if proto == "http/protobuf":
+        from linkwrap.report import otlp_proto
+        headers, body = {"Content-Type": "application/x-protobuf"}, otlp_proto.encode(payload)
+    else:
+        headers, body = {"Content-Type": "application/json"}, json.dumps(payload, separators=(",", ":")).encode()
     for item in (environ.get("OTEL_EXPORTER_OTLP_HEADERS") or "").split(","):
         k, sep, v = item.partition("=")
         if sep and k.strip():
@@ -217,7 +249,6 @@ def send_otlp(payload: dict, environ=os.environ):
         timeout = float(environ.get("OTEL_EXPORTER_OTLP_TIMEOUT") or 10000) / 1000
     except ValueError:
         timeout = 10.0
-    body = json.dumps(payload, separators=(",", ":")).encode()
     try:
         request = urllib.request.Request(url, data=body, headers=headers, method="POST")
         with urllib.request.urlopen(request, timeout=timeout) as response:

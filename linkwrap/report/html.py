@@ -85,8 +85,18 @@ def bar_chart(rows, css_class, width=900, label_w=260, bar_h=18) -> str:
     return "".join(out)
 
 
+def ran(link) -> bool:
+    """A link that ran a linker. A configuration error fails the link before any linker starts: its
+    wall time of ~0 ms is no link time, so it stays out of the time plots and is counted apart."""
+    return not (link.get("fault") or "").startswith("configuration error")
+
+
+def config_errors(links) -> int:
+    return sum(1 for l in links if not ran(l))
+
+
 def _span_of(build):
-    links = sorted(build["links"], key=lambda l: l["started_utc"])
+    links = sorted((l for l in build["links"] if ran(l)), key=lambda l: l["started_utc"])
     # x = 0 is the build's start when `linkwrap run` timed it, else its first link (or its wait).
     t0 = parse_utc(links[0]["started_utc"]) * 1000
     if build["wall_ms"] and build["started_utc"]:
@@ -124,6 +134,9 @@ def timeline(build, width=900, label_w=260, bar_h=16) -> str:
     """One bar per link of the build, placed by start time (cargo --timings' unit graph)."""
     if not build["links"]:
         return '<p class="dim">No links in this build.</p>'
+    if not any(ran(l) for l in build["links"]):
+        return (f'<p class="dim">No linker ran in this build: '
+                f'{plural(config_errors(build["links"]), "configuration error")}.</p>')
     links, t0, total = _span_of(build)
     span = width - label_w - 80
     h = bar_h * len(links) + 22
@@ -173,7 +186,8 @@ def links_table(build) -> str:
     rows = []
     for l in build["links"]:
         cls = ' class="bad"' if l["failed"] else (' class="warn"' if fell_back(l) else "")
-        state = ("failed" if l["failed"] else "fell back" if l["fell_back"]
+        state = ("configuration error (no linker ran)" if not ran(l) else "failed" if l["failed"]
+                 else "fell back" if l["fell_back"]
                  else "as asked (fault)" if l["fault"] else "ok")
         if l["fell_back"]:
             # Which linker failed first, and why: the same words as `linkwrap summary`.
@@ -182,7 +196,7 @@ def links_table(build) -> str:
             state = e(state)
         rows.append(f"<tr{cls}><td>{e(l['crate_name'])} <span class=dim>{e(l['crate_kind'])}</span></td>"
                     f'<td><i style="color:{colour(l["linker"])}">■</i> {e(linker_name(l))}</td><td>{e(l["write_mode"])}</td>'
-                    f"<td class=n>{e(fmt_ms(l['wall_ms']))}</td><td class=n>{e(fmt_ms(l['cpu_ms']))}</td>"
+                    f"<td class=n>{e(fmt_ms(l['wall_ms']) if ran(l) else '-')}</td><td class=n>{e(fmt_ms(l['cpu_ms']))}</td>"
                     f"<td class=n>{e(fmt_kb(l['peak_rss_kb']))}</td><td class=n>{e(fmt_bytes(l['output_bytes']))}</td>"
                     f"<td class=n>{e(fmt_ms(own_ms(l)))}</td><td>{state}</td></tr>")
     return ("<table class=links><tr><th>what</th><th>linker</th><th>mode</th><th class=n>wall</th><th class=n>cpu</th>"
@@ -197,6 +211,8 @@ def outputs(summary) -> list:
     seen = {}
     for b in summary["builds"]:
         for l in b["links"]:
+            if not ran(l):
+                continue
             key = l["output_path"] or f"{l['crate_name']} ({l['crate_kind']})"
             seen.setdefault(key, []).append((b, l))
     for runs in seen.values():
@@ -289,13 +305,18 @@ def body(summary, machine) -> list:
     own = [own_ms(l) for b in builds for l in b["links"] if own_ms(l) is not None]
     per_build = [(f"#{b['id']} {b['tool'] or ''} {(b['started_utc'] or '')[:16].replace('T', ' ')}",
                   b["totals"]["wall_ms"], "#4e79a7",
-                  f"build #{b['id']}: {plural(b['totals']['links'], 'link')}, {fmt_ms(b['totals']['wall_ms'])}")
-                 for b in builds]
+                  f"build #{b['id']}: {plural(b['totals']['links'] - config_errors(b['links']), 'link')}, "
+                  f"{fmt_ms(b['totals']['wall_ms'])}")
+                 for b in builds if any(ran(l) for l in b["links"])]
+    errors = config_errors(l for b in builds for l in b["links"])
     parts = [
         context(summary, machine),
         f'<p class="totals">{plural(len(builds), "build")}, {plural(t["links"], "link")}, '
         f'{e(fmt_ms(t["wall_ms"]))} linking in total, peak RSS {e(fmt_kb(t["peak_rss_kb"]))}, '
-        f'{t["failures"]} failed, {t["fell_back"]} fell back. linkwrap\'s own time: '
+        f'{t["failures"]} failed'
+        + (f' (<span class="config-errors">{plural(errors, "configuration error")}</span>: no linker ran, '
+           "not in the time plots)" if errors else "")
+        + f', {t["fell_back"]} fell back. linkwrap\'s own time: '
         f'<span class="own-time">{e(fmt_ms(sum(own)))}</span>'
         + (f", {e(fmt_ms(sum(own) / len(own)))} per link" if own else "") + "</p>",
         legend(summary),
@@ -308,13 +329,17 @@ def body(summary, machine) -> list:
         share_text = (f", linking {fmt_pct(share['link_share'])} of {fmt_ms(share['wall_ms'])} build wall time"
                       if share and share.get("link_share") is not None else "")
         bown = [own_ms(l) for l in b["links"] if own_ms(l) is not None]
+        berrors = config_errors(b["links"])
         parts += [f'<h2 id="build-{e(machine.get("host") or "")}-{b["id"]}">Build #{b["id"]} · {e(b["tool"])} · '
                   f'{e(short_command(b["command"]))}</h2>',
                   f'<p class="dim">{e(b["cwd"] or "")} · {e(b["started_utc"] or "")} · '
-                  f'{plural(b["totals"]["links"], "link")}, {e(fmt_ms(b["totals"]["wall_ms"]))}{e(share_text)}'
+                  f'{plural(b["totals"]["links"] - berrors, "link")}, {e(fmt_ms(b["totals"]["wall_ms"]))}{e(share_text)}'
+                  + (f" · {plural(berrors, 'configuration error')} (no linker ran)" if berrors else "")
                   + (f" · linkwrap's own {e(fmt_ms(sum(bown)))}" if bown else "") + "</p>"]
-        if b["links"]:
+        if any(ran(l) for l in b["links"]):
             parts += [concurrency(b), timeline(b), links_table(b)]
+        elif b["links"]:
+            parts += [timeline(b), links_table(b)]
         else:
             parts.append(timeline(b))
     return parts

@@ -215,6 +215,7 @@ def render_build(b, console: Console) -> None:
         console.print(line)
     for text in own_time_lines(t):
         console.print(Text(text, style="dim"))
+    forced_lines(b, console)
     for l in b["failures"]:
         console.print(Text.assemble(("failed", "red"), f": {what(l)} ({l['output_path'] or '-'}) "
                                                        f"exit {l['exit_status']}"))
@@ -315,6 +316,15 @@ def render_many(summary, console: Console) -> None:
         console.print(line)
     for text in own_time_lines(t):
         console.print(Text(text, style="dim"))
+    forced_lines(summary, console)
+
+
+def forced_lines(summary, console) -> None:
+    """A forced linker that is not installed: the links chose as usual, and a successful link says
+    nothing, so the summary does."""
+    from linkwrap.report.summary import forced_missing_text
+    for item in summary.get("forced_missing") or ():
+        console.print(Text(forced_missing_text(item), style="yellow"))
 
 
 def render(summary, console: Console | None = None) -> None:

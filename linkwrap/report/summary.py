@@ -35,6 +35,8 @@ NOTES = {
                  "first_linker and first_error say what failed and why. A link that failed in the end "
                  "is counted in failures only.",
     "failures": "links whose final exit status was not 0 (a configuration error fails a link: fault says it).",
+    "forced_missing": "linkers LINKWRAP_LINKER forced that were not installed, so those links chose as "
+                      "usual: per forced linker, how many links and what they used instead.",
     "waited_ms": "time a link waited for memory before it ran (its wall_ms does not include it); "
                  "null where admission was off. predicted_peak_kb is what it was predicted to add to its "
                  "memory group, charge_kb what it added, estimated from its peak RSS.",
@@ -78,6 +80,31 @@ def totals(links) -> dict:
 def waited(link) -> bool:
     """Held back for memory (admission.py): a link admitted at once has waited_ms 0."""
     return bool(link.get("waited_ms"))
+
+
+def forced_missing(links) -> list:
+    """Links whose LINKWRAP_LINKER named a linker that is not installed: they chose as usual, which
+    only a reason in the record says. -> [{"linker", "links", "used": {what linked: count}}]."""
+    import re
+    found = {}
+    for l in links:
+        for reason in l["reasons"]:
+            m = re.match(r"LINKWRAP_LINKER=(\S+), but (\S+) is not installed", reason)
+            if m and m.group(1) == m.group(2):
+                used = found.setdefault(m.group(1), {})
+                name = l["linker_version"] or l["linker"] or "as asked"
+                used[name] = used.get(name, 0) + 1
+                break
+    return [{"linker": name, "links": sum(used.values()), "used": used} for name, used in sorted(found.items())]
+
+
+def forced_missing_text(item) -> str:
+    """'forced linker wild is not installed (LINKWRAP_LINKER=wild; 3 links used mold 1.10.1)'."""
+    used = sorted(item["used"].items(), key=lambda kv: -kv[1])
+    words = [f"{n} link{'s' if n != 1 else ''} used {name}" if i == 0 else f"{n} used {name}"
+             for i, (name, n) in enumerate(used)]
+    return (f"forced linker {item['linker']} is not installed "
+            f"(LINKWRAP_LINKER={item['linker']}; {', '.join(words)})")
 
 
 def fell_back(link) -> bool:
@@ -131,6 +158,7 @@ def build_summary(db, build, *, since_utc=None, ninja_log=None, on_ninja_mismatc
         "linking": share,
         "failures": [l for l in links if l["failed"]],
         "fell_back": [l for l in links if fell_back(l)],
+        "forced_missing": forced_missing(links),
         "links": links,
     }
 
@@ -142,7 +170,8 @@ def summarize(db, builds, *, since_utc=None, ninja_log=None, on_ninja_mismatch=N
     if since_utc:
         summaries = [s for s in summaries if s["links"] or s["wall_ms"]]
     every = [l for s in summaries for l in s["links"]]
-    return {"builds": summaries, "totals": totals(every), "by_linker": by_linker(every), "notes": NOTES}
+    return {"builds": summaries, "totals": totals(every), "by_linker": by_linker(every),
+            "forced_missing": forced_missing(every), "notes": NOTES}
 
 
 # A .ninja_log's times and a link record's come from different clocks and moments

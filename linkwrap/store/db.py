@@ -134,10 +134,13 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
         except OSError as e:
             warn(f"cannot read the link spool in {state}: {e.strerror or e}")
         if ingested:  # a database that could take the spool can be trimmed
+            limits = retention()
             try:
-                trim(conn, retention())
+                trim(conn, limits)
             except sqlite3.Error as e:
                 warn(f"cannot trim {db_path} to its limits: {e}")
+            from linkwrap.bench import learn
+            learn.prune(limits)   # the learnt evidence is kept by the same limits
         try:
             spool.backfill_projects(conn)
         except sqlite3.Error:  # read-only or busy: those builds show with --all-projects meanwhile

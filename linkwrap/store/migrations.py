@@ -168,6 +168,16 @@ def m008_project(db):
     db.execute("CREATE INDEX builds_project ON builds(project_dir)")
 
 
+@migration
+def m010_bench_paired_ratio(db):
+    # `linkwrap bench`: each candidate's time over the caller's default's in the same round (paired).
+    for column in ("ratio_vs TEXT",         # the linker the ratios are to (the caller's default)
+                   "ratio_median REAL",     # median of the per-round ratios
+                   "ratio_ci_low REAL",     # its 95 % confidence interval (order statistics)
+                   "ratio_ci_high REAL"):
+        db.execute(f"ALTER TABLE bench_results ADD COLUMN {column}")
+
+
 def migrate(db) -> list:
     """Apply the migrations not yet applied; -> their names.
 

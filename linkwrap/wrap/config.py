@@ -31,7 +31,7 @@ DEFAULT_PREFER = tuple(n for n in NAMES if n != "python")  # linkwrap's own link
 DEFAULT = "default"
 # How much of its own state linkwrap keeps ([records] in linkwrap.toml; 0 = no limit). The spool and
 # the fault log are bounded on the link path, links.db by the commands that ingest the spool.
-RETENTION = {"keep_days": 90, "max_db_mb": 256, "max_spool_mb": 64, "max_log_kb": 1024}
+RETENTION = {"keep_days": 90, "max_db_mb": 256, "max_spool_mb": 64, "max_log_kb": 1024, "max_learned": 2000}
 ENV_LINKER = "env LINKWRAP_LINKER"
 _CACHE_FORMAT = 2
 _CACHE_MAX_FILES = 64
@@ -48,7 +48,7 @@ class Config(record("Config", [
     "profile",       # str | None: the build profile the overrides were taken for
     "files",         # tuple[str]: configuration files read, user's first
     "ignored",       # tuple[(path, why)]: files not read because another user could have written them
-    "retention",     # dict[str, number]: [records] keep_days, max_db_mb, max_spool_mb, max_log_kb
+    "retention",     # dict[str, number]: [records] keep_days, max_db_mb, max_spool_mb, max_log_kb, max_learned
     "memory",        # dict: [memory] admission (bool | None = when a limit applies), headroom_mb, max_wait_s
     "learn",         # bool: [choice] learn: learn the fastest linker from an output's relinks
     "save",          # str: [bench] save: "off" | "all" | "largest" (links kept for `linkwrap bench`)

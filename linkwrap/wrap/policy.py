@@ -201,13 +201,17 @@ def static_order(prefer, default) -> tuple:
 
 
 def measured_pick(order, linkers, forbid, measured):
-    """(chosen row, fastest row, rows compared) from the measurements, or None.
+    """(chosen row, fastest row, rows compared, the row the paired ratios decided against or
+    None) from the measurements, or None.
 
     Only fresh writes compete (what every link may do; in place depends on the output's facts), and
     only candidates timed at least MIN_MEASURED_RUNS times.
     The first of the static order stays while its 95 % confidence interval reaches the fastest
     one's (a difference the measurement cannot tell from noise is no reason to move); otherwise the
-    fastest wins, never a slower candidate for merely overlapping it.
+    fastest wins, never a slower candidate for merely overlapping it. Where `linkwrap bench` paired
+    the candidates with that first one round by round (Row.vs, Row.ratio_*), the paired interval
+    decides instead: a candidate wins only when its interval of the per-round ratio lies entirely
+    below 1 (the lowest median of those wins).
     """
     if measured is None or not measured.rows:
         return None
@@ -220,19 +224,37 @@ def measured_pick(order, linkers, forbid, measured):
     # stays while its interval reaches the fastest one's; any other candidate must be the fastest:
     # a slower one is never chosen for merely overlapping.
     first = min(rows, key=lambda r: order.index(r.linker))
-    chosen = first if first.ci_low_ms <= fastest.ci_high_ms else fastest
-    return chosen, fastest, tuple(sorted(rows, key=lambda r: r.median_ms))
+    paired = [r for r in rows if r is not first and getattr(r, "vs", None) == first.linker
+              and r.ratio_high is not None]
+    if paired:
+        # Paired with `first` round by round: a candidate wins only when its whole interval of
+        # the per-round ratio is below 1; one measured apart must be clear of `first` outright.
+        better = [r for r in paired if r.ratio_high < 1] + \
+                 [r for r in rows if r is not first and r not in paired and r.ci_high_ms < first.ci_low_ms]
+        chosen = min(better, key=lambda r: r.median_ms) if better else first
+    else:
+        chosen = first if first.ci_low_ms <= fastest.ci_high_ms else fastest
+    return chosen, fastest, tuple(sorted(rows, key=lambda r: r.median_ms)), first if paired else None
 
 
 def measured_reason(pick, linkers, measured) -> str:
-    chosen, fastest, rows = pick
+    chosen, fastest, rows, base = pick
     half = (chosen.ci_high_ms - chosen.ci_low_ms) / 2
     pct = 100 * half / chosen.median_ms if chosen.median_ms else 0.0
     others = ", ".join(f"{r.label} {r.median_ms:.0f} ms" for r in rows if r is not chosen)
     vs = f" vs {others}" if others else ""
     fs = f" on {chosen.fs}" if chosen.fs else ""
-    what = ("measured fastest here" if chosen is fastest else
-            f"measured within the confidence interval of {fastest.label} and first in the static order here")
+    if base is not None and chosen is not base and chosen.vs == base.linker and chosen.ratio_high is not None:
+        what = (f"measured {chosen.ratio:.2f}x the time of {base.label} "
+                f"here, paired by round (95 % CI {chosen.ratio_low:.2f}-{chosen.ratio_high:.2f})")
+    elif base is not None and chosen is base:
+        near = ", ".join(f"{r.label} {r.ratio:.2f}x ({r.ratio_low:.2f}-{r.ratio_high:.2f})"
+                         for r in rows if r.vs == base.linker and r.ratio_high is not None)
+        what = f"measured here, and no paired ratio to it is entirely below 1 ({near}): first in the static order"
+    elif chosen is fastest:
+        what = "measured fastest here"
+    else:
+        what = f"measured within the confidence interval of {fastest.label} and first in the static order here"
     return (f"{linkers[chosen.linker].label}: {what} for {measured.scope}{fs} "
             f"({chosen.median_ms:.0f} ms ±{pct:.1f} %{vs}; {chosen.runs} rounds, {chosen.date})")
 

@@ -76,3 +76,67 @@ def test_a_candidate_that_failed_on_an_output_is_never_tried_there_again(tmp_pat
         assert subprocess.run([linkwrap_cc, "hello.o", "-o", "hello"], cwd=tmp_path, env=env).returncode == 0
     assert reasons[1][0] == "lld"                      # the second link tried lld
     assert all(linker == "mold" and failed == ["lld"] for linker, failed in reasons[2:]), reasons
+
+
+# --- bounded like the records: [records] keep_days and max_learned ---------------------------
+
+def fill(where, n, age_days=0.0, start=0):
+    """n evidence files (any content: pruning goes by name and age), aged by their mtime."""
+    import time
+    where.mkdir(parents=True, exist_ok=True, mode=0o700)
+    now = time.time()
+    for i in range(start, start + n):
+        p = where / f"{i:08x}.marshal"
+        p.write_bytes(b"x")
+        t = now - age_days * 86400 - (n - i)    # the lower the number, the longer ago linked
+        os.utime(p, (t, t))
+    return sorted(p.name for p in where.iterdir())
+
+
+def test_a_link_that_starts_new_evidence_bounds_the_directory(tmp_path, lw_home, linkwrap_cc, hello_obj):
+    learned = lw_home / "cache" / "learned"
+    from linkwrap.wrap.config import RETENTION
+    old = fill(learned, RETENTION["max_learned"] + 1)
+    (tmp_path / "linkwrap.toml").write_text("[records]\nmax_learned = 10\n")
+    done = subprocess.run([linkwrap_cc, "hello.o", "-o", "hello"], cwd=tmp_path, capture_output=True)
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    left = sorted(p.name for p in learned.iterdir())
+    assert len(left) == 10, len(left)
+    assert set(old[-9:]) < set(left)            # the most recently linked kept, the oldest gone first
+    assert len(set(left) - set(old)) == 1       # and this link's own evidence
+
+
+def test_a_link_below_the_default_bound_prunes_nothing(tmp_path, lw_home, linkwrap_cc, hello_obj):
+    learned = lw_home / "cache" / "learned"
+    old = fill(learned, 50)
+    (tmp_path / "linkwrap.toml").write_text("[records]\nmax_learned = 10\n")
+    assert subprocess.run([linkwrap_cc, "hello.o", "-o", "hello"], cwd=tmp_path).returncode == 0
+    assert len(list(learned.iterdir())) == 51 and set(old) < {p.name for p in learned.iterdir()}
+
+
+def test_commands_prune_by_keep_days_and_count(tmp_path, lw_home):
+    learned = lw_home / "cache" / "learned"
+    stale = fill(learned, 3, age_days=10)
+    fresh = fill(learned, 6, start=100)
+    outside = tmp_path / "not-evidence.marshal"
+    outside.write_bytes(b"keep")
+    (learned / "link.marshal").symlink_to(outside)   # never followed: at most the link itself goes
+    (tmp_path / "linkwrap.toml").write_text("[records]\nkeep_days = 7\nmax_learned = 4\n")
+    done = linkwrap("summary", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    left = {p.name for p in learned.iterdir()}
+    assert not set(stale) & left
+    assert left <= set(fresh) | {"link.marshal"} and len(left) == 4
+    assert set(fresh[-3:]) <= left
+    assert outside.read_bytes() == b"keep"
+
+
+def test_learnt_evidence_per_output_keeps_the_newest_samples_only(tmp_path, lw_home, linkwrap_cc, hello_obj):
+    links = 3 * learn.KEEP   # more than KEEP for the linker that keeps the output
+    for _ in range(links):
+        assert subprocess.run([linkwrap_cc, "hello.o", "-o", "hello"], cwd=tmp_path).returncode == 0
+    import marshal
+    [f] = (lw_home / "cache" / "learned").iterdir()
+    data = marshal.loads(f.read_bytes())
+    assert data["links"] == links
+    assert max(len(s) for s in data["samples"].values()) == learn.KEEP, data["samples"]

@@ -6,8 +6,10 @@ link must still replay on every installed linker.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -73,7 +75,8 @@ def test_a_saved_link_replays_on_every_installed_linker_after_cargo_clean(saved)
         assert name in installed, f"{name} is not installed: run scripts/install-test-deps (wild: PATH)"
     assert ("mold", "in-place") in rows
     assert set(rows["mold", "fresh"]) == {"linker", "label", "variant", "median_ms", "ci_low_ms", "ci_high_ms",
-                                          "min_ms", "max_ms", "peak_rss_kb", "runs", "failed"}
+                                          "min_ms", "max_ms", "peak_rss_kb", "runs", "failed",
+                                          "ratio_vs", "ratio", "ratio_ci_low", "ratio_ci_high", "times_ms"}
     # the results reach the store
     import sqlite3
     db = sqlite3.connect(os.path.join(env["LINKWRAP_HOME"], "links.db"))
@@ -144,3 +147,50 @@ def test_the_html_report_shows_the_bench_results(saved, tmp_path):
     section = text[text.index("<h2>Bench results</h2>"):]
     assert f"<h3>{html.escape(output)}</h3>" in section
     assert html.escape(linkers.discover(None, env)["lld"].label) in section and "× fastest" in section
+
+
+def test_ratios_to_the_default_are_paired_by_round_and_decide_the_choice(saved):
+    from linkwrap.bench.replay import median_ci
+    project, env, output = saved
+    # only this test's measurements decide: the earlier tests' are dropped from the link path's cache
+    from linkwrap.bench.measured import CACHE
+    for found in Path(env["LINKWRAP_HOME"]).rglob(CACHE):
+        found.unlink()
+    done = bench(project, env, "--linker", "rust-lld", "--linker", "mold", "--linker", "bfd")
+    assert done.returncode == 0, done.stderr
+    [report] = json.loads(done.stdout)
+    rows = {(r["linker"], r["variant"]): r for r in report["rows"]}
+    base = rows["rust-lld", "fresh"]
+    assert base["ratio"] is None and base["ratio_vs"] is None
+    assert len(base["times_ms"]) == report["rounds"]
+    for (name, variant), r in rows.items():
+        if (name, variant) == ("rust-lld", "fresh"):
+            continue
+        assert r["failed"] is None and r["ratio_vs"] == "rust-lld", r
+        # the interval is that of the per-round ratios (same round, both timed), not of two medians
+        ratios = [t / b for t, b in zip(r["times_ms"], base["times_ms"]) if t is not None and b is not None]
+        assert len(ratios) >= 3
+        assert (r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"]) == pytest.approx(median_ci(ratios))
+        assert r["ratio_ci_low"] <= r["ratio"] <= r["ratio_ci_high"]
+    # the choice: a linker only when its paired interval lies wholly below 1, else rustc's default
+    done = linkwrap("explain", "--json", output, cwd=project, env=env)
+    assert done.returncode == 0, done.stderr
+    explained = json.loads(done.stdout)
+    measured = explained["decision"]["measured"]
+    fresh = [r for r in measured["rows"] if r["variant"] == "fresh" and r["ratio_vs"] == "rust-lld"]
+    assert {r["linker"] for r in fresh} == {"mold", "bfd"}
+    for r in fresh:
+        got = rows[r["linker"], "fresh"]
+        assert (r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"]) == pytest.approx(
+            (got["ratio"], got["ratio_ci_low"], got["ratio_ci_high"]), abs=1e-3)
+    clear = [r for r in fresh if r["ratio_ci_high"] < 1]
+    expected = min(clear, key=lambda r: r["median_ms"])["linker"] if clear else "rust-lld"
+    assert explained["decision"]["linker"] == expected, explained["decision"]["reasons"]
+    assert measured["used"]
+    assert any(("paired by round" if clear else "no paired ratio to it is entirely below 1") in why
+               for why in explained["decision"]["reasons"]), explained["decision"]["reasons"]
+    # the same figures, as hyperfine says them
+    done = linkwrap("bench", "--budget", "3", "--linker", "rust-lld", "--linker", "mold", cwd=project, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "Compared with rust-lld" in done.stdout
+    assert re.search(r"mold [\d.]+ ran \d+\.\d\d ± \d+\.\d\d times (faster|slower) than rust-lld", done.stdout), done.stdout

@@ -126,8 +126,8 @@ def test_an_unknown_linkwrap_linker_is_an_error(project, argv):
     assert done.stderr == f"linkwrap: error: LINKWRAP_LINKER=nonsense: not a linker linkwrap knows ({KNOWN_LIST})\n"
 
 
-def test_a_known_but_missing_linker_is_shown(project):
-    # wild is not installed here: that is for the policy to say (explain), not an error
+def test_a_known_linker_is_shown_as_a_value(project):
+    # installed or not, a known name is a value, not an error: whether it links is for explain/status to say
     assert '(env LINKWRAP_LINKER) linker = "wild"' in show(project, env={"LINKWRAP_LINKER": "wild"}).stdout
 
 
@@ -175,3 +175,32 @@ def test_init_user_file(project, lw_home):
     assert done.returncode == 0, done.stderr
     assert (lw_home / "config" / "linkwrap.toml").is_file()
     assert not (project / "linkwrap.toml").exists()
+
+
+def test_profile_overrides_are_shown_without_profile_and_marked_when_they_apply(project, lw_home):
+    user = user_file(lw_home)
+    user.write_text('[profile.bench]\n[profile.bench.linkers.mold]\nextra_flags = ["--icf=all"]\n')
+    proj = project / "linkwrap.toml"
+    proj.write_text('prefer = ["lld"]\n[profile.release]\nin_place = false\nforbid = ["gold"]\n'
+                    '[profile.dev.records]\nkeep_days = 7\n')
+    lines = show(project).stdout.splitlines()
+    i = lines.index("profile overrides (each applies only to its profile's links; `--profile NAME` shows one merged):")
+    assert lines[i + 1:] == [
+        f'  [profile.bench] linkers.mold.extra_flags = ["--icf=all"]  (user file {user})',
+        f"  [profile.dev] records.keep_days = 7  (project file {proj})",
+        f"  [profile.release] in_place = false  (project file {proj})",
+        f'  [profile.release] forbid = ["gold"]  (project file {proj})',
+    ]
+    assert "(default) in_place = true" in lines          # not applied: the values above stay the defaults
+    lines = show(project, "--profile", "release").stdout.splitlines()
+    assert f"  [profile.release] in_place = false  (project file {proj})  (applies here)" in lines
+    assert f"(project file {proj} [profile.release]) in_place = false" in lines
+    assert f"  [profile.dev] records.keep_days = 7  (project file {proj})" in lines
+    data = json.loads(show(project, "--json").stdout)
+    assert {"profile": "release", "key": "in_place", "value": False, "source": f"project file {proj}",
+            "applied": False} in data["profiles"]
+    assert len(data["profiles"]) == 4
+    # no profile tables: no section
+    proj.write_text('prefer = ["lld"]\n')
+    user.unlink()
+    assert not any(line.startswith("profile overrides") for line in show(project).stdout.splitlines())

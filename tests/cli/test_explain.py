@@ -49,7 +49,8 @@ def test_json_keys_are_the_stable_interface(tmp_path, lw_home):
     assert m["source"] == "default" and m["predicted_kb"] > 0 and "no record of mold here" in m["detail"]
     assert m["admission"] is (p["mem_limit_mb"] is not None)
     assert data["request"] == {"output": str(tmp_path / "out"), "kind": "pie", "cwd": str(tmp_path),
-                               "driver": "cc", "fuse_ld": None, "inputs": []}
+                               "driver": "cc", "fuse_ld": None, "inputs": [],
+                               "inputs_gone": {"rustc_temporaries": 0, "not_found": []}}
     assert p["output"]["cache_not_measured"] is None    # nothing there to measure
 
 
@@ -223,8 +224,17 @@ def test_a_small_output_says_not_measured(tmp_path, lw_home):
     assert o["cache_not_measured"] is None and o["cached_fraction"] >= 0.5
 
 
-def test_a_directory_as_output_is_not_judged_by_facts_never_looked_at(tmp_path, lw_home):
-    (tmp_path / "out" / "sub").mkdir(parents=True)     # st_nlink 3: subdirectories, not hard links
+def test_a_directory_given_as_the_output_is_one_line(tmp_path, lw_home):
+    (tmp_path / "target" / "debug").mkdir(parents=True)
+    for given in ("target", "target/debug/", str(tmp_path)):
+        done = linkwrap("explain", given, cwd=tmp_path)
+        assert (done.returncode, done.stdout) == (2, ""), done.stdout
+        assert done.stderr == (f"linkwrap: error: {given} is a directory, not a link's output: name the file the "
+                               "link writes (e.g. target/debug/app), or give no output for the last recorded link\n")
+
+
+def test_an_output_that_is_not_a_regular_file_is_not_judged_by_facts_never_looked_at(tmp_path, lw_home):
+    os.mkfifo(tmp_path / "out")     # the probe must not open it (a FIFO would block)
     data = explain("out", cwd=tmp_path)
     assert data["probe"]["output"]["is_regular"] is False
     assert data["probe"]["output"]["cache_not_measured"] == "not a regular file"
@@ -363,3 +373,25 @@ def test_says_whether_the_linker_is_started_directly(tmp_path, lw_home):
     assert start["how"] == "driver" and "as asked" in start["why"]
     done = linkwrap("explain", "--", "main.o", "-o", "app", cwd=tmp_path, env={"COLUMNS": "200"})
     assert any(line.split()[:2] == ["started", "directly"] for line in done.stdout.splitlines()), done.stdout
+
+
+def test_a_recorded_rustc_link_says_which_inputs_rustc_deleted_and_what_memory_figures_mean(tmp_path, lw_home):
+    from conftest import script
+    root = tmp_path / "app"
+    (root / "src").mkdir(parents=True)
+    (root / "Cargo.toml").write_text('[package]\nname = "app"\nversion = "0.1.0"\nedition = "2021"\n')
+    (root / "src" / "main.rs").write_text('fn main() { println!("hi"); }\n')
+    done = subprocess.run(["cargo", "build", "--offline", "-q", "--config", f"target.'cfg(all())'.linker='{script('linkwrap-cc')}'"],
+                          cwd=root, capture_output=True, text=True, env={**os.environ, "CARGO_TARGET_DIR": str(root / "target")})
+    assert done.returncode == 0, done.stderr
+    data = explain(cwd=root)                      # the last recorded link: rustc's, its temporaries gone
+    gone = data["request"]["inputs_gone"]
+    assert gone["rustc_temporaries"] >= 1, data["request"]["inputs"]
+    assert not any("/rustc" in i or i.endswith(".rcgu.o") for i in gone["not_found"]), gone
+    rec = data["recorded"]
+    assert rec["peak_rss_kb"] > 0 and rec["charge_kb"] is not None and rec["charge_how"]
+    text = linkwrap("explain", cwd=root, env={"COLUMNS": "300"}).stdout
+    assert f"{gone['rustc_temporaries']} deleted since the link (rustc's temporar" in text, text
+    assert "not found" not in text.split("input bytes")[1].split("\n")[0], text
+    assert "charge to the memory group, not peak RSS" in text, text
+    assert f"peak RSS {rec['peak_rss_kb'] >> 10} MiB; charge {rec['charge_kb'] >> 10} MiB" in text, text

@@ -63,6 +63,14 @@ def test_usage_errors_exit_2_with_one_message(argv, tmp_path, lw_home):
     assert re.search(r"^(linkwrap[\w -]*: error: |usage: )", done.stderr, re.M), done.stderr
 
 
+def test_no_command_is_a_usage_error_and_help_is_not(tmp_path, lw_home):
+    done = piped(cwd=tmp_path, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("usage: linkwrap ") and "install" in done.stderr
+    done = piped("--help", cwd=tmp_path, check=False)
+    assert done.returncode == 0 and done.stdout.startswith("usage: linkwrap ") and done.stderr == ""
+
+
 def test_piped_output_fits_80_columns_and_json_numbers_are_rounded(tmp_path, lw_home):
     obj = c_object(tmp_path, "m")
     long_name = "an-output-with-a-rather-long-name-that-would-push-the-table-wide"

@@ -181,3 +181,22 @@ def test_a_wait_for_memory_is_marked_on_the_builds_timeline(tmp_path, lw_home):
     text = page.read_text()
     marks = re.findall(r'<rect class="memory-wait"[^>]*><title>([^<]*)</title>', text)
     assert marks == ["a waited 800 ms for memory (predicted 300.0 MiB)"]
+
+
+def test_config_error_links_are_counted_apart_and_not_plotted(tmp_path, lw_home):
+    obj = c_object(tmp_path)
+    (tmp_path / "linkwrap.toml").write_text("prefer = [\n")          # malformed: every link fails with one line
+    done = subprocess.run([script("linkwrap-cc"), obj, "-o", "bad"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode != 0 and "linkwrap.toml" in done.stderr
+    (tmp_path / "linkwrap.toml").unlink()
+    done = subprocess.run([script("linkwrap-cc"), obj, "-o", "good"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    [b] = summary_json("--all", cwd=tmp_path)["builds"]
+    assert len(b["links"]) == 2                                      # both recorded, in one build
+    page = lw("report", "--html", "-", cwd=tmp_path).stdout
+    bars = re.findall(r'<rect class="link-bar"[^>]*><title>([^<]*)</title>', page)
+    assert len(bars) == 1 and bars[0].startswith("good "), bars     # the config error is no 0 ms bar
+    assert re.findall(r'<tr class="trend" data-output="([^"]*)"', page) == [str(tmp_path / "good")]
+    assert '<span class="config-errors">1 configuration error</span>: no linker ran, not in the time plots' in page
+    assert "1 link, " in page and "1 configuration error (no linker ran)" in page
+    assert "configuration error (no linker ran)</td>" in page       # still listed in the build's table

@@ -331,3 +331,30 @@ def test_two_projects_built_alternately_each_see_their_own_builds(tmp_path, lw_h
     assert f"This project: 4 links in 2 builds ({nj};" in status
     page = lw("report", "--html", "-", cwd=rs).stdout
     assert page.count('class="link-bar"') == 2 and "p0" not in page
+
+
+def test_a_forced_linker_that_is_not_installed_is_said_by_summary_status_and_config(tmp_path, lw_home):
+    # wild is found on PATH only: without its directory it is a known linker that is not installed
+    path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep)
+                           if d and not os.access(os.path.join(d, "wild"), os.X_OK))
+    env = {"PATH": path, "LINKWRAP_LINKER": "wild"}
+    obj = c_object(tmp_path)
+    for out in ("a", "b"):
+        done = cc_link([obj, "-o", out], cwd=tmp_path, env=env)
+        assert done.returncode == 0 and done.stdout == done.stderr == "", done.stderr   # silent: it linked
+    [used] = {r["linker_version"] for r in db_rows(lw_home)}
+    said = f"forced linker wild is not installed (LINKWRAP_LINKER=wild; 2 links used {used})"
+    text = lw("summary", cwd=tmp_path, env={"COLUMNS": "200"}).stdout
+    assert said in text, text
+    data = summary_json(cwd=tmp_path)
+    assert data["forced_missing"] == [{"linker": "wild", "links": 2, "used": {used: 2}}]
+    assert data["builds"][0]["forced_missing"] == data["forced_missing"]
+    text = lw("status", cwd=tmp_path).stdout
+    assert f"warning: {said} in build #" in text, text
+    text = lw("config", cwd=tmp_path, env=env).stdout
+    assert "warning: forced linker wild is not installed: links choose as usual (LINKWRAP_LINKER=wild; installed: " in text
+    assert json.loads(lw("config", "--json", cwd=tmp_path, env=env).stdout)["forced_not_installed"] == "wild"
+    # an installed forced linker is nothing to say
+    assert "forced linker" not in lw("config", cwd=tmp_path, env={"LINKWRAP_LINKER": "mold"}).stdout
+    cc_link([obj, "-o", "c"], cwd=tmp_path, env={"LINKWRAP_LINKER": "mold"})
+    assert summary_json("--all", cwd=tmp_path)["forced_missing"][0]["links"] == 2

@@ -131,6 +131,44 @@ def test_otlp_export_parses_with_the_opentelemetry_definitions(tmp_path, lw_home
     build(d)
     text = lw("log", "export", "--format", "otlp", cwd=d).stdout
     check_traces(otlp_request(text), builds=2, links_per_build=2)
+    # http/protobuf: the same request in protobuf's binary encoding, decoded by opentelemetry-proto
+    proto = {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}
+    out = tmp_path / "traces.binpb"
+    done = lw("log", "export", "--format", "otlp", "-o", out, cwd=d, env=proto)
+    assert done.stderr == f"Wrote {out}: 4 links (otlp, http/protobuf)\n"
+    req = ExportTraceServiceRequest.FromString(out.read_bytes())
+    check_traces(req, builds=2, links_per_build=2)
+    assert req == otlp_request(text)                       # field for field what the JSON says
+    done = subprocess.run([script("linkwrap"), "log", "export", "--format", "otlp"], cwd=d, capture_output=True,
+                          env={**os.environ, **proto})
+    assert done.returncode == 0 and ExportTraceServiceRequest.FromString(done.stdout) == req
+    # the traces variable wins; what linkwrap cannot send is one line
+    env = {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json"}
+    assert otlp_request(lw("log", "export", "--format", "otlp", cwd=d, env=env).stdout) == req
+    done = lw("log", "export", "--format", "otlp", cwd=d, env={"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, check=False)
+    assert done.returncode == 2 and done.stderr == ("linkwrap: error: OTEL_EXPORTER_OTLP_PROTOCOL=grpc: linkwrap sends "
+                                                    "OTLP over HTTP only (http/protobuf or http/json)\n")
+
+
+def test_the_protobuf_encoding_matches_the_opentelemetry_definitions_value_for_value():
+    from linkwrap.report import otlp_proto
+    span = {"traceId": "0123456789abcdef0123456789abcdef", "spanId": "0011223344556677",
+            "parentSpanId": "8899aabbccddeeff", "name": "link ünïcode", "kind": 1,
+            "startTimeUnixNano": str(1 << 62), "endTimeUnixNano": str((1 << 62) + 5),
+            "attributes": export._attrs((("neg", -3), ("big", 1 << 40), ("zero", 0), ("f", 0.25), ("t", True),
+                                         ("no", False), ("s", "x" * 300), ("empty", ""))),
+            "status": {"code": 2, "message": "exit status 1"}}
+    payload = {"resourceSpans": [{"resource": {"attributes": export._attrs((("service.name", "linkwrap"),))},
+                                  "scopeSpans": [{"scope": {"name": "linkwrap", "version": "1"},
+                                                  "spans": [span, dict(span, parentSpanId=None, status=None,
+                                                                       spanId="0000000000000001")]}]}]}
+    got = ExportTraceServiceRequest.FromString(otlp_proto.encode(payload))
+    for s in payload["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        for k in ("parentSpanId", "status"):
+            if s.get(k) is None:
+                s.pop(k, None)
+    assert got == otlp_request(json.dumps(payload))
+    assert attributes(got.resource_spans[0].scope_spans[0].spans[0])["neg"] == -3
 
 
 class Collector(http.server.BaseHTTPRequestHandler):
@@ -161,8 +199,19 @@ def test_run_sends_its_builds_spans_over_otlp_http_and_a_failed_send_is_a_warnin
         assert done.stderr == ""  # --quiet, and the send succeeded: nothing to say
         # One request for the whole build, at its end; the links themselves sent nothing.
         [(path, ctype, team, body)] = Collector.received
+        # http/protobuf unless the environment says otherwise: the OTel SDKs' default
+        assert path == "/v1/traces" and ctype == "application/x-protobuf" and team == "links"
+        check_traces(ExportTraceServiceRequest.FromString(body), builds=1, links_per_build=2)
+        Collector.received = []
+        done = build(d, {**env, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"})
+        assert done.stderr == ""
+        [(path, ctype, team, body)] = Collector.received
         assert path == "/v1/traces" and ctype == "application/json" and team == "links"
         check_traces(otlp_request(body), builds=1, links_per_build=2)
+        done = build(d, {**env, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"})
+        assert done.returncode == 0 and len(Collector.received) == 1
+        assert done.stderr == ("linkwrap: warning: could not send this build's spans: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+                               "=grpc: linkwrap sends OTLP over HTTP only (http/protobuf or http/json)\n")
     finally:
         server.shutdown()
         server.server_close()

@@ -351,7 +351,9 @@ def test_template_is_valid_and_every_example_line_is_too():
     example = re.compile(r"^# (\[[a-z.]+\]|[a-z_]+ = .*)$")
     lines = [line[2:] for line in text.splitlines() if example.match(line)]
     table = config.parse_text("\n".join(lines), "example")
-    assert set(table) == {"prefer", "forbid", "in_place", "record", "linkers", "memory", "choice", "bench", "profile"}
+    assert set(table) == {"prefer", "forbid", "in_place", "record", "records", "linkers", "memory", "choice", "bench",
+                          "profile"}
+    assert table["records"] == config.RETENTION  # the template shows the defaults the code uses
     assert table["memory"] == {"admission": True, "headroom_mb": 64, "max_wait_s": 300.0}
     assert table["profile"]["release"]["linkers"]["lld"]["extra_flags"] == ["-O2"]
 

@@ -174,3 +174,39 @@ def test_a_slower_candidate_never_wins_by_overlapping_the_fastest():
     rows = [row("wild", 64, half=15), row("mold", 100, half=23), row("rust-lld", 89, half=5)]
     d = decide(rows)
     assert d.linker.name == "wild" and has_reason(d, "measured fastest here"), d.reasons
+
+
+# --- paired ratios: each candidate's time over the default's in the same round ----------------
+
+def paired(linker, median, ratio, low, high, half=20.0, vs="rust-lld"):
+    return row(linker, median, half=half)._replace(vs=vs, ratio=ratio, ratio_low=low, ratio_high=high)
+
+
+@pytest.mark.parametrize("rows, expected, reason", [
+    # independent intervals overlap (200 +-20 vs 210 +-20), the paired one is clear of 1: mold wins
+    ([paired("mold", 200, 0.95, 0.93, 0.97), row("rust-lld", 210, half=20)], "mold",
+     "measured 0.95x the time of rust-lld 1.0 here, paired by round (95 % CI 0.93-0.97)"),
+    # a lower median whose paired interval reaches 1: the default stays, and says why
+    ([paired("mold", 150, 0.97, 0.90, 1.01, half=2), row("rust-lld", 210, half=2)], "rust-lld",
+     "no paired ratio to it is entirely below 1 (mold 1.0 0.97x (0.90-1.01))"),
+    # of two clear of 1, the lower median wins; one above 1 never does
+    ([paired("mold", 190, 0.90, 0.88, 0.92), paired("lld", 180, 0.86, 0.80, 0.95),
+      paired("wild", 100, 1.10, 1.05, 1.20), row("rust-lld", 210)], "lld", "paired by round"),
+])
+def test_the_paired_interval_decides_when_there_is_one(rows, expected, reason):
+    d = decide(rows)
+    assert d.linker.name == expected and has_reason(d, reason), d.reasons
+
+
+def test_ratios_to_another_linker_than_the_first_are_not_used_as_paired():
+    # paired with mold, not with rust-lld (the default): the independent intervals decide
+    rows = [paired("lld", 150, 0.5, 0.4, 0.6, half=2, vs="mold"), row("rust-lld", 210, half=2)]
+    d = decide(rows)
+    assert d.linker.name == "lld" and has_reason(d, "measured fastest here"), d.reasons
+
+
+def test_rows_from_before_the_paired_ratios_read_with_them_unset():
+    old = tuple(row("mold", 100))[:m.OLD_FIELDS]
+    r = m._row(old)
+    assert r.linker == "mold" and (r.vs, r.ratio, r.ratio_low, r.ratio_high) == (None,) * 4
+    assert m._row(old[:-1]) is None
