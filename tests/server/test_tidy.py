@@ -67,3 +67,18 @@ def test_a_relink_through_the_server_frees_the_old_output_after_answering(tmp_pa
     assert len(db_rows(lw_home)) == 3
     assert os.stat(tmp_path / "app").st_nlink == 1
     assert not (tmp_path / ".linkwrap-tmp").exists()
+
+
+def test_a_warning_after_the_answer_is_kept_for_a_link_that_can_say_it(tmp_path, lw_home, client,  # noqa: F811
+                                                                       server, linkwrap_cc):  # noqa: F811
+    """The record cannot be written (the spool is a directory): the server's child has answered by
+    then, with nobody to hear a warning, so it is not marked as said; the next script link says it."""
+    (lw_home / "links.spool").mkdir()
+    env = env_with(tmp_path)
+    obj = c_object(tmp_path, "v", SAY.format("v"))
+    done = subprocess.run([client, obj, "-o", "app"], cwd=tmp_path, env=env, capture_output=True, timeout=120)
+    assert (done.returncode, done.stderr) == (0, b"")
+    wait_for(lambda: not (tmp_path / ".linkwrap-tmp").exists(), "the child's tidying")
+    assert not [n for n in os.listdir(lw_home) if n.startswith(".warned-")]
+    done = subprocess.run([linkwrap_cc, obj, "-o", "app"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stderr.count("linkwrap: warning: cannot record links") == 1, done.stderr
