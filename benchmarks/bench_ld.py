@@ -116,6 +116,8 @@ def behaviours_table(root):
             if s["output"] == "partial":      # a -r: GNU ld finishes it into the program run
                 subprocess.run([s["driver"], path, "-o", path + ".prog"], cwd=work, check=True)
                 path += ".prog"
+            elif s["mode"] == "shared":      # a shared object: GNU ld links the case's program against it
+                path = behaviours.program_using(s, path, work)
             run = behaviours.run(path, work)
             outcome.append(("pass" if (run.stdout, run.returncode) == (s["stdout"], 0) else "wrong", facts))
         ref, lw = outcome

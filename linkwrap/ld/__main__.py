@@ -8,13 +8,14 @@ import sys
 
 USAGE = """usage: linkwrap-ld [options] file...
 linkwrap's own ELF linker: x86-64 Linux (glibc) executables, static, static-pie, PIE
-and non-PIE, and -r partial links, with GNU ld's command line (one- or two-dash long
-options, @file, -z keywords):
+and non-PIE, shared objects and -r partial links, with GNU ld's command line (one- or
+two-dash long options, @file, -z keywords):
 -o, -r, -L, -l, -Bstatic/-Bdynamic, --as-needed, --whole-archive, groups, -pie/-no-pie/-static,
 -e, -u, --defsym, -init/-fini, --dynamic-list, --sysroot, --gc-sections, --build-id,
 --eh-frame-hdr, --allow-multiple-definition, -z now|relro|origin|max-page-size=N|ibt|shstk|...,
--rpath, -E, -s, -S; glibc's input scripts (libc.so: GROUP, AS_NEEDED, INPUT).
-What it cannot link (-shared, version scripts, SECTIONS scripts with -T, an option or input
+-rpath, -E, -s, -S, -shared, -soname, --version-script, --no-undefined-version, --no-undefined,
+-Bsymbolic, -Bsymbolic-functions; glibc's input scripts (libc.so: GROUP, AS_NEEDED, INPUT).
+What it cannot link (SECTIONS scripts with -T, extern "C++" in version scripts, an option or input
 it does not know) it names on one line ("not supported yet: ...") and exits 1, so linkwrap
 falls back.
   --version   print the version      --time   print each pass's wall time to stderr

@@ -54,18 +54,29 @@ def link(opts, diag=None) -> Timings:
             write.save(opts.output, relocatable.link_partial(opts, res, diag), executable=False)
         return t
     # Beyond this point, no input file is added and no Symbol changes.
-    mode = _mode(opts, res)
+    exports = None
+    if opts.version_script and not opts.shared:
+        from linkwrap.ld.diag import Unsupported
+        # GNU ld would version and export an executable's own symbols by it
+        raise Unsupported("--version-script for an executable (only with -shared)")
+    if opts.shared:
+        from linkwrap.ld.version_script import decide_exports
+        with t.phase("Decide exports"):
+            # what .dynsym defines and under which version; which of those the loader may interpose
+            exports = decide_exports(opts, res, diag)
+        diag.checkpoint()  # --no-undefined-version
+    mode = _mode(opts, res, exports)
     with t.phase("Garbage-collect sections"):
         # the set of live sections (all but COMDAT losers without --gc-sections); .eh_frame
         # rewritten into new records without the FDEs of dead functions
-        live = gc.mark_live(opts, res, diag)
+        live = gc.mark_live(opts, res, diag, exports.version if exports else ())
     with t.phase("Scan relocations"):
         # decide GOT slots, PLT entries, copy relocations and dynamic symbols; find undefined symbols
         needs = scan.scan(opts, mode, res, live, diag)
     diag.checkpoint()  # every undefined symbol and unsupported relocation, all at once
     with t.phase("Create synthetic sections"):
         # .got .plt .dynamic .dynsym .gnu.hash .gnu.version_r .rela.* .eh_frame_hdr .bss commons
-        synth = synthetic.create(opts, mode, res, live, needs)
+        synth = synthetic.create(opts, mode, res, live, needs, exports)
     with t.phase("Compute layout"):
         # bin sections into output sections and segments; assign addresses and file offsets
         # (Layout's own tables: osec_of, addr_of, linker_values)
@@ -85,9 +96,11 @@ def link(opts, diag=None) -> Timings:
     return t
 
 
-def _mode(opts, res):
+def _mode(opts, res, exports=None):
     from linkwrap.ld.resolve import is_dynamic
     from linkwrap.ld.scan import Mode
+    if opts.shared:
+        return Mode(pic=True, dynamic=True, interp=False, base=0, shared=True, interposable=exports.interposable)
     dynamic = is_dynamic(opts, res.dsos)
     interp = bool(res.dsos) and not opts.no_dynamic_linker
     return Mode(pic=opts.pie, dynamic=dynamic, interp=interp, base=0 if opts.pie else 0x400000)

@@ -19,42 +19,7 @@ as it was).
 from dataclasses import dataclass
 
 from linkwrap.ld import elf
-from linkwrap.ld.diag import Unsupported
-
-
-class EhFrame:
-    """One input .eh_frame as the output gets it: the records kept, their relocations moved along.
-
-    Stands in for `input` in Liveness.sections. Symbols and relocations still name
-    `input`; layout gives both the same address.
-    """
-    __slots__ = ("input", "file", "name", "type", "flags", "size", "align", "entsize", "rela", "relocs",
-                 "data", "group_sig")
-
-    def __init__(self, sec, data, relocs):
-        self.input = sec
-        self.file = sec.file
-        self.name = sec.name
-        self.type = sec.type
-        self.flags = sec.flags
-        self.entsize = sec.entsize
-        self.rela = sec.rela
-        self.group_sig = sec.group_sig
-        self.data = data
-        self.relocs = relocs
-        self.size = len(data)
-        # Padding between .eh_frame pieces would read as a zero terminator to an
-        # unwinder walking registered frames (static executables): records are 4-aligned.
-        self.align = 4 if self.size % 4 == 0 else sec.align
-
-    def bytes(self):
-        return self.data
-
-    def get_relocs(self):
-        return self.relocs
-
-    def __repr__(self):
-        return f"{self.file.name}({self.name})"
+from linkwrap.ld.eh_frame import EhFrame, _count_fdes, _drop_dead_fdes, _split_eh_frame  # noqa: F401 (gc.EhFrame)
 
 
 @dataclass(frozen=True)
@@ -69,16 +34,6 @@ class Liveness:
         return sec in self.alive
 
 
-class _Split:
-    """An .eh_frame cut into records (gc's working data, not part of the result)."""
-    __slots__ = ("data", "records", "cies_relocs")
-
-    def __init__(self, data, records, cies_relocs):
-        self.data = data
-        self.records = records            # (offset, total length, is_cie, relocs, described section)
-        self.cies_relocs = cies_relocs    # relocations of each CIE (personality routines)
-
-
 _ROOT_PREFIXES = (".init_array", ".fini_array", ".preinit_array", ".ctors", ".dtors", ".jcr", ".note")
 
 
@@ -86,7 +41,8 @@ def _is_c_ident(name):
     return name.replace("_", "a").isalnum() and not name[0].isdigit()
 
 
-def mark_live(opts, res, diag) -> Liveness:
+def mark_live(opts, res, diag, exported=()) -> Liveness:
+    """exported: a shared object's exported Symbols (roots, like an executable's entry)."""
     discarded = res.discarded
     syms_of = res.syms
     kept = []           # sections resolution kept, in input order
@@ -106,7 +62,7 @@ def mark_live(opts, res, diag) -> Liveness:
                 splits[sec] = None if whole else _split_eh_frame(sec, syms_of[obj], fde_refs)
             kept.append(sec)
     if opts.gc_sections:
-        alive, removed = _collect(opts, res, kept, splits, fde_refs)
+        alive, removed = _collect(opts, res, kept, splits, fde_refs, exported)
     else:
         alive, removed = frozenset(kept), ()
     frames = {}
@@ -126,7 +82,7 @@ def mark_live(opts, res, diag) -> Liveness:
     return Liveness(alive, tuple(sections), tuple(frames.values()), fde_count, removed)
 
 
-def _collect(opts, res, kept, splits, fde_refs):
+def _collect(opts, res, kept, splits, fde_refs, exported=()):
     """Mark from the roots; -> (live sections, sections removed)."""
     symtab = res.symtab
     syms_of = res.syms
@@ -157,7 +113,7 @@ def _collect(opts, res, kept, splits, fde_refs):
     listed = dynamic_list_matcher(opts.dynamic_list)
     for name, s in symtab.items():
         if s.section is not None and s.file is not None and (opts.export_dynamic or name in res.dso_names
-                                                             or listed(name)):
+                                                             or listed(name) or s in exported):
             roots.append(s.section)
     # what -u, -init/-fini and --defsym name is kept, as GNU ld keeps it
     for name in (*opts.undefined, opts.init, opts.fini, *(d[0] for d in opts.defsym)):
@@ -183,86 +139,3 @@ def _collect(opts, res, kept, splits, fde_refs):
         for t in fde_refs.get(sec, ()):
             mark(t)
     return frozenset(alive), tuple(s for s in candidates if s not in alive)
-
-
-def _count_fdes(sec) -> int:
-    data = sec.bytes()
-    n = len(data)
-    off = count = 0
-    unpack = elf.U32.unpack_from
-    while off + 8 <= n:
-        length = unpack(data, off)[0]
-        if length == 0xFFFFFFFF:
-            raise Unsupported(f"{sec}: 64-bit DWARF .eh_frame record")
-        if length and unpack(data, off + 4)[0]:
-            count += 1
-        off += 4 + length
-    return count
-
-
-def _split_eh_frame(sec, syms, fde_refs) -> _Split:
-    """Cut .eh_frame into CIE and FDE records; note which section each FDE describes."""
-    data = bytes(sec.bytes())
-    relocs = sorted(sec.get_relocs())
-    records = []     # (offset, length_total, is_cie, relocs, target section)
-    cies_relocs = []
-    off = 0
-    ri = 0
-    n = len(data)
-    while off + 4 <= n:
-        length = elf.U32.unpack_from(data, off)[0]
-        if length == 0xFFFFFFFF:
-            raise Unsupported(f"{sec}: 64-bit DWARF .eh_frame record")
-        total = 4 + length
-        if off + total > n:
-            raise Unsupported(f"{sec}: .eh_frame record at {off} runs past the section end")
-        rels = []
-        while ri < len(relocs) and relocs[ri][0] < off + total:
-            rels.append(relocs[ri])
-            ri += 1
-        if length == 0:
-            records.append((off, 4, True, rels, None))
-            off += 4
-            continue
-        cie_id = elf.U32.unpack_from(data, off + 4)[0]
-        target = None
-        if cie_id == 0:
-            cies_relocs.append(rels)
-        else:
-            for r in rels:
-                if r[0] == off + 8:
-                    target = syms[r[1] >> 32].section
-                    break
-            if target is not None and len(rels) > 1:
-                # the LSDA (and anything else) the FDE points to lives as long as the function
-                extra = [syms[r[1] >> 32].section for r in rels if r[0] != off + 8]
-                fde_refs[target] = fde_refs.get(target, ()) + tuple(t for t in extra if t is not None)
-        records.append((off, total, cie_id == 0, rels, target))
-        off += total
-    return _Split(data, records, cies_relocs)
-
-
-def _drop_dead_fdes(sec, split, alive):
-    """-> (EhFrame without the FDEs of dead functions, FDEs kept)."""
-    data = split.data
-    out = bytearray()
-    new_relocs = []
-    cie_map = {}
-    kept = 0
-    for off, total, is_cie, rels, target in split.records:
-        if not is_cie and (target is None or target not in alive):
-            continue
-        new_off = len(out)
-        out += data[off:off + total]
-        if is_cie:
-            cie_map[off] = new_off
-        else:
-            old_cie = off + 4 - elf.U32.unpack_from(data, off + 4)[0]
-            if old_cie not in cie_map:
-                raise Unsupported(f"{sec}: FDE at {off} points to no CIE before it")
-            elf.U32.pack_into(out, new_off + 4, new_off + 4 - cie_map[old_cie])
-            kept += 1
-        delta = new_off - off
-        for r_off, info, add in rels:
-            new_relocs.append((r_off + delta, info, add))
-    return EhFrame(sec, bytes(out), new_relocs), kept

@@ -41,7 +41,8 @@ _PREFIX_MAP = (
 # (class, rank) of known output sections; others are classified by their flags.
 _RANKS = {
     ".interp": (0, 0), ".note.gnu.property": (0, 0.5), ".note.gnu.build-id": (0, 1), ".gnu.hash": (0, 3),
-    ".dynsym": (0, 4), ".dynstr": (0, 5), ".gnu.version": (0, 6), ".gnu.version_r": (0, 7),
+    ".dynsym": (0, 4), ".dynstr": (0, 5), ".gnu.version": (0, 6), ".gnu.version_d": (0, 6.5),
+    ".gnu.version_r": (0, 7),
     ".rela.dyn": (0, 8), ".rela.plt": (0, 9),
     ".init": (1, 0), ".plt": (1, 1), ".text": (1, 2), ".fini": (1, 9),
     ".rodata": (2, 0), ".eh_frame_hdr": (2, 5), ".eh_frame": (2, 6), ".gcc_except_table": (2, 7),
@@ -148,6 +149,15 @@ class Layout:
     def gottp_slot(self, s):
         return self.got_addr + 8 * self.synth.got.tp_index[s]
 
+    def gd_slot(self, s):
+        return self.got_addr + 8 * self.synth.got.gd_index[s]
+
+    def desc_slot(self, s):
+        return self.got_addr + 8 * self.synth.got.desc_index[s]
+
+    def ld_slot(self):
+        return self.got_addr + 8 * self.synth.got.ld_index
+
     def tp_offset(self, addr):
         return addr - self.tls_end_tp
 
@@ -180,7 +190,8 @@ class Layout:
     def sym_addr(self, s):
         """The address references to s resolve to: its PLT entry for IFUNCs and imported functions."""
         if s in self.plt_index and (s.type == elf.STT_GNU_IFUNC or
-                                    (s.dso is not None and s not in self.synth.copied)):
+                                    (s.dso is not None and s not in self.synth.copied) or
+                                    (self.mode.shared and (s in self.mode.interposable or not s.defined))):
             return self.plt_base + x86_64.PLT_ENTRY_SIZE * self.plt_index[s]
         return self.real_addr(s)
 
@@ -361,6 +372,10 @@ def compute(opts, mode, res, live, synth) -> Layout:
         flags = {0: elf.PF_R, 1: elf.PF_R | elf.PF_X, 2: elf.PF_R, 3: elf.PF_R | elf.PF_W,
                  4: elf.PF_R | elf.PF_W}[cls]
         filesz = max(end_file - start, 0)
+        if cls == 3 and relro:
+            # PT_GNU_RELRO ends on a page boundary (ld.so protects whole pages): the segment
+            # it lies in reaches that far too, as eu-elflint requires
+            end_mem = elf.align_up(end_mem, elf.PAGE)
         segs.append(Segment(elf.PT_LOAD, flags, start - base, start, filesz, end_mem - start, page))
     if mode.dynamic:
         d = by_name[".dynamic"]
@@ -401,6 +416,8 @@ def compute(opts, mode, res, live, synth) -> Layout:
                 osec_of, addr_of, linker_values, addr_of.get(synth.got, 0), plt_base, plt.index,
                 addr_of.get(synth.bss, 0), synth.bss.placed)
     entry_sym = res.symtab.get(opts.entry)
+    if mode.shared and opts.entry == "_start" and (entry_sym is None or not entry_sym.defined):
+        return lk                 # a shared object has no entry point unless -e names one
     if entry_sym is not None and entry_sym.defined:
         return replace(lk, entry=lk.sym_addr(entry_sym))
     number = entry_number(opts.entry)

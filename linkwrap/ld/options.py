@@ -64,6 +64,12 @@ class Options:
     unresolved: str = "report-all"
     version: bool = False
     time_phases: bool = False     # --time: print each pass's wall time to stderr
+    shared: bool = False          # -shared: a shared object
+    soname: str = ""              # -soname / -h: DT_SONAME
+    version_script: tuple = ()    # --version-script files, in order
+    no_undefined_version: bool = False   # a version script naming an undefined symbol is an error
+    no_undefined: bool = False    # --no-undefined / -z defs: a shared object's undefined symbols are errors
+    bsymbolic: str = ""           # '' / 'all' (-Bsymbolic) / 'functions' (-Bsymbolic-functions)
 
 
 # --- GNU ld's command-line grammar (ld/lexsup.c), as one table --------------------------------
@@ -126,9 +132,18 @@ _opts("dynamic-list", True, "dynamic_list")
 # the LTO plugin gcc always passes: what matters is whether an input needs it (parse names those)
 _opts("plugin plugin-opt", True, IGNORE)
 _opts("flto flto-partition", "?", IGNORE)
-_opts("no-undefined-version undefined-version sort-common warn-common no-fatal-warnings "
+_opts("shared Bshareable", False, "shared")
+_opts("soname", True, "soname")
+_opts("version-script", True, "version_script")
+_opts("no-undefined-version", False, "no_undefined_version")
+_opts("undefined-version", False, "undefined_version")
+_opts("no-undefined", False, "no_undefined")
+_opts("Bsymbolic", False, "bsymbolic")
+_opts("Bsymbolic-functions", False, "bsymbolic_functions")
+_opts("Bno-symbolic", False, "bno_symbolic")
+_opts("sort-common warn-common no-fatal-warnings "
       "no-warn-mismatch no-copy-dt-needed-entries discard-locals no-keep-memory reduce-memory-overheads "
-      "no-undefined allow-shlib-undefined no-allow-shlib-undefined nostdlib relax no-relax warn-once "
+      "allow-shlib-undefined no-allow-shlib-undefined nostdlib relax no-relax warn-once "
       "no-demangle demangle no-map-whole-files map-whole-files no-warn-execstack warn-execstack "
       "no-warn-rwx-segments warn-rwx-segments no-warn-search-mismatch warn-textrel warn-constructors "
       "warn-alternate-em warn-section-align warn-multiple-gp no-ld-generated-unwind-info "
@@ -140,10 +155,9 @@ _opts("color-diagnostics threads", "?", IGNORE)
 _opts("no-threads", False, IGNORE)
 _opts("error-handling-script", True, IGNORE)
 # Known to GNU ld, not implemented here (each named when used): ------------------------------
-_opts("shared Bshareable", False, None)
 _opts("relocatable", False, "relocatable")
 _opts("EL", False, IGNORE)
-_opts("emit-relocs Bgroup Bno-symbolic Bsymbolic Bsymbolic-functions EB Qy Ur accept-unknown-input-arch "
+_opts("emit-relocs Bgroup EB Qy Ur accept-unknown-input-arch "
       "add-stdcall-alias compat-implib cref ctf-share-types ctf-variables dT dc dp default-imported-symver "
       "default-symver disable-auto-image-base disable-auto-import disable-large-address-aware "
       "disable-long-section-names disable-multiple-abs-defs disable-reloc-section "
@@ -164,9 +178,9 @@ _opts("architecture assert audit auxiliary base-file compress-debug-sections def
       "fuse-ld gpsize hash-size heap image-base just-symbols major-image-version major-os-version "
       "major-subsystem-version max-cache-size minor-image-version minor-os-version "
       "minor-subsystem-version oformat orphan-handling out-implib output-def package-metadata "
-      "retain-symbols-file rpath-link script section-alignment section-start soname sort-section "
+      "retain-symbols-file rpath-link script section-alignment section-start sort-section "
       "spare-dynamic-tags split-by-reloc stack subsystem task-link thumb-entry trace-symbol "
-      "unique version-exports-section version-script wrap Map Tbss Tdata Ttext Trodata-segment "
+      "unique version-exports-section wrap Map Tbss Tdata Ttext Trodata-segment "
       "Tldata-segment Ttext-segment ignore-unresolved-symbol", True, None)
 _LONG_NAMES = tuple(_LONG)
 
@@ -176,7 +190,7 @@ _SHORT = {
     "I": (True, "interp"), "m": (True, "emulation"), "z": (True, "z"), "u": (True, "undefined"),
     "R": (True, "R"), "O": (True, IGNORE), "a": (True, "a"), "Y": (True, None), "y": (True, None),
     "T": (True, None), "A": (True, None), "b": (True, None), "c": (True, None), "f": (True, None),
-    "F": (True, None), "G": (True, None), "h": (True, None), "P": (True, None),
+    "F": (True, None), "G": (True, None), "h": (True, "soname"), "P": (True, None),
     "E": (False, "export_dynamic"), "S": (False, "strip_debug"), "s": (False, "strip_all"),
     "v": (False, "version"), "V": (False, "version"), "X": (False, IGNORE), "g": (False, IGNORE),
     "(": (False, "group_start"), ")": (False, "group_end"), "r": (False, "relocatable"),
@@ -257,8 +271,6 @@ def parse_args(argv) -> Options:
         start = i
         action, word, val, i = _split(argv, i)
         if action is None:
-            if word in ("-shared", "--shared", "-Bshareable", "--Bshareable"):
-                raise Unsupported("-shared (shared library output)")
             raise Unsupported(f"option {' '.join(argv[start:i])}")
         if action == IGNORE:
             pass
@@ -316,7 +328,7 @@ def parse_args(argv) -> Options:
                 raise Unsupported(f"--build-id={style}")
         elif action in _SETS:
             field_name, value = _SETS[action]
-            kw[field_name] = value
+            kw[field_name] = val if value is None else value
         elif action == "z":
             _z(kw, val)
         elif action == "rpath":
@@ -353,6 +365,8 @@ def parse_args(argv) -> Options:
             kw["unresolved"] = val
         elif action == "dynamic_list":
             dynlist.extend(read_dynamic_list(val))
+        elif action == "version_script":
+            kw["version_script"] = kw.get("version_script", ()) + (val,)
         elif action == "a":
             if val not in ("archive", "default", "shared"):
                 raise Unsupported(f"-a {val}")
@@ -375,6 +389,10 @@ _SETS = {
     "strip_debug": ("strip_debug", True), "strip_all": ("strip_all", True), "version": ("version", True),
     "time": ("time_phases", True), "muldefs": ("allow_multiple_definition", True),
     "relocatable": ("relocatable", True), "new_dtags": ("new_dtags", True), "old_dtags": ("new_dtags", False),
+    "shared": ("shared", True), "soname": ("soname", None), "no_undefined": ("no_undefined", True),
+    "no_undefined_version": ("no_undefined_version", True), "undefined_version": ("no_undefined_version", False),
+    "bsymbolic": ("bsymbolic", "all"), "bsymbolic_functions": ("bsymbolic", "functions"),
+    "bno_symbolic": ("bsymbolic", ""),
 }
 
 
@@ -440,15 +458,15 @@ _Z_WORDS = {
     "relro": ("z_relro", True), "norelro": ("z_relro", False),
     "execstack": ("z_execstack", True), "noexecstack": ("z_execstack", False),
     "text": ("z_text", True), "ibt": ("z_ibt", True), "shstk": ("z_shstk", True),
-    "muldefs": ("allow_multiple_definition", True),
+    "muldefs": ("allow_multiple_definition", True), "defs": ("no_undefined", True),
     "global": 0x2, "loadfltr": 0x10, "origin": 0x80, "interpose": 0x400, "nodefaultlib": 0x800,
     "nodump": 0x1000,
+    "nodelete": 0x8, "initfirst": 0x20, "nodlopen": 0x40,   # set in shared objects only (as GNU ld)
 }
 # -z keywords that change nothing in the executables this linker makes (its layout is already
 # -z separate-code's; -z defs/notext only change what is reported for shared libraries; GNU ld
 # sets DF_1_NODELETE/INITFIRST/NOOPEN in shared objects only).
-_Z_IGNORED = {"nodelete", "initfirst", "nodlopen",   # GNU ld sets these for shared objects only
-              "separate-code", "noseparate-code", "separate-loadable-segments", "defs", "nodefs",
+_Z_IGNORED = {"separate-code", "noseparate-code", "separate-loadable-segments", "nodefs",
               "undefs", "combreloc", "nocombreloc", "notext", "textoff", "noextern-protected-data",
               "nopack-relative-relocs", "cet-report=none", "keep-text-section-prefix",
               "nokeep-text-section-prefix", "noexecheap", "start-stop-gc", "nostart-stop-gc",

@@ -41,7 +41,8 @@ class _Out:
 def check_options(opts):
     for name, asked in (("-pie", opts.pie), ("--gc-sections", opts.gc_sections), ("--defsym", opts.defsym),
                         ("--dynamic-list", opts.dynamic_list), ("-s", opts.strip_all),
-                        ("-S", opts.strip_debug), ("-E", opts.export_dynamic), ("-rpath", opts.rpath)):
+                        ("-S", opts.strip_debug), ("-E", opts.export_dynamic), ("-rpath", opts.rpath),
+                        ("-shared", opts.shared), ("--version-script", opts.version_script)):
         if asked:
             raise Unsupported(f"-r with {name}")
 

@@ -16,6 +16,8 @@ ld writes it.
 from linkwrap.ld import elf
 from linkwrap.ld import x86_64
 from linkwrap.ld.scan import preemptible, where
+from linkwrap.ld.x86_64 import (BASEREL, DESC_CALL_NOP, DESC_TO_IE, DESC_TO_LE, DIRECT, DYNREL, GD_TO_IE,
+                                GD_TO_LE, GOT, LD_TO_LE, NONE, PLT, TLS_TPOFF, TLSDESC, TLSGD, TLSLD)
 
 _PACK = {
     (8, ""): elf.U64.pack_into, (4, "s"): elf.I32.pack_into, (4, "u"): elf.U32.pack_into,
@@ -69,11 +71,11 @@ class _KeptCopies:
 def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept):
     mode = lk.mode
     pic = mode.pic
+    out = x86_64.output_kind(mode)
     alloc = sec.flags & elf.SHF_ALLOC
     recipes = x86_64.RECIPES
     rela = lk.synth.rela_dyn
     copied = lk.synth.copied
-    canonical = lk.synth.canonical
     merged_of = lk.synth.merged_of
     dynidx = lk.synth.dynsym.index if lk.synth.dynsym is not None else {}
     addr_get = lk.addr_of.get
@@ -122,30 +124,36 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept):
         else:
             S = sym_addr(s)
         kind = r.kind
-        if kind == "abs64":
-            if alloc and not s.is_local and preemptible(s, mode, copied) and \
-                    (sec.flags & elf.SHF_WRITE or s not in canonical):
+        if not alloc:
+            act = DIRECT      # debug info: the link-time value, never a dynamic relocation
+        else:
+            pre = not s.is_local and preemptible(s, mode, copied)
+            act = x86_64.action(kind, rtype, x86_64.sym_class(s, pre), out, sec.flags & elf.SHF_WRITE)
+            if act is PLT and tsec is not None:
+                S = sym_addr(s)   # a shared object's own interposable function: called through its PLT
+        if act is DYNREL:
+            if kind == "abs64":
                 rela.other.append((P, (dynidx[s] << 32) | elf.R_X86_64_64, A))
                 elf.U64.pack_into(buf, loc, 0)
                 continue
+        elif act is BASEREL:
             v = (S + A) & MASK64
-            if alloc and pic and not (s.is_abs or (not s.defined and not s.is_local)):
-                rela.relative.append((P, v))
+            rela.relative.append((P, v))
             elf.U64.pack_into(buf, loc, v)
             continue
-        if kind == "tlsgd":
+        elif act is GD_TO_LE or act is GD_TO_IE:
             form = x86_64.gd_call_form(buf, loc)
             if form is None:
                 diag.error(f"{where(sec, r_off, syms)}: R_X86_64_TLSGD not followed by the expected "
                            f"__tls_get_addr call sequence")
                 continue
-            if not s.is_local and preemptible(s, mode, copied):
+            if act is GD_TO_IE:
                 x86_64.relax_gd_to_ie(buf, loc, P, lk.gottp_slot(s))
             else:
                 x86_64.relax_gd_to_le(buf, loc, lk.tp_offset(S + A + 4))
             skip_next = True
             continue
-        if kind == "tlsld":
+        elif act is LD_TO_LE:
             form = x86_64.ld_call_form(buf, loc)
             if form is None:
                 diag.error(f"{where(sec, r_off, syms)}: R_X86_64_TLSLD not followed by the expected "
@@ -154,21 +162,36 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept):
             x86_64.relax_ld_to_le(buf, loc, form)
             skip_next = True
             continue
-        if kind == "tlsdesc" or kind == "tlsdesc_call":
-            if kind == "tlsdesc_call":
+        elif act is DESC_TO_LE or act is DESC_TO_IE or act is DESC_CALL_NOP:
+            if act is DESC_CALL_NOP:
                 ok = x86_64.relax_tlsdesc_call(buf, loc)
-            elif not s.is_local and preemptible(s, mode, copied):
+            elif act is DESC_TO_IE:
                 ok = x86_64.relax_tlsdesc(buf, loc, lk.gottp_slot(s) + A - P, True)
             else:
                 ok = x86_64.relax_tlsdesc(buf, loc, lk.tp_offset(S + A + 4), False)
             if not ok:
                 diag.error(f"{where(sec, r_off, syms)}: {r.name} not at the instruction the psABI prescribes")
             continue
-        if kind == "got" and rtype != elf.R_X86_64_GOTPCREL and alloc and s.defined and not s.is_ifunc \
-                and not (s.is_abs and pic) and (s.is_local or not preemptible(s, mode, copied)) \
-                and x86_64.relax_gotpcrelx(buf, loc, S + A - P):
+        elif act is GOT:
+            if kind == "got" and rtype != elf.R_X86_64_GOTPCREL and s.defined and not s.is_ifunc \
+                    and not (s.is_abs and pic) and (s.is_local or not preemptible(s, mode, copied)) \
+                    and x86_64.relax_gotpcrelx(buf, loc, S + A - P):
+                continue
+        elif act is TLSGD:
+            v = lk.gd_slot(s) + A - P
+            _PACK[(4, "s")](buf, loc, v)
             continue
-        if kind == "dtpoff" and alloc:
+        elif act is TLSLD:
+            v = lk.ld_slot() + A - P
+            _PACK[(4, "s")](buf, loc, v)
+            continue
+        elif act is TLSDESC:
+            v = lk.desc_slot(s) + A - P      # lea x@tlsdesc(%rip): the descriptor's GOT pair
+            _PACK[(4, "s")](buf, loc, v)
+            continue
+        elif act is NONE:
+            continue                         # the descriptor call of a shared object stays as it is
+        if act is TLS_TPOFF:
             # after the local-dynamic sequence became local-exec, x@dtpoff is a TP offset
             v = lk.tp_offset(S) + A
         else:

@@ -80,7 +80,7 @@ LINKER_SYMBOLS = (
 
 def is_dynamic(opts, dsos) -> bool:
     """The output has .dynamic: a PIE, or it links a shared library."""
-    return bool(opts.pie or dsos)
+    return bool(opts.pie or opts.shared or dsos)
 
 
 class _Resolver:

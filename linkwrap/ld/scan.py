@@ -9,15 +9,20 @@ that references it) and every relocation this linker cannot do.
 
 A symbol is *preemptible* when the dynamic loader picks its definition: it
 is defined by a shared library, or it is an undefined weak in a dynamically
-linked output. Everything the executable defines itself is bound here.
+linked output, or (-shared) it is undefined or an exported default-visibility
+definition another module may interpose. What each relocation needs is the
+classifier's answer (x86_64.action); this pass turns actions into needs.
 """
 from dataclasses import dataclass
 
 from linkwrap.ld import elf
 from linkwrap.ld.diag import Unsupported
-from linkwrap.ld.x86_64 import RECIPES
+from linkwrap.ld import x86_64
+from linkwrap.ld.x86_64 import (BASEREL, CANONICAL_PLT, COPYREL, DESC_TO_IE, DIRECT, DYNREL, ERR_PIC,
+                                ERR_PREEMPT, ERR_TEXT, GD_TO_IE, GD_TO_LE, GOT, GOTTP, LD_TO_LE, NONE, PLT,
+                                RECIPES, TLSDESC, TLSGD, TLSLD)
 
-NEED_GOT, NEED_PLT, NEED_GOTTP, NEED_COPY, NEED_DYNSYM, NEED_CANON = 1, 2, 4, 8, 16, 32
+NEED_GOT, NEED_PLT, NEED_GOTTP, NEED_COPY, NEED_DYNSYM, NEED_CANON, NEED_GD, NEED_DESC = 1, 2, 4, 8, 16, 32, 64, 128
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,10 @@ class Mode:
     dynamic: bool        # has .dynamic (PIE or links a shared library)
     interp: bool         # has PT_INTERP (links a shared library)
     base: int            # address of the ELF header
+    shared: bool = False  # -shared: a shared object
+    # a shared object's own definitions the loader may bind elsewhere (exported, default
+    # visibility, not -Bsymbolic): references to them go through the GOT and PLT
+    interposable: frozenset = frozenset()
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,8 @@ def preemptible(s, mode, copied=frozenset()):
     """copied: the symbols synthetic placed in .bss by copy relocations (bound here after all)."""
     if s.dso is not None:
         return s not in copied
+    if mode.shared:
+        return not s.is_local and ((not s.defined and s.visibility == elf.STV_DEFAULT) or s in mode.interposable)
     return (mode.interp and not s.is_local and not s.defined and s.visibility == elf.STV_DEFAULT)
 
 
@@ -75,9 +86,13 @@ def scan(opts, mode, res, live, diag) -> Needs:
     n_symbolic = 0
     uses_got_base = False
     reported = set()
+    # a shared object may leave symbols to the modules it is loaded with (GNU ld's default)
+    allow_undefined = mode.shared and not opts.no_undefined
     ignore_undefined = opts.unresolved in ("ignore-all", "ignore-in-object-files")
     abs64_pre = {}       # preemptible symbol -> R_X86_64_64 count (symbolic, unless it gets copied)
     pic = mode.pic
+    out = x86_64.output_kind(mode)
+    needs_ld = False
     for sec in live.sections:
         if not sec.flags & elf.SHF_ALLOC:
             continue
@@ -101,7 +116,7 @@ def scan(opts, mode, res, live, diag) -> Needs:
                            f"{where(sec, off, syms)}")
                 continue
             s = syms[info >> 32]
-            if not s.is_local and not s.defined and s.strong_ref:
+            if not s.is_local and not s.defined and s.strong_ref and not allow_undefined:
                 if ignore_undefined:
                     raise Unsupported(f"--unresolved-symbols={opts.unresolved} with an undefined "
                                       f"reference (to `{s.name}')")
@@ -112,77 +127,47 @@ def scan(opts, mode, res, live, diag) -> Needs:
                 continue
             kind = r.kind
             if s.is_ifunc and kind != "size":
-                need[s] = get(s, 0) | NEED_PLT
+                need[s] = get(s, 0) | NEED_PLT     # an IFUNC is reached through its PLT entry, always
             pre = not s.is_local and preemptible(s, mode)
-            if kind == "pc":
-                if pre:
-                    if s.type == elf.STT_OBJECT and s.dso is not None:
-                        need[s] = get(s, 0) | NEED_COPY
-                    elif s.dso is not None or rtype == elf.R_X86_64_PLT32:
-                        need[s] = get(s, 0) | NEED_PLT | NEED_DYNSYM
-                        if rtype != elf.R_X86_64_PLT32 and s.dso is not None and not pic:
-                            need[s] |= NEED_CANON     # its address is taken, not only called
-            elif kind == "abs64":
-                if pre and not pic and not writable and s.dso is not None:
-                    # a read-only pointer in a non-PIE executable: bound here, to a copy of the
-                    # library's data or to the function's canonical PLT entry (GNU ld does both)
-                    need[s] = get(s, 0) | (NEED_COPY if s.type == elf.STT_OBJECT else
-                                           NEED_PLT | NEED_DYNSYM | NEED_CANON)
-                elif pre:
-                    if not writable:
-                        diag.error(f"{where(sec, off, syms)}: relocation R_X86_64_64 against `{s.name}' in "
-                                   f"read-only section needs a text relocation")
-                    need[s] = get(s, 0) | NEED_DYNSYM
-                    abs64_pre[s] = abs64_pre.get(s, 0) + 1
-                elif pic and not _absolute(s, mode):
-                    if not writable:
-                        diag.error(f"{where(sec, off, syms)}: relocation R_X86_64_64 against `{s.name or sec.name}' "
-                                   f"in read-only section `{sec.name}' needs a text relocation")
-                    n_relative += 1
-            elif kind == "abs32":
-                if pic and not _absolute(s, mode):
-                    diag.error(f"{where(sec, off, syms)}: relocation {r.name} against `{s.name or sec.name}' can not "
-                               f"be used when making a PIE object; recompile with -fPIE")
-                elif pre:
-                    need[s] = get(s, 0) | (NEED_COPY if s.type == elf.STT_OBJECT else NEED_PLT | NEED_DYNSYM)
-                    if s.type != elf.STT_OBJECT and s.dso is not None:
-                        need[s] |= NEED_CANON
-            elif kind == "got":
+            act = x86_64.action(kind, rtype, x86_64.sym_class(s, pre), out, writable)
+            if pre:
+                need[s] = get(s, 0) | NEED_DYNSYM
+            if act is DIRECT or act is NONE:
+                pass
+            elif act is BASEREL:
+                n_relative += 1
+            elif act is DYNREL:
+                abs64_pre[s] = abs64_pre.get(s, 0) + 1
+            elif act is GOT:
                 need[s] = get(s, 0) | NEED_GOT
-                if pre:
-                    need[s] = get(s, 0) | NEED_DYNSYM
-            elif kind == "gottp":
+            elif act is PLT:
+                need[s] = get(s, 0) | NEED_PLT
+            elif act is COPYREL:
+                need[s] = get(s, 0) | NEED_COPY
+            elif act is CANONICAL_PLT:
+                need[s] = get(s, 0) | NEED_PLT | NEED_CANON
+            elif act is GOTTP or act is GD_TO_IE or act is DESC_TO_IE:
                 need[s] = get(s, 0) | NEED_GOTTP
-                if pre:
-                    need[s] = get(s, 0) | NEED_DYNSYM
-            elif kind == "tpoff":
-                if pre:
-                    diag.error(f"{where(sec, off, syms)}: relocation {r.name} against `{s.name}' can not be used: "
-                               f"it is defined in a shared library")
-            elif kind == "tlsgd":
-                if pre:
-                    need[s] = get(s, 0) | NEED_GOTTP | NEED_DYNSYM
+            elif act is TLSGD:
+                need[s] = get(s, 0) | NEED_GD
+            elif act is TLSLD:
+                needs_ld = True
+            elif act is TLSDESC:
+                need[s] = get(s, 0) | NEED_DESC
+            elif act is ERR_PIC:
+                what = "a shared object; recompile with -fPIC" if mode.shared else "a PIE object; recompile with -fPIE"
+                diag.error(f"{where(sec, off, syms)}: relocation {r.name} against `{s.name or sec.name}' can not "
+                           f"be used when making {what}")
+            elif act is ERR_TEXT:
+                diag.error(f"{where(sec, off, syms)}: relocation {r.name} against `{s.name or sec.name}' "
+                           f"in read-only section `{sec.name}' needs a text relocation")
+            elif act is ERR_PREEMPT:
+                why = "it is defined in a shared library" if s.dso is not None else "the symbol is bound at run time"
+                diag.error(f"{where(sec, off, syms)}: relocation {r.name} against `{s.name}' can not be used: {why}")
+            if act is GD_TO_LE or act is GD_TO_IE or act is LD_TO_LE:
                 skip_next = True   # the __tls_get_addr call disappears with the relaxation
-            elif kind == "tlsld":
-                skip_next = True
-            elif kind == "tlsdesc":
-                if pre:   # relaxed to initial-exec: a GOT slot with the TP offset
-                    need[s] = get(s, 0) | NEED_GOTTP | NEED_DYNSYM
-            elif kind == "got64":
-                need[s] = get(s, 0) | NEED_GOT
-                if pre:
-                    need[s] = get(s, 0) | NEED_DYNSYM
+            if kind == "got64" or kind == "pltoff" or kind == "gotbase":
                 uses_got_base = True
-            elif kind == "pltoff":
-                if pre:
-                    need[s] = get(s, 0) | NEED_PLT | NEED_DYNSYM
-                uses_got_base = True
-            elif kind == "gotbase":
-                uses_got_base = True
-                if pre and rtype == elf.R_X86_64_GOTOFF64:
-                    # S - GOT needs S at link time; GNU ld refuses it for a symbol bound at run time
-                    diag.error(f"{where(sec, off, syms)}: relocation R_X86_64_GOTOFF64 against `{s.name}' can not "
-                               f"be used: the symbol is bound at run time")
     for s, n in abs64_pre.items():
         if get(s, 0) & NEED_COPY:
             n_relative += n if pic else 0   # the copy lives in the executable: bound here
@@ -199,8 +184,13 @@ def scan(opts, mode, res, live, diag) -> Needs:
             got_syms.append(("addr", s))
         if n & NEED_GOTTP:
             got_syms.append(("tp", s))
+        if n & NEED_GD:
+            got_syms.append(("gd", s))
+        if n & NEED_DESC:
+            got_syms.append(("desc", s))
         if n & NEED_PLT and (s.is_ifunc or (s.dso is not None and not n & NEED_COPY) or
-                             (mode.interp and not s.defined)):
+                             ((mode.interp or mode.shared) and not s.defined) or
+                             (mode.shared and s.file is not None)):
             plt_syms.append(s)
         if n & NEED_DYNSYM or n & NEED_COPY:
             imports.append(s)
@@ -227,8 +217,14 @@ def scan(opts, mode, res, live, diag) -> Needs:
                 got_syms.append(("addr", s))
             if n & NEED_GOTTP:
                 got_syms.append(("tp", s))
+            if n & NEED_GD:
+                got_syms.append(("gd", s))
+            if n & NEED_DESC:
+                got_syms.append(("desc", s))
             if n & NEED_PLT and s.is_ifunc:
                 plt_syms.append(s)
+    if needs_ld:
+        got_syms.append(("ld", None))   # one (module, 0) pair serves every local-dynamic access
     if "_GLOBAL_OFFSET_TABLE_" in res.symtab:
         uses_got_base = True
     canonical = frozenset(s for s in plt_syms if get(s, 0) & NEED_CANON)

@@ -85,7 +85,8 @@ def link(inv, answer=None):
         if outcome.returncode != 0 and outcome.start == "direct":
             # What the driver's expansion cannot show (LTO code in an archive): the driver has the last word.
             outcome = run.execute(request, decision, environ, direct=False, owner=owner)
-        if outcome.returncode != 0 and decision.changes_anything and not _callers_error(decision, outcome):
+        if outcome.returncode != 0 and decision.changes_anything and not _callers_error(decision, outcome) \
+                and not _python_ld_without_fallback(decision, environ):
             first = outcome
             decision = policy.as_asked(f"{_label(decision)} failed (exit {outcome.returncode}); linked as asked")
             outcome = run.execute(request, decision, environ, owner=owner)
@@ -185,6 +186,12 @@ def _callers_error(decision, outcome) -> bool:
     if decision.linker is None or decision.linker.name == "python" or outcome.returncode >= 128:
         return False
     return any(m in outcome.stderr for m in _CALLERS_ERRORS)
+
+
+def _python_ld_without_fallback(decision, environ) -> bool:
+    """LINKWRAP_LD_NO_FALLBACK=1 (for tests): linkwrap's own linker's failure is the link's result."""
+    return environ.get("LINKWRAP_LD_NO_FALLBACK") == "1" and decision.linker is not None \
+        and decision.linker.name == "python"
 
 
 def _crc(text: str) -> str:

@@ -42,3 +42,19 @@ def test_ninja_example_with_wild(tmp_path, lw_home, wild):
     assert run([example / "count", "one two", "three"]).stdout == "3 words\n"
     for out in ("hello", "count", "libgreet.so"):
         assert by_wild(example / out), out
+
+
+def test_cmake_example_with_linkwraps_own_linker(tmp_path, lw_home):
+    """LINKWRAP_LINKER=python with no fall-back: linkwrap.ld links the C++ shared library and the
+    programs that use it (C and C++), and they run."""
+    source, build = tmp_path / "c-cmake", tmp_path / "build"
+    shutil.copytree(os.path.join(EXAMPLES, "c-cmake"), source, ignore=shutil.ignore_patterns("build"))
+    run(["cmake", "-S", source, "-B", build, "-G", "Ninja"])
+    cmake.plan_cache_install(str(build), script("linkwrap-launch")).apply()
+    quiet_build(build, {**os.environ, "LINKWRAP_LINKER": "python", "LINKWRAP_LD_NO_FALLBACK": "1"})
+    assert run([build / "area"]).stdout == "area of 3x4 rectangle: 12\narea of circle r=1: 3.14159\n"
+    assert run([build / "perimeter"]).stdout == "perimeter of 3x4 rectangle: 14\n"
+    assert run([build / "version"]).stdout == "libshapes 1.0\n"
+    for out in ("area", "perimeter", "version", "libshapes.so"):
+        assert "Linker: linkwrap.ld" in comment(build / out), out
+    assert run(["eu-elflint", "--gnu-ld", build / "libshapes.so"]).returncode == 0

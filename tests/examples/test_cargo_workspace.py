@@ -41,6 +41,8 @@ def signature_of(linker, text):
         return ".note.gnu.gold-version" in text
     if linker == "wild":
         return "Linker: Wild" in text
+    if linker == "python":
+        return "Linker: linkwrap.ld" in text
     if linker == "bfd":  # GNU ld writes no .comment of its own: no other linker may appear
         return not any(s in text for s in ("mold", "LLD", "gold-version", "Wild"))
     raise AssertionError(linker)
@@ -146,3 +148,78 @@ def test_every_example_has_a_readme_and_this_ones_output_is_the_programs():
         text = f.read()
     shown = text.split("`./target/debug/app` prints:\n\n```\n", 1)[1].split("```", 1)[0]
     assert shown == EXPECTED_OUTPUT
+
+
+def test_cargo_build_and_test_with_linkwraps_own_linker(workspace, tmp_path, lw_home):
+    """LINKWRAP_LINKER=python with no fall-back: linkwrap.ld links the build script, the proc-macro
+    (a shared object rustc loads), the binary and the test executables, and the tests pass."""
+    target = tmp_path / "target"
+    env = dict(CARGO_TARGET_DIR=str(target), LINKWRAP_LINKER="python", LINKWRAP_LD_NO_FALLBACK="1")
+    for command in (["build"], ["test"]):
+        done = cargo(workspace, *command, "--quiet", **env)
+        assert done.returncode == 0, done.stderr
+        assert "linkwrap" not in done.stderr
+    assert "test result: ok" in done.stdout and "FAILED" not in done.stdout
+    app = target / "debug" / "app"
+    assert subprocess.run([str(app)], capture_output=True, text=True).stdout == EXPECTED_OUTPUT
+    build_scripts = list((target / "debug" / "build").glob("app-*/build-script-build"))
+    proc_macros = list((target / "debug" / "deps").glob("libgreet_macros-*.so"))
+    tests = [p for p in (target / "debug" / "deps").glob("*-*") if p.suffix == "" and os.access(p, os.X_OK)]
+    assert build_scripts and proc_macros and tests
+    for out in [app, *build_scripts, *proc_macros, *tests]:
+        assert signature_of("python", sections(out)), f"{out} not linked by linkwrap.ld:\n{sections(out)}"
+
+
+RECORDING_LINKER = """#!{python}
+# Records rustc's version script and links the same command line with GNU ld (the reference) beside
+# the output, then links through linkwrap-cc as asked.
+import os, shutil, subprocess, sys
+args = sys.argv[1:]
+out = args[args.index("-o") + 1]
+scripts = [a.split("=", 1)[1] for a in args if a.startswith("-Wl,--version-script=")]
+if scripts:
+    rec = os.environ["RECORD_DIR"]
+    name = os.path.basename(out)
+    shutil.copy(scripts[0], os.path.join(rec, name + ".map"))
+    ref = [a for a in args if a != "-fuse-ld=lld" and not (a.startswith("-B") and a.endswith("gcc-ld"))]
+    ref[ref.index("-o") + 1] = os.path.join(rec, name + ".gnu")
+    subprocess.run(["cc", *ref], check=True)
+os.execv({linkwrap_cc!r}, [{linkwrap_cc!r}, *args])
+"""
+
+
+def dynamic_symbols(path):
+    """(defined names, undefined names) of .dynsym, without versions."""
+    out = subprocess.run(["readelf", "-W", "--dyn-syms", str(path)], capture_output=True, text=True).stdout
+    defined, undefined = set(), set()
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 8 and f[0].rstrip(":").isdigit():
+            (undefined if f[6] == "UND" else defined).add(f[7].split("@")[0])
+    return defined, undefined
+
+
+def test_the_proc_macros_dynsym_is_what_its_version_script_exports(workspace, tmp_path, lw_home):
+    import sys
+    rec = tmp_path / "rec"
+    rec.mkdir()
+    linker = tmp_path / "record-linker"
+    linker.write_text(RECORDING_LINKER.format(python=sys.executable, linkwrap_cc=script("linkwrap-cc")))
+    linker.chmod(0o755)
+    target = tmp_path / "target"
+    done = cargo(workspace, "build", "--quiet", CARGO_TARGET_DIR=str(target), LINKWRAP_LINKER="python",
+                 LINKWRAP_LD_NO_FALLBACK="1", RECORD_DIR=str(rec),
+                 **{f"CARGO_TARGET_{HOST.upper().replace('-', '_')}_LINKER": str(linker)})
+    assert done.returncode == 0, done.stderr
+    [proc_macro] = (target / "debug" / "deps").glob("libgreet_macros-*.so")
+    assert signature_of("python", sections(proc_macro))
+    text = (rec / (proc_macro.name + ".map")).read_text()
+    # rustc's script: { global: NAME; NAME; local: *; };
+    exported = set(text.split("global:", 1)[1].split("local:", 1)[0].replace(";", " ").split())
+    assert exported and all(n.startswith(("__rustc_proc_macro_decls_", "rust_metadata_")) for n in exported)
+    ours, ours_undefined = dynamic_symbols(proc_macro)
+    gnu, gnu_undefined = dynamic_symbols(rec / (proc_macro.name + ".gnu"))
+    assert ours == exported == gnu
+    # every import GNU ld's output has, this one has (GNU ld drops a few that only dead code names)
+    assert gnu_undefined <= ours_undefined
+    assert subprocess.run(["eu-elflint", "--gnu-ld", str(proc_macro)], capture_output=True).returncode == 0

@@ -1,7 +1,8 @@
 """The behaviour corpus: one small program per linker behaviour, its expected output beside it.
 
 A case is a directory under behaviours/ with case.ini ([case] about, mode, cflags, ldflags,
-facts, expect, output) and expected.stdout. Sources: *.c and *.s are the program; ar_*.c go
+facts, expect, output) and expected.stdout. Sources: *.c and *.s are the program (with
+`mode = shared`: the shared object; prog_*.c are then the program GNU ld links against it); ar_*.c go
 into the static archive libar.a (after the objects); so_*.c into the shared library
 sub/libso.so, built without a SONAME and named by that relative path; root_lib_<name>.c into
 root/lib/lib<name>.a (for --sysroot). `output = partial`: the link is a -r; GNU ld links
@@ -20,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BEHAVIOURS_DIR = os.path.join(HERE, "behaviours")
 CASES = sorted(d for d in os.listdir(BEHAVIOURS_DIR) if os.path.isdir(os.path.join(BEHAVIOURS_DIR, d)))
 MODE_FLAGS = {"static": ["-static"], "static-pie": ["-static-pie"], "pie": ["-pie"], "no-pie": ["-no-pie"],
-              "none": []}
+              "shared": ["-shared"], "none": []}
 
 
 def spec(case):
@@ -45,6 +46,9 @@ def build(case, work):
         path = os.path.join(src, name)
         if name.startswith("so_") and name.endswith(".c"):
             so_srcs.append(path)
+        elif name.startswith("prog_") and name.endswith(".c"):
+            # the program that uses a `mode = shared` case's output (linked by _check_output)
+            subprocess.run(["gcc", "-O1", "-c", path, "-o", os.path.join(work, name[:-2] + ".o")], check=True)
         elif name.startswith("root_lib_") and name.endswith(".c"):
             d = os.path.join(work, "root", "lib")
             os.makedirs(d, exist_ok=True)
@@ -74,6 +78,15 @@ def build(case, work):
     return args + ["-pthread"] * (s["mode"] != "none") + shlex.split(ldflags)
 
 
+def program_using(s, path, cwd):
+    """A `mode = shared` case: GNU ld links its prog_*.o against the shared object at path (named
+    by that path, so the loader finds it) -> the program's path."""
+    progs = sorted(os.path.join(cwd, n) for n in os.listdir(cwd) if n.startswith("prog_") and n.endswith(".o"))
+    subprocess.run([s["driver"], *progs, path, "-o", path + ".prog"], capture_output=True, text=True, cwd=cwd,
+                   check=True)
+    return path + ".prog"
+
+
 def run(path, cwd):
     return subprocess.run([path], capture_output=True, text=True, cwd=cwd, timeout=30)
 
@@ -87,6 +100,8 @@ def facts(path, symbols=()):
     osabi = re.search(r"OS/ABI:\s+(.*)", readelf("-hW")).group(1).strip()
     out = {
         "needed": re.findall(r"\(NEEDED\)\s+Shared library: \[(.*?)\]", dyn),
+        "soname": re.findall(r"\(SONAME\)\s+Library soname: \[(.*?)\]", dyn),
+        "versions": re.findall(r"Name: (\S+)", readelf("-VW").split("Version needs section")[0])[1:],  # not BASE
         "flags": sorted(re.findall(r"\((FLAGS(?:_1)?)\)\s+(.*)", dyn)),
         "init": sorted(re.findall(r"\((INIT|FINI)\)", dyn)),
         "osabi": osabi,
@@ -100,6 +115,9 @@ def facts(path, symbols=()):
     out["rsyms"] = sorted((p[7], p[4], p[3], p[6] if p[6] in ("UND", "COM", "ABS") else "defined", p[5])
                           for p in (line.split() for line in syms.splitlines())
                           if len(p) == 8 and p[4] in ("GLOBAL", "WEAK"))
+    # .dynsym's definitions: name@version, type, binding, visibility
+    out["dynsyms"] = sorted((p[7], p[3], p[4], p[5]) for p in (line.split() for line in readelf("--dyn-syms", "-W").splitlines())
+                            if len(p) >= 8 and p[0].rstrip(":").isdigit() and p[6] != "UND")
     nm = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
     kinds = {line.split()[-1]: line.split()[-2] for line in nm.splitlines() if line.strip()}
     out["symbols"] = [(name, kinds.get(name)) for name in symbols]

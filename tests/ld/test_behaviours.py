@@ -26,7 +26,12 @@ def _link(args, out, cwd, shim=None, driver="gcc"):
 
 
 def _check_output(s, path, cwd):
-    if s["output"] == "partial":
+    if s["mode"] == "shared":
+        # a shared object: GNU ld links the case's prog_*.c against it, which must run
+        r = subprocess.run(["readelf", "-h", path], capture_output=True, text=True, check=True)
+        assert "DYN (Shared object file)" in r.stdout
+        path = behaviours.program_using(s, path, cwd)
+    elif s["output"] == "partial":
         # a relocatable object: GNU ld makes the program of it, which must run as expected
         r = subprocess.run(["readelf", "-h", path], capture_output=True, text=True, check=True)
         assert "REL (Relocatable file)" in r.stdout

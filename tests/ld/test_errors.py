@@ -91,7 +91,7 @@ def test_pie_with_non_pic_object_names_the_relocation(objs, tmp_path):
 
 
 @pytest.mark.parametrize("args, what", [
-    (["-shared", "h.o"], "not supported yet: -shared"),
+    (["-shared", "-z", "pack-relative-relocs", "h.o"], "not supported yet: -z pack-relative-relocs"),
     (["-r", "-pie", "h.o"], "not supported yet: -r with -pie"),
     (["--script=x.ld", "h.o"], "not supported yet: option --script=x.ld"),
     (["-m", "elf_i386", "h.o"], "not supported yet: emulation elf_i386"),

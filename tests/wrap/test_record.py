@@ -176,16 +176,17 @@ def test_first_error_is_cut_to_300_characters():
 
 
 def test_a_real_fall_back_keeps_why_the_first_attempt_failed(tmp_path, lw_home):
-    # The Python linker does not do shared libraries yet: forced onto a -shared link it
+    # The Python linker does not write RELR relocations yet: forced onto such a link it
     # fails, and the link is done again as asked.
     (tmp_path / "f.c").write_text("int f(void){return 1;}\n")
     subprocess.run(["cc", "-fPIC", "-c", "f.c"], cwd=tmp_path, check=True)
-    done = cc_link(["-shared", "f.o", "-o", "libf.so"], tmp_path, env={"LINKWRAP_LINKER": "python"})
+    done = cc_link(["-shared", "-Wl,-z,pack-relative-relocs", "f.o", "-o", "libf.so"], tmp_path,
+                   env={"LINKWRAP_LINKER": "python"})
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")  # the failed attempt's words are kept out
     [row] = db_rows(lw_home)
     assert (row["fell_back"], row["first_exit_status"], row["exit_status"], row["linker"]) == (1, 1, 0, "as asked")
     assert row["first_linker"].startswith("python ")
-    assert row["first_error"].startswith("linkwrap-ld: not supported yet: -shared")
+    assert row["first_error"].startswith("linkwrap-ld: not supported yet: -z pack-relative-relocs")
 
 
 def test_start_up_is_the_time_from_the_process_start_to_linkwraps_code(tmp_path, lw_home):

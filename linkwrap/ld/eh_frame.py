@@ -1,0 +1,237 @@
+""".eh_frame in one place: each input's records cut and rewritten without the FDEs of dropped
+functions (for gc, which decides what lives), and .eh_frame_hdr, the sorted table (initial location
+-> FDE) the unwinder searches, built from the output's .eh_frame.
+
+Input: an input .eh_frame section, its object's symbols, the live set. Output: EhFrame records that
+stand in for the input sections in Liveness.sections (symbols and relocations still name the
+input; layout gives both the same address), and the EhFrameHdr synthetic section.
+"""
+import struct
+
+from linkwrap.ld import elf
+from linkwrap.ld.diag import Unsupported
+from linkwrap.ld.synthetic.base import _put, Synthetic
+
+
+class EhFrame:
+    """One input .eh_frame as the output gets it: the records kept, their relocations moved along.
+
+    Stands in for `input` in Liveness.sections. Symbols and relocations still name
+    `input`; layout gives both the same address.
+    """
+    __slots__ = ("input", "file", "name", "type", "flags", "size", "align", "entsize", "rela", "relocs",
+                 "data", "group_sig")
+
+    def __init__(self, sec, data, relocs):
+        self.input = sec
+        self.file = sec.file
+        self.name = sec.name
+        self.type = sec.type
+        self.flags = sec.flags
+        self.entsize = sec.entsize
+        self.rela = sec.rela
+        self.group_sig = sec.group_sig
+        self.data = data
+        self.relocs = relocs
+        self.size = len(data)
+        # Padding between .eh_frame pieces would read as a zero terminator to an
+        # unwinder walking registered frames (static executables): records are 4-aligned.
+        self.align = 4 if self.size % 4 == 0 else sec.align
+
+    def bytes(self):
+        return self.data
+
+    def get_relocs(self):
+        return self.relocs
+
+    def __repr__(self):
+        return f"{self.file.name}({self.name})"
+
+
+class _Split:
+    """An .eh_frame cut into records (gc's working data, not part of the result)."""
+    __slots__ = ("data", "records", "cies_relocs")
+
+    def __init__(self, data, records, cies_relocs):
+        self.data = data
+        self.records = records            # (offset, total length, is_cie, relocs, described section)
+        self.cies_relocs = cies_relocs    # relocations of each CIE (personality routines)
+
+
+def _count_fdes(sec) -> int:
+    data = sec.bytes()
+    n = len(data)
+    off = count = 0
+    unpack = elf.U32.unpack_from
+    while off + 8 <= n:
+        length = unpack(data, off)[0]
+        if length == 0xFFFFFFFF:
+            raise Unsupported(f"{sec}: 64-bit DWARF .eh_frame record")
+        if length and unpack(data, off + 4)[0]:
+            count += 1
+        off += 4 + length
+    return count
+
+
+def _split_eh_frame(sec, syms, fde_refs) -> _Split:
+    """Cut .eh_frame into CIE and FDE records; note which section each FDE describes."""
+    data = bytes(sec.bytes())
+    relocs = sorted(sec.get_relocs())
+    records = []     # (offset, length_total, is_cie, relocs, target section)
+    cies_relocs = []
+    off = 0
+    ri = 0
+    n = len(data)
+    while off + 4 <= n:
+        length = elf.U32.unpack_from(data, off)[0]
+        if length == 0xFFFFFFFF:
+            raise Unsupported(f"{sec}: 64-bit DWARF .eh_frame record")
+        total = 4 + length
+        if off + total > n:
+            raise Unsupported(f"{sec}: .eh_frame record at {off} runs past the section end")
+        rels = []
+        while ri < len(relocs) and relocs[ri][0] < off + total:
+            rels.append(relocs[ri])
+            ri += 1
+        if length == 0:
+            records.append((off, 4, True, rels, None))
+            off += 4
+            continue
+        cie_id = elf.U32.unpack_from(data, off + 4)[0]
+        target = None
+        if cie_id == 0:
+            cies_relocs.append(rels)
+        else:
+            for r in rels:
+                if r[0] == off + 8:
+                    target = syms[r[1] >> 32].section
+                    break
+            if target is not None and len(rels) > 1:
+                # the LSDA (and anything else) the FDE points to lives as long as the function
+                extra = [syms[r[1] >> 32].section for r in rels if r[0] != off + 8]
+                fde_refs[target] = fde_refs.get(target, ()) + tuple(t for t in extra if t is not None)
+        records.append((off, total, cie_id == 0, rels, target))
+        off += total
+    return _Split(data, records, cies_relocs)
+
+
+def _drop_dead_fdes(sec, split, alive):
+    """-> (EhFrame without the FDEs of dead functions, FDEs kept)."""
+    data = split.data
+    out = bytearray()
+    new_relocs = []
+    cie_map = {}
+    kept = 0
+    for off, total, is_cie, rels, target in split.records:
+        if not is_cie and (target is None or target not in alive):
+            continue
+        new_off = len(out)
+        out += data[off:off + total]
+        if is_cie:
+            cie_map[off] = new_off
+        else:
+            old_cie = off + 4 - elf.U32.unpack_from(data, off + 4)[0]
+            if old_cie not in cie_map:
+                raise Unsupported(f"{sec}: FDE at {off} points to no CIE before it")
+            elf.U32.pack_into(out, new_off + 4, new_off + 4 - cie_map[old_cie])
+            kept += 1
+        delta = new_off - off
+        for r_off, info, add in rels:
+            new_relocs.append((r_off + delta, info, add))
+    return EhFrame(sec, bytes(out), new_relocs), kept
+
+
+class EhFrameHdr(Synthetic):
+    """.eh_frame_hdr: a sorted table (initial location -> FDE) for the unwinder's binary search."""
+    align = 4
+
+    def __init__(self, fde_count):
+        super().__init__(".eh_frame_hdr")
+        self.fde_count = fde_count
+
+    def size(self):
+        return 12 + 8 * self.fde_count
+
+    def write_to(self, buf, lk):
+        eh = lk.osec(".eh_frame")
+        entries = _fde_table(buf, eh.offset, eh.addr, eh.size)
+        if len(entries) != self.fde_count:
+            raise AssertionError(f".eh_frame_hdr: found {len(entries)} FDEs, reserved {self.fde_count}")
+        entries.sort()
+        hdr = lk.addr_of[self]
+        out = bytearray(struct.pack("<BBBBiI", 1, 0x1B, 0x03, 0x3B, eh.addr - (hdr + 4), len(entries)))
+        for pc, fde in entries:
+            out += struct.pack("<ii", pc - hdr, fde - hdr)
+        return _put(buf, lk.offset_of(self), out)
+
+
+# DW_EH_PE value formats (low nibble) -> (struct format, size): absptr, udata2/4/8, sdata2/4/8.
+
+
+_EH_PE_FORMATS = {0x00: ("<Q", 8), 0x02: ("<H", 2), 0x03: ("<I", 4), 0x04: ("<Q", 8),
+                  0x0A: ("<h", 2), 0x0B: ("<i", 4), 0x0C: ("<q", 8)}
+
+
+def _read_encoded(buf, pos, enc, addr_of_pos):
+    """A DW_EH_PE-encoded pointer at buf[pos] -> (value, size)."""
+    layout = _EH_PE_FORMATS.get(enc & 0x0F)
+    if layout is None:
+        raise AssertionError(f"unsupported .eh_frame pointer encoding 0x{enc:x}")
+    v, n = struct.unpack_from(layout[0], buf, pos)[0], layout[1]
+    if enc & 0x70 == 0x10:
+        v += addr_of_pos
+    return v & 0xFFFFFFFFFFFFFFFF, n
+
+
+def _uleb(buf, pos):
+    v = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return v, pos
+
+
+def _fde_table(buf, off, addr, size):
+    """(initial location, FDE address) for every FDE of the output .eh_frame."""
+    entries = []
+    cie_enc = {}
+    pos = off
+    end = off + size
+    while pos + 4 <= end:
+        length = struct.unpack_from("<I", buf, pos)[0]
+        if length == 0:
+            pos += 4
+            continue
+        cid = struct.unpack_from("<I", buf, pos + 4)[0]
+        if cid == 0:
+            p = pos + 9
+            aug_end = buf.index(0, p)
+            aug = bytes(buf[p:aug_end]).decode()
+            p = aug_end + 1
+            _, p = _uleb(buf, p)              # code alignment
+            _, p = _uleb(buf, p)              # data alignment (sleb, skipping works the same)
+            p += 1                            # return address register (version 1: one byte)
+            enc = 0
+            if aug.startswith("z"):
+                _, p = _uleb(buf, p)
+                for c in aug[1:]:
+                    if c == "R":
+                        enc = buf[p]
+                        p += 1
+                    elif c == "P":
+                        penc = buf[p]
+                        _, n = _read_encoded(buf, p + 1, penc, 0)
+                        p += 1 + n
+                    elif c == "L":
+                        p += 1
+            cie_enc[pos] = enc
+        else:
+            cie = pos + 4 - cid
+            enc = cie_enc.get(cie, 0)
+            pc, _ = _read_encoded(buf, pos + 8, enc, addr + (pos + 8 - off))
+            entries.append((pc, addr + (pos - off)))
+        pos += 4 + length
+    return entries

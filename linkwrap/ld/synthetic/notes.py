@@ -1,0 +1,95 @@
+"""Notes: .note.gnu.build-id and .note.gnu.property (the inputs' x86 properties merged)."""
+import hashlib
+import struct
+
+from linkwrap.ld import elf
+from linkwrap.ld.synthetic.base import _put, Synthetic
+
+
+class BuildId(Synthetic):
+    type = elf.SHT_NOTE
+    align = 4
+
+    def __init__(self, style):
+        super().__init__(".note.gnu.build-id")
+        self.style = style
+        if style.startswith("0x"):
+            self.desc_len = len(bytes.fromhex(style[2:]))
+        else:
+            self.desc_len = {"sha1": 20, "md5": 16, "uuid": 16}[style]
+
+    def size(self):
+        return 16 + self.desc_len
+
+    def write_to(self, buf, lk):
+        # name "GNU", type NT_GNU_BUILD_ID (3); the digest is filled by fill_digest() at the very end
+        head = struct.pack("<III", 4, self.desc_len, 3) + b"GNU\0"
+        return _put(buf, lk.offset_of(self), head + b"\0" * self.desc_len)
+
+    def fill_digest(self, buf, lk):
+        if self.style == "sha1":
+            d = hashlib.sha1(buf).digest()
+        elif self.style == "md5":
+            d = hashlib.md5(buf).digest()
+        elif self.style == "uuid":
+            import os
+            d = os.urandom(16)
+        else:
+            d = bytes.fromhex(self.style[2:])
+        off = lk.offset_of(self)
+        buf[off + 16:off + 16 + self.desc_len] = d
+
+
+class PropertyNote(Synthetic):
+    """.note.gnu.property: the inputs' x86 properties merged as GNU ld merges them."""
+    type = elf.SHT_NOTE
+
+    def __init__(self, props):
+        super().__init__(".note.gnu.property")
+        desc = b"".join(struct.pack("<IIII", t, 4, v, 0) for t, v in sorted(props.items()))
+        self.data = struct.pack("<III", 4, len(desc), 5) + b"GNU\0" + desc   # NT_GNU_PROPERTY_TYPE_0
+
+    def size(self):
+        return len(self.data)
+
+    def write_to(self, buf, lk):
+        return _put(buf, lk.offset_of(self), self.data)
+
+
+FEATURE_1_AND, ISA_1_NEEDED = 0xC0000002, 0xC0008002
+
+
+FEATURE_1_IBT, FEATURE_1_SHSTK = 1, 2
+
+
+def merge_properties(opts, objects) -> dict:
+    """{pr_type: value} for the output (elfxx-x86.c's rules): an AND property survives only if every
+    object has it; an OR property is the union of those that have it; an OR-AND property needs
+    every object to have it. -z ibt / -z shstk force their bit, -z x86-64-vN adds an ISA level."""
+    from linkwrap.ld.parse import PROPERTY_AND, PROPERTY_OR, PROPERTY_OR_AND
+    lists = [obj.properties or {} for obj in objects]
+    everyone = [obj.properties is not None for obj in objects]
+    out = {}
+    types = set().union(*lists) if lists else set()
+    for t in types:
+        have = [p[t] for p in lists if t in p]
+        if t in PROPERTY_OR:
+            out[t] = _or(have)
+        elif (t in PROPERTY_AND or t in PROPERTY_OR_AND) and len(have) == len(lists) and all(everyone):
+            v = have[0]
+            for x in have[1:]:
+                v = (v & x) if t in PROPERTY_AND else (v | x)
+            out[t] = v
+    forced = (FEATURE_1_IBT if opts.z_ibt else 0) | (FEATURE_1_SHSTK if opts.z_shstk else 0)
+    if forced:
+        out[FEATURE_1_AND] = out.get(FEATURE_1_AND, 0) | forced
+    if opts.z_isa:
+        out[ISA_1_NEEDED] = out.get(ISA_1_NEEDED, 0) | opts.z_isa
+    return {t: v for t, v in out.items() if v}
+
+
+def _or(values):
+    v = 0
+    for x in values:
+        v |= x
+    return v

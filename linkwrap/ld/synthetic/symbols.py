@@ -1,0 +1,308 @@
+"""Symbol tables and what describes them: .symtab, .dynsym, .gnu.hash, and the symbol versions
+(.gnu.version, .gnu.version_r for what libraries define, .gnu.version_d for what a shared object
+defines)."""
+import struct
+
+from linkwrap.ld import elf
+from linkwrap.ld.synthetic.base import _put, Synthetic
+from linkwrap.ld.synthetic.strings import StrTab
+
+
+class SymTab(Synthetic):
+    """.symtab as GNU ld writes it: per object its STT_FILE symbol and its locals (no section
+    symbols, no .L labels), hidden globals made local, then the globals (a library's as
+    `name@VERSION`, undefined). Which symbols is decided at creation; values after layout."""
+    type = elf.SHT_SYMTAB
+    flags = 0
+    entsize = 24
+
+    def __init__(self, res, live, copied, localized=frozenset()):
+        """localized: a shared object's globals its version scripts made local (GNU ld lists them
+        with the locals)."""
+        super().__init__(".symtab")
+        strtab = self.link = StrTab()
+        local, glob = [], []
+        alive = live.alive
+        kinds = (elf.STT_NOTYPE, elf.STT_OBJECT, elf.STT_FUNC, elf.STT_TLS, elf.STT_GNU_IFUNC)
+        for obj in res.objects:
+            for s in res.syms[obj][1:obj.first_global]:
+                if s.type == elf.STT_FILE:
+                    local.append(s)
+                elif (s.type in kinds and s.name and not s.name.startswith(".L")
+                      and (s.is_abs or s.section in alive)):
+                    local.append(s)
+        for s in res.symtab.values():
+            if s.file is not None and s.section is not None and s.section not in alive:
+                continue      # a COMDAT loser's or gc's: not in the output
+            if not (s.defined or s.strong_ref) or (s.dso is not None and s not in copied and not s.strong_ref
+                                                    and s.bind != elf.STB_WEAK):
+                continue
+            if s.dso is None and s.defined and (s.visibility in (elf.STV_HIDDEN, elf.STV_INTERNAL) or s in localized):
+                local.append(s)
+            else:
+                glob.append(s)
+        self.symbols = local + glob
+        self.info = 1 + len(local)
+        self.names = [strtab.add(self._name(s)) for s in self.symbols]
+        self.strtab = strtab
+        self.values = b""
+
+    @staticmethod
+    def _name(s):
+        return f"{s.name}@{s.version}" if s.dso is not None and s.version else s.name
+
+    def size(self):
+        return 24 * (1 + len(self.symbols))
+
+    def finalize(self, lk):
+        out = bytearray(24)
+        bss = lk.synth.bss
+        for k, (s, name) in enumerate(zip(self.symbols, self.names)):
+            bind = elf.STB_LOCAL if k + 1 < self.info else (s.bind if s.bind in (elf.STB_WEAK, elf.STB_GNU_UNIQUE)
+                                                            else elf.STB_GLOBAL)
+            other = s.visibility
+            if s.type == elf.STT_FILE:
+                out += elf.SYM.pack(name, (elf.STB_LOCAL << 4) | elf.STT_FILE, 0, elf.SHN_ABS, 0, 0)
+                continue
+            value, shndx = 0, elf.SHN_UNDEF
+            if s.section is not None:
+                o = lk.osec_of.get(s.section)
+                if o is None:
+                    shndx = elf.SHN_ABS   # its section was stripped (-S): the symbol stays, as in GNU ld
+                else:
+                    value, shndx = lk.real_addr(s), o.index
+            elif s in bss.placed:
+                value, shndx = lk.real_addr(s), lk.osec_of[bss].index
+            elif s.is_abs:
+                value, shndx = s.value, elf.SHN_ABS
+            elif s.linker_defined:
+                value = lk.real_addr(s)
+                shndx = lk.shndx_of_addr(value)
+            elif s.dso is not None:
+                value = lk.sym_addr(s) if s in lk.synth.canonical else 0
+            if shndx == elf.SHN_UNDEF:     # an import is as strong as the references to it
+                bind = elf.STB_GLOBAL if s.strong_ref else elf.STB_WEAK
+            if s.type == elf.STT_TLS and shndx != elf.SHN_UNDEF:
+                value -= lk.tls_start       # a TLS symbol's value is its offset in the TLS segment
+            stype = s.type if s.type != elf.STT_GNU_IFUNC or s.dso is None else elf.STT_FUNC
+            out += elf.SYM.pack(name, (bind << 4) | stype, other, shndx, value & 0xFFFFFFFFFFFFFFFF, s.size)
+        self.values = bytes(out)
+
+    def write_to(self, buf, lk):
+        return _put(buf, lk.offset_of(self), self.values)
+
+
+class DynSym(Synthetic):
+    """The null symbol, the imports (undefined, not hashed), then the defined exports (hashed)."""
+    type = elf.SHT_DYNSYM
+    entsize = 24
+    info = 1
+
+    def __init__(self, dynstr, imports, exports, copied, canonical=frozenset()):
+        super().__init__(".dynsym")
+        self.link = dynstr
+        self.dynstr = dynstr
+        self.copied = copied
+        self.canonical = canonical
+        # a canonical PLT entry is looked up like a definition: it goes in the hashed part
+        undefined = [s for s in imports if s not in copied and s not in canonical]
+        defined = [s for s in imports if s in copied or s in canonical] + [s for s in exports if s not in copied]
+        self.symoffset = 1 + len(undefined)
+        self.nbuckets = max(1, len(defined) // 8 + 1) if defined else 1
+        defined.sort(key=lambda s: elf.gnu_hash(s.name.encode()) % self.nbuckets)
+        self.symbols = undefined + defined
+        self.index = {}           # Symbol -> its .dynsym index
+        for i, s in enumerate(self.symbols, 1):
+            self.index[s] = i
+            dynstr.add(s.name)
+
+    def size(self):
+        return 24 * (1 + len(self.symbols))
+
+    def is_needed(self):
+        return True
+
+    def write_to(self, buf, lk):
+        off = lk.offset_of(self)
+        out = bytearray(24)
+        copied = self.copied
+        bss_placed = lk.synth.bss.placed
+        for s in self.symbols:
+            name = self.dynstr.offsets[s.name]
+            if s in copied or (s.dso is None and s.defined):
+                # an executable's IFUNC is its canonical PLT entry; a shared object exports the
+                # resolver as STT_GNU_IFUNC (GNU ld's way), so each lookup calls it
+                shared_ifunc = lk.mode.shared and s.is_ifunc
+                stype = elf.STT_FUNC if s.type == elf.STT_GNU_IFUNC and not shared_ifunc else s.type
+                bind = s.bind if s.bind in (elf.STB_WEAK, elf.STB_GNU_UNIQUE) else elf.STB_GLOBAL
+                if s.section is not None:
+                    shndx = lk.osec_of[s.section].index
+                elif s in bss_placed:
+                    shndx = lk.osec_of[lk.synth.bss].index
+                elif s.is_abs:
+                    shndx = elf.SHN_ABS
+                else:
+                    shndx = lk.shndx_of_addr(lk.sym_addr(s))
+                # a definition's own address (a shared object's PLT entry for it is only for its calls)
+                value = lk.real_addr(s) if s.dso is None and (shared_ifunc or not s.is_ifunc) else lk.sym_addr(s)
+                if stype == elf.STT_TLS:
+                    value -= lk.tls_start     # a TLS symbol's value is its offset in the TLS segment
+                out += elf.SYM.pack(name, (bind << 4) | stype, s.visibility if s.dso is None else 0, shndx,
+                                    value, s.size)
+            else:
+                stype = elf.STT_FUNC if s.type == elf.STT_GNU_IFUNC else s.type
+                bind = elf.STB_GLOBAL if s.strong_ref else elf.STB_WEAK
+                # a canonical PLT entry is the function's address for the whole process
+                value = lk.sym_addr(s) if s in self.canonical else 0
+                out += elf.SYM.pack(name, (bind << 4) | stype, 0, 0, value, 0)
+        return _put(buf, off, out)
+
+
+class GnuHash(Synthetic):
+    type = elf.SHT_GNU_HASH
+
+    def __init__(self, dynsym):
+        super().__init__(".gnu.hash")
+        self.link = dynsym
+        self.dynsym = dynsym
+        n = len(dynsym.symbols) + 1 - dynsym.symoffset
+        words = 1
+        while words * 64 < n * 12:     # about 12 bits per symbol keeps false positives low
+            words *= 2
+        self.bloom_words = words
+        self.count = n
+
+    def size(self):
+        return 16 + 8 * self.bloom_words + 4 * self.dynsym.nbuckets + 4 * self.count
+
+    def is_needed(self):
+        return True
+
+    def write_to(self, buf, lk):
+        ds = self.dynsym
+        nb, shift, words = ds.nbuckets, 26, self.bloom_words
+        hashed = ds.symbols[ds.symoffset - 1:]
+        hashes = [elf.gnu_hash(s.name.encode()) for s in hashed]
+        bloom = [0] * words
+        buckets = [0] * nb
+        chain = [0] * len(hashed)
+        for i, h in enumerate(hashes):
+            bloom[(h // 64) % words] |= (1 << (h % 64)) | (1 << ((h >> shift) % 64))
+            b = h % nb
+            if buckets[b] == 0:
+                buckets[b] = ds.symoffset + i
+            last = i + 1 == len(hashed) or hashes[i + 1] % nb != b
+            chain[i] = (h & ~1) | (1 if last else 0)
+        data = struct.pack(f"<IIII{words}Q{nb}I{len(chain)}I", nb, ds.symoffset, words, shift,
+                           *bloom, *buckets, *chain)
+        return _put(buf, lk.offset_of(self), data)
+
+
+class VerNeed(Synthetic):
+    type = elf.SHT_GNU_VERNEED
+
+    def __init__(self, dynstr, dynsym, needed, first=2):
+        super().__init__(".gnu.version_r")
+        self.link = dynstr
+        per_file = {}
+        order = [so.soname for so in needed]
+        for s in dynsym.symbols:
+            if s.dso is not None and s.version:
+                per_file.setdefault(s.dso.soname, {})
+        nxt = first             # after the versions this output defines (.gnu.version_d)
+        for s in dynsym.symbols:
+            if s.dso is not None and s.version:
+                vers = per_file[s.dso.soname]
+                if s.version not in vers:
+                    vers[s.version] = nxt
+                    nxt += 1
+        self.files = [(f, per_file[f]) for f in order if f in per_file] + \
+                     [(f, v) for f, v in per_file.items() if f not in order]
+        for f, vers in self.files:
+            dynstr.add(f)
+            for v in vers:
+                dynstr.add(v)
+        self.dynstr = dynstr
+        self.info = len(self.files)
+
+    def version_index(self, s):
+        if s.dso is not None and s.version:
+            for f, vers in self.files:
+                if f == s.dso.soname:
+                    return vers[s.version]
+        return elf.VER_NDX_GLOBAL
+
+    def size(self):
+        return sum(16 + 16 * len(v) for _, v in self.files)
+
+    def write_to(self, buf, lk):
+        out = bytearray()
+        st = self.dynstr.offsets
+        for k, (f, vers) in enumerate(self.files):
+            nxt = 0 if k + 1 == len(self.files) else 16 + 16 * len(vers)
+            out += struct.pack("<HHIII", 1, len(vers), st[f], 16, nxt)
+            items = list(vers.items())
+            for j, (v, idx) in enumerate(items):
+                out += struct.pack("<IHHII", elf.elf_hash(v.encode()), 0, idx, st[v],
+                                   0 if j + 1 == len(items) else 16)
+        return _put(buf, lk.offset_of(self), out)
+
+
+class VerDef(Synthetic):
+    """.gnu.version_d: the versions a shared object defines: its base version (named by its
+    soname), then each named node of the version script with the nodes it depends on."""
+    type = elf.SHT_GNU_VERDEF
+    align = 8
+
+    def __init__(self, dynstr, script, base_name, version):
+        super().__init__(".gnu.version_d")
+        self.link = dynstr
+        self.dynstr = dynstr
+        self.version = version       # exported Symbol -> version index
+        nodes = [n for n in script.nodes if n.name] if script is not None else []
+        self.defs = [(1, 1, base_name, ())] + [(n.index, 0, n.name, n.parents) for n in nodes]
+        for _, _, name, parents in self.defs:
+            dynstr.add(name)
+        self.info = len(self.defs)
+
+    def size(self):
+        return sum(20 + 8 * (1 + len(p)) for _, _, _, p in self.defs)
+
+    def is_needed(self):
+        return len(self.defs) > 1
+
+    def write_to(self, buf, lk):
+        out = bytearray()
+        st = self.dynstr.offsets
+        for k, (idx, flags, name, parents) in enumerate(self.defs):
+            names = (name,) + tuple(parents)
+            size = 20 + 8 * len(names)
+            out += struct.pack("<HHHHIII", 1, flags, idx, len(names), elf.elf_hash(name.encode()), 20,
+                               0 if k + 1 == len(self.defs) else size)
+            for j, n in enumerate(names):
+                out += struct.pack("<II", st[n], 0 if j + 1 == len(names) else 8)
+        return _put(buf, lk.offset_of(self), out)
+
+
+class VerSym(Synthetic):
+    type = elf.SHT_GNU_VERSYM
+    align = 2
+    entsize = 2
+
+    def __init__(self, dynsym, verneed, verdef=None):
+        super().__init__(".gnu.version")
+        self.link = dynsym
+        self.dynsym = dynsym
+        self.verneed = verneed
+        self.verdef = verdef
+
+    def size(self):
+        return 2 * (1 + len(self.dynsym.symbols))
+
+    def is_needed(self):
+        return self.verneed.size() > 0 or (self.verdef is not None and self.verdef.is_needed())
+
+    def write_to(self, buf, lk):
+        own = self.verdef.version if self.verdef is not None else {}
+        vals = [0] + [own[s] if s in own else self.verneed.version_index(s) for s in self.dynsym.symbols]
+        return _put(buf, lk.offset_of(self), struct.pack(f"<{len(vals)}H", *vals))

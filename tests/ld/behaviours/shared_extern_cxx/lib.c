@@ -1,0 +1,1 @@
+int api(int x) { return x + 1; }

@@ -1,0 +1,3 @@
+#include <stdio.h>
+int api(int);
+int main(void) { printf("%d\n", api(41)); return 0; }
