@@ -29,10 +29,13 @@ _LIMITS = {(4, "s"): (-2**31, 2**31), (4, "u"): (0, 2**32), (2, "s"): (-2**15, 2
 MASK64 = (1 << 64) - 1
 
 
-def apply_all(res, lk, live, diag) -> bytearray:
-    buf = bytearray(lk.file_size)
+def apply_all(res, lk, live, diag, stats=None, buf=None):
+    """-> buf (a new bytearray when None), the whole output file with every section relocated."""
+    buf = bytearray(lk.file_size) if buf is None else buf
     syms_of = res.syms
     kept = _KeptCopies(res)
+    bulk = []       # non-alloc sections with relocations: copied and relocated per object at the end
+    _drop_inputs(res)
     for o in lk.osecs:
         if o.type == elf.SHT_NOBITS:
             continue
@@ -41,12 +44,40 @@ def apply_all(res, lk, live, diag) -> bytearray:
                 continue   # synthetic: written by the writer
             if m.type == elf.SHT_NOBITS:
                 continue
-            data = m.bytes()
             start = o.offset + out_off
+            if m.rela is not None and not m.flags & elf.SHF_ALLOC:
+                bulk.append((m, start, o.addr + out_off))
+                continue
+            data = m.bytes()
             buf[start:start + len(data)] = data
             if m.rela is not None or m.relocs:
                 _relocate_section(buf, lk, m, start, o.addr + out_off, syms_of[m.file], live.alive, diag, kept)
+    if bulk:
+        from linkwrap.ld import relocate_bulk
+        if relocate_bulk.worth_it(bulk):
+            relocate_bulk.apply(buf, lk, bulk, res, live.alive, diag, kept, _relocate_section, stats)
+        else:
+            for m, start, addr in bulk:
+                data = m.bytes()
+                buf[start:start + len(data)] = data
+                _relocate_section(buf, lk, m, start, addr, syms_of[m.file], live.alive, diag, kept)
     return buf
+
+
+def _drop_inputs(res):
+    """The input pages earlier passes read (symbol tables, relocations, merged strings) leave this
+    process's RSS before the image fills up: MADV_DONTNEED on a shared file mapping, so what is read
+    again faults in from the page cache. A debug link's peak is image + inputs otherwise."""
+    import mmap
+    seen = set()
+    for obj in res.objects:
+        m = obj.view.obj
+        if isinstance(m, mmap.mmap) and id(m) not in seen:
+            seen.add(id(m))
+            try:
+                m.madvise(mmap.MADV_DONTNEED)
+            except (OSError, ValueError, AttributeError):
+                pass
 
 
 class _KeptCopies:
