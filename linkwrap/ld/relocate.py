@@ -27,6 +27,11 @@ _PACK = {
 _LIMITS = {(4, "s"): (-2**31, 2**31), (4, "u"): (0, 2**32), (2, "s"): (-2**15, 2**15), (2, "u"): (0, 2**16),
            (1, "s"): (-128, 128), (1, "u"): (0, 256)}
 MASK64 = (1 << 64) - 1
+# DWARF 4 range lists end at a (0, 0) entry, and one unit's list covers many functions: a reference
+# into a section gc dropped is written as 1 there (an empty entry, the rest of the list stays
+# readable), 0 elsewhere -- GNU ld's rule (lld writes 1 in .debug_loc too, whose lists are a
+# variable's, all in the one dropped function: GNU ld's 0 loses nothing there)
+TOMBSTONE_ONE = frozenset((".debug_ranges",))
 
 
 def apply_all(res, lk, live, diag, stats=None, buf=None):
@@ -144,7 +149,10 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept):
                 k = kept.get(tsec) if tsec.group_sig is not None else None
                 a = None if k is None else addr_get(k)
                 if a is None:
-                    continue   # debug info for a function gc dropped: leave 0, as GNU ld does
+                    if sec.name in TOMBSTONE_ONE and r.kind in ("abs64", "abs32"):
+                        # a (0, 0) pair would end the range or location list early: GNU ld and lld write 1
+                        _PACK[(r.size, "u") if r.size < 8 else (8, "")](buf, loc, 1)
+                    continue   # other debug info about a function gc dropped: leave 0, as GNU ld does
                 S = a + s.value
             elif s.is_local and tsec.group_sig is not None:
                 diag.error(f"{where(sec, r_off, syms)}: relocation refers to a discarded COMDAT section "

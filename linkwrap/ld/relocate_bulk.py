@@ -28,6 +28,7 @@ import os
 from array import array
 
 from linkwrap.ld import elf
+from linkwrap.ld.relocate import TOMBSTONE_ONE
 
 # non-alloc relocation types done here: type -> (field width, overflow check, formula)
 _ABS, _PC, _DTP = 0, 1, 2
@@ -284,6 +285,12 @@ def _object(np, img, ctx, obj, items, syms):
         bad[seg[bad_rel]] = True
         use = ~bad[seg]
     go = use & (rcls != _SKIP) & (width > 0)
+    # .debug_ranges: a dropped function's entry becomes (1, 1), not the list's (0, 0) end
+    one = np.array([it[0].name in TOMBSTONE_ONE for it in items], dtype=bool)
+    if one.any():
+        one = use & (rcls == _SKIP) & one[seg] & (width > 0) & (form == _ABS)
+        v = np.where(one, 1, v)
+        go |= one
     starts = np.array([it[1] for it in items], dtype=np.int64)[seg]
     loc = starts + r_off.astype(np.int64)
     for w in (8, 4):
