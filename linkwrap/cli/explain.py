@@ -283,14 +283,16 @@ def measured_dict(measured, decision):
 
 def learned_dict(learned, decision):
     """This output's own relinks: {"used", "exploring", "links", "explored", "failed",
-    "candidates": {name: {"timed", "median_ms"}}} (times corrected for load); None when learning is off."""
+    "candidates": {name: {"timed", "median_ms"}}, "load_adjusted"} (times corrected for load, as
+    load_adjusted says); None when learning is off."""
     if learned is None:
         return None
     from linkwrap.bench.learn import EXPLORING
     label = decision.linker.label if decision.linker else None
     taught = [r for r in decision.reasons if label and r.startswith(label + ":")
               and (EXPLORING in r or "this output's relinks" in r)]
-    return {"used": bool(taught), "exploring": any(EXPLORING in r for r in taught), "links": learned.links,
+    return {"used": bool(taught), "exploring": any(EXPLORING in r for r in taught), "load_adjusted": True,
+            "links": learned.links,
             "explored": learned.explored, "failed": sorted(learned.failed),
             "candidates": {n: {"timed": c, "median_ms": m} for n, (c, m) in sorted(learned.stats.items())}}
 
@@ -350,11 +352,20 @@ def run(args) -> int:
         raise UsageError(f"{output} is a directory, not a link's output: name the file the link writes "
                          "(e.g. target/debug/app), or give no output for the last recorded link")
     row = recorded_link(output, link_args, cwd)
+    made_by = None
+    if row is None and output and link_args is None:
+        # Cargo's uplifted target/<profile>/<bin> is a hard link to the deps/<bin>-<hash> rustc linked:
+        # explain that link, with rustc's own command line (its rust-lld, its sysroot), as it ran.
+        made_by = cargo_link_path(os.path.abspath(os.path.join(cwd, output)))
+        row = recorded_link(made_by, None, cwd) if made_by else None
     request = recorded_request(row, kind, os.environ) if row is not None else None
     if request is None:
         request = build_request(output or (row["output_path"] if row is not None else None), link_args, kind,
                                 os.environ, cwd)
     report = explain(request, os.environ)
+    if row is not None and made_by:
+        report["note"] = (f"{output} is Cargo's copy (a hard link) of {made_by}, which rustc linked: "
+                          "this is that link, as recorded")
     report["recorded"] = recorded_dict(row) if row is not None else None
     if as_json:
         from linkwrap.report import jsonout
@@ -496,6 +507,10 @@ def render(report) -> None:
         console.print(f"[bold]Learnt from this output's relinks[/bold]: {learned['links']} links, "
                       f"{learned['explored']} of them tries; {escape(timed) or 'nothing timed yet'}"
                       + (f"; failed here: {', '.join(learned['failed'])}" if learned["failed"] else ""))
+        if learned["candidates"]:
+            # Not the wall times `summary` shows: a link timed on a saturated machine is scaled down.
+            console.print("  times adjusted for machine load: wall time x CPUs / 1-minute load average "
+                          "where the load was above the CPUs (summary shows wall times)", highlight=False)
 
     console.print("[bold]Reasons[/bold]")
     for i, reason in enumerate(d["reasons"], 1):

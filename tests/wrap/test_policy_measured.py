@@ -53,9 +53,9 @@ def decide(rows, req=None, cfg=None, installed=ALL, pr=None, stamp=1, callers_ld
       row("mold", 300), row("rust-lld", 200)], "rust-lld", "for this output"),
     ([row("mold", 100, output="/w/target/debug/deps/other"), row("rust-lld", 200, output="/w/target/debug/deps/other")],
      "mold", "for this project's pie outputs"),
-    # another project's links of the same kind, only within 0.5-2x of the input size
+    # another project's links never apply, however like this one in kind and size
     ([row("mold", 100, project="/p", input_bytes=3 << 19), row("rust-lld", 200, project="/p", input_bytes=3 << 19)],
-     "mold", "pie links of 2-2 MB of inputs"),
+     "rust-lld", "rustc's own default"),
     ([row("mold", 100, project="/p", input_bytes=3 << 20), row("rust-lld", 200, project="/p", input_bytes=3 << 20)],
      "rust-lld", "rustc's own default"),
     ([row("mold", 100, project="/p", kind="shared"), row("rust-lld", 200, project="/p", kind="shared")],
