@@ -105,3 +105,28 @@ def test_the_callers_own_error_fails_once_and_blames_no_linker(tmp_path, lw_home
     assert done.returncode == 1 and done.stderr.count("missing") == 1, done.stderr
     d = json.loads(linkwrap("explain", "--json", "--", "u.o", "-o", "u", cwd=tmp_path, env=env).stdout)["decision"]
     assert d["learned"]["failed"] == []
+
+
+def test_cmake_and_ninja_editing_a_c_each_time_never_lose_the_output(tmp_path, lw_home, wild):
+    # The trial's CMake + ninja loop, with lld made the first choice: every build passes and leaves
+    # the program, and lld is tried on it once.
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.c").write_text(A)
+    (src / "b.c").write_text(B)
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(myset C)\nadd_executable(loop a.c b.c)\n"
+        "target_link_options(loop PRIVATE -Wl,--gc-sections)\n")
+    (tmp_path / "linkwrap.toml").write_text('forbid = ["mold", "wild"]\n')
+    env = wild.env(LINKWRAP_HOME=str(lw_home))
+    build = tmp_path / "build"
+    subprocess.run(["cmake", "-S", src, "-B", build, "-G", "Ninja",
+                    f"-DCMAKE_C_LINKER_LAUNCHER={script('linkwrap-launch')}"], check=True, env=env,
+                   capture_output=True)
+    for i in range(4):
+        (src / "a.c").write_text(A.replace("return 0;", f"return {i} - {i};"))
+        done = subprocess.run(["ninja", "-C", build], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, (i, done.stdout, done.stderr)
+        assert subprocess.run([build / "loop"], capture_output=True, text=True).stdout == "3\n"
+    recs = spooled(lw_home)
+    assert [bool(r["fell_back"]) for r in recs] == [True, False, False, False], [r["linker"] for r in recs]
