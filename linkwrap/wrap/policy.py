@@ -364,14 +364,27 @@ WARNS = {
     "-z text": {"wild": _WILD},            # "WARNING: wild: -z text is not yet supported"
     "-z separate-code": {"wild": _WILD},
 }
+_LISTED = frozenset(REFUSES).union(WARNS)
 
 
 def linker_options(request) -> frozenset:
-    """The caller's linker options as REFUSES and WARNS name them: without their values, a long
-    option with one dash as with two, `-z x` as one; -static-pie, whose link gcc gives -z text."""
-    from linkwrap.wrap.args import linker_flags
+    """The caller's linker options that REFUSES or WARNS name, as they name them: without their
+    values, a long option with one dash as with two, `-z x` as one; -static-pie, whose link gcc
+    gives -z text."""
+    # A rustc link has thousands of arguments and a few -Wl,: one join and str.find (C speed) reach
+    # them without a Python step per argument. NUL cannot occur inside an argument.
+    joined = "\0" + "\0".join(request.args) + "\0"
+    if "\0-Xlinker\0" in joined:   # its value is the next argument: the rare case, the plain way
+        from linkwrap.wrap.args import linker_flags
+        flags = linker_flags(request.args)
+    else:
+        flags = []
+        i = joined.find("\0-Wl,")
+        while i >= 0:
+            end = joined.index("\0", i + 1)
+            flags.extend(joined[i + 5:end].split(","))
+            i = joined.find("\0-Wl,", end)
     out = set()
-    flags = linker_flags(request.args)
     for i, f in enumerate(flags):
         if f == "-z" and i + 1 < len(flags):
             out.add("-z " + flags[i + 1])
@@ -380,9 +393,9 @@ def linker_options(request) -> frozenset:
         elif f[:1] == "-":
             name = f.split("=", 1)[0]
             out.add(name if name[:2] == "--" else "-" + name)
-    if "-static-pie" in request.args:
+    if "\0-static-pie\0" in joined:
         out.add("-z text")
-    return frozenset(out)
+    return _LISTED.intersection(out)
 
 
 def needs_linker_plugin(request) -> bool:
