@@ -9,7 +9,8 @@ Output: rich tables; --json prints a stable object:
    "mem_available_mb", "mem_limit_mb", "thp", "jobserver"},
    "decision": {"linker", "version", "path", "flags", "driver_flags", "write_mode", "reasons",
                 "measured": null | {"used", "scope", "rows", "ignored"},
-                "learned": null | {"used", "exploring", "links", "explored", "failed", "candidates"}},
+                "learned": null | {"used", "exploring", "load_adjusted", "links", "explored", "failed",
+                                    "candidates"}},
    "start": {"how": "direct" | "driver", "why"},
    "linkers": {name: {"path", "version"}}, "config": {"profile", "files"},
    "memory": {"predicted_kb", "source", "detail", "admission", "room_kb", "running_links"}}

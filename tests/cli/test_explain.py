@@ -420,4 +420,6 @@ def test_explain_of_cargos_uplifted_binary_is_the_recorded_link_that_made_it(tmp
     # The same choice, for the same reasons, as explaining the deps/ path the next link writes.
     same = explain(rec["output"], cwd=root, env=env)
     assert same["decision"]["reasons"] == data["decision"]["reasons"]
-    assert data["decision"]["learned"]["links"] == 1
+    assert data["decision"]["learned"]["links"] == 1 and data["decision"]["learned"]["load_adjusted"] is True
+    text = linkwrap("explain", str(uplifted), cwd=root, env={**env, "COLUMNS": "300"}).stdout
+    assert "Cargo's copy (a hard link)" in text and "times adjusted for machine load" in text, text
