@@ -125,22 +125,27 @@ def explain(request, environ) -> dict:
 
 
 def cargo_link_path(output):
-    """For Cargo's uplifted <target>/<profile>/<bin>: the deps/<bin>-<hash> it is a hard link to
-    (what rustc really links), else None."""
+    """For Cargo's uplifted <target>/<profile>/<bin>: the deps/<bin>-<hash> it is a hard link to,
+    or a copy of where Cargo could not make a hard link (what rustc really links), else None."""
     if not output:
         return None
     d, name = os.path.split(output)
     deps = os.path.join(d, "deps")
     try:
         st = os.stat(output)
-        if st.st_nlink < 2:
-            return None
+        same_size = []
         for entry in os.scandir(deps):
             stem, dash, tag = entry.name.rpartition("-")
             if dash and stem in (name, name.replace("-", "_")):
                 other = entry.stat(follow_symlinks=False)
                 if (other.st_ino, other.st_dev) == (st.st_ino, st.st_dev):
                     return entry.path
+                if other.st_size == st.st_size and not entry.is_symlink():
+                    same_size.append(entry.path)
+        if st.st_nlink == 1:
+            import filecmp
+            # Cargo copies where a hard link fails (another filesystem): the same bytes.
+            return next((p for p in same_size if filecmp.cmp(p, output, shallow=False)), None)
     except OSError:
         pass
     return None
@@ -365,7 +370,8 @@ def run(args) -> int:
                                 os.environ, cwd)
     report = explain(request, os.environ)
     if row is not None and made_by:
-        report["note"] = (f"{output} is Cargo's copy (a hard link) of {made_by}, which rustc linked: "
+        how = "a hard link" if os.path.samefile(made_by, os.path.join(cwd, output)) else "the same bytes"
+        report["note"] = (f"{output} is Cargo's copy ({how}) of {made_by}, which rustc linked: "
                           "this is that link, as recorded")
     report["recorded"] = recorded_dict(row) if row is not None else None
     if as_json:

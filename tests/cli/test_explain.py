@@ -1,6 +1,7 @@
 """`linkwrap explain`: real filesystems, real outputs, real linkers; the --json keys are a stable interface."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -423,3 +424,11 @@ def test_explain_of_cargos_uplifted_binary_is_the_recorded_link_that_made_it(tmp
     assert data["decision"]["learned"]["links"] == 1 and data["decision"]["learned"]["load_adjusted"] is True
     text = linkwrap("explain", str(uplifted), cwd=root, env={**env, "COLUMNS": "300"}).stdout
     assert "Cargo's copy (a hard link)" in text and "times adjusted for machine load" in text, text
+    # Where Cargo cannot make a hard link it copies: the same bytes name the same link.
+    copy = root / "copy"
+    shutil.copyfile(uplifted, copy)
+    os.replace(copy, uplifted)
+    copied = explain(str(uplifted), cwd=root, env=env)
+    assert "is Cargo's copy (the same bytes) of" in copied["note"]
+    assert copied["recorded"]["output"] == rec["output"]
+    assert copied["decision"]["linker"] == data["decision"]["linker"]   # the deps file now has one name
