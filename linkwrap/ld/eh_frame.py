@@ -7,6 +7,7 @@ stand in for the input sections in Liveness.sections (symbols and relocations st
 input; layout gives both the same address), and the EhFrameHdr synthetic section.
 """
 import struct
+from bisect import bisect_left
 
 from linkwrap.ld import elf
 from linkwrap.ld.diag import Unsupported
@@ -82,22 +83,25 @@ def _split_eh_frame(sec, syms, fde_refs) -> _Split:
     off = 0
     ri = 0
     n = len(data)
+    u32 = elf.U32.unpack_from
+    # a record's relocations are a slice of the sorted table, found by bisection: a Rust debug
+    # link's .eh_frame has ~45k records, a Python step per relocation here was gc's largest cost
+    offsets = [r[0] for r in relocs]
     while off + 4 <= n:
-        length = elf.U32.unpack_from(data, off)[0]
+        length = u32(data, off)[0]
         if length == 0xFFFFFFFF:
             raise Unsupported(f"{sec}: 64-bit DWARF .eh_frame record")
         total = 4 + length
         if off + total > n:
             raise Unsupported(f"{sec}: .eh_frame record at {off} runs past the section end")
-        rels = []
-        while ri < len(relocs) and relocs[ri][0] < off + total:
-            rels.append(relocs[ri])
-            ri += 1
+        rj = bisect_left(offsets, off + total, ri)
+        rels = relocs[ri:rj]
+        ri = rj
         if length == 0:
             records.append((off, 4, True, rels, None))
             off += 4
             continue
-        cie_id = elf.U32.unpack_from(data, off + 4)[0]
+        cie_id = u32(data, off + 4)[0]
         target = None
         if cie_id == 0:
             cies_relocs.append(rels)
@@ -160,8 +164,8 @@ class EhFrameHdr(Synthetic):
         entries.sort()
         hdr = lk.addr_of[self]
         out = bytearray(struct.pack("<BBBBiI", 1, 0x1B, 0x03, 0x3B, eh.addr - (hdr + 4), len(entries)))
-        for pc, fde in entries:
-            out += struct.pack("<ii", pc - hdr, fde - hdr)
+        # one pack for the whole table: a Rust debug link has ~45k FDEs
+        out += struct.pack(f"<{2 * len(entries)}i", *[v - hdr for e in entries for v in e])
         return _put(buf, lk.offset_of(self), out)
 
 
@@ -197,15 +201,18 @@ def _uleb(buf, pos):
 def _fde_table(buf, off, addr, size):
     """(initial location, FDE address) for every FDE of the output .eh_frame."""
     entries = []
+    append = entries.append
     cie_enc = {}
     pos = off
     end = off + size
+    u32 = elf.U32.unpack_from
+    i32 = elf.I32.unpack_from
     while pos + 4 <= end:
-        length = struct.unpack_from("<I", buf, pos)[0]
+        length = u32(buf, pos)[0]
         if length == 0:
             pos += 4
             continue
-        cid = struct.unpack_from("<I", buf, pos + 4)[0]
+        cid = u32(buf, pos + 4)[0]
         if cid == 0:
             p = pos + 9
             aug_end = buf.index(0, p)
@@ -231,7 +238,10 @@ def _fde_table(buf, off, addr, size):
         else:
             cie = pos + 4 - cid
             enc = cie_enc.get(cie, 0)
-            pc, _ = _read_encoded(buf, pos + 8, enc, addr + (pos + 8 - off))
-            entries.append((pc, addr + (pos - off)))
+            if enc == 0x1B:      # pcrel | sdata4, what GCC and rustc emit: _read_encoded's answer inline
+                pc = (i32(buf, pos + 8)[0] + addr + (pos + 8 - off)) & 0xFFFFFFFFFFFFFFFF
+            else:
+                pc, _ = _read_encoded(buf, pos + 8, enc, addr + (pos + 8 - off))
+            append((pc, addr + (pos - off)))
         pos += 4 + length
     return entries
