@@ -7,7 +7,6 @@ stand in for the input sections in Liveness.sections (symbols and relocations st
 input; layout gives both the same address), and the EhFrameHdr synthetic section.
 """
 import struct
-from bisect import bisect_left
 
 from linkwrap.ld import elf
 from linkwrap.ld.diag import Unsupported
@@ -83,25 +82,22 @@ def _split_eh_frame(sec, syms, fde_refs) -> _Split:
     off = 0
     ri = 0
     n = len(data)
-    u32 = elf.U32.unpack_from
-    # a record's relocations are a slice of the sorted table, found by bisection: a Rust debug
-    # link's .eh_frame has ~45k records, a Python step per relocation here was gc's largest cost
-    offsets = [r[0] for r in relocs]
     while off + 4 <= n:
-        length = u32(data, off)[0]
+        length = elf.U32.unpack_from(data, off)[0]
         if length == 0xFFFFFFFF:
             raise Unsupported(f"{sec}: 64-bit DWARF .eh_frame record")
         total = 4 + length
         if off + total > n:
             raise Unsupported(f"{sec}: .eh_frame record at {off} runs past the section end")
-        rj = bisect_left(offsets, off + total, ri)
-        rels = relocs[ri:rj]
-        ri = rj
+        rels = []
+        while ri < len(relocs) and relocs[ri][0] < off + total:
+            rels.append(relocs[ri])
+            ri += 1
         if length == 0:
             records.append((off, 4, True, rels, None))
             off += 4
             continue
-        cie_id = u32(data, off + 4)[0]
+        cie_id = elf.U32.unpack_from(data, off + 4)[0]
         target = None
         if cie_id == 0:
             cies_relocs.append(rels)
