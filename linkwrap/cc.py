@@ -41,6 +41,11 @@ def launch_usage(argv, prog):
 
 def _run(argv, driver) -> None:
     try:
+        from linkwrap.wrap.args import links
+        if not links(argv):
+            # A compile (`make CC='linkwrap-launch cc'` runs every step here), not a link: the
+            # driver itself, before the link path is even imported.
+            _exec_driver(argv, driver)
         from linkwrap.wrap.pipeline import main as link
         code = link(argv, driver=driver)
     except Exception as e:
@@ -70,6 +75,11 @@ def _as_asked(argv, driver, exc) -> None:
         faults.note("starting the link", exc)
     except BaseException:
         pass
+    _exec_driver(argv, driver)
+
+
+def _exec_driver(argv, driver) -> None:
+    import os
     driver = driver or os.environ.get("LINKWRAP_CC") or "cc"
     try:
         os.execvp(driver, [driver, *argv])
