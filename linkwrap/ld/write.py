@@ -57,14 +57,24 @@ def save(path, buf, executable=True):
     tmp = os.path.join(d, f".{os.path.basename(path)}.linkwrap-ld.{os.getpid()}.tmp")
     umask = os.umask(0)
     os.umask(umask)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, (0o777 if executable else 0o666) & ~umask)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, (0o777 if executable else 0o666) & ~umask)
+    except OSError as e:  # a read-only or unwritable directory: the caller's to fix, said as GNU ld says it
+        raise _failed("cannot open output file", path, e) from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(buf)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError):
+            raise _failed("cannot write output file", path, e) from None
         raise
+
+
+def _failed(what, path, e):
+    from linkwrap.ld.diag import LinkFailed
+    return LinkFailed(f"{what} {path}: {e.strerror or e}")
