@@ -5,6 +5,7 @@ jobserver -- and can hold a link open; it then runs the real mold.
 """
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -150,6 +151,7 @@ def test_linkwrap_server_status_and_stop(lw_home, server):
     from linkrecords import lw
     out = lw("server", "status").stdout
     assert f"pid={server}" in out and "(this world)" in out
+    assert re.search(r" started=\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(\d+ s ago\)", out), out
     assert "stopping" in lw("server", "stop").stdout
     wait_for(lambda: os.waitpid(server, os.WNOHANG)[0] == server, "the server's exit")
     assert not os.path.exists(socket_path(lw_home))
