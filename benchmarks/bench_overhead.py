@@ -115,6 +115,74 @@ def bench_link(label, argv, cwd, env, linker, client, script, runs, work):
         if own:
             print(f"{'':13s} {entry}: linkwrap's own time {statistics.median(own):.1f} ms median over "
                   f"{len(own)} links (start {'/'.join(sorted(starts))})")
+    breakdown(outs["client"], samples, req, decision, env, cwd, work)
+
+
+def breakdown(client_out, samples, req, decision, env, cwd, work, rounds=15):
+    """Where the client's wall time goes, per round from its records: the server's accept to the
+    link's start (hand-off and child setup: startup_ms), linkwrap's work to the answer (overhead_ms),
+    the linker, and the rest (the client's exec, connect, the answer and its exit); then linkwrap's
+    work split by stage, timed in this process on the same link."""
+    from linkwrap.store import db
+    rows = db.open_store().execute("SELECT startup_ms, overhead_ms, wall_ms FROM links WHERE output_path = ? "
+                                   "ORDER BY id", (client_out,)).fetchall()[-len(samples["client"]):]
+    if len(rows) != len(samples["client"]):
+        return
+    setup = [r[0] or 0.0 for r in rows]
+    own = [r[1] for r in rows]
+    linker = [r[2] for r in rows]
+    rest = [c - a - b - d for c, a, b, d in zip(samples["client"], setup, own, linker)]
+    med = statistics.median
+    print(f"{'':13s} client, medians (ms): exec+connect+answer+exit {med(rest):.1f} | hand-off+child setup "
+          f"{med(setup):.1f} | linkwrap to the answer {med(own):.1f} | linker {med(linker):.1f} "
+          f"(cc {med(samples['cc']):.1f}: driver hop + linker)")
+    from linkwrap.wrap import choose as choose_mod, invocation, output, pipeline, run
+    times = {}
+
+    def timing(mod, name, label):
+        f = getattr(mod, name)
+
+        def timed_call(*a, **k):
+            t = time.perf_counter_ns()
+            try:
+                return f(*a, **k)
+            finally:
+                times.setdefault(label, []).append((time.perf_counter_ns() - t) / 1e6)
+        setattr(mod, name, timed_call)
+        return f
+
+    saved = [(m, n, timing(m, n, label)) for m, n, label in (
+        (pipeline, "choose", "choose"), (run, "direct_command", "direct line"), (output, "prepare", "prepare"),
+        (output, "commit", "commit"), (run, "spawn", "spawn+linker"), (pipeline, "_leave", "memory"),
+        (output, "tidy", "tidy"))]
+    answered = []
+    out = os.path.join(work, "breakdown-out")
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        for i in range(rounds + 2):
+            output.defer()
+            started = time.perf_counter_ns()
+            inv = invocation.Invocation(tuple(args_with_output(req.argv, out)), None, env, cwd, os.getpid(), None,
+                                        "server", started)
+            pipeline.link(inv, lambda status: answered.append((time.perf_counter_ns() - started) / 1e6))
+            output.tidy()
+            if i == 1:
+                times.clear()
+                answered.clear()
+    finally:
+        os.chdir(old)
+        for m, n, f in saved:
+            setattr(m, n, f)
+    spawn = med(times["spawn+linker"])
+    print(f"{'':13s} in one process (ms): to the answer {med(answered) - spawn:.2f} besides the linker: "
+          + ", ".join(f"{k} {med(v):.2f}" for k, v in times.items() if k != "spawn+linker")
+          + " (memory and tidy come after the answer)")
+
+
+def args_with_output(argv, out):
+    from linkwrap.wrap import args
+    return args.with_output(list(argv), out)
 
 
 def clean_builds(ws, client, builds, work, linker):

@@ -83,8 +83,15 @@ def _keep_newer_half(path) -> None:
     os.replace(tmp, path)
 
 
+# Set in a server's child once it has answered its client: stderr is /dev/null then, so a warning
+# would be marked as said without anyone hearing it; it waits for a link that can say it.
+UNHEARD = False
+
+
 def warn_once(kind: str, message: str) -> None:
     """Print `linkwrap: warning: <message>` unless this kind of warning was said before."""
+    if UNHEARD:
+        return
     try:
         if first_time(kind):
             from linkwrap.errors import warning_line

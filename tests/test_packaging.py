@@ -124,17 +124,25 @@ def test_messages_cite_the_installed_docs(venv, tmp_path):
 
 
 def test_with_the_wheels_bin_on_path_install_writes_the_bare_name(venv, tmp_path):
-    """The wheel's linkwrap-cc console script on PATH: `linker = "linkwrap-cc"` links through it."""
+    """The wheel's linkwrap-cc console script on PATH and a Cargo config tracked by git:
+    `linker = "linkwrap-cc"` links through it."""
+    import shutil
     project = tmp_path / "proj"
     (project / "src").mkdir(parents=True)
+    (project / ".cargo").mkdir()
+    (project / ".cargo" / "config.toml").write_text('[alias]\nb = "build"\n')
     (project / "Cargo.toml").write_text('[package]\nname = "proj"\nversion = "0.1.0"\nedition = "2021"\n')
     (project / "src" / "main.rs").write_text('fn main() { println!("ok"); }\n')
+    git = ["git", "-c", "user.name=Test", "-c", "user.email=test@example.invalid"]
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "start"]):
+        subprocess.run([*git, *argv], cwd=project, check=True)
     home = tmp_path / "home"
     env = {**os.environ, "LINKWRAP_HOME": str(home), "PATH": f"{venv / 'bin'}{os.pathsep}{path_without_linkwrap()}"}
     done = subprocess.run([str(venv / "bin" / "linkwrap"), "install"], cwd=project, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     assert 'linker = "linkwrap-cc"' in (project / ".cargo" / "config.toml").read_text()
-    assert not (home / "bin").exists()  # nothing of this machine's is needed
+    assert "the native client skips it on this machine: export PATH=" in done.stdout
+    shutil.rmtree(home / "bin")  # nothing of this machine's is needed
     built = subprocess.run(["cargo", "run", "-q"], cwd=project, capture_output=True, text=True, env=env)
     assert built.returncode == 0 and built.stdout == "ok\n", built.stderr
     assert (home / "links.spool").exists() or (home / "links.db").exists()  # the link went through linkwrap

@@ -112,7 +112,7 @@ def describe(settings, cwd, environ=None) -> dict:
                   "project": config_mod.find_project_file(cwd)},
         "ignored": [{"path": path, "why": why} for path, why in settings.ignored],
         "profile": settings.profile,
-        "disabled": (environ or {}).get("LINKWRAP_DISABLE") == "1",  # as pipeline.main checks it
+        "disabled": _disabled(environ or {}),  # as pipeline.link checks it
         "values": {k: {"value": v, "source": s} for k, (v, s) in values.items()},
     }
 
@@ -165,3 +165,8 @@ def _init(user: bool) -> int:
         f.write(text)
     print(f"wrote {target} (every setting commented out: the defaults)")
     return 0
+
+
+def _disabled(environ) -> bool:
+    from linkwrap.wrap.invocation import disabled
+    return disabled(environ)

@@ -90,7 +90,8 @@ def explain(request, environ) -> dict:
     if choice.config_error is not None:
         raise choice.config_error  # the user's to fix: one line, exit 1 (and so does the link)
     settings, facts, found = choice.settings, choice.facts, choice.found
-    if environ.get("LINKWRAP_DISABLE") == "1":  # what pipeline.main checks first
+    from linkwrap.wrap.invocation import disabled
+    if disabled(environ):  # what pipeline.link checks first
         decision = policy.as_asked("LINKWRAP_DISABLE=1: linkwrap is off, the link runs exactly as asked")
     elif any(doing != "predicting memory" for doing, _ in choice.faults):
         decision = policy.as_asked(choice.decision.reasons[0] + " -> the link runs as asked")

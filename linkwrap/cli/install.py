@@ -119,10 +119,11 @@ def run(args) -> int:
         if args.target:
             cargo.check_targets(args.target)
         triples = args.target or [cargo.host_triple()]
+        state = None if args.global_ else cargo.git_status(path)
         if args.absolute or args.console_script:
-            linker, why = entry(cargo.SCRIPT), None
+            linker, why = entry(cargo.SCRIPT), []
         else:
-            linker, why = cargo.linker_to_write(lambda: entry(cargo.SCRIPT))
+            linker, why = cargo.linker_to_write(lambda: entry(cargo.SCRIPT), shared=state == "tracked")
         change = cargo.plan_install(path, triples, linker, force=args.force)
         changed = show_or_apply(change, args.dry_run)
         if args.dry_run:
@@ -130,8 +131,8 @@ def run(args) -> int:
         marker.remember("cargo", path, targets=triples, scope="global" if args.global_ else "project")
         say(change.said)
         if changed and why:
-            say([why])
-        notes, warnings = cargo.teammates(path, linker, None if args.global_ else cargo.git_status(path))
+            say(why)
+        notes, warnings = cargo.teammates(path, linker, state)
         say(notes if changed else [])
         warn(warnings)
         warn(cargo.fights(triples, cargo.configs_read(root or os.getcwd())))

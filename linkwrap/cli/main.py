@@ -49,7 +49,7 @@ VERBATIM_HELP = {
 ENVIRONMENT = (
     ("LINKWRAP_HOME", "keep records, caches and the fault log here (default: the XDG state directory, "
                       "~/.local/state/linkwrap)"),
-    ("LINKWRAP_DISABLE", "1: every link runs exactly as asked, untouched"),
+    ("LINKWRAP_DISABLE", "1 (or yes, true, on): every link runs exactly as asked, untouched"),
     ("LINKWRAP_LINKER", "force a linker: mold, wild, lld, rust-lld, bfd, gold or python"),
     ("LINKWRAP_CC", "the compiler driver Cargo links run (default: cc)"),
     ("LINKWRAP_CC_<TRIPLE>", "the driver for Cargo links of that target, e.g. LINKWRAP_CC_AARCH64_UNKNOWN_LINUX_GNU"),

@@ -30,9 +30,10 @@ def collect(path=None) -> dict:
         except LinkwrapError as e:
             place(kind, config, False, error=str(e))
             return []
+        linkers = sorted({f["linker"] for f in found})
         place(kind, config, found, targets=[f["target"] for f in found],
               marked=all(f["marked"] for f in found) if found else None, exists=os.path.exists(config),
-              linkers=sorted({f["linker"] for f in found}))
+              linkers=linkers, runs={linker: runs(linker) for linker in linkers})
         for linker in sorted({f["linker"] for f in found}):
             why = entry_point_problem(config, linker)
             if why:
@@ -73,6 +74,26 @@ def collect(path=None) -> dict:
     from linkwrap.cli.summary import forced_linker_lines   # LINKWRAP_LINKER naming a missing linker
     return {"scripts": scripts, "on_path": on_path, "places": places,
             "warnings": broken + warnings + forced_linker_lines(path)}
+
+
+def runs(linker) -> dict:
+    """What a build runs for this linker value: {"path": the file (a bare name looked up on PATH, as
+    Cargo does), "fast": the native client (True), a Python script (False), or unknown (None)}."""
+    import shutil
+    from linkwrap.install import cargo
+    path = shutil.which(linker) if os.sep not in linker else linker
+    if path is None or not os.path.exists(path):
+        return {"path": path, "fast": None}
+    return {"path": path, "fast": cargo.is_native(path)}
+
+
+def _runs_text(r) -> str:
+    if r is None or r["fast"] is None:
+        return ""
+    if r["fast"]:
+        return f" (runs {r['path']}: the native client, the fast entry point)"
+    return (f" (runs {r['path']}: a Python script, ~20 ms a link more than the native client; "
+            f"`linkwrap install` says how to run that)")
 
 
 def entry_point_problem(config, linker):
@@ -134,7 +155,8 @@ def run(args) -> int:
             state = "not installed" if p.get("exists", True) else "not installed (no such file)"
         elif p["kind"].startswith("cargo"):
             state = (f"installed for {', '.join(p['targets'])}" + ("" if p.get("marked") else " (set by hand)")
-                     + "".join(f"\n{'':17}linker = {linker}" for linker in p.get("linkers", [])))
+                     + "".join(f"\n{'':17}linker = {linker}{_runs_text(p.get('runs', {}).get(linker))}"
+                               for linker in p.get("linkers", [])))
         elif p["kind"] == "cmake-cache":
             state = f"installed ({', '.join(p['entries'])})" + (
                 "" if p.get("marked") else " (no marker: set by `linkwrap run`, a preset or by hand)")

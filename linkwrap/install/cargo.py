@@ -19,6 +19,7 @@ import copy
 import json
 import os
 import re
+import shlex
 import subprocess
 import tomllib
 
@@ -120,17 +121,41 @@ def is_entry_point(path: str) -> bool:
         return False
 
 
-def linker_to_write(absolute, environ=os.environ):
-    """(the linker value, a sentence saying why): the bare name when PATH finds linkwrap's entry point,
-    so that a committed file works for everyone who has linkwrap; else `absolute()`'s path."""
+def linker_to_write(absolute, environ=os.environ, shared=True):
+    """(the linker value, sentences saying why) for a file that is committed (shared) or personal.
+
+    A tracked file gets the bare name when PATH finds linkwrap's entry point, so that it works for
+    everyone who has linkwrap -- and, when that is a Python script (pip's console script: ~20 ms of
+    interpreter start a link), the one line that puts the native client first on PATH. A personal
+    file (untracked, ignored, no git, the global config) gets `absolute()`'s path: the native client,
+    the fast entry point, whatever PATH says. Without linkwrap on PATH, the absolute path either way."""
     found = on_path(environ)
-    if found:
-        return SCRIPT, (f'note: wrote the bare name linker = "{SCRIPT}" (on PATH: {found}): it works for '
-                        f"everyone with linkwrap installed and its bin directory on PATH")
+    if found and shared:
+        why = [f'note: wrote the bare name linker = "{SCRIPT}" (on PATH: {found}): it works for '
+               f"everyone with linkwrap installed and its bin directory on PATH"]
+        if not is_native(found):
+            fast = absolute()
+            if is_native(fast):
+                why.append(f"note: {found} is a Python script (its start costs ~20 ms a link); the native "
+                           f"client skips it on this machine: export PATH={shlex.quote(os.path.dirname(fast))}:$PATH")
+        return SCRIPT, why
     path = absolute()
-    return path, (f"note: {SCRIPT} is not on PATH, so the absolute path {path} was written: it works on this "
+    if found:
+        return path, [f"note: a personal file (not tracked by git): wrote the absolute path {path}, "
+                      f"{'the native client' if is_native(path) else 'linkwrap'}'s entry point on this machine; "
+                      f"in a file tracked by git, `linkwrap install` writes the bare name {SCRIPT}"]
+    return path, [f"note: {SCRIPT} is not on PATH, so the absolute path {path} was written: it works on this "
                   f"machine only, while linkwrap's state directory is kept; with linkwrap's bin directory on "
-                  f"PATH, `linkwrap install` writes the bare name")
+                  f"PATH, `linkwrap install` writes the bare name"]
+
+
+def is_native(path) -> bool:
+    """True when path runs the native client (client.c, compiled by install), not a Python script."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
 
 
 def git_status(path: str):

@@ -101,6 +101,60 @@ def socket_name(key) -> str:
 
 # --- the server ------------------------------------------------------------------
 
+# Where a link starts: the modules the child runs (its own and the pipeline's).
+LINK_ROOTS = ("linkwrap.server.server", "linkwrap.wrap.pipeline")
+
+
+def link_imports(roots=LINK_ROOTS) -> list:
+    """Every module a link can import, derived from the source: the closure of the import
+    statements (function-level ones included) of linkwrap's modules reachable from roots, and the
+    other modules those statements name. A list kept by hand would miss the next lazy import, and
+    each child would pay it at link time (struct, resource, zlib, learn... cost ~8 ms in all)."""
+    import ast
+    import importlib.util
+    import linkwrap
+    top = os.path.dirname(os.path.abspath(linkwrap.__file__)) + os.sep
+    seen, ours, others, todo = set(), [], set(), list(roots)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is None or not (spec.origin or "").startswith(top) or not spec.origin.endswith(".py"):
+            continue
+        ours.append(name)
+        with open(spec.origin, "rb") as f:
+            tree = ast.parse(f.read(), spec.origin)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                base = node.module if not node.level else importlib.util.resolve_name(
+                    "." * node.level + node.module, spec.parent)
+                names = [base] + [f"{base}.{a.name}" for a in node.names]
+            else:
+                continue
+            for n in names:
+                if n.split(".")[0] == "linkwrap":
+                    todo.append(n)
+                else:
+                    others.add(n)
+    return sorted(ours) + sorted(others)
+
+
+def warm() -> None:
+    """Import now, once, everything a link may import (link_imports()): the children inherit it."""
+    import importlib
+    for name in link_imports():
+        try:
+            importlib.import_module(name)
+        except Exception:  # `from x import name` of a function, a module of another platform
+            pass
+
 def main() -> None:
     """`python -m linkwrap.server.server`: serve this world until idle; quiet, detached."""
     import fcntl
@@ -115,9 +169,7 @@ def main() -> None:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         os._exit(0)  # another server serves this world
-    # Warm: everything a link imports, now.
-    from linkwrap.wrap import pipeline  # noqa: F401
-    from linkwrap.wrap import choose, config, direct, linkers, output, policy, probe, record  # noqa: F401
+    warm()
     path = f"/proc/self/fd/{dfd}/{name}"
     try:
         os.unlink(path)  # a stale socket of a server that died
@@ -145,6 +197,8 @@ def _on_term(sig, frame):
 
 
 SPARES = 2  # children forked ahead, waiting in accept(): a link never waits for a fork
+ANSWERED = 1 << 31  # on the notify pipe: pid | ANSWERED, the link of that child has answered
+_notify = None  # in a child: the notify pipe's write end
 
 
 def serve(listener, stamp, path, dfd) -> None:
@@ -166,12 +220,14 @@ def serve(listener, stamp, path, dfd) -> None:
     gc.freeze()  # the children's collector then never touches (and copies) the server's objects
     notify_r, notify_w = os.pipe()
     life_r, life_w = os.pipe()
-    state = {"links": 0, "started": time.time(), "children": set(), "idle": set()}
+    state = {"links": 0, "started": time.time(), "children": set(), "idle": set(), "busy": set()}
     last = time.monotonic()
     next_check = last + CHECK_S
     ino = os.stat(path).st_ino
     while True:
-        while len(state["idle"]) < SPARES:
+        # A spare forked (and rehearsing) while a link runs takes CPU from that link: while one is
+        # left, the next waits until no link is before its answer.
+        while len(state["idle"]) < SPARES and (not state["busy"] or not state["idle"]):
             pid = os.fork()
             if pid == 0:
                 try:
@@ -194,7 +250,12 @@ def serve(listener, stamp, path, dfd) -> None:
         if ready:
             data = os.read(notify_r, 4096)
             for i in range(0, len(data) - 3, 4):
-                state["idle"].discard(int.from_bytes(data[i:i + 4], "little"))
+                word = int.from_bytes(data[i:i + 4], "little")
+                if word & ANSWERED:
+                    state["busy"].discard(word & ~ANSWERED)
+                    continue
+                state["idle"].discard(word)
+                state["busy"].add(word)
                 state["links"] += 1
             last = now
         _reap(state)
@@ -228,6 +289,8 @@ def spare(listener, notify_w, life_r, state) -> None:
     gc.disable()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_DFL)
+    known = len(sys.modules)  # dicts keep their order: what this link imports comes after
+    rehearse()
     listener.setblocking(False)
     while True:
         ready, _, _ = select.select([listener, life_r], [], [])
@@ -249,9 +312,42 @@ def spare(listener, notify_w, life_r, state) -> None:
     except OSError:
         os._exit(0)
     os.write(notify_w, os.getpid().to_bytes(4, "little"))
-    os.close(notify_w)
+    global _notify
+    _notify = notify_w  # kept to say when the link has answered (_answer)
     if not _control(conn, state):
-        child(conn, reached)
+        child(conn, reached, known)
+
+
+def rehearse() -> None:
+    """In a spare, before it waits: make the link's decisions once for a stand-in link.
+
+    A forked child writes to the server's pages as it runs (reference counts, the interpreter's
+    specialised bytecode, the allocator's free lists): each first write copies a page, ~460 of them
+    in a link's decisions, ~2 ms of a link's CPU on this machine kind. Done here, while no link waits,
+    those copies are made; the link then finds its pages its own. Nothing is written but the
+    caches a link fills anyway (linkers, the driver's expansion), and nothing is linked."""
+    try:
+        from linkwrap.wrap import args, direct, record
+        from linkwrap.wrap.choose import choose
+        # What take() does with a client's request, on this process's own environment.
+        env = dict(os.environ)
+        payload = [b"0", b"linkwrap-cc", os.fsencode(os.getcwd()), b"2", b"x.o", b"-o", str(len(env)).encode()]
+        payload += [os.fsencode(f"{k}={v}") for k, v in env.items()] + [b"3", b"0", b"1", b"2", b""]
+        os.environ.update(parse_request(b"\0".join(payload))["env"])
+        _umask(os.getpid())
+        _cgroups("self")
+        request = args.parse(["linkwrap-rehearsal.o", "-o", "linkwrap-rehearsal"], None, env, cwd=os.getcwd())
+        choice = choose(request, env)
+        if choice.decision.linker is not None:
+            try:
+                direct.command(request, choice.decision, request.output, env)
+            except direct.NotDirect:
+                pass
+        from linkwrap.wrap.run import Outcome
+        outcome = Outcome(0, 1.0, 1.0, 1.0, 1, b"", b"", ("ld",), choice.decision.write_mode, 1, None, "direct")
+        record.encode(record.make(request, choice.facts, choice.decision, outcome, started_ns=0, environ=env))
+    except Exception:  # a rehearsal only: the link itself says what fails
+        pass
 
 
 def _reap(state):
@@ -261,11 +357,13 @@ def _reap(state):
         except ChildProcessError:
             state["children"].clear()
             state["idle"].clear()
+            state["busy"].clear()
             return
         if pid == 0:
             return
         state["children"].discard(pid)
         state["idle"].discard(pid)  # a spare that died before taking a link
+        state["busy"].discard(pid)
 
 
 def _control(conn, state) -> bool:
@@ -311,8 +409,9 @@ def installed_stamp():
 
 # --- the child: one link ---------------------------------------------------------
 
-def child(conn, reached=None) -> None:
-    """One link, for the client at conn (which has heard 'A' already), taken at reached (ns)."""
+def child(conn, reached=None, known=None) -> None:
+    """One link, for the client at conn (which has heard 'A' already), taken at reached (ns);
+    known: how many modules were imported then (LINKWRAP_TEST_IMPORTS: see _note_imports)."""
     import socket
     import struct
     conn.setblocking(True)
@@ -359,19 +458,123 @@ def child(conn, reached=None) -> None:
         faults.note("taking a link from the client", e)
         _refuse(conn, b"F")
     conn.settimeout(None)
-    result = run_link(req, peer_pid, conn, reached)
-    from linkwrap.wrap import invocation
-    if isinstance(result, invocation.Exec):
-        reply = b"D" + b"\0".join(os.fsencode(a) for a in result.argv) + b"\0"
-    elif isinstance(result, invocation.Killed):
-        reply = f"K{result.signal}\n".encode()
-    else:
-        reply = f"X{int(result)}\n".encode()
+    done = []
+    result = run_link(req, peer_pid, conn, reached, done)
+    if not done:  # Exec, Killed, a configuration error: answered at the end
+        from linkwrap.wrap import invocation
+        if isinstance(result, invocation.Exec):
+            reply = b"D" + b"\0".join(os.fsencode(a) for a in result.argv) + b"\0"
+        elif isinstance(result, invocation.Killed):
+            reply = f"K{result.signal}\n".encode()
+        else:
+            reply = f"X{int(result)}\n".encode()
+        _answer(conn, reply, req["fds"], done)
+    from linkwrap.wrap import output
+    output.tidy()
+    _note_imports(req["env"].get("LINKWRAP_TEST_IMPORTS"), known)
+    os._exit(0)
+
+
+def _answer(conn, reply, fds, done) -> None:
+    """Answer the client, then let go of everything of its: the build goes on while we tidy.
+
+    rustc reads the linker's stdout and stderr to their end and make/Cargo count jobserver tokens
+    by their pipes: a child that kept them would keep the build waiting for its records. The
+    readers of the records wait for links still tidying (TIDYING): a shared lock, taken first."""
+    hold = _tidying_lock()
+    done.append(hold)  # before the reply: the client's end closing is no longer a SIGTERM
     try:
         conn.sendall(reply)
     except OSError:
         pass
-    os._exit(0)
+    try:
+        conn.shutdown(2)  # wakes the watching thread's recv (EOF)
+    except OSError:
+        pass
+    conn.close()
+    _tell_answered()
+    from linkwrap import faults
+    faults.UNHEARD = True
+    null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd, inheritable=False)
+    os.close(null)
+    for fd in fds:
+        if fd > 2:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _tell_answered() -> None:
+    """Tell the server this link has answered: it may fork the next spare now."""
+    global _notify
+    if _notify is not None:
+        try:
+            os.write(_notify, (os.getpid() | ANSWERED).to_bytes(4, "little"))
+            os.close(_notify)
+        except OSError:
+            pass
+        _notify = None
+
+
+# Links that answered and still write their records hold a shared flock on this file in the state
+# directory; readers of the records (store.db.open_store) take it exclusively, for a bounded time.
+TIDYING = "tidying.lock"
+TIDYING_WAIT_S = 10.0
+
+
+def _tidying_lock():
+    """This child's shared hold on TIDYING until it exits; None when it cannot be had."""
+    import fcntl
+    from linkwrap import paths
+    try:
+        state = paths.state_dir()
+        paths.make_private_dir(state)
+        fd = os.open(os.path.join(state, TIDYING), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def wait_for_tidying(state, timeout=TIDYING_WAIT_S) -> bool:
+    """Wait until no link under state is still writing what it did after answering its client
+    (its record, memory history, evidence), at most timeout seconds. -> True when none is."""
+    import fcntl
+    import time
+    try:
+        fd = os.open(os.path.join(state, TIDYING), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return True  # no server ever linked here
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return False  # links that never stop coming: read what is there
+                time.sleep(0.005)
+    finally:
+        os.close(fd)
+
+
+def _note_imports(path, known) -> None:
+    """For the tests: append the modules this link imported (none: warm() left nothing out) to path."""
+    if not path or known is None:
+        return
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, ("".join(f"{m}\n" for m in list(sys.modules)[known:]) + "--\n").encode())
+    finally:
+        os.close(fd)
 
 
 def _refuse(conn, why) -> None:
@@ -403,11 +606,16 @@ def take(req, fds, peer_pid, conn):
     import socket
     # Received fds and the connection first go above every target and every received fd,
     # so that no dup2 overwrites one still needed.
-    floor = max(req["fds"] + fds + [conn.fileno()])
+    global _notify
+    floor = max(req["fds"] + fds + [conn.fileno()] + ([_notify] if _notify is not None else []))
     moved = socket.socket(fileno=_dup_above(conn.fileno(), floor))
     conn.close()
     conn = moved
     floor = conn.fileno()
+    if _notify is not None:
+        notify = _dup_above(_notify, floor)
+        os.close(_notify)
+        _notify = floor = notify
     high = [_dup_above(fd, floor) for fd in fds]
     for fd in fds:
         os.close(fd)
@@ -501,10 +709,12 @@ def _cgroup_mounts() -> dict:
     return out
 
 
-def run_link(req, peer_pid, conn, reached=None):
-    """The link, with the client's signals (and its silent death) turned into this child's."""
+def run_link(req, peer_pid, conn, reached=None, done=None):
+    """The link, with the client's signals (and its silent death) turned into this child's;
+    answered (_answer) as soon as its result is final. done: [] -> non-empty once answered."""
     import _thread
-    from linkwrap.wrap import invocation, pipeline
+    from linkwrap.wrap import invocation, output, pipeline
+    done = [] if done is None else done
 
     def watch():
         while True:
@@ -512,11 +722,16 @@ def run_link(req, peer_pid, conn, reached=None):
                 b = conn.recv(1)
             except OSError:
                 b = b""
+            if done:
+                return  # answered: the client may go, and its signals no longer concern the link
             sig = b[0] if b else 15  # EOF: the client is gone (SIGKILL, a CI timeout): as SIGTERM
             if sig in (1, 2, 15):
                 os.kill(os.getpid(), sig)
             if not b:
                 return
+
+    def answer(status):
+        _answer(conn, f"X{int(status)}\n".encode(), req["fds"], done)
 
     _thread.start_new_thread(watch, ())
     argv, driver = req["argv"], None
@@ -524,7 +739,8 @@ def run_link(req, peer_pid, conn, reached=None):
         argv = argv[1:] if argv[:1] == ["--"] else argv
         argv, driver = argv[1:], argv[0]
     inv = invocation.Invocation(tuple(argv), driver, os.environ, req["cwd"], peer_pid, None, "server", reached)
-    return pipeline.link(inv)
+    output.defer()
+    return pipeline.link(inv, answer)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,11 @@ class Killed(record("Killed", "signal")):
     __slots__ = ()
 
 
+def disabled(environ) -> bool:
+    """LINKWRAP_DISABLE set to 1, yes, true or on (any case): the link runs exactly as asked."""
+    return environ.get("LINKWRAP_DISABLE", "").strip().lower() in ("1", "yes", "true", "on")
+
+
 def current(argv, driver=None, environ=os.environ) -> Invocation:
     """The link this process was started for."""
     return Invocation(tuple(argv), driver, environ, os.getcwd(), os.getpid(), None, "script", None)

@@ -18,11 +18,16 @@ def main(argv, driver=None, environ=os.environ) -> int:
     return invocation.act(link(invocation.current(argv, driver, environ)))
 
 
-def link(inv):
-    """One link. -> its exit status, invocation.Exec (become the driver) or invocation.Killed."""
+def link(inv, answer=None):
+    """One link. -> its exit status, invocation.Exec (become the driver) or invocation.Killed.
+
+    answer(status), when given (the server's child), is called as soon as the link's result is
+    final -- the output in place, the linker's messages passed on, the inputs saved when asked --
+    and before the work the caller need not wait for: the record, the memory history, what the
+    relink taught, removing the private directory. Not called when the result is Exec or Killed."""
     started_ns = time.perf_counter_ns()
     argv, driver, environ = inv.argv, inv.driver, inv.environ
-    if environ.get("LINKWRAP_DISABLE") == "1":
+    if invocation.disabled(environ):
         return passthrough(argv, driver, environ)
     try:
         # Classify the command line; take out what forces rustc's own linker.
@@ -94,21 +99,39 @@ def link(inv):
 
     # Beyond this point the link is over: nothing below may change its result.
     run.write_through(outcome)
-    memory = None
-    if choice.memory is not None or ticket is not None:
-        from linkwrap.wrap import admission
-        memory = admission.leave(ticket, choice.memory, decision.linker.name if decision.linker else None,
-                                 request.output, outcome, facts.input_bytes if facts is not None else None)
+    memory = ended_ns = who = None
+    if ticket is not None:  # the next link may be waiting for this one's memory: let it go first
+        memory = _leave(ticket, choice, decision, request, outcome, facts)
+    saving = outcome.returncode == 0 and (environ.get("LINKWRAP_SAVE") == "1" or
+                                          getattr(settings, "save", "off") != "off")
+    if answer is not None:
+        if saving:  # before the answer: rustc deletes its temporary inputs once the link returns
+            _save(request, facts, outcome, settings, environ)
+            saving = False
+        if settings is None or settings.record:
+            from linkwrap.wrap import build
+            who = build.identify(environ, inv.caller_pid)  # from the caller's ancestors: while it lives
+        ended_ns = time.perf_counter_ns()  # linkwrap's own time ends where the caller stops waiting
+        answer(outcome.returncode)
+    if memory is None and choice.memory is not None:
+        memory = _leave(None, choice, decision, request, outcome, facts)
     if settings is None or settings.record:
         limits = settings.retention if settings is not None else {}
         record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first, memory=memory,
                     max_spool_bytes=int(limits.get("max_spool_mb", 64) * (1 << 20)), environ=environ,
-                    caller_pid=inv.caller_pid, entry=inv.entry, reached_ns=inv.reached_ns)
+                    caller_pid=inv.caller_pid, entry=inv.entry, reached_ns=inv.reached_ns, ended_ns=ended_ns, build=who)
     if choice.learned is not None:
         _learn(request, chosen, outcome, facts, first)
-    if outcome.returncode == 0 and (environ.get("LINKWRAP_SAVE") == "1" or getattr(settings, "save", "off") != "off"):
+    if saving:
         _save(request, facts, outcome, settings, environ)  # now, while rustc's temporary inputs still exist
     return outcome.returncode
+
+
+def _leave(ticket, choice, decision, request, outcome, facts):
+    """Out of the memory ledger (when a ticket holds a place there); the charge into the history."""
+    from linkwrap.wrap import admission
+    return admission.leave(ticket, choice.memory, decision.linker.name if decision.linker else None,
+                           request.output, outcome, facts.input_bytes if facts is not None else None)
 
 
 def _learn(request, chosen, outcome, facts, first) -> None:

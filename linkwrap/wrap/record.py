@@ -27,7 +27,11 @@ when the state dir cannot take it, /tmp/linkwrap-<uid>-warned-<kind>-<crc>.
 linkwrap's own time per link has two parts: startup_ms, from the process's
 start to pipeline.main (interpreter start-up and imports; see startup_ms()),
 and overhead_ms, from main's start to the record, less the linker runs. The
-interpreter's shutdown after the record is in neither.
+interpreter's shutdown after the record is in neither. Through the link server,
+startup_ms runs from the server's accept to the link's start (taking the client's
+request, fds, environment, limits, cgroups) and overhead_ms ends at the answer to the
+client: what the child does after it (this record, the memory history, evidence,
+removing its private directory and the old output) is off the build's path.
 A fall-back keeps why its first attempt failed: first_linker, first_error.
 """
 import marshal
@@ -45,17 +49,21 @@ FORMAT = 1  # the "v" of every record; bump when fields change meaning
 
 
 def save(request, probe, decision, outcome, *, started_ns, first_attempt=None, memory=None,
-         max_spool_bytes=64 << 20, environ=os.environ, caller_pid=None, entry="script", reached_ns=None) -> None:
-    """Append this link's record to the spool. Never raises."""
+         max_spool_bytes=64 << 20, environ=os.environ, caller_pid=None, entry="script", reached_ns=None,
+         ended_ns=None, build=None) -> None:
+    """Append this link's record to the spool. Never raises.
+
+    ended_ns: when linkwrap's part of the link ended (the server's reply), else now; build: the
+    link's build.identify(), found while its caller still ran (else now)."""
     try:
-        now_ns = time.perf_counter_ns()
+        now_ns = ended_ns or time.perf_counter_ns()
         from linkwrap import paths
         state = paths.state_dir()
         if _disabled(state, environ):
             return
         frame = encode(make(request, probe, decision, outcome, started_ns=started_ns,
                             first_attempt=first_attempt, now_ns=now_ns, memory=memory, environ=environ,
-                            caller_pid=caller_pid, entry=entry, reached_ns=reached_ns))
+                            caller_pid=caller_pid, entry=entry, reached_ns=reached_ns, build=build))
     except BaseException as e:  # a fault of ours: the link's result stands
         _fault("building the link record", e)
         return
@@ -75,15 +83,17 @@ def _disabled(state, environ=os.environ) -> bool:
 
 
 def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, now_ns=None,
-         environ=os.environ, memory=None, caller_pid=None, entry="script", reached_ns=None) -> dict:
+         environ=os.environ, memory=None, caller_pid=None, entry="script", reached_ns=None, build=None) -> dict:
     """The record: a dict of plain values (str, int, float, bool, None, tuples)."""
     now_ns = now_ns or time.perf_counter_ns()
     elapsed_ms = (now_ns - started_ns) / 1e6
     linker_runs_ms = outcome.wall_ms + (first_attempt.wall_ms if first_attempt else 0.0)
     # A wait for memory is the build's time, not linkwrap's work: it has its own figure (waited_ms).
     linker_runs_ms += (memory.waited_ms or 0.0) if memory is not None else 0.0
-    from linkwrap.wrap import build
-    b = build.identify(environ, caller_pid)
+    if build is None:
+        from linkwrap.wrap import build as build_mod
+        build = build_mod.identify(environ, caller_pid)
+    b = build
     crate_name, crate_kind = classify(request, environ)
     linker = decision.linker
     out = probe.output if probe is not None else None
@@ -95,7 +105,7 @@ def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, n
     rec = {
         "v": FORMAT,
         "uid": f"{os.getpid()}-{time.time_ns()}-{os.urandom(4).hex()}",
-        "started_unix": time.time() - elapsed_ms / 1000,
+        "started_unix": time.time() - (time.perf_counter_ns() - started_ns) / 1e9,
         "build_key": b.key,
         "build_tool": b.tool,
         "build_pid": b.pid,

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from cargokit import host_triple, new_crate
-from conftest import SCRIPTS, path_without_linkwrap
+from conftest import SCRIPTS, path_without_linkwrap, stop_servers
 from install.buildtools import check_signed_by_the_chosen_linker, linkwrap, run
 
 GIT = ["git", "-c", "user.name=Test", "-c", "user.email=test@example.invalid", "-c", "init.defaultBranch=main"]
@@ -52,11 +52,19 @@ def test_a_committed_install_builds_through_linkwrap_in_a_fresh_clone(repo, tmp_
     assert f'note: wrote the bare name linker = "linkwrap-cc" (on PATH: {SCRIPTS}/linkwrap-cc)' in done.stdout
     assert (f"note: {config} is tracked by git: once it is committed, every teammate and CI runner needs "
             "linkwrap") in done.stdout
-    # The bare name needs no script in the state directory, and status says so rather than "not written yet".
+    # pip's console script starts Python on every link: install says how to run the native client instead.
+    fast = json.loads(linkwrap("status", "--json", cwd=repo, env=mine).stdout)["scripts"]["linkwrap-cc"]
+    assert open(fast, "rb").read(4) == b"\x7fELF"
+    assert (f"note: {SCRIPTS}/linkwrap-cc is a Python script (its start costs ~20 ms a link); the native client "
+            f"skips it on this machine: export PATH={os.path.dirname(fast)}:$PATH") in done.stdout
+    # status says which entry point the build runs, and that it is not the fast one.
     text = linkwrap("status", cwd=repo, env=mine).stdout
-    cc_line = next(line for line in text.splitlines() if line.startswith("linkwrap-cc:"))
-    assert "not needed: `linkwrap install` writes the bare name linkwrap-cc, found on PATH" in cc_line, text
-    assert "not written yet" not in cc_line
+    assert (f"linker = linkwrap-cc (runs {SCRIPTS}/linkwrap-cc: a Python script, ~20 ms a link more than the "
+            "native client") in text, text
+    # With the native client first on PATH, the same committed file runs it.
+    faster = {**mine, "PATH": f"{os.path.dirname(fast)}{os.pathsep}{mine['PATH']}"}
+    text = linkwrap("status", cwd=repo, env=faster).stdout
+    assert f"linker = linkwrap-cc (runs {fast}: the native client, the fast entry point)" in text, text
     run([*GIT, "commit", "-qam", "link through linkwrap"], cwd=repo)
 
     # A teammate: a fresh clone, another LINKWRAP_HOME, linkwrap on PATH.
@@ -122,5 +130,39 @@ def test_global_install_is_personal(repo, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "teammate" not in done.stdout + done.stderr
     assert run([*GIT, "status", "--porcelain"], cwd=repo).stdout == ""
-    assert 'linker = "linkwrap-cc"' in (tmp_path / "cargo-home" / "config.toml").read_text()
+    # A personal file: the native client's absolute path, the fast entry point, though PATH has pip's script.
+    fast = json.loads(linkwrap("status", "--json", cwd=repo, env=env_for(tmp_path / "home")).stdout)[
+        "scripts"]["linkwrap-cc"]
+    assert open(fast, "rb").read(4) == b"\x7fELF"
+    assert f'linker = "{fast}"' in (tmp_path / "cargo-home" / "config.toml").read_text()
+    assert f"note: a personal file (not tracked by git): wrote the absolute path {fast}" in done.stdout
     assert host_triple() in (tmp_path / "cargo-home" / "config.toml").read_text()
+
+
+def test_an_untracked_config_gets_the_native_client_and_a_tracked_one_the_bare_name(repo, tmp_path):
+    """The file decides: .cargo/config.toml untracked (a personal file) -> the absolute path of the
+    native client; the same file once tracked -> the bare name, which works for teammates."""
+    env = env_for(tmp_path / "home")
+    run([*GIT, "rm", "-q", "--cached", ".cargo/config.toml"], cwd=repo)
+    run([*GIT, "commit", "-qm", "untrack"], cwd=repo)
+    done = linkwrap("install", cwd=repo, env=env)
+    assert done.returncode == 0, done.stderr
+    info = json.loads(linkwrap("status", "--json", cwd=repo, env=env).stdout)
+    fast = info["scripts"]["linkwrap-cc"]
+    config = os.path.join(repo, ".cargo", "config.toml")
+    assert f'linker = "{fast}"' in open(config).read()
+    [place] = [p for p in info["places"] if p["kind"] == "cargo-project"]
+    assert place["runs"] == {fast: {"path": fast, "fast": True}}
+    assert f"{config} is in a git work tree, and {fast} exists on this machine only: do not commit it" in done.stderr
+    try:
+        run(["cargo", "build", "--quiet"], cwd=repo, env={**env, "CARGO_TARGET_DIR": str(tmp_path / "target")})
+        assert len(links_recorded(repo, env)) == 1
+    finally:
+        stop_servers(tmp_path / "home")  # the client's first link started one
+
+    assert linkwrap("uninstall", cwd=repo, env=env).returncode == 0
+    run([*GIT, "add", ".cargo/config.toml"], cwd=repo)
+    run([*GIT, "commit", "-qm", "track"], cwd=repo)
+    done = linkwrap("install", cwd=repo, env=env)
+    assert done.returncode == 0, done.stderr
+    assert 'linker = "linkwrap-cc"' in open(config).read()

@@ -117,6 +117,20 @@ def test_an_object_with_gcc_lto_code_keeps_the_driver(tmp_path, lw_home):
                           dict(os.environ))
 
 
+def test_lto_is_told_apart_in_gcc_llvm_and_rustc_objects(tmp_path):
+    """GCC's LTO objects (.gnu.lto_ sections) and LLVM bitcode are the plugin's; LLVM's machine-code
+    objects (clang's, rustc's), whose section names share the symbols' string table, are not."""
+    (tmp_path / "l.c").write_text("int main(void){return 0;}\n")
+    (tmp_path / "r.rs").write_text("fn main() {}\n")
+    for cmd in (["gcc", "-flto", "-c", "l.c", "-o", "gcc-lto.o"], ["gcc", "-c", "l.c", "-o", "gcc.o"],
+                ["clang", "-flto", "-c", "l.c", "-o", "clang-lto.o"], ["clang", "-c", "l.c", "-o", "clang.o"],
+                [tool("rustc"), "--emit=obj", "-o", "rustc.o", "r.rs"]):
+        subprocess.run(cmd, cwd=tmp_path, check=True)
+    found = {name: direct._has_lto(name, str(tmp_path))
+             for name in ("gcc-lto.o", "gcc.o", "clang-lto.o", "clang.o", "rustc.o")}
+    assert found == {"gcc-lto.o": True, "gcc.o": False, "clang-lto.o": True, "clang.o": False, "rustc.o": False}
+
+
 def test_an_lto_object_linked_without_flto_still_links_through_the_driver(tmp_path, lw_home):
     """The LTO check sees objects, not archive members: the failed direct start is retried by the driver."""
     (tmp_path / "f.c").write_text("int f(void){return 7;}\n")

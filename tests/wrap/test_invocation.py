@@ -15,6 +15,16 @@ def test_disable_and_non_links_become_the_driver_as_a_result_not_an_exec(tmp_pat
         invocation.Exec(("cc", "a.o", "-o", "x"), env)
 
 
+def test_disable_takes_the_usual_spellings_of_on(tmp_path, lw_home):
+    inv = invocation.Invocation(("a.o", "-o", "x"), None, {}, str(tmp_path), os.getpid(), None, "script", None)
+    for on in ("1", "yes", "YES", "true", "True", "on", " On "):
+        env = {"PATH": os.environ["PATH"], "LINKWRAP_DISABLE": on}
+        assert pipeline.link(inv._replace(environ=env)) == invocation.Exec(("cc", "a.o", "-o", "x"), env), on
+    for off in ("", "0", "no", "false", "off", "2"):
+        assert not invocation.disabled({"LINKWRAP_DISABLE": off}), off
+    assert not invocation.disabled({})
+
+
 def test_a_link_takes_environment_caller_and_entry_from_its_invocation(tmp_path, lw_home, monkeypatch):
     """The linker runs in the process's cwd (posix_spawn cannot chdir): a server's child chdirs first."""
     obj = c_object(tmp_path)
