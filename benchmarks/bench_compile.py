@@ -1,11 +1,12 @@
 """What a compile step costs when make runs it through linkwrap (`make CC='linkwrap-launch cc'`):
-`cc -c` alone against the same command through the launcher `linkwrap install` writes (sh, then
-python -IS; it passes a compile straight to cc) and through pip's console script; then the cost of
+`cc -c` alone against the same command through the native client `linkwrap install` writes (with
+its warm link server), the launcher script behind it (sh, then python -IS; it passes a compile
+straight to cc) and pip's console script; then the cost of
 args.links() on a rustc-size link command line, and of the launcher's SigIgn read (the shell part).
 
     python3 benchmarks/bench_compile.py [--runs 31]
 
-Interleaved rounds (cc, launcher, console script), medians, per-round differences against cc with
+Interleaved rounds (cc, client, script, console script), medians, per-round differences against cc with
 a 95 % confidence interval of the median (order statistics). Not a test: figures for the notes,
 with `uptime`.
 """
@@ -51,7 +52,11 @@ def main() -> None:
     with open(os.path.join(work, "m.c"), "w") as f:
         f.write("int main(void){return 0;}\n")
     compile_ = ["cc", "-O0", "-c", "m.c", "-o", "m.o"]
-    commands = {"cc -c": compile_, "launcher script": [script, *compile_], "console script": [console, *compile_]}
+    commands = {"cc -c": compile_, "native client": [native, *compile_], "launcher script": [script, *compile_],
+                "console script": [console, *compile_]}
+    for argv in commands.values():
+        timed(argv, work)
+    time.sleep(1)  # the native client's first start began a link server: let it come up
     for argv in commands.values():
         timed(argv, work)
     times = {k: [] for k in commands}
@@ -72,7 +77,7 @@ def main() -> None:
     rustc = ["-m64", *[f"/tmp/target/debug/deps/crate{i}-0123456789abcdef.rlib" for i in range(300)],
              "-Wl,--as-needed", "-Wl,-Bstatic", "-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl", "-lc",
              "-Wl,--eh-frame-hdr", "-Wl,-z,noexecstack", "-L", "/opt/rust/lib", "-o", "/tmp/target/debug/app",
-             "-Wl,--gc-sections", "-pie", "-Wl,-z,relro,-z,now", "-nodefaultlibs"]
+             "-Wl,--gc-sections", "-pie", "-Wl,-z,relro,-z,now", "-nodefaultlibs", "-fuse-ld=lld"]
     from timing import median_us
     med, p90 = median_us(lambda: args_mod.links(rustc), 2000)
     print(f"args.links() on a {len(rustc)}-argument rustc link: median {med:.1f} us, p90 {p90:.1f} us")
@@ -84,6 +89,7 @@ def main() -> None:
         loop.append(timed(["sh", "-c", read_loop], work))
     d = median_ci([a - b for a, b in zip(loop, plain)])
     print(f"the launcher's SigIgn read (dash builtins): {d[0]:+.2f} ms per start ({d[1]:+.2f} to {d[2]:+.2f})")
+    subprocess.run([shutil.which("linkwrap"), "server", "stop"], capture_output=True)
     shutil.rmtree(work, ignore_errors=True)
 
 

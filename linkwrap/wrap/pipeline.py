@@ -30,13 +30,16 @@ def link(inv, answer=None):
     if invocation.disabled(environ):
         return passthrough(argv, driver, environ)
     try:
+        if not args.links(argv, inv.cwd):
+            # `cc -c`, `-E`, `-fsyntax-only`, `--version`…: the driver's alone, nothing chosen or recorded.
+            return passthrough(argv, driver, environ)
         # Classify the command line; take out what forces rustc's own linker.
         request = args.parse(argv, driver, environ, cwd=inv.cwd)
     except Exception as e:  # an unreadable @file: let the driver say so
         faults.note("reading the command line", e)
         return passthrough(argv, driver, environ)
-    if not request.inputs and request.output is None or not args.links(request.args, inv.cwd):
-        # `--version`, `-print-prog-name=ld`, `cc -c`…: a question to the driver or a compile, not a link.
+    if not request.inputs and request.output is None:
+        # `--version`, `-print-prog-name=ld`, `--help`…: a question to the driver, not a link.
         return passthrough(argv, driver, environ)
 
     # config → linkers → probe → policy; a fault in any of them means "as asked", with the reason.

@@ -105,7 +105,8 @@ def test_m012_finds_again_the_project_of_a_build_run_with_dash_C(tmp_path):
     conn = db.connect(path)
     conn.execute("DELETE FROM _linkwrap_migrations WHERE name = 'm012_project_after_chdir'")
     conn.execute("INSERT INTO builds (build_key, tool, command, cwd, project_dir, build_dir) VALUES "
-                 "('k1', 'ninja', 'ninja -C build', ?, ?, ?)", (str(build), str(build / "build"), str(build / "build")))
+                 "('k1', 'ninja', 'ninja -C build', ?, ?, ?)",
+                 (str(build), str(build / "build"), str(build / "build")))
     conn.execute("INSERT INTO builds (build_key, tool, command, cwd, project_dir, build_dir) VALUES "
                  "('k2', 'ninja', 'ninja', ?, '/kept', '/kept')", (str(build),))
     conn.close()
