@@ -15,6 +15,13 @@ linkwrap.ld's own per-pass times (--time) for the large link: what dominates.
     python benchmarks/bench_ld.py --parse-vs /work/main [--runs 9]
                                   # parse every libc.a member and decode its relocations, warm,
                                   # in a process per tree, the trees alternating
+    python benchmarks/bench_ld.py --rust [--modules 16 --rust-funcs 34] [--runs 7] [--baseline /work/main]
+                                  # the generated Rust project's debug link (~150 MB of inputs):
+                                  # GNU ld, rust-lld and linkwrap.ld (and another tree's) interleaved,
+                                  # wall and peak RSS medians, ratios with a 95 % CI, per-pass times
+    python benchmarks/bench_ld.py --rust --relocs-ab [--runs 7]
+                                  # in one process: the relocation pass with the per-relocation loop
+                                  # against the bulk (numpy) path, interleaved (what numpy buys)
 """
 import argparse
 import os
@@ -26,6 +33,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "ld"))
+sys.path.insert(0, HERE)
 import corpus  # noqa: E402
 
 
@@ -241,6 +249,147 @@ def parse_vs(baseline, runs):
           f"ratio {ratio:.3f}, 95% CI [{boots[50]:.3f}, {boots[1949]:.3f}]")
 
 
+def ratio_ci(a, b, rng):
+    """median(a) / median(b) and its 95 % bootstrap interval."""
+    boots = sorted(statistics.median(rng.choices(a, k=len(a))) / statistics.median(rng.choices(b, k=len(b)))
+                   for _ in range(2000))
+    return statistics.median(a) / statistics.median(b), boots[50], boots[1949]
+
+
+def rust_debug_link(root, modules, funcs):
+    """Generate and build the Rust project; -> (cc argv without -o and without rustc's lld choice,
+    rustc's own lld arguments, env, cwd, MB of inputs)."""
+    import genproject
+    project = genproject.rust(os.path.join(root, "rust"), modules, funcs)
+    argv, link_env, cwd = genproject.rust_link(project, target_dir=os.path.join(root, "rust-target"))
+    lld = [a for a in argv if a == "-fuse-ld=lld" or a.endswith("/gcc-ld")]
+    plain = [a for a in argv if a not in lld]
+    k = plain.index("-o")
+    plain = plain[:k] + plain[k + 2:]
+    return plain, lld, {**os.environ, **link_env}, cwd, genproject.input_bytes(argv, cwd) / 1e6
+
+
+def tree_shim(root, tree):
+    """A -B directory whose ld runs the linker of another checkout (PYTHONPATH=tree)."""
+    d = os.path.join(root, "shim-" + tree.strip("/").replace("/", "-"))
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "ld"), "w") as f:
+        f.write(f'#!/bin/sh\nPYTHONPATH={tree} exec {sys.executable} -m linkwrap.ld "$@"\n')
+    os.chmod(os.path.join(d, "ld"), 0o755)
+    return d
+
+
+def rust_bench(root, runs, modules, funcs, baseline):
+    """GNU ld, rust-lld and linkwrap.ld (this tree, and `baseline`'s) on the Rust debug link, interleaved."""
+    import random
+    argv, lld, env, cwd, mb = rust_debug_link(root, modules, funcs)
+    shim = corpus.shim_dir(root)
+    linkers = {"GNU ld": [], "rust-lld": lld, "linkwrap.ld": [f"-B{shim}"]}
+    if baseline:
+        linkers["linkwrap.ld " + baseline] = [f"-B{tree_shim(root, baseline)}"]
+    samples = {k: ([], []) for k in linkers}
+    outs = {}
+    for i in range(runs):
+        for name, extra in linkers.items():
+            out = outs[name] = os.path.join(root, "out-" + name.replace(" ", "_").replace("/", "_"))
+            t0 = time.perf_counter()
+            p = subprocess.Popen(["cc", *extra, *argv, "-o", out], cwd=cwd, env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            _, status, ru = os.wait4(p.pid, 0)
+            wall = (time.perf_counter() - t0) * 1000
+            err = p.stderr.read().decode()
+            p.stderr.close()
+            if os.waitstatus_to_exitcode(status):
+                raise SystemExit(f"{name} failed: {err}")
+            samples[name][0].append(wall)
+            samples[name][1].append(ru.ru_maxrss / 1024)
+    prints = {name: subprocess.run([out], capture_output=True, text=True).stdout for name, out in outs.items()}
+    print(f"Rust debug link of the generated project ({modules}x{funcs}, {mb:.0f} MB of inputs), "
+          f"{runs} interleaved runs, medians (load {' '.join(load())}):")
+    rng = random.Random(1)
+    for name in linkers:
+        t, m = samples[name]
+        line = f"  {name:28} {statistics.median(t):8.0f} ms {statistics.median(m):7.0f} MiB"
+        for ref in ("GNU ld", "rust-lld"):
+            if name != ref:
+                rt, lo, hi = ratio_ci(t, samples[ref][0], rng)
+                rm = statistics.median(m) / statistics.median(samples[ref][1])
+                line += f"   / {ref}: time {rt:.2f} [{lo:.2f}, {hi:.2f}] RSS {rm:.2f}"
+        print(line)
+    same = {name: prints[name] == prints["GNU ld"] for name in linkers}
+    print(f"  programs print what GNU ld's prints: {same} ({prints['GNU ld'].strip()})")
+    r = subprocess.run(["cc", f"-B{shim}", *argv, "-o", outs["linkwrap.ld"], "-Wl,--time,--stats"], cwd=cwd,
+                       env=env, capture_output=True, text=True)
+    print("  linkwrap.ld --time --stats (one more run):")
+    for line in r.stderr.splitlines():
+        print("   ", line.split(":", 1)[1].strip())
+
+
+RELOCS_AB_CHILD = r"""
+import os, statistics, sys, time
+from linkwrap.ld import gc, layout, options, parse, relocate, resolve, scan, synthetic
+from linkwrap.ld.diag import Diagnostics
+from linkwrap.ld.driver import _mode
+opts = options.parse_args(sys.argv[2:])
+diag = Diagnostics()
+res = resolve.resolve(opts, parse.read_inputs(opts, diag), diag)
+mode = _mode(opts, res)
+live = gc.mark_live(opts, res, diag)
+synth = synthetic.create(opts, mode, res, live, scan.scan(opts, mode, res, live, diag))
+lk = layout.compute(opts, mode, res, live, synth)
+for syn in synth.all:
+    syn.finalize(lk)
+nonalloc = [s for s in live.sections if s.rela is not None and not s.flags & 0x2]
+times = {"python": [], "bulk": []}
+images = {}
+import numpy   # its import is a separate cost, counted once below
+for i in range(int(sys.argv[1])):
+    for m in ("python", "bulk"):
+        for s in nonalloc:
+            s.relocs = None     # the loop decodes the tables once per link: not warm
+        os.environ["LINKWRAP_LD_RELOCS"] = m
+        t = time.perf_counter()
+        images[m] = relocate.apply_all(res, lk, live, diag)
+        times[m].append((time.perf_counter() - t) * 1000)
+print(repr((times, images["python"] == images["bulk"], sum(s.rela[1] // 24 for s in nonalloc))))
+"""
+
+
+def relocs_ab(root, runs, modules, funcs):
+    """The relocation pass, per-relocation loop against the bulk path, interleaved in one process."""
+    import ast
+    import random
+    argv, _, env, cwd, mb = rust_debug_link(root, modules, funcs)
+    ld_argv = record_rust_ld_args(root, argv, env, cwd)
+    r = subprocess.run([sys.executable, "-c", RELOCS_AB_CHILD, str(runs), *ld_argv], cwd=cwd, env=env,
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise SystemExit(r.stderr)
+    times, same, n = ast.literal_eval(r.stdout.strip().splitlines()[-1])
+    imp = subprocess.run([sys.executable, "-X", "importtime", "-c", "import numpy"], capture_output=True,
+                         text=True).stderr.strip().splitlines()[-1]
+    rt, lo, hi = ratio_ci(times["bulk"], times["python"], random.Random(1))
+    print(f"relocation pass of the Rust debug link ({mb:.0f} MB of inputs, {n:,} non-loaded relocations), "
+          f"{runs} interleaved runs in one process (load {' '.join(load())}):")
+    print(f"  per-relocation loop {statistics.median(times['python']):.0f} ms, bulk "
+          f"{statistics.median(times['bulk']):.0f} ms: ratio {rt:.2f} [{lo:.2f}, {hi:.2f}]; same image: {same}")
+    print(f"  import numpy (once per link that uses it): {int(imp.split('|')[1]) / 1000:.0f} ms cumulative")
+
+
+def record_rust_ld_args(root, argv, env, cwd):
+    """The ld command line gcc passes for the Rust link (through a recording -B shim)."""
+    rec = os.path.join(root, "rec-rust")
+    os.makedirs(rec, exist_ok=True)
+    with open(os.path.join(rec, "ld"), "w") as f:
+        f.write('#!/bin/sh\nprintf \'%s\\0\' "$@" > "$LW_BENCH_ARGV"\n')
+    os.chmod(os.path.join(rec, "ld"), 0o755)
+    out = os.path.join(root, "argv-rust")
+    subprocess.run(["cc", f"-B{rec}", *argv, "-o", os.path.join(root, "rust-out")], cwd=cwd, check=True,
+                   env={**env, "LW_BENCH_ARGV": out})
+    with open(out, "rb") as f:
+        return [a.decode() for a in f.read().split(b"\0")[:-1]]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
@@ -250,7 +399,19 @@ def main():
     ap.add_argument("--behaviours", action="store_true", help="count the behaviour corpus's outcomes")
     ap.add_argument("--passes-vs", metavar="TREE", help="per-pass times against another checkout's linker")
     ap.add_argument("--parse-vs", metavar="TREE", help="warm parse of libc.a against another checkout's")
+    ap.add_argument("--rust", action="store_true", help="the generated Rust project's debug link")
+    ap.add_argument("--modules", type=int, default=16)
+    ap.add_argument("--rust-funcs", type=int, default=34)
+    ap.add_argument("--baseline", metavar="TREE", help="with --rust: also another checkout's linkwrap.ld")
+    ap.add_argument("--relocs-ab", action="store_true", help="with --rust: loop against bulk relocation")
     a = ap.parse_args()
+    if a.rust:
+        root = tempfile.mkdtemp(prefix="bench-ld-")
+        if a.relocs_ab:
+            relocs_ab(root, a.runs, a.modules, a.rust_funcs)
+        else:
+            rust_bench(root, a.runs, a.modules, a.rust_funcs, a.baseline)
+        return
     if a.parse_vs:
         parse_vs(a.parse_vs, a.runs)
         return

@@ -106,7 +106,9 @@ def note(request, decision, outcome, cpus, first_attempt=None) -> None:
     data["explored"] += explored
     name = decision.linker.name if decision.linker is not None else None
     if first_attempt is not None and name:
-        if name not in data["failed"]:
+        # Evidence only when the caller's own command then passed: a link that fails as asked too
+        # (the caller's own undefined symbol) says nothing against the linker.
+        if outcome.returncode == 0 and name not in data["failed"]:
             data["failed"].append(name)
     elif name in FAST and outcome.returncode == 0:
         samples = data["samples"].setdefault(name, [])

@@ -8,8 +8,7 @@ A result applies to a link only when it was measured on the same machine (CPU mo
 CPUs), on the same filesystem type, and with the linker binary that is installed now (same path
 and mtime). Among those the closest scope wins, because the ranking is a property of the link,
 not only of its size (shared/reference/measurements.md): the same output of the same project,
-then the same project's outputs of the same kind, then other links of the same kind with
-0.5-2x the input bytes. Results that would have applied but fail a check are named in
+then the same project's outputs of the same kind; never another project's links. Results that would have applied but fail a check are named in
 `ignored`, so `linkwrap explain` can say why a measurement did not count.
 """
 import os
@@ -136,8 +135,10 @@ def _stamps(found) -> dict:
 
 
 def scope_of(row, request, input_bytes):
-    """0, 1 or 2 (SCOPES) when the row is about this link, else None."""
-    if row.project != request.cwd and row.kind != request.kind:
+    """0 or 1 (SCOPES) when the row is about this link, else None. Only the project it was measured
+    in: another project's link of a like size can rank the linkers the other way (a C link is not a
+    Rust one), and explain would show it as "measured here" where nothing was."""
+    if row.project != request.cwd:
         return None
     if row.project == request.cwd and row.output == output_key(request.output):
         return 0

@@ -9,7 +9,8 @@ Output: rich tables; --json prints a stable object:
    "mem_available_mb", "mem_limit_mb", "thp", "jobserver"},
    "decision": {"linker", "version", "path", "flags", "driver_flags", "write_mode", "reasons",
                 "measured": null | {"used", "scope", "rows", "ignored"},
-                "learned": null | {"used", "exploring", "links", "explored", "failed", "candidates"}},
+                "learned": null | {"used", "exploring", "load_adjusted", "links", "explored", "failed",
+                                    "candidates"}},
    "start": {"how": "direct" | "driver", "why"},
    "linkers": {name: {"path", "version"}}, "config": {"profile", "files"},
    "memory": {"predicted_kb", "source", "detail", "admission", "room_kb", "running_links"}}
@@ -125,22 +126,27 @@ def explain(request, environ) -> dict:
 
 
 def cargo_link_path(output):
-    """For Cargo's uplifted <target>/<profile>/<bin>: the deps/<bin>-<hash> it is a hard link to
-    (what rustc really links), else None."""
+    """For Cargo's uplifted <target>/<profile>/<bin>: the deps/<bin>-<hash> it is a hard link to,
+    or a copy of where Cargo could not make a hard link (what rustc really links), else None."""
     if not output:
         return None
     d, name = os.path.split(output)
     deps = os.path.join(d, "deps")
     try:
         st = os.stat(output)
-        if st.st_nlink < 2:
-            return None
+        same_size = []
         for entry in os.scandir(deps):
             stem, dash, tag = entry.name.rpartition("-")
             if dash and stem in (name, name.replace("-", "_")):
                 other = entry.stat(follow_symlinks=False)
                 if (other.st_ino, other.st_dev) == (st.st_ino, st.st_dev):
                     return entry.path
+                if other.st_size == st.st_size and not entry.is_symlink():
+                    same_size.append(entry.path)
+        if st.st_nlink == 1:
+            import filecmp
+            # Cargo copies where a hard link fails (another filesystem): the same bytes.
+            return next((p for p in same_size if filecmp.cmp(p, output, shallow=False)), None)
     except OSError:
         pass
     return None
@@ -284,14 +290,16 @@ def measured_dict(measured, decision):
 
 def learned_dict(learned, decision):
     """This output's own relinks: {"used", "exploring", "links", "explored", "failed",
-    "candidates": {name: {"timed", "median_ms"}}} (times corrected for load); None when learning is off."""
+    "candidates": {name: {"timed", "median_ms"}}, "load_adjusted"} (times corrected for load, as
+    load_adjusted says); None when learning is off."""
     if learned is None:
         return None
     from linkwrap.bench.learn import EXPLORING
     label = decision.linker.label if decision.linker else None
     taught = [r for r in decision.reasons if label and r.startswith(label + ":")
               and (EXPLORING in r or "this output's relinks" in r)]
-    return {"used": bool(taught), "exploring": any(EXPLORING in r for r in taught), "links": learned.links,
+    return {"used": bool(taught), "exploring": any(EXPLORING in r for r in taught), "load_adjusted": True,
+            "links": learned.links,
             "explored": learned.explored, "failed": sorted(learned.failed),
             "candidates": {n: {"timed": c, "median_ms": m} for n, (c, m) in sorted(learned.stats.items())}}
 
@@ -351,11 +359,21 @@ def run(args) -> int:
         raise UsageError(f"{output} is a directory, not a link's output: name the file the link writes "
                          "(e.g. target/debug/app), or give no output for the last recorded link")
     row = recorded_link(output, link_args, cwd)
+    made_by = None
+    if row is None and output and link_args is None:
+        # Cargo's uplifted target/<profile>/<bin> is a hard link to the deps/<bin>-<hash> rustc linked:
+        # explain that link, with rustc's own command line (its rust-lld, its sysroot), as it ran.
+        made_by = cargo_link_path(os.path.abspath(os.path.join(cwd, output)))
+        row = recorded_link(made_by, None, cwd) if made_by else None
     request = recorded_request(row, kind, os.environ) if row is not None else None
     if request is None:
         request = build_request(output or (row["output_path"] if row is not None else None), link_args, kind,
                                 os.environ, cwd)
     report = explain(request, os.environ)
+    if row is not None and made_by:
+        how = "a hard link" if os.path.samefile(made_by, os.path.join(cwd, output)) else "the same bytes"
+        report["note"] = (f"{output} is Cargo's copy ({how}) of {made_by}, which rustc linked: "
+                          "this is that link, as recorded")
     report["recorded"] = recorded_dict(row) if row is not None else None
     if as_json:
         from linkwrap.report import jsonout
@@ -497,6 +515,10 @@ def render(report) -> None:
         console.print(f"[bold]Learnt from this output's relinks[/bold]: {learned['links']} links, "
                       f"{learned['explored']} of them tries; {escape(timed) or 'nothing timed yet'}"
                       + (f"; failed here: {', '.join(learned['failed'])}" if learned["failed"] else ""))
+        if learned["candidates"]:
+            # Not the wall times `summary` shows: a link timed on a saturated machine is scaled down.
+            console.print("  times adjusted for machine load: wall time x CPUs / 1-minute load average "
+                          "where the load was above the CPUs (summary shows wall times)", highlight=False)
 
     console.print("[bold]Reasons[/bold]")
     for i, reason in enumerate(d["reasons"], 1):

@@ -19,6 +19,8 @@ What it cannot link (SECTIONS scripts with -T, extern "C++" in version scripts, 
 it does not know) it names on one line ("not supported yet: ...") and exits 1, so linkwrap
 falls back.
   --version   print the version      --time   print each pass's wall time to stderr
+  --stats     print the counts that explain those times (inputs, sections, symbols, relocations
+              by type and how they were applied, merged strings, bytes written) to stderr
 Through the wrapper: LINKWRAP_LINKER=python. See docs/ld.md.
 """
 
@@ -46,6 +48,8 @@ def run(argv) -> int:
         if opts.time_phases:
             for label, ms in t.phases:
                 print(f"{prog}: {ms:8.1f} ms  {label}", file=sys.stderr)
+        for line in t.stats:
+            print(f"{prog}: {line}", file=sys.stderr)
         return 0
     except Unsupported as e:
         print(f"{prog}: {e}", file=sys.stderr)

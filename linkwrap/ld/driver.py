@@ -18,6 +18,7 @@ from linkwrap.ld.diag import Diagnostics
 class Timings:
     def __init__(self):
         self.phases = []
+        self.stats = []     # --stats: lines of counts (linkwrap.ld.stats)
 
     def phase(self, label):
         return _Phase(self, label)
@@ -86,13 +87,23 @@ def link(opts, diag=None) -> Timings:
         # address-dependent contents (GOT values, COPY/GLOB_DAT relocations) into their own buffers
         for syn in synth.all:
             syn.finalize(lk)
-    with t.phase("Apply relocations"):
-        # copy every section into the image and patch it; R_X86_64_64 in a PIE -> .rela.dyn
-        image = relocate.apply_all(res, lk, live, diag)
-    diag.checkpoint()  # relocation overflows, with their locations
-    with t.phase("Write output"):
-        # linker-made sections, headers, build-id; temporary file renamed over the output
-        write.write_output(opts, mode, lk, image, synth)
+    # the image is the temporary output file, mapped: filled in place, renamed at the end
+    out = write.Image(opts.output, lk.file_size)
+    try:
+        with t.phase("Apply relocations"):
+            # copy every section into the image and patch it; R_X86_64_64 in a PIE -> .rela.dyn
+            reloc_stats = {} if opts.stats else None
+            image = relocate.apply_all(res, lk, live, diag, reloc_stats, out.buf)
+        diag.checkpoint()  # relocation overflows, with their locations
+        with t.phase("Write output"):
+            # linker-made sections, headers, build-id; temporary file renamed over the output
+            write.write_output(opts, mode, lk, image, synth, out)
+    except BaseException:
+        out.abandon()
+        raise
+    if opts.stats:
+        from linkwrap.ld import stats
+        t.stats = stats.lines(res, live, lk, synth, reloc_stats)
     return t
 
 

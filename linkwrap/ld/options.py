@@ -64,6 +64,7 @@ class Options:
     unresolved: str = "report-all"
     version: bool = False
     time_phases: bool = False     # --time: print each pass's wall time to stderr
+    stats: bool = False           # --stats: print the counts that explain the times to stderr
     shared: bool = False          # -shared: a shared object
     soname: str = ""              # -soname / -h: DT_SONAME
     version_script: tuple = ()    # --version-script files, in order
@@ -120,6 +121,7 @@ _opts("rpath", True, "rpath")
 _opts("hash-style", True, "hash_style")
 _opts("version", False, "version")
 _opts("time", False, "time")
+_opts("stats", False, "stats")
 _opts("sysroot", True, "sysroot")
 _opts("defsym", True, "defsym")
 _opts("undefined", True, "undefined")
@@ -147,7 +149,7 @@ _opts("sort-common warn-common no-fatal-warnings "
       "no-demangle demangle no-map-whole-files map-whole-files no-warn-execstack warn-execstack "
       "no-warn-rwx-segments warn-rwx-segments no-warn-search-mismatch warn-textrel warn-constructors "
       "warn-alternate-em warn-section-align warn-multiple-gp no-ld-generated-unwind-info "
-      "ld-generated-unwind-info check-sections no-check-sections stats no-print-map-discarded "
+      "ld-generated-unwind-info check-sections no-check-sections no-print-map-discarded "
       "print-map-discarded ignore-unresolved-symbol-not-used", False, IGNORE)
 _opts("enable-new-dtags", False, "new_dtags")
 _opts("disable-new-dtags", False, "old_dtags")
@@ -387,7 +389,7 @@ _SETS = {
     "gc": ("gc_sections", True), "no_gc": ("gc_sections", False), "print_gc": ("print_gc_sections", True),
     "export_dynamic": ("export_dynamic", True), "no_export_dynamic": ("export_dynamic", False),
     "strip_debug": ("strip_debug", True), "strip_all": ("strip_all", True), "version": ("version", True),
-    "time": ("time_phases", True), "muldefs": ("allow_multiple_definition", True),
+    "time": ("time_phases", True), "muldefs": ("allow_multiple_definition", True), "stats": ("stats", True),
     "relocatable": ("relocatable", True), "new_dtags": ("new_dtags", True), "old_dtags": ("new_dtags", False),
     "shared": ("shared", True), "soname": ("soname", None), "no_undefined": ("no_undefined", True),
     "no_undefined_version": ("no_undefined_version", True), "undefined_version": ("no_undefined_version", False),

@@ -27,12 +27,20 @@ _PACK = {
 _LIMITS = {(4, "s"): (-2**31, 2**31), (4, "u"): (0, 2**32), (2, "s"): (-2**15, 2**15), (2, "u"): (0, 2**16),
            (1, "s"): (-128, 128), (1, "u"): (0, 256)}
 MASK64 = (1 << 64) - 1
+# DWARF 4 range lists end at a (0, 0) entry, and one unit's list covers many functions: a reference
+# into a section gc dropped is written as 1 there (an empty entry, the rest of the list stays
+# readable), 0 elsewhere -- GNU ld's rule (lld writes 1 in .debug_loc too, whose lists are a
+# variable's, all in the one dropped function: GNU ld's 0 loses nothing there)
+TOMBSTONE_ONE = frozenset((".debug_ranges",))
 
 
-def apply_all(res, lk, live, diag) -> bytearray:
-    buf = bytearray(lk.file_size)
+def apply_all(res, lk, live, diag, stats=None, buf=None):
+    """-> buf (a new bytearray when None), the whole output file with every section relocated."""
+    buf = bytearray(lk.file_size) if buf is None else buf
     syms_of = res.syms
     kept = _KeptCopies(res)
+    bulk = []       # non-alloc sections with relocations: copied and relocated per object at the end
+    _drop_inputs(res)
     for o in lk.osecs:
         if o.type == elf.SHT_NOBITS:
             continue
@@ -41,12 +49,40 @@ def apply_all(res, lk, live, diag) -> bytearray:
                 continue   # synthetic: written by the writer
             if m.type == elf.SHT_NOBITS:
                 continue
-            data = m.bytes()
             start = o.offset + out_off
+            if m.rela is not None and not m.flags & elf.SHF_ALLOC:
+                bulk.append((m, start, o.addr + out_off))
+                continue
+            data = m.bytes()
             buf[start:start + len(data)] = data
             if m.rela is not None or m.relocs:
                 _relocate_section(buf, lk, m, start, o.addr + out_off, syms_of[m.file], live.alive, diag, kept)
+    if bulk:
+        from linkwrap.ld import relocate_bulk
+        if relocate_bulk.worth_it(bulk):
+            relocate_bulk.apply(buf, lk, bulk, res, live.alive, diag, kept, _relocate_section, stats)
+        else:
+            for m, start, addr in bulk:
+                data = m.bytes()
+                buf[start:start + len(data)] = data
+                _relocate_section(buf, lk, m, start, addr, syms_of[m.file], live.alive, diag, kept)
     return buf
+
+
+def _drop_inputs(res):
+    """The input pages earlier passes read (symbol tables, relocations, merged strings) leave this
+    process's RSS before the image fills up: MADV_DONTNEED on a shared file mapping, so what is read
+    again faults in from the page cache. A debug link's peak is image + inputs otherwise."""
+    import mmap
+    seen = set()
+    for obj in res.objects:
+        m = obj.view.obj
+        if isinstance(m, mmap.mmap) and id(m) not in seen:
+            seen.add(id(m))
+            try:
+                m.madvise(mmap.MADV_DONTNEED)
+            except (OSError, ValueError, AttributeError):
+                pass
 
 
 class _KeptCopies:
@@ -113,7 +149,10 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept):
                 k = kept.get(tsec) if tsec.group_sig is not None else None
                 a = None if k is None else addr_get(k)
                 if a is None:
-                    continue   # debug info for a function gc dropped: leave 0, as GNU ld does
+                    if sec.name in TOMBSTONE_ONE and r.kind in ("abs64", "abs32"):
+                        # a (0, 0) pair would end the range or location list early: GNU ld and lld write 1
+                        _PACK[(r.size, "u") if r.size < 8 else (8, "")](buf, loc, 1)
+                    continue   # other debug info about a function gc dropped: leave 0, as GNU ld does
                 S = a + s.value
             elif s.is_local and tsec.group_sig is not None:
                 diag.error(f"{where(sec, r_off, syms)}: relocation refers to a discarded COMDAT section "

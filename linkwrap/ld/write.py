@@ -13,7 +13,7 @@ import os
 from linkwrap.ld import elf
 
 
-def write_output(opts, mode, lk, buf, synth) -> None:
+def write_output(opts, mode, lk, buf, synth, image=None) -> None:
     for syn in synth.all:
         if syn not in lk.osec_of:
             continue
@@ -24,7 +24,89 @@ def write_output(opts, mode, lk, buf, synth) -> None:
     _headers(opts, mode, lk, buf)
     if synth.build_id is not None:
         synth.build_id.fill_digest(buf, lk)
-    save(opts.output, buf)
+    if image is not None and image.map is not None:
+        image.commit()
+    else:
+        save(opts.output, buf)
+
+
+def _map_type():
+    import mmap
+
+    class _Map(mmap.mmap):
+        """The mapped image with what the passes use of bytearray's interface beyond slices."""
+
+        def index(self, sub, start=0, end=None):
+            at = self.find(bytes([sub]) if isinstance(sub, int) else sub, start,
+                           len(self) if end is None else end)
+            if at < 0:
+                raise ValueError("subsection not found")
+            return at
+    return _Map
+
+
+# From this size on the output is filled in its mapped file; below it a bytearray and one write()
+# are faster (an image filled and saved, median of 15 here: 1 MiB 1.2 ms against 3.2 mapped, 16 MiB
+# 38 against 40, 32 MiB 129 against 65, 60 MiB 222 against 98).
+MAP_FROM = 32 << 20
+
+
+class Image:
+    """The output's bytes, filled in place: a shared mapping of a new temporary file beside the
+    output, renamed over it by commit() (so no copy of the whole image at the end, and a reader
+    never sees half a file); a bytearray that save() writes for an image under MAP_FROM bytes, or
+    where the file cannot be mapped.
+
+    The temporary file is created new (O_EXCL | O_NOFOLLOW: nothing another user put there is
+    followed or reused) with the mode save() gives; abandon() removes it when the link fails."""
+
+    def __init__(self, path, size, executable=True, map_from=None):
+        import mmap
+        self.path = path
+        self.map = self.tmp = self.fd = None
+        if size < (MAP_FROM if map_from is None else map_from):
+            self.buf = bytearray(size)
+            return
+        _Map = _map_type()
+        try:
+            fd, tmp = _create_tmp(path, executable)
+        except OSError:
+            self.buf = bytearray(size)        # save() reports what is wrong with the directory
+            return
+        self.fd, self.tmp = fd, tmp
+        try:
+            os.ftruncate(fd, size)
+            self.map = _Map(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        except (OSError, ValueError):
+            self.abandon()
+            self.buf = bytearray(size)
+            return
+        self.buf = self.map
+
+    def commit(self):
+        self.map.close()
+        self.map = None
+        os.close(self.fd)
+        self.fd = None
+        os.replace(self.tmp, self.path)
+        self.tmp = None
+
+    def abandon(self):
+        if self.map is not None:
+            try:
+                self.map.close()
+            except BufferError:     # a failing pass's frame still holds a view: unlinked all the same
+                pass
+            self.map = None
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        if self.tmp is not None:
+            try:
+                os.unlink(self.tmp)
+            except OSError:
+                pass
+            self.tmp = None
 
 
 def _headers(opts, mode, lk, buf):
@@ -52,13 +134,27 @@ def _headers(opts, mode, lk, buf):
                        0, 0, 1, 0)
 
 
-def save(path, buf, executable=True):
+def _create_tmp(path, executable):
+    """-> (fd, name) of a new file beside path, with the mode the umask gives a new file.
+
+    Created, never opened: a name already there (a dead run's, or a symlink someone planted)
+    is unlinked — the link itself, not what it points to — and the file made anew."""
     d = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(d, f".{os.path.basename(path)}.linkwrap-ld.{os.getpid()}.tmp")
     umask = os.umask(0)
     os.umask(umask)
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    mode = (0o777 if executable else 0o666) & ~umask
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, (0o777 if executable else 0o666) & ~umask)
+        return os.open(tmp, flags, mode), tmp
+    except FileExistsError:
+        os.unlink(tmp)
+        return os.open(tmp, flags, mode), tmp
+
+
+def save(path, buf, executable=True):
+    try:
+        fd, tmp = _create_tmp(path, executable)
     except OSError as e:  # a read-only or unwritable directory: the caller's to fix, said as GNU ld says it
         raise _failed("cannot open output file", path, e) from None
     try:

@@ -42,7 +42,9 @@ def fmt_pct(x) -> str:
 
 def status(link) -> str:
     if link["failed"]:
-        return f"[red]failed ({link['exit_status']})[/]"
+        # Failed as asked too: the fall-back is shown, as the JSON and the count of fall-backs have it.
+        after = " [yellow]after fall-back[/]" if link["fell_back"] else ""
+        return f"[red]failed ({link['exit_status']})[/]{after}"
     if link["fell_back"]:
         return f"[yellow]fell back ({link['first_exit_status']})[/]"
     if link["fault"]:

@@ -32,8 +32,9 @@ NOTES = {
                   "to the start of linkwrap's link code. null where it was not measured (older records).",
     "fell_back": "links whose first attempt (with the linker linkwrap chose) failed and were linked again "
                  "as asked, and links where a fault of linkwrap's own made it link as asked; "
-                 "first_linker and first_error say what failed and why. A link that failed in the end "
-                 "is counted in failures only.",
+                 "first_linker and first_error say what failed and why. A link whose first attempt "
+                 "failed and that then failed as asked too is counted in both (a fault that failed the "
+                 "link, a configuration error, in failures only).",
     "failures": "links whose final exit status was not 0 (a configuration error fails a link: fault says it).",
     "forced_missing": "linkers LINKWRAP_LINKER forced that were not installed, so those links chose as "
                       "usual: per forced linker, how many links and what they used instead.",
@@ -108,9 +109,10 @@ def forced_missing_text(item) -> str:
 
 
 def fell_back(link) -> bool:
-    """Linked as asked after linkwrap's own choice failed, or after a fault of linkwrap's, and succeeded:
-    a failed link (a configuration error fails it by design) is a failure only."""
-    return bool((link["fell_back"] or link["fault"]) and not link["failed"])
+    """Linked again as asked after linkwrap's own choice failed, whatever the second attempt did (as
+    the record's fell_back says), or linked as asked after a fault of linkwrap's and succeeded: a link
+    failed by a configuration error (by design) is a failure only."""
+    return bool(link["fell_back"] or (link["fault"] and not link["failed"]))
 
 
 def by_linker(links) -> list:

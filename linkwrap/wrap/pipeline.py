@@ -88,8 +88,10 @@ def link(inv, answer=None):
         if outcome.returncode != 0 and outcome.start == "direct":
             # What the driver's expansion cannot show (LTO code in an archive): the driver has the last word.
             outcome = run.execute(request, decision, environ, direct=False, owner=owner)
-        if outcome.returncode != 0 and decision.changes_anything and not _callers_error(decision, outcome) \
-                and not _python_ld_without_fallback(decision, environ):
+        # A link fails only when the caller's own command fails: whatever linkwrap changed (the linker,
+        # a flag) may be the cause, even of an "undefined symbol" (lld's -z start-stop-gc), so it is
+        # always linked again as asked; learn.note keeps a linker that failed off this output.
+        if outcome.returncode != 0 and decision.changes_anything and not _python_ld_without_fallback(decision, environ):
             first = outcome
             decision = policy.as_asked(f"{_label(decision)} failed (exit {outcome.returncode}); linked as asked")
             outcome = run.execute(request, decision, environ, owner=owner)
@@ -174,21 +176,6 @@ def _config_failure(request, facts, decision, error, started_ns, inv) -> int:
     record.save(request, facts, decision, outcome, started_ns=started_ns, environ=inv.environ,
                 caller_pid=inv.caller_pid, entry=inv.entry, reached_ns=inv.reached_ns)
     return 1
-
-
-# What every linker reports the same way: retrying with another would only say it twice.
-_CALLERS_ERRORS = (b"undefined reference to", b"undefined symbol:", b"multiple definition of",
-                   b"duplicate symbol:")
-
-
-def _callers_error(decision, outcome) -> bool:
-    """True when the failure is in the inputs, not in linkwrap's choice.
-
-    linkwrap's own linker is still young: its failures are always retried.
-    """
-    if decision.linker is None or decision.linker.name == "python" or outcome.returncode >= 128:
-        return False
-    return any(m in outcome.stderr for m in _CALLERS_ERRORS)
 
 
 def _python_ld_without_fallback(decision, environ) -> bool:

@@ -137,13 +137,17 @@ def choose_linker(request, linkers, config, reasons, probe=None, measured=None, 
         reasons.append(f"prefer = [] in {where}: no linker to choose; linking as asked")
         return None
     default = None
+    # A linker that failed on this output where the link as asked then passed is never chosen for
+    # it again (docs/policy.md 1.2): measured, learnt and static choice alike.
+    failed = learned.failed if learned is not None else frozenset()
+    options = linker_options(request)
     if config is None or config.sources.get("prefer", "default") == "default":
         default = callers_default(request, callers_ld)
         prefer = static_order(prefer, default)
         # A measurement or a lesson never overrides what makes a linker unfit for this link (wild
         # on an LTO link or a device node): those are passed over as if forbidden.
-        unfit = frozenset(n for n in prefer if n in linkers and unsuitable(linkers[n], request, probe))
-        pick = measured_pick(prefer, linkers, forbid | unfit, measured)
+        unfit = frozenset(n for n in prefer if n in linkers and unsuitable(linkers[n], request, probe, options))
+        pick = measured_pick(prefer, linkers, forbid | unfit | failed, measured)
         if measured is not None and measured.ignored:
             reasons.append(f"measurements ignored: {'; '.join(measured.ignored[:3])}"
                            + (f" (and {len(measured.ignored) - 3} more)" if len(measured.ignored) > 3 else ""))
@@ -163,7 +167,11 @@ def choose_linker(request, linkers, config, reasons, probe=None, measured=None, 
             skipped.append(name)
             continue
         info = linkers[name]
-        unfit = unsuitable(info, request, probe)
+        if name in failed:
+            reasons.append(f"{info.label} passed over: it failed on this output before, "
+                           "where the link as asked passed")
+            continue
+        unfit = unsuitable(info, request, probe, options)
         if unfit:
             reasons.append(f"{info.label} passed over: {unfit}")
             continue
@@ -310,12 +318,19 @@ def _callers_choice(request):
     return FUSE_LD.get(fuse)
 
 
-def unsuitable(info, request, probe):
+def unsuitable(info, request, probe, options=None):
     """Why the preference order must skip this linker for this link, or None.
 
     Only the preference order asks: LINKWRAP_LINKER and the caller's -fuse-ld= are choices
     that stand (a failed link is then retried as asked).
     """
+    for option in sorted(linker_options(request) if options is None else options):
+        seen = REFUSES.get(option, {}).get(info.name) or WARNS.get(option, {}).get(info.name)
+        if seen and (info.version is None or tuple(info.version) <= seen):
+            does = "rejects" if option in REFUSES else "warns about"
+            shown = "-static-pie (gcc passes -z text)" if option == "-z text" and "-static-pie" in request.args \
+                else f"-Wl,{option.replace(' ', ',')}"
+            return f"it {does} {shown} (seen with {_v(seen)})"
     if info.name != "wild":
         return None
     if needs_linker_plugin(request) and not _at_least(info.version, WILD_PLUGIN_SINCE):
@@ -326,6 +341,61 @@ def unsuitable(info, request, probe):
         # (1 CPU, or 1 jobserver token) replaces the node with a regular file -- /dev/null, as root.
         return "the output is not a regular file, which wild may chmod or replace"
     return None
+
+
+# Linker options a linker refuses (REFUSES) or accepts with a warning on a successful link (WARNS),
+# with the newest version seen doing so, through gcc, on this machine kind (tests/wrap/
+# test_policy_options.py holds every row to the installed linkers). Up to that version the linker is
+# passed over for a link that has the option: it would fail, and the link be done twice, or print
+# where a successful link must print nothing. A newer version is tried: should it still fail, the
+# output's failure memory keeps it off that output (docs/policy.md 1.2).
+_MOLD, _LLD, _RUST_LLD, _WILD = (1, 10, 1), (16, 0, 6), (22, 1, 2), (0, 8, 0)
+REFUSES = {
+    "--no-warn-rwx-segments": {"mold": _MOLD, "lld": _LLD, "rust-lld": _RUST_LLD, "wild": _WILD},
+    "--warn-rwx-segments": {"mold": _MOLD, "lld": _LLD, "rust-lld": _RUST_LLD, "wild": _WILD},
+    "--no-warn-execstack": {"lld": _LLD, "rust-lld": _RUST_LLD, "wild": _WILD},
+    "--cref": {"mold": _MOLD, "wild": _WILD},
+    "--print-memory-usage": {"mold": _MOLD, "lld": _LLD, "wild": _WILD},
+    "--Map": {"wild": _WILD},
+    "--sort-section": {"wild": _WILD},
+    "--warn-common": {"wild": _WILD},
+}
+WARNS = {
+    "-z text": {"wild": _WILD},            # "WARNING: wild: -z text is not yet supported"
+    "-z separate-code": {"wild": _WILD},
+}
+_LISTED = frozenset(REFUSES).union(WARNS)
+
+
+def linker_options(request) -> frozenset:
+    """The caller's linker options that REFUSES or WARNS name, as they name them: without their
+    values, a long option with one dash as with two, `-z x` as one; -static-pie, whose link gcc
+    gives -z text."""
+    # A rustc link has thousands of arguments and a few -Wl,: one join and str.find (C speed) reach
+    # them without a Python step per argument. NUL cannot occur inside an argument.
+    joined = "\0" + "\0".join(request.args) + "\0"
+    if "\0-Xlinker\0" in joined:   # its value is the next argument: the rare case, the plain way
+        from linkwrap.wrap.args import linker_flags
+        flags = linker_flags(request.args)
+    else:
+        flags = []
+        i = joined.find("\0-Wl,")
+        while i >= 0:
+            end = joined.index("\0", i + 1)
+            flags.extend(joined[i + 5:end].split(","))
+            i = joined.find("\0-Wl,", end)
+    out = set()
+    for i, f in enumerate(flags):
+        if f == "-z" and i + 1 < len(flags):
+            out.add("-z " + flags[i + 1])
+        elif f.startswith("-z") and len(f) > 2 and f[2] != "=":
+            out.add("-z " + f[2:])
+        elif f[:1] == "-":
+            name = f.split("=", 1)[0]
+            out.add(name if name[:2] == "--" else "-" + name)
+    if "\0-static-pie\0" in joined:
+        out.add("-z text")
+    return _LISTED.intersection(out)
 
 
 def needs_linker_plugin(request) -> bool:

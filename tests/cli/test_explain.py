@@ -1,6 +1,7 @@
 """`linkwrap explain`: real filesystems, real outputs, real linkers; the --json keys are a stable interface."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -395,3 +396,39 @@ def test_a_recorded_rustc_link_says_which_inputs_rustc_deleted_and_what_memory_f
     assert "not found" not in text.split("input bytes")[1].split("\n")[0], text
     assert "charge to the memory group, not peak RSS" in text, text
     assert f"peak RSS {rec['peak_rss_kb'] >> 10} MiB; charge {rec['charge_kb'] >> 10} MiB" in text, text
+
+
+def test_explain_of_cargos_uplifted_binary_is_the_recorded_link_that_made_it(tmp_path, lw_home, wild):
+    # Built through linkwrap: explain target/debug/<bin> shows the link rustc ran for deps/<bin>-<hash>,
+    # with rustc's own command line, so rust-lld is found through its sysroot as the link found it.
+    from cargokit import env_name, host_triple
+    from conftest import script
+    root = tmp_path / "app"
+    (root / "src").mkdir(parents=True)
+    (root / "Cargo.toml").write_text('[package]\nname = "my-app"\nversion = "0.1.0"\nedition = "2021"\n')
+    (root / "src" / "main.rs").write_text('fn main() { println!("hi"); }\n')
+    env = wild.env(LINKWRAP_HOME=str(lw_home), CARGO_TARGET_DIR=str(root / "target"))
+    env[env_name(host_triple())] = script("linkwrap-cc")
+    done = subprocess.run(["cargo", "build", "--offline"], cwd=root, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    uplifted = root / "target" / "debug" / "my-app"
+    data = explain(str(uplifted), cwd=root, env=env)
+    rec = data["recorded"]
+    assert rec is not None and os.path.samefile(rec["output"], uplifted)
+    assert os.path.basename(data["request"]["output"]).startswith("my_app-")
+    assert "is Cargo's copy (a hard link) of" in data["note"]
+    assert "rust-lld" in data["linkers"]
+    # The same choice, for the same reasons, as explaining the deps/ path the next link writes.
+    same = explain(rec["output"], cwd=root, env=env)
+    assert same["decision"]["reasons"] == data["decision"]["reasons"]
+    assert data["decision"]["learned"]["links"] == 1 and data["decision"]["learned"]["load_adjusted"] is True
+    text = linkwrap("explain", str(uplifted), cwd=root, env={**env, "COLUMNS": "300"}).stdout
+    assert "Cargo's copy (a hard link)" in text and "times adjusted for machine load" in text, text
+    # Where Cargo cannot make a hard link it copies: the same bytes name the same link.
+    copy = root / "copy"
+    shutil.copyfile(uplifted, copy)
+    os.replace(copy, uplifted)
+    copied = explain(str(uplifted), cwd=root, env=env)
+    assert "is Cargo's copy (the same bytes) of" in copied["note"]
+    assert copied["recorded"]["output"] == rec["output"]
+    assert copied["decision"]["linker"] == data["decision"]["linker"]   # the deps file now has one name

@@ -254,17 +254,20 @@ def test_the_counts_of_failures_and_fall_backs_are_the_records(tmp_path, lw_home
     assert subprocess.run(["sh", "-c", f"cd {tmp_path} && {steps}"], env=env).returncode == 0
     rows = db_rows(lw_home)
     failed = sum(1 for r in rows if r["exit_status"] != 0)
-    # A link that failed in the end is a failure only, though its chosen linker failed first too.
-    fell_back = sum(1 for r in rows if (r["fell_back"] or r["fault"]) and r["exit_status"] == 0)
-    assert (len(rows), failed, fell_back) == (3, 1, 1)
+    # A link that failed as asked after its chosen linker failed is a failure and a fall-back: the
+    # table counts what each link's JSON says (fell_back: true).
+    fell_back = sum(1 for r in rows if r["fell_back"] or (r["fault"] and r["exit_status"] == 0))
+    assert (len(rows), failed, fell_back) == (3, 1, 2)
     [b] = summary_json(cwd=tmp_path)["builds"]
     assert (b["totals"]["failures"], b["totals"]["fell_back"]) == (failed, fell_back)
+    assert b["totals"]["fell_back"] == sum(1 for l in b["links"] if l["fell_back"])
     fb = {l["crate_name"]: l for l in b["fell_back"]}
-    assert sorted(fb) == ["libf.so"]
+    assert sorted(fb) == ["libf.so", "nope"]
     assert fb["libf.so"]["first_linker"].startswith("python ")
     assert "not supported yet: -z pack-relative-relocs" in fb["libf.so"]["first_error"]
     table = lw("summary", cwd=tmp_path, env={"COLUMNS": "80"}).stdout
-    assert "linked as asked instead (1):" in table and "libf.so: python " in table
+    assert "linked as asked instead (2):" in table and "libf.so: python " in table
+    assert "failed (1) after fall-back" in table
     assert "linkwrap-ld: not supported yet: -z pack-relative-relocs" in table
     assert "failed: nope" in table
     # A second build, so that --all shows the builds table and its failed/fell back column.
@@ -390,3 +393,26 @@ def test_a_cmake_builds_links_belong_to_its_project_from_the_source_or_the_build
     out = lw("summary", cwd=elsewhere, env={"COLUMNS": "200"}).stdout
     assert out.startswith(f"The current directory is in no recorded project: the last build of every "
                           f"project's, in {cm} ")
+
+
+def test_a_full_disk_fall_back_is_counted_alike_in_the_table_and_the_json(tmp_path, lw_home):
+    # A 1 MiB tmpfs: mold (forced) fails for want of space, and so does the link as asked. The table
+    # counts the fall-back the JSON records, and shows mold's own error, not only GNU ld's.
+    import mounts
+    (tmp_path / "big.cc").write_text("#include <string>\nstatic char blob[4 << 20] = {1};\n"
+                                     "int main(){ std::string s(\"x\"); return blob[0] + s.size() - 2; }\n")
+    subprocess.run(["g++", "-c", "big.cc"], cwd=tmp_path, check=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LINKWRAP_BUILD")}
+    with mounts.tmpfs_mount(tmp_path, "size=1m") as point:
+        done = subprocess.run([script("linkwrap"), "run", "--", script("linkwrap"), "launch", "--", "g++", "big.o",
+                               "-o", os.path.join(point, "app")], cwd=tmp_path, capture_output=True, text=True,
+                              env={**env, "LINKWRAP_LINKER": "mold"})
+    assert done.returncode != 0 and "No space left on device" in done.stderr, done.stderr
+    [b] = summary_json(cwd=tmp_path)["builds"]
+    [link] = b["links"]
+    assert link["fell_back"] and link["first_linker"].startswith("mold ") and link["failed"]
+    assert (b["totals"]["failures"], b["totals"]["fell_back"]) == (1, 1)
+    table = lw("summary", cwd=tmp_path, env={"COLUMNS": "300"}).stdout
+    assert "linked as asked instead (1):" in table and link["first_linker"] in table, table
+    assert link["first_error"] in table, table
+    assert "after fall-back" in table, table

@@ -53,9 +53,9 @@ def decide(rows, req=None, cfg=None, installed=ALL, pr=None, stamp=1, callers_ld
       row("mold", 300), row("rust-lld", 200)], "rust-lld", "for this output"),
     ([row("mold", 100, output="/w/target/debug/deps/other"), row("rust-lld", 200, output="/w/target/debug/deps/other")],
      "mold", "for this project's pie outputs"),
-    # another project's links of the same kind, only within 0.5-2x of the input size
+    # another project's links never apply, however like this one in kind and size
     ([row("mold", 100, project="/p", input_bytes=3 << 19), row("rust-lld", 200, project="/p", input_bytes=3 << 19)],
-     "mold", "pie links of 2-2 MB of inputs"),
+     "rust-lld", "rustc's own default"),
     ([row("mold", 100, project="/p", input_bytes=3 << 20), row("rust-lld", 200, project="/p", input_bytes=3 << 20)],
      "rust-lld", "rustc's own default"),
     ([row("mold", 100, project="/p", kind="shared"), row("rust-lld", 200, project="/p", kind="shared")],
@@ -210,3 +210,21 @@ def test_rows_from_before_the_paired_ratios_read_with_them_unset():
     r = m._row(old)
     assert r.linker == "mold" and (r.vs, r.ratio, r.ratio_low, r.ratio_high) == (None,) * 4
     assert m._row(old[:-1]) is None
+
+
+def test_a_linker_that_failed_on_this_output_is_chosen_neither_by_measurement_nor_by_the_static_order():
+    from linkwrap.bench.learn import Learned
+    req = request(**RUST)
+    linkers = found(**ALL)
+    pr = probe()
+    rows = [row("mold", 100), row("rust-lld", 220)]
+    failed = Learned(("/w", "x"), {}, frozenset({"mold"}), 3, 0, False)
+    measured = m.match(req, pr, linkers, rows, MACHINE, stamps(linkers))
+    assert policy.decide(req, pr, linkers, settings(), measured, None).linker.name == "mold"
+    d = policy.decide(req, pr, linkers, settings(), measured, None, failed)
+    assert d.linker.name == "rust-lld", d.reasons
+    # with nothing measured: rust-lld (rustc's default) failed here, so the static order's next
+    failed = Learned(("/w", "x"), {}, frozenset({"rust-lld"}), 3, 0, False)
+    d = policy.decide(req, pr, linkers, settings(), None, None, failed)
+    assert d.linker.name != "rust-lld"
+    assert has_reason(d, "passed over: it failed on this output before"), d.reasons

@@ -41,6 +41,12 @@ class MergedSection(Synthetic):
         pieces = self.pieces = {}
         self.starts = {}          # input section -> {piece offset: its offset here}: most references
         strings = flags & elf.SHF_STRINGS
+        if strings and entsize == 1 and align == 1:
+            from linkwrap.ld import merge
+            fast = merge.strings(sections)      # the same pieces, the per-string work in C
+            if fast is not None:
+                self.data, self.pieces = fast
+                return
         for sec in sections:
             ins, outs = [], []
             for start, piece in _split_pieces(bytes(sec.bytes()), entsize, strings):
@@ -57,7 +63,10 @@ class MergedSection(Synthetic):
         self.data = bytes(data)
 
     def offset_in(self, sec, off):
-        hit = self.starts[sec].get(off)
+        starts = self.starts.get(sec)
+        if starts is None:      # built on first use: .debug_str's are never asked (relocate_bulk)
+            starts = self.starts[sec] = dict(zip(*self.pieces[sec]))
+        hit = starts.get(off)
         if hit is not None:
             return hit
         import bisect
