@@ -28,6 +28,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
 import genproject  # noqa: E402
+from genproject import host, lw  # noqa: E402
 import mounts  # noqa: E402
 
 IMAGE_MB = 4096   # sparse: the debug target dir of the generated project needs ~1 GB
@@ -43,16 +44,6 @@ def filesystem(base, fstype):
     image = mounts.make_image(base, fstype, IMAGE_MB)
     with mounts.mounted(["-o", "loop", image], point):
         yield point
-
-
-def lw(*argv, cwd, env):
-    exe = os.path.join(os.path.dirname(sys.executable), "linkwrap")
-    return subprocess.run([exe, *argv], cwd=cwd, env=env, capture_output=True, text=True)
-
-
-def host():
-    out = subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True).stdout
-    return next(l.split(":", 1)[1].strip() for l in out.splitlines() if l.startswith("host:"))
 
 
 def build_and_save(point, args, env):

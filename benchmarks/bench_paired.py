@@ -27,16 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import genproject  # noqa: E402
-
-
-def lw(*argv, cwd, env):
-    exe = os.path.join(os.path.dirname(sys.executable), "linkwrap")
-    return subprocess.run([exe, *argv], cwd=cwd, env=env, capture_output=True, text=True)
-
-
-def host():
-    out = subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True).stdout
-    return next(l.split(":", 1)[1].strip() for l in out.splitlines() if l.startswith("host:"))
+from genproject import host, lw  # noqa: E402
 
 
 def side(low, high) -> str:

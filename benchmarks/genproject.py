@@ -25,6 +25,18 @@ import sys
 TYPES = ("u8", "u16", "u32", "u64")
 
 
+def host() -> str:
+    """rustc's host triple (the [target.<triple>] a project's .cargo/config.toml names)."""
+    out = subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True).stdout
+    return next(l.split(":", 1)[1].strip() for l in out.splitlines() if l.startswith("host:"))
+
+
+def lw(*argv, cwd, env):
+    """The `linkwrap` command of this interpreter's install, its output captured."""
+    exe = os.path.join(os.path.dirname(sys.executable), "linkwrap")
+    return subprocess.run([exe, *argv], cwd=cwd, env=env, capture_output=True, text=True)
+
+
 def rust(dest, modules=16, funcs=34, name="genbig") -> str:
     """Write a Cargo project at dest (a binary crate, no dependencies); -> dest."""
     src = os.path.join(dest, "src")

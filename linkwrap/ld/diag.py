@@ -23,6 +23,18 @@ class Unsupported(LinkwrapError):
         return f"not supported yet: {self.args[0]}"
 
 
+def read_text(path, what) -> str:
+    """A small text input named on the command line (a version script, a dynamic list): its text, or
+    one line naming it as GNU ld would."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise BadInput(f"cannot open {what} {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: {what} is not text") from None
+
+
 class Diagnostics:
     """Collects error lines; checkpoint() stops the link if any error was seen."""
 

@@ -416,13 +416,8 @@ def _sysrooted(d, sysroot):
 
 def read_dynamic_list(path):
     """A --dynamic-list file: `{ sym; pattern*; };` -> the names and glob patterns in it."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise BadInput(f"cannot open dynamic list {path}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise BadInput(f"{path}: dynamic list is not text") from None
+    from linkwrap.ld.diag import read_text
+    text = read_text(path, "dynamic list")
     import re
     text = re.sub(r"/\*.*?\*/|#[^\n]*", " ", text, flags=re.S)
     body = text.strip()

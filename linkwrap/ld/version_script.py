@@ -14,7 +14,7 @@ patterns) are named as not supported.
 import re
 from typing import NamedTuple
 
-from linkwrap.ld.diag import BadInput, Unsupported
+from linkwrap.ld.diag import BadInput, Unsupported, read_text
 
 
 class Node(NamedTuple):
@@ -157,14 +157,7 @@ def _glob_re(pat):
 def read(paths) -> VersionScript:
     vs = VersionScript()
     for path in paths:
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except OSError as e:
-            raise BadInput(f"cannot open version script {path}: {e.strerror}") from None
-        except UnicodeDecodeError:
-            raise BadInput(f"{path}: version script is not text") from None
-        vs.add(text, path)
+        vs.add(read_text(path, "version script"), path)
     return vs
 
 

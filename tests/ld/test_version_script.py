@@ -64,3 +64,13 @@ def test_extern_cxx_is_named_as_not_supported():
     with pytest.raises(Unsupported) as e:
         script('{ global: extern "C++" { ns::f*; }; local: *; };')
     assert str(e.value) == 'not supported yet: extern "C++" block in version script v.map'
+
+
+def test_an_unreadable_script_is_one_line_naming_it(tmp_path):
+    from linkwrap.ld.version_script import read
+    missing, binary = tmp_path / "gone.map", tmp_path / "bin.map"
+    binary.write_bytes(b"\xff\xfe{ global: f; };")
+    with pytest.raises(BadInput, match=r"^cannot open version script .*gone\.map: No such file or directory$"):
+        read([str(missing)])
+    with pytest.raises(BadInput, match=r"bin\.map: version script is not text$"):
+        read([str(binary)])
