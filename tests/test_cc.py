@@ -63,21 +63,27 @@ def written_launcher(name):
 
 def interrupted_starts(argv, cwd, env):
     """Start argv again and again, each time sending SIGINT to its process group (as a terminal's ^C does)
-    a little later, until it has finished on its own three times running. -> [(returncode, stderr)]."""
+    a little later, until it has ended before the signal three times running. -> [(returncode, stderr)].
+
+    A ^C while Python itself starts is ignored (the launcher's doing: see cc.SIGINT_ENV), and the link
+    then ends as if none came: a clean exit, which is why only an end before the signal stops the loop."""
     import signal
     import time
-    outcomes, clean_in_a_row, delay = [], 0, 0.0
-    while clean_in_a_row < 3 and len(outcomes) < 400:
+    outcomes, ended_first, delay = [], 0, 0.0
+    while ended_first < 3 and len(outcomes) < 600:
         p = subprocess.Popen(argv, cwd=cwd, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE)
         time.sleep(delay)
-        try:
-            os.killpg(p.pid, signal.SIGINT)
-        except ProcessLookupError:
-            pass
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGINT)
+                ended_first = 0
+            except ProcessLookupError:
+                ended_first += 1
+        else:
+            ended_first += 1
         err = p.communicate()[1].decode("utf-8", "replace")
         outcomes.append((p.returncode, err))
-        clean_in_a_row = clean_in_a_row + 1 if p.returncode == 0 else 0
         delay += 0.0005
     return outcomes
 
