@@ -14,11 +14,12 @@ count as the linker's fault.
 
 One marshal file per output in `<cache>/learned/` (crc of the project directory and the output
 without Cargo's hash): a link reads and rewrites only its own, so the concurrent links of one
-build do not overwrite each other's evidence. Read and written only when `[choice] learn` is on
-(the default) and linkwrap chose the linker itself.
+build do not overwrite each other's evidence. Times are read and written only when `[choice] learn`
+is on (the default) and linkwrap chose the linker itself; a failure is kept whoever chose.
 
 Bounded like the records (`[records]` in linkwrap.toml): one output's file holds at most KEEP
-samples per fast linker and the linkers that failed on it; the directory holds the evidence of at
+samples per fast linker and the linkers that failed on it (kept even where learning is off: every
+choice but a forced one consults them); the directory holds the evidence of at
 most `max_learned` outputs and none older than `keep_days` (a file's mtime is its output's last
 link), the least recently relinked going first. The commands that ingest the spool prune it
 (store.db.open_store); a link that starts a new file prunes it too once it is over the default
@@ -93,24 +94,34 @@ def corrected_ms(wall_ms, cpus, load=None) -> float:
     return wall_ms * cpus / load
 
 
-def note(request, decision, outcome, cpus, first_attempt=None) -> None:
-    """Add this link to its output's evidence (after the link; the link path catches any fault)."""
+def note(request, decision, outcome, cpus, first_attempt=None, learning=True) -> None:
+    """Add this link to its output's evidence (after the link; the link path catches any fault).
+
+    learning=False (`learn = false`, a configured `prefer`, LINKWRAP_LINKER): only a linker's failure
+    is kept, as every choice but a forced one consults it; nothing is written otherwise."""
     from linkwrap.wrap.policy import FAST
     if not request.output:
         return
+    name = decision.linker.name if decision.linker is not None else None
+    # Evidence only when the caller's own command then passed: a link that fails as asked too
+    # (the caller's own undefined symbol) says nothing against the linker.
+    failed = first_attempt is not None and name and outcome.returncode == 0
+    if not learning and not failed:
+        return
     path = _path(request)
     data = _read(path, request)
-    data["links"] += 1
-    explored = any(EXPLORING in r for r in decision.reasons)
-    data["last"] = explored
-    data["explored"] += explored
-    name = decision.linker.name if decision.linker is not None else None
+    if not learning:
+        if name in data["failed"]:
+            return
+    else:
+        data["links"] += 1
+        explored = any(EXPLORING in r for r in decision.reasons)
+        data["last"] = explored
+        data["explored"] += explored
     if first_attempt is not None and name:
-        # Evidence only when the caller's own command then passed: a link that fails as asked too
-        # (the caller's own undefined symbol) says nothing against the linker.
-        if outcome.returncode == 0 and name not in data["failed"]:
+        if failed and name not in data["failed"]:
             data["failed"].append(name)
-    elif name in FAST and outcome.returncode == 0:
+    elif learning and name in FAST and outcome.returncode == 0:
         samples = data["samples"].setdefault(name, [])
         samples.append(round(corrected_ms(outcome.wall_ms, cpus), 3))
         del samples[:-KEEP]

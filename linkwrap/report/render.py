@@ -271,11 +271,24 @@ def own_time_lines(t) -> list:
     known = t["startup_links"]
     start = t["startup_ms"] * n / known  # the links without a start-up figure, at the average of the others
     measured = "" if known == n else f" ({known} of {n} measured)"
+    cold = _one_time_lines(t, start + inside)
     return [f"linkwrap's own time: {fmt_ms(start + inside)} over {plural(n, 'link')}, "
-            f"{fmt_ms((start + inside) / n)} per link",
+            f"{fmt_ms((start + inside) / n)} per link" + (f", {fmt_ms(t['script_own_ms'])} of it one-time" if cold else ""),
             f"  start-up (interpreter and imports): {fmt_ms(start)}{measured}; each link's timed "
             "with the kernel's 10 ms clock ticks, so the sum is unbiased",
-            f"  inside Python (excluding interpreter start-up): {fmt_ms(inside)}"]
+            f"  inside Python (excluding interpreter start-up): {fmt_ms(inside)}"] + cold
+
+
+def _one_time_lines(t, own_ms) -> list:
+    """The share of the links the warm server did not take: a newcomer's first build is mostly that."""
+    cold = t.get("script_links") or 0
+    if not cold or cold == t["links"]:
+        return []  # all through the server, or none (no native client): one figure says it
+    warm = t["links"] - cold
+    return [f"  one-time: {fmt_ms(t['script_own_ms'])} on {plural(cold, 'link')} before the server took "
+            "links (Python's start-up, the server started; on a new install also the linkers found and "
+            "the driver's expansion learnt)",
+            f"  through the warm server: {fmt_ms(max(0.0, own_ms - t['script_own_ms']) / warm)} per link"]
 
 
 def render_many(summary, console: Console) -> None:

@@ -19,7 +19,7 @@ LINK_FIELDS = (
     "peak_rss_kb", "exit_status", "fell_back", "first_exit_status", "fault", "overhead_ms",
     "input_bytes", "input_count", "fs_type", "kernel_release", "nlink_before", "cwd", "project_dir",
     "first_linker", "first_error", "startup_ms", "driver",
-    "predicted_peak_kb", "prediction_source", "charge_kb", "waited_ms", "wait_note",
+    "predicted_peak_kb", "prediction_source", "charge_kb", "waited_ms", "wait_note", "entry_point",
 )
 
 # Printed with every summary's JSON: what the time figures measure.
@@ -70,6 +70,10 @@ def totals(links) -> dict:
         "output_bytes": sum(l["output_bytes"] or 0 for l in links),
         "startup_ms": sum(l.get("startup_ms") or 0.0 for l in links),
         "startup_links": sum(1 for l in links if l.get("startup_ms") is not None),
+        # Links the warm server did not take (it was not running yet): they carry the one-time costs.
+        "script_links": sum(1 for l in links if l.get("entry_point") == "script"),
+        "script_own_ms": sum((l["overhead_ms"] or 0.0) + (l.get("startup_ms") or 0.0)
+                             for l in links if l.get("entry_point") == "script"),
         "failures": sum(1 for l in links if l["failed"]),
         "fell_back": sum(1 for l in links if fell_back(l)),
         "faults": sum(1 for l in links if l["fault"]),

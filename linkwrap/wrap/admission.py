@@ -24,6 +24,9 @@ import os
 import time
 
 from linkwrap.records import record
+# The record of a link's memory, and whether admission is on: in predict.py, so that a link with
+# admission off never imports this module.
+from linkwrap.wrap.predict import Memory, admission_enabled as enabled  # noqa: F401
 
 LEDGER = "memory.ledger"
 FORMAT = 1
@@ -31,27 +34,6 @@ POLL_S = 0.05
 RUN, WAIT = "run", "wait"
 DEFAULT_HEADROOM_MB = 64
 DEFAULT_MAX_WAIT_S = 300.0
-
-
-class Memory(record("Memory", [
-    "predicted_kb",   # int | None: the prediction (predict.py)
-    "source",         # str | None: "output" | "model" | "default"
-    "charge_kb",      # int | None: what the link added, estimated after it (predict.charge)
-    "charge_how",     # str | None: how charge_kb was estimated
-    "waited_ms",      # float | None: time spent waiting for memory; None when admission was off
-    "wait_note",      # str | None: why it ran without fitting (alone, or the wait bound)
-    "room_kb",        # int | None: the room when it was admitted
-    "jobserver",      # str | None: what was done with the jobserver slot while waiting
-])):
-    __slots__ = ()
-
-
-def enabled(settings, facts) -> bool:
-    """[memory] admission: true or false; unset, on only when a memory limit applies."""
-    setting = (getattr(settings, "memory", None) or {}).get("admission")
-    if setting is None:
-        return facts is not None and facts.mem_limit_mb is not None
-    return bool(setting)
 
 
 # --- pure rules -----------------------------------------------------------------
@@ -295,49 +277,23 @@ def _wait(ticket, choice, predicted, headroom_kb, max_wait_s, started, environ, 
 
 
 def leave(ticket, prediction, linker, output, outcome, input_bytes) -> Memory:
-    """Take the link out of the ledger, keep its charge for the next prediction. Never raises."""
-    try:
-        from linkwrap.wrap import predict
-        charge_kb, how = predict.charge(linker, getattr(outcome, "peak_rss_kb", None), input_bytes)
-        remembered = False
-        if charge_kb and getattr(outcome, "returncode", 1) == 0 and getattr(prediction, "kb", None) is not None:
-            from linkwrap import paths
-            state = ticket.state if ticket else paths.state_dir()
-            if ticket or charge_kb >= predict.REMEMBER_MIN_KB:
-                remembered = _remember(state, ticket, linker, output, charge_kb, input_bytes)
-        if ticket and not remembered:
+    """Take the link out of the ledger (the next link may be waiting on it), then keep its charge for
+    the next prediction (predict.after). Never raises."""
+    from linkwrap.wrap import predict
+    if ticket:
+        try:
             with Ledger(ticket.state) as ledger:
                 data = ledger.load()
                 data["running"].pop(ticket.pid, None)
                 ledger.save(data)
-    except Exception as e:
-        from linkwrap import faults
-        faults.note("leaving the memory ledger", e)
-        charge_kb = how = None
+        except Exception as e:
+            from linkwrap import faults
+            faults.note("leaving the memory ledger", e)
+    charge_kb, how = predict.after(prediction, linker, output, outcome, input_bytes,
+                                   state=ticket.state if ticket else None, small_too=bool(ticket))
     return Memory(getattr(prediction, "kb", None), getattr(prediction, "source", None), charge_kb, how,
                   ticket.waited_ms if ticket else None, ticket.note if ticket else None,
                   ticket.room if ticket else None, ticket.jobserver if ticket else None)
-
-
-def _remember(state, ticket, linker, output, charge_kb, input_bytes) -> bool:
-    from linkwrap.wrap import predict
-    path = os.path.join(state, predict.HISTORY)
-    with Ledger(state) as ledger:  # one writer at a time: no update is lost
-        if ticket:
-            data = ledger.load()
-            data["running"].pop(ticket.pid, None)
-            ledger.save(data)
-        history = predict.read_table(path) or {"format": predict.FORMAT}
-        if predict.remember(history, linker, output, charge_kb, input_bytes):
-            import marshal
-            tmp = f"{path}.{os.getpid()}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            try:
-                os.write(fd, marshal.dumps(history, 4))
-            finally:
-                os.close(fd)
-            os.replace(tmp, path)  # readers (predict.load, unlocked) see the old or the new table
-    return True
 
 
 # --- the build's jobserver --------------------------------------------------------------

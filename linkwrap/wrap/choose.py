@@ -19,7 +19,10 @@ from linkwrap.records import record
 # memory: what the link is predicted to add to its memory group (predict.Prediction); None only when
 # predicting it failed (a fault in `faults`: the link then runs without admission).
 # measured, learned: what `linkwrap bench` measured and this output's relinks taught (None: nothing).
-Choice = record("Choice", "settings found facts decision config_error faults memory measured learned")
+# failed: the linkers that failed on this output where the link as asked then passed; consulted by
+# every choice but a forced one, whether or not learning is on.
+Choice = record("Choice", "settings found facts decision config_error faults memory measured learned failed",
+                (frozenset(),))
 
 
 def choose(request, environ) -> Choice:
@@ -27,6 +30,7 @@ def choose(request, environ) -> Choice:
     from linkwrap.faults import describe
     from linkwrap.wrap import config, linkers, policy, probe
     settings = facts = config_error = measured = learned = None
+    failed = frozenset()
     found = {}
     faults = []
     try:
@@ -54,17 +58,23 @@ def choose(request, environ) -> Choice:
             measured = measured_mod.applicable(request, facts, found)
         except Exception:
             measured = None
-        # Relinks teach only where linkwrap chooses: not under LINKWRAP_LINKER or a configured `prefer`.
-        if settings.learn and not settings.forced and settings.sources.get("prefer") == "default":
+        # A linker that failed here is remembered for every choice but LINKWRAP_LINKER (the caller's
+        # -fuse-ld wins in the policy), or it would be tried, and fall back, on every link. Relinks'
+        # times teach only where linkwrap chooses: not under a configured `prefer` or `learn = false`.
+        if not settings.forced:
             try:
                 from linkwrap.bench import learn
                 learned = learn.evidence(request)
             except Exception:  # evidence is a hint: without it the static order decides
                 learned = None
+            if learned is not None:
+                failed = learned.failed
+            if not (settings.learn and settings.sources.get("prefer") == "default"):
+                learned = None
         try:
             # Pure: which linker, which flags, how to write the output, and why.
             decision = policy.decide(request, facts, found, settings, measured, driver_ld(request, found, environ),
-                                     learned)
+                                     learned, failed)
         except Exception as e:
             faults.append(("choosing a linker", e))
             decision = policy.as_asked(describe("choosing a linker", e))
@@ -77,7 +87,7 @@ def choose(request, environ) -> Choice:
                                  facts.input_bytes if facts is not None else None, history, model)
     except Exception as e:
         faults.append(("predicting memory", e))
-    return Choice(settings, found, facts, decision, config_error, tuple(faults), memory, measured, learned)
+    return Choice(settings, found, facts, decision, config_error, tuple(faults), memory, measured, learned, failed)
 
 
 

@@ -68,7 +68,7 @@ def link(inv, answer=None):
 
     # Memory: a link whose predicted memory does not fit waits for running links (admission.py).
     ticket = None
-    if choice.memory is not None:
+    if choice.memory is not None and _admitting(choice):
         try:
             from linkwrap.wrap import admission
             ticket = admission.enter(choice, environ)
@@ -109,10 +109,20 @@ def link(inv, answer=None):
         memory = _leave(ticket, choice, decision, request, outcome, facts)
     saving = outcome.returncode == 0 and (environ.get("LINKWRAP_SAVE") == "1" or
                                           getattr(settings, "save", "off") != "off")
+    # What the relink taught: its time where linkwrap chose (learning on); a linker's failure always,
+    # but for a linker forced by LINKWRAP_LINKER (asked for, not chosen: no evidence against it).
+    teaching = choice.learned is not None or (
+        first is not None and outcome.returncode == 0 and chosen.linker is not None
+        and chosen.linker.name != getattr(settings, "forced", None))
     if answer is not None:
         if saving:  # before the answer: rustc deletes its temporary inputs once the link returns
             _save(request, facts, outcome, settings, environ)
             saving = False
+        if teaching and first is not None:
+            # Before the answer: the build's next link of this output must not try the failed linker
+            # again. Failures are rare; a success's time can wait until after the answer.
+            _learn(request, chosen, outcome, facts, first, choice.learned is not None)
+            teaching = False
         if settings is None or settings.record:
             from linkwrap.wrap import build
             who = build.identify(environ, inv.caller_pid)  # from the caller's ancestors: while it lives
@@ -125,25 +135,40 @@ def link(inv, answer=None):
         record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first, memory=memory,
                     max_spool_bytes=int(limits.get("max_spool_mb", 64) * (1 << 20)), environ=environ,
                     caller_pid=inv.caller_pid, entry=inv.entry, reached_ns=inv.reached_ns, ended_ns=ended_ns, build=who)
-    if choice.learned is not None:
-        _learn(request, chosen, outcome, facts, first)
+    if teaching:
+        _learn(request, chosen, outcome, facts, first, choice.learned is not None)
     if saving:
         _save(request, facts, outcome, settings, environ)  # now, while rustc's temporary inputs still exist
     return outcome.returncode
 
 
+def _admitting(choice) -> bool:
+    try:
+        from linkwrap.wrap import predict
+        return predict.admission_enabled(choice.settings, choice.facts)
+    except Exception as e:
+        faults.note("waiting for memory", e)
+        return False
+
+
 def _leave(ticket, choice, decision, request, outcome, facts):
     """Out of the memory ledger (when a ticket holds a place there); the charge into the history."""
-    from linkwrap.wrap import admission
-    return admission.leave(ticket, choice.memory, decision.linker.name if decision.linker else None,
-                           request.output, outcome, facts.input_bytes if facts is not None else None)
+    linker = decision.linker.name if decision.linker else None
+    input_bytes = facts.input_bytes if facts is not None else None
+    if ticket is not None:
+        from linkwrap.wrap import admission
+        return admission.leave(ticket, choice.memory, linker, request.output, outcome, input_bytes)
+    # Admission off: the charge still goes into the history (predict's input), without admission.py.
+    from linkwrap.wrap import predict
+    charge_kb, how = predict.after(choice.memory, linker, request.output, outcome, input_bytes)
+    return predict.Memory(choice.memory.kb, choice.memory.source, charge_kb, how, None, None, None, None)
 
 
-def _learn(request, chosen, outcome, facts, first) -> None:
+def _learn(request, chosen, outcome, facts, first, learning) -> None:
     """This relink's time (or failure) into its output's evidence; a fault costs only that."""
     try:
         from linkwrap.bench import learn
-        learn.note(request, chosen, outcome, getattr(facts, "cpus", None), first)
+        learn.note(request, chosen, outcome, getattr(facts, "cpus", None), first, learning)
     except Exception as e:
         faults.note("keeping what this relink taught", e)
 

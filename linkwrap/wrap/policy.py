@@ -67,16 +67,17 @@ MIN_CACHED_FRACTION = 0.5        # below this an in-place write first reads the 
 FUSE_LD = {"mold": "mold", "wild": "wild", "lld": "lld", "bfd": "bfd", "gold": "gold"}
 
 
-def decide(request, probe, linkers, config, measured=None, callers_ld=None, learned=None) -> Decision:
+def decide(request, probe, linkers, config, measured=None, callers_ld=None, learned=None, failed=frozenset()) -> Decision:
     """The linker, its flags and the write mode for one link, with reasons.
 
     measured: linkwrap.bench.measured.Measured, the replay results that apply to this link (None:
     nothing measured). callers_ld: the linker the caller's driver runs by default (a name of KNOWN),
     for links rustc did not force to rust-lld. learned: linkwrap.bench.learn.Learned, this output's
-    own relinks (None: learning is off).
+    own relinks (None: learning is off). failed: the linkers that failed on this output where the
+    link as asked then passed (learn.evidence's memory, kept whether or not learning is on).
     """
     reasons = []
-    info = choose_linker(request, linkers, config, reasons, probe, measured, callers_ld, learned)
+    info = choose_linker(request, linkers, config, reasons, probe, measured, callers_ld, learned, failed)
     if info is None:
         return Decision(None, (), (), FRESH, tuple(reasons))
     flags = _flags(info, probe, reasons, _callers_flags(request))
@@ -99,7 +100,8 @@ def decide(request, probe, linkers, config, measured=None, callers_ld=None, lear
 
 # --- which linker ----------------------------------------------------------
 
-def choose_linker(request, linkers, config, reasons, probe=None, measured=None, callers_ld=None, learned=None):
+def choose_linker(request, linkers, config, reasons, probe=None, measured=None, callers_ld=None, learned=None,
+                  failed=frozenset()):
     """LINKWRAP_LINKER, else the caller's own -fuse-ld=, else a configured `prefer`, else the
     fastest measured here, else what this output's relinks taught, else the static order (the
     caller's own default first)."""
@@ -138,8 +140,8 @@ def choose_linker(request, linkers, config, reasons, probe=None, measured=None, 
         return None
     default = None
     # A linker that failed on this output where the link as asked then passed is never chosen for
-    # it again (docs/policy.md 1.2): measured, learnt and static choice alike.
-    failed = learned.failed if learned is not None else frozenset()
+    # it again (docs/policy.md 1.2): measured, learnt, configured and static choice alike.
+    failed = frozenset(failed) | (learned.failed if learned is not None else frozenset())
     options = linker_options(request)
     if config is None or config.sources.get("prefer", "default") == "default":
         default = callers_default(request, callers_ld)

@@ -1,8 +1,8 @@
 """PREDICT: how much memory a link will add to its memory group, before it starts -> Prediction.
 
 Input: the output path, the chosen linker's name, the probed input bytes, and two small marshal
-tables (load()): the link path's own history (the last charges of each output, written at the end
-of a link under the admission ledger's lock) and the model the reading commands fit on links.db at
+tables (load()): the link path's own history (the last charges of each output, written by after()
+at the end of every link, admitted or not, under the history's own lock) and the model the reading commands fit on links.db at
 ingest (fit(), per linker: charge against input bytes). Output: Prediction(kb, source, detail).
 predict() and charge() are pure; only load() reads files, and never SQLite.
 
@@ -15,7 +15,8 @@ import os
 
 from linkwrap.records import record
 
-HISTORY = "memory-history.marshal"   # in the state dir: written by links (admission.release)
+HISTORY = "memory-history.marshal"   # in the state dir: written by links (after())
+HISTORY_LOCK = "memory-history.lock" # beside it: one writer at a time, so no update is lost
 MODEL = "memory-model.marshal"       # in the cache dir: written by the reading commands (fit)
 FORMAT = 1
 
@@ -34,6 +35,29 @@ OUTPUT_MARGIN = 1.1
 HISTORY_DEPTH = 3            # last charges kept per (linker, output)
 HISTORY_MAX_OUTPUTS = 2048   # the history forgets the least recent outputs beyond this
 REMEMBER_MIN_KB = 16 << 10   # smaller links are not worth a history write
+
+
+class Memory(record("Memory", [
+    "predicted_kb",   # int | None: the prediction (predict())
+    "source",         # str | None: "output" | "model" | "default"
+    "charge_kb",      # int | None: what the link added, estimated after it (charge())
+    "charge_how",     # str | None: how charge_kb was estimated
+    "waited_ms",      # float | None: time spent waiting for memory; None when admission was off
+    "wait_note",      # str | None: why it ran without fitting (alone, or the wait bound)
+    "room_kb",        # int | None: the room when it was admitted
+    "jobserver",      # str | None: what was done with the jobserver slot while waiting
+])):
+    """A link's memory for its record: here, not in admission.py, so a link with admission off
+    never imports admission."""
+    __slots__ = ()
+
+
+def admission_enabled(settings, facts) -> bool:
+    """[memory] admission: true or false; unset, on only when a memory limit applies."""
+    setting = (getattr(settings, "memory", None) or {}).get("admission")
+    if setting is None:
+        return facts is not None and facts.mem_limit_mb is not None
+    return bool(setting)
 
 
 class Prediction(record("Prediction", [
@@ -108,6 +132,67 @@ def remember(history, linker, output, charge_kb, input_bytes) -> bool:
     while len(outputs) > HISTORY_MAX_OUTPUTS:
         del outputs[next(iter(outputs))]
     return True
+
+
+def after(prediction, linker, output, outcome, input_bytes, state=None, small_too=False):
+    """(charge_kb, how) of a link that ended; a passed link's charge goes into the history (the next
+    prediction's input). small_too: also a charge below REMEMBER_MIN_KB (an admitted link's output
+    already in the history). Never raises: a fault costs only the history."""
+    try:
+        charge_kb, how = charge(linker, getattr(outcome, "peak_rss_kb", None), input_bytes)
+    except Exception as e:
+        from linkwrap import faults
+        faults.note("estimating the memory charge", e)
+        return None, None
+    if charge_kb and getattr(outcome, "returncode", 1) == 0 and getattr(prediction, "kb", None) is not None \
+            and (small_too or charge_kb >= REMEMBER_MIN_KB):
+        try:
+            from linkwrap import paths
+            keep(state or paths.state_dir(), linker, output, charge_kb, input_bytes)
+        except Exception as e:
+            from linkwrap import faults
+            faults.note("keeping the memory history", e)
+    return charge_kb, how
+
+
+def keep(state, linker, output, charge_kb, input_bytes) -> None:
+    """One link's charge into the history file, under its lock; readers (load(), unlocked) see the
+    old or the new table."""
+    path = os.path.join(state, HISTORY)
+    lock = _lock(state)
+    try:
+        history = read_table(path) or {"format": FORMAT}
+        if remember(history, linker, output, charge_kb, input_bytes):
+            import marshal
+            tmp = f"{path}.{os.getpid()}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, marshal.dumps(history, 4))
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+    finally:
+        os.close(lock)  # closing releases the lock
+
+
+def _lock(state) -> int:
+    path = os.path.join(state, HISTORY_LOCK)
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileNotFoundError:
+        os.makedirs(state, mode=0o700, exist_ok=True)
+        fd = os.open(path, flags, 0o600)
+    try:
+        st = os.fstat(fd)
+        # Another user's file in a shared LINKWRAP_HOME: its owner could hold the lock for ever.
+        if st.st_uid != os.geteuid() or st.st_mode & 0o170000 != 0o100000:
+            raise PermissionError(f"{path} is not this user's regular file: not used")
+        os.lockf(fd, os.F_LOCK, 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 # --- the tables --------------------------------------------------------------

@@ -146,3 +146,20 @@ def test_the_builds_of_a_project_have_one_heading_and_lines_wrap_where_rich_wrap
     # 140 columns hold the start-up line whole: it is not broken at a fixed place.
     assert any(line.startswith("start-up (interpreter and imports):") and line.endswith("so the sum is unbiased")
                for line in lines), lines
+
+
+def test_the_one_time_costs_of_a_first_build_are_said_apart():
+    # A new install's first build: the first link ran the script (Python's start-up, the linkers
+    # found, the server started); the others went through the warm server.
+    links = [link(1, "app", "build-script", entry_point="script", overhead_ms=230.0, startup_ms=40.0),
+             link(2, "greet_macros", "proc-macro", entry_point="server", overhead_ms=7.0, startup_ms=2.0),
+             link(3, "app", "bin", entry_point="server", overhead_ms=3.0, startup_ms=2.0)]
+    text = " ".join(shown(build_of(links)).split())
+    assert "linkwrap's own time: 284 ms over 3 links, 95 ms per link, 270 ms of it one-time" in text
+    assert "one-time: 270 ms on 1 link before the server took links (Python's start-up" in text
+    assert "the linkers found and the driver's expansion learnt" in text
+    assert "through the warm server: 7.0 ms per link" in text
+    # All through the server, or all by the script: nothing to set apart.
+    for entry in ("server", "script"):
+        same = shown(build_of([link(i, "app", "bin", entry_point=entry) for i in (1, 2)]))
+        assert "one-time" not in same and "warm server" not in same

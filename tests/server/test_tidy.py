@@ -82,3 +82,46 @@ def test_a_warning_after_the_answer_is_kept_for_a_link_that_can_say_it(tmp_path,
     assert not [n for n in os.listdir(lw_home) if n.startswith(".warned-")]
     done = subprocess.run([linkwrap_cc, obj, "-o", "app"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0 and done.stderr.count("linkwrap: warning: cannot record links") == 1, done.stderr
+
+
+MYSET_A = """#include <stdio.h>
+struct item { const char *name; int v; };
+extern struct item __start_myset[], __stop_myset[];
+int main(void) {
+    int n = 0;
+    for (struct item *i = __start_myset; i < __stop_myset; i++) n += i->v;
+    printf("%d\\n", n);
+    return 0;
+}
+"""
+MYSET_B = """struct item { const char *name; int v; };
+__attribute__((used, section("myset"))) static struct item one = {"one", 1};
+"""
+
+
+def test_a_linkers_failure_is_kept_before_the_answer(tmp_path, lw_home, client, server):  # noqa: F811
+    """lld fails on this link (-z start-stop-gc; tests/wrap/test_pipeline_retry.py) and the link passes
+    as asked. The next link of the output, started as soon as the first answered, while the first's
+    child cannot tidy (the spool is locked), must not try lld again."""
+    (tmp_path / "a.c").write_text(MYSET_A)
+    (tmp_path / "b.c").write_text(MYSET_B)
+    subprocess.run(["gcc", "-c", "a.c", "b.c"], cwd=tmp_path, check=True)
+    (tmp_path / "linkwrap.toml").write_text('forbid = ["mold", "wild"]\n')  # lld first of the static order
+    env = {k: v for k, v in os.environ.items() if k != "LINKWRAP_LINKER"}
+    spool = os.open(lw_home / "links.spool", os.O_RDWR | os.O_CREAT, 0o600)
+    os.lockf(spool, os.F_LOCK, 0)
+    try:
+        for i in range(2):
+            done = subprocess.run([client, "-Wl,--gc-sections", "-o", "loop", "a.o", "b.o"], cwd=tmp_path, env=env,
+                                  capture_output=True, timeout=120)
+            assert (done.returncode, done.stdout, done.stderr) == (0, b"", b""), (i, done.stderr)
+            assert subprocess.run([str(tmp_path / "loop")], capture_output=True).stdout == b"1\n"
+    finally:
+        os.lockf(spool, os.F_ULOCK, 0)
+        os.close(spool)
+    rows = db_rows(lw_home)
+    assert [r["entry_point"] for r in rows] == ["server", "server"]
+    # Both records wait for the spool: in either order. Only one of the two links tried lld.
+    tried = [(r["first_linker"] or r["linker"] or "").startswith("lld") for r in rows]
+    assert sorted(tried) == [False, True], [(r["linker"], r["first_linker"]) for r in rows]
+    assert sorted(bool(r["fell_back"]) for r in rows) == [False, True]

@@ -326,3 +326,21 @@ def test_a_ledger_linkwrap_cannot_use_never_fails_the_link(tmp_path, lw_home):
     assert subprocess.run([str(work / "out")], capture_output=True, text=True).stdout == "linked\n"
     assert target.read_text() == "keep"
     assert "waiting for memory" in (lw_home / "linkwrap.log").read_text()
+
+
+def test_a_link_with_admission_off_still_keeps_its_charge_for_the_next_prediction(tmp_path, lw_home, heavy):
+    src, objects, single_kb = heavy
+    work = _fresh(tmp_path, heavy, "history")
+    (work / "linkwrap.toml").write_text("[memory]\nadmission = false\n")
+    output = str(work / "kept")
+    for _ in range(2):
+        done = subprocess.run([script("linkwrap-cc"), "-fuse-ld=bfd", *objects, "-o", output], cwd=work,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    history, _ = predict.load()
+    (past,) = [v for k, v in history["outputs"].items() if k.endswith("\0" + output)]
+    assert len(past) == 2 and all(kb >= predict.REMEMBER_MIN_KB for kb, _ in past)
+    rows = db_rows(lw_home)
+    assert rows[1]["prediction_source"] == "output" and rows[1]["waited_ms"] is None
+    assert rows[1]["charge_kb"] == past[1][0]
+    assert os.stat(lw_home / predict.HISTORY).st_mode & 0o777 == 0o600

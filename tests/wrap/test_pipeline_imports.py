@@ -46,3 +46,17 @@ def test_a_warm_link_imports_only_its_budget(tmp_path, lw_home, hello_obj):
     assert warm - BUDGET - SOMETIMES == set(), "new imports on the link path: see docs/design.md"
     assert not warm & NEVER
     assert "subprocess" in cold  # the budget is about warm links: the check can tell them apart
+
+
+def test_a_link_with_admission_off_does_not_import_admission(tmp_path, lw_home, hello_obj):
+    # The memory history (predict's input) is kept by predict.py: admission.py is for admitted links.
+    env = {**os.environ, "LINKWRAP_HOME": str(lw_home)}
+    argv = [str(hello_obj), "-o", "hello"]
+    imported = {}
+    for setting in ("false", "true"):
+        (tmp_path / "linkwrap.toml").write_text(f"[memory]\nadmission = {setting}\n")
+        imported_by_a_link(tmp_path, argv, env)  # fills the caches
+        imported[setting] = imported_by_a_link(tmp_path, argv, env)
+    assert "linkwrap.wrap.predict" in imported["false"] and "linkwrap.wrap.record" in imported["false"]
+    assert "linkwrap.wrap.admission" not in imported["false"]
+    assert "linkwrap.wrap.admission" in imported["true"]  # the check can tell

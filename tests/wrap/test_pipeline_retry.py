@@ -82,6 +82,32 @@ def test_a_linker_linkwrap_chose_that_fails_is_retried_as_asked_and_never_chosen
     assert any("lld" in r and "failed on this output before" in r for r in d["reasons"]), d["reasons"]
 
 
+@pytest.mark.parametrize("config", ['prefer = ["lld", "mold"]\n',
+                                    'forbid = ["mold", "wild"]\n[choice]\nlearn = false\n'],
+                         ids=["configured-prefer", "learning-off"])
+def test_a_failed_linker_is_remembered_where_nothing_is_learnt(myset, lw_home, wild, config):
+    # Neither a configured `prefer` nor `learn = false` keeps times, but both keep the failure:
+    # without it lld would be tried, and fall back, on every link (the link passes at twice the time).
+    (myset / "linkwrap.toml").write_text(config)
+    env = wild.env(LINKWRAP_HOME=str(lw_home))
+    for i in range(3):
+        done = subprocess.run([script("linkwrap"), "launch", "--", *LINK], cwd=myset, env=env, capture_output=True, text=True)
+        assert (done.returncode, done.stdout, done.stderr) == (0, "", ""), (i, done.stderr)
+        assert subprocess.run(["./loop"], cwd=myset, capture_output=True, text=True).stdout == "3\n"
+    recs = spooled(lw_home)
+    assert [bool(r["fell_back"]) for r in recs] == [True, False, False], recs
+    assert recs[0]["first_linker"].startswith("lld ")
+    assert all(not (r["linker"] or "").startswith("lld") for r in recs[1:]), [r["linker"] for r in recs]
+    d = json.loads(linkwrap("explain", "--json", "--", *LINK, cwd=myset, env=env).stdout)["decision"]
+    assert d["learned"] is None  # nothing learnt: the memory is not the learnt evidence
+    assert any("lld" in r and "failed on this output before" in r for r in d["reasons"]), d["reasons"]
+    # An explicit force still wins: LINKWRAP_LINKER=lld tries lld (and falls back as asked).
+    done = subprocess.run([script("linkwrap"), "launch", "--", *LINK], cwd=myset, env={**env, "LINKWRAP_LINKER": "lld"},
+                          capture_output=True, text=True)
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert spooled(lw_home)[-1]["first_linker"].startswith("lld ")
+
+
 def test_an_edit_loop_with_no_configuration_never_fails(myset, lw_home, wild):
     # The trial's loop: exploration tries each fast linker in turn; lld's try must not fail the link,
     # and lld is tried on this output once at most.
