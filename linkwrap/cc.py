@@ -6,6 +6,42 @@ linkwrap-launch: CMake's <LANG>_LINKER_LAUNCHER and ninja rule prefixes
 """
 import sys
 
+# The launcher script linkwrap writes (templates/launcher.py) starts Python with SIGINT ignored, so that
+# a ^C while the interpreter starts is never "Fatal Python error: init_…" (Python installs its own
+# KeyboardInterrupt handler only over SIG_DFL); it says so here when the caller had not ignored it.
+SIGINT_ENV = "LINKWRAP_SIGINT"
+
+
+def quiet_sigint() -> None:
+    """From here until the link path runs, ^C kills this process as it kills cc: quietly, of SIGINT.
+
+    A SIGINT the caller ignored (nohup, `make &` in a script) stays ignored."""
+    import _signal
+    import os
+    held = os.environ.pop(SIGINT_ENV, None) == "default"
+    handler = _signal.getsignal(_signal.SIGINT)
+    if handler is _signal.default_int_handler or (held and handler == _signal.SIG_IGN):
+        _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+
+
+def interruptible() -> None:
+    """The link path's own ^C handling from here on: KeyboardInterrupt, turned into death by SIGINT
+    after what it started is cleaned up (run.py passes it on to the linker)."""
+    import _signal
+    if _signal.getsignal(_signal.SIGINT) == _signal.SIG_DFL:
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+
+
+def die_of_sigint():
+    import _signal
+    import os
+    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+    os.kill(os.getpid(), _signal.SIGINT)
+    os._exit(130)
+
+
+quiet_sigint()
+
 LAUNCH_USAGE = ("usage: linkwrap-launch [--] <compiler driver> <link arguments...>\n"
                 "Links through linkwrap: the driver (cc, c++, gcc…) and its whole link\n"
                 "command line, as CMake's <LANG>_LINKER_LAUNCHER and ninja link rules pass them.\n")
@@ -41,19 +77,22 @@ def launch_usage(argv, prog):
 
 def _run(argv, driver) -> None:
     try:
+        from linkwrap.wrap.args import links
+        if not links(argv):
+            # A compile (`make CC='linkwrap-launch cc'` runs every step here), not a link: the
+            # driver itself, before the link path is even imported.
+            _exec_driver(argv, driver)
+        interruptible()
         from linkwrap.wrap.pipeline import main as link
         code = link(argv, driver=driver)
+        quiet_sigint()  # the link is over: a late ^C is a quiet death, not a traceback
     except Exception as e:
         # linkwrap itself is broken (a partial install, a pip upgrade racing the build, a bug):
         # the link exactly as asked, the fault in the log if even that much still imports.
         _as_asked(argv, driver, e)
     except KeyboardInterrupt:
         # ^C before the linker started: die of SIGINT quietly, as an interrupted cc would.
-        import os
-        import signal
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
-        code = 130
+        die_of_sigint()
     # Skip interpreter finalisation (1-3 ms per link): nothing is buffered, the
     # record went out with one os.write, and the linker has been reaped.
     sys.stdout.flush()
@@ -65,11 +104,17 @@ def _run(argv, driver) -> None:
 def _as_asked(argv, driver, exc) -> None:
     """Become the driver, with nothing of linkwrap's but this module and os."""
     import os
+    quiet_sigint()
     try:
         from linkwrap import faults
         faults.note("starting the link", exc)
     except BaseException:
         pass
+    _exec_driver(argv, driver)
+
+
+def _exec_driver(argv, driver) -> None:
+    import os
     driver = driver or os.environ.get("LINKWRAP_CC") or "cc"
     try:
         os.execvp(driver, [driver, *argv])

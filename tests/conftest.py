@@ -36,6 +36,27 @@ def stop_servers(home):
     from linkwrap.cli.server import ask
     for n in names:
         ask(os.path.join(run, n), "stop")
+    # and wait for them to be gone (the server holds an flock on <socket>.lock while it lives): a spare
+    # still rehearsing writes into the state directory a test may be about to remove
+    import fcntl
+    import time
+    deadline = time.monotonic() + 10
+    for n in names:
+        try:
+            fd = os.open(os.path.join(run, n + ".lock"), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(0.02)
+        finally:
+            os.close(fd)
 
 
 SCRIPTS = sysconfig.get_path("scripts")

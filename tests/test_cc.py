@@ -50,3 +50,66 @@ def test_a_partial_install_links_as_asked(tmp_path, lw_home, hello_obj, broken):
     assert (proc.returncode, proc.stderr) == (0, "")
     assert subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True).stdout == "hello\n"
     assert "ModuleNotFoundError" in (lw_home / "linkwrap.log").read_text()
+
+
+# --- ^C while an entry point starts -------------------------------------------------
+
+def written_launcher(name):
+    """The entry point `linkwrap install` writes (the native client) and the script it execs (sh, then python -IS)."""
+    from linkwrap.install import launcher
+    native = launcher.entry_point(name)
+    return native, os.path.join(os.path.dirname(native), "py", name)
+
+
+def interrupted_starts(argv, cwd, env):
+    """Start argv again and again, each time sending SIGINT to its process group (as a terminal's ^C does)
+    a little later, until it has ended before the signal three times running. -> [(returncode, stderr)].
+
+    A ^C while Python itself starts is ignored (the launcher's doing: see cc.SIGINT_ENV), and the link
+    then ends as if none came: a clean exit, which is why only an end before the signal stops the loop."""
+    import signal
+    import time
+    outcomes, ended_first, delay = [], 0, 0.0
+    while ended_first < 3 and len(outcomes) < 600:
+        p = subprocess.Popen(argv, cwd=cwd, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+        time.sleep(delay)
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGINT)
+                ended_first = 0
+            except ProcessLookupError:
+                ended_first += 1
+        else:
+            ended_first += 1
+        err = p.communicate()[1].decode("utf-8", "replace")
+        outcomes.append((p.returncode, err))
+        delay += 0.0005
+    return outcomes
+
+
+@pytest.mark.parametrize("which", ["native client", "script"])
+def test_ctrl_c_at_any_point_of_a_start_dies_quietly_of_sigint(tmp_path, lw_home, hello_obj, which):
+    import signal
+    native, script_path = written_launcher("linkwrap-launch")
+    argv = [native if which == "native client" else script_path, "cc", str(hello_obj), "-o", "hello"]
+    env = {**os.environ, "LINKWRAP_SERVER": "off"}  # the start itself, not a warm server's answer
+    outcomes = interrupted_starts(argv, tmp_path, env)
+    assert any(code == -signal.SIGINT for code, _ in outcomes)  # some starts were interrupted
+    for code, err in outcomes:
+        assert code in (0, -signal.SIGINT) and err == "", (code, err)
+    assert subprocess.run([str(tmp_path / "hello")], capture_output=True, text=True).stdout == "hello\n"
+
+
+@pytest.mark.parametrize("ignored", [True, False])
+def test_a_sigint_the_caller_ignored_stays_ignored_for_the_driver(tmp_path, lw_home, hello_obj, ignored):
+    _, script_path = written_launcher("linkwrap-launch")
+    driver = tmp_path / "driver"
+    driver.write_text("#!/bin/sh\ngrep SigIgn /proc/$$/status > sigign; env > env; exec cc \"$@\"\n")
+    driver.chmod(0o755)
+    trap = "trap '' INT; " if ignored else ""
+    subprocess.run(["sh", "-c", f'{trap}exec "$@"', "sh", script_path, str(driver), str(hello_obj), "-o", "h"],
+                   cwd=tmp_path, check=True)
+    sigign = int((tmp_path / "sigign").read_text().split()[1], 16)
+    assert bool(sigign & (1 << (2 - 1))) == ignored
+    assert "LINKWRAP_SIGINT" not in (tmp_path / "env").read_text()

@@ -136,30 +136,53 @@ class _progress:
 
 
 def _render(report) -> None:
+    from rich import box
     from rich.markup import escape
     from rich.table import Table
-    from linkwrap.report.render import wide_console
+    from linkwrap.report.render import cell_len, fit, wide_console
     console = wide_console()
     ok = [r for r in report["rows"] if not r["failed"]]
     fastest = min((r["median_ms"] for r in ok), default=None)
     base = next((r["median_ms"] for r in ok if r["linker"] == report["default"] and r["variant"] == "fresh"), None)
-    table = Table(title=f"{escape(report['output'])}: {report['rounds']} rounds on {report['fs'] or '?'}, "
-                        f"load {report['load_avg']:.2f}", title_justify="left")
-    for col, just in (("linker", "left"), ("variant", "left"), ("median", "right"), ("95 % CI", "right"),
-                      ("min-max", "right"), ("peak RSS", "right"), ("× fastest", "right"),
-                      (f"× {report['default'] or 'default'} (paired)", "right")):
-        table.add_column(col, justify=just)
+    rows = []
     for r in report["rows"]:
         if r["failed"]:
-            table.add_row(escape(r["label"]), r["variant"], "[red]failed[/]", escape(r["failed"][:80]), "", "", "", "")
+            rows.append({"linker": escape(r["label"]), "variant": r["variant"], "median": "[red]failed[/]",
+                         "95 % CI": escape(r["failed"][:80])})
             continue
-        table.add_row(escape(r["label"]), r["variant"], f"{r['median_ms']:.1f} ms",
-                      f"{r['ci_low_ms']:.1f}-{r['ci_high_ms']:.1f}", f"{r['min_ms']:.1f}-{r['max_ms']:.1f}",
-                      f"{(r['peak_rss_kb'] or 0) / 1024:.0f} MiB", f"{r['median_ms'] / fastest:.2f}",
-                      _vs_default(r, base))
-    console.print(table)
+        rows.append({"linker": escape(r["label"]), "variant": r["variant"], "median": f"{r['median_ms']:.1f} ms",
+                     "95 % CI": f"{r['ci_low_ms']:.1f}-{r['ci_high_ms']:.1f}",
+                     "min-max": f"{r['min_ms']:.1f}-{r['max_ms']:.1f}",
+                     "peak RSS": f"{(r['peak_rss_kb'] or 0) / 1024:.0f} MiB",
+                     "× fastest": f"{r['median_ms'] / fastest:.2f}", "paired": _vs_default(r, base)})
+    # Headers may take two lines; a figure is never cut: what does not fit at 80 columns goes whole
+    # (min-max first), and the linker's name folds.
+    headers = {"linker": "linker", "variant": "variant", "median": "median", "95 % CI": "95 % CI",
+               "min-max": "min-max", "peak RSS": "peak\nRSS", "× fastest": "×\nfastest",
+               "paired": f"× {report['default'] or 'default'}\n(paired)"}
+
+    def make(dropped):
+        table = Table(title=f"{escape(report['output'])}: {report['rounds']} rounds on {report['fs'] or '?'}, "
+                            f"load {report['load_avg']:.2f}", title_justify="left", box=box.SIMPLE_HEAD,
+                      pad_edge=False, collapse_padding=True)
+        shown = [c for c in headers if c not in dropped]
+        for c in shown:
+            if c == "linker":
+                table.add_column(headers[c], overflow="fold")
+            else:
+                table.add_column(headers[c], no_wrap=c != "95 % CI" or not any(r["failed"] for r in report["rows"]),
+                                 justify="left" if c == "variant" else "right")
+        for row in rows:
+            table.add_row(*[row.get(c, "") for c in shown])
+        return table, {"linker": max([cell_len(r["linker"]) for r in rows] + [len("linker")])}
+
+    console.print(fit(console, make, "linker", optional=("min-max", "peak RSS"), least=12))
+    import textwrap
     for line in paired_lines(report):
-        console.print(escape(line), highlight=False)
+        # A wrapped sentence keeps its indent, one step further in than its first line.
+        lead = line[:len(line) - len(line.lstrip())]
+        console.print(escape(textwrap.fill(line, console.width, subsequent_indent=lead + "    ",
+                                           break_on_hyphens=False)), highlight=False, soft_wrap=True)
 
 
 def _vs_default(r, base) -> str:
@@ -170,8 +193,9 @@ def _vs_default(r, base) -> str:
 
 def paired_lines(report) -> list:
     """hyperfine's summary, from the per-round ratios to the caller's default (paired: same round)."""
-    rows = [r for r in report["rows"] if not r["failed"] and r["ratio"] is not None]
     base = next((r for r in report["rows"] if r["linker"] == report["default"] and r["variant"] == "fresh"), None)
+    # Not the default against itself (a ratio of 1 by construction).
+    rows = [r for r in report["rows"] if not r["failed"] and r["ratio"] is not None and r is not base]
     if not rows or base is None:
         return []
     lines = [f"Compared with {base['label']} round by round (95 % CI of the paired ratio):"]

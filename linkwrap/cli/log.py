@@ -118,7 +118,7 @@ def warned_markers() -> list:
 
 
 def _status(args=None) -> int:
-    from linkwrap.report.render import fmt_bytes
+    from linkwrap.report.render import fmt_bytes, plural
     from linkwrap.store import db, queries, spool
     state = paths.state_dir()
     on = not os.path.exists(off_marker())
@@ -130,15 +130,15 @@ def _status(args=None) -> int:
     conn = db.open_store()
     c = queries.counts(conn)
     size = sum(os.path.getsize(db.path() + s) for s in ("", "-wal") if os.path.exists(db.path() + s))
-    print(f"Records: {c['links']} links in {c['builds']} builds, {fmt_bytes(size)}"
+    print(f"Records: {plural(c['links'], 'link')} in {plural(c['builds'], 'build')}, {fmt_bytes(size)}"
           + (f", {_minute(c['first_utc'])} to {_minute(c['last_utc'])} UTC" if c["links"] else ""))
     if c["rejected"]:
-        print(f"Skipped: {c['rejected']} malformed records from the spool (not counted above)")
+        print(f"Skipped: {plural(c['rejected'], 'malformed record')} from the spool (not counted above)")
     from linkwrap.cli import scope
     project, shows = scope.resolve(conn, args)
     if project is not None:
         p = queries.counts(conn, project)
-        print(f"This project: {p['links']} links in {p['builds']} builds ({project}; "
+        print(f"This project: {plural(p['links'], 'link')} in {plural(p['builds'], 'build')} ({project}; "
               "`--all-projects` for every project's)")
     if spool.pending(state):
         print(f"Waiting in the spool: {fmt_bytes(spool.pending(state))} (the database could not take them)")

@@ -7,9 +7,13 @@ message and exits 1 (a UsageError 2, as argparse's own usage errors), ^C
 exits 130, anything else is logged and exits 3. Every --help ends with the
 environment variables linkwrap reads (ENVIRONMENT).
 """
+import sys
+
+if sys.argv[1:2] == ["launch"] and __name__ != "__main__":
+    # A link, started the way linkwrap-launch starts one: ^C kills it quietly, as it kills cc.
+    import linkwrap.cc  # noqa: F401 (importing it is what sets SIGINT)
 import argparse
 import importlib
-import sys
 
 from linkwrap import __version__
 
@@ -166,6 +170,9 @@ def main(argv=None) -> int:
         sys.stderr.write(error_line(e))
         code = 2 if isinstance(e, UsageError) else 1  # usage errors exit 2, as argparse's do
     except KeyboardInterrupt:
+        if argv[:1] == ["launch"]:  # a link: dies of it quietly, as cc does
+            from linkwrap.cc import die_of_sigint
+            die_of_sigint()
         print("linkwrap: interrupted", file=sys.stderr)
         code = 130
     except BrokenPipeError:

@@ -116,6 +116,27 @@ def _summarise(args, key, command, cwd, started_unix, wall_ms, code, project=(No
     else:
         from linkwrap.report import render
         render.render(data, render.wide_console(stderr=True))
+    hint = make_hint(command, data)
+    if hint:
+        print(f"linkwrap: note: {hint}", file=sys.stderr)
+
+
+MAKES = ("make", "gmake")
+
+
+def make_hint(command, data):
+    """make's links cannot be routed from outside (its recipes name the compiler): how to, when it linked nothing."""
+    import shlex
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return None
+    if not argv or os.path.basename(argv[0]) not in MAKES or any(b["links"] for b in data["builds"]):
+        return None
+    # GNU make's built-in rules link with $(CC) (LINK.o, LINK.c) and $(CXX) (LINK.cc); a variable set
+    # on make's command line wins over the Makefile's own; compiles through linkwrap-launch run cc untouched.
+    return (f"make links through linkwrap when its compiler is linkwrap's: `linkwrap run -- {command} "
+            "CC='linkwrap-launch cc' CXX='linkwrap-launch c++'` (compile steps pass through untouched)")
 
 
 # What a CI timeout, a closed terminal or ^C sends: passed on to the build's process group.

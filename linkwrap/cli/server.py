@@ -35,12 +35,36 @@ def run(args) -> int:
                     os.unlink(f"/proc/self/fd/{dfd}/{name}")
                 continue
             found += 1
-            print(f"{name}{here}: {'stopping, ' if args.action == 'stop' else ''}{answer}")
+            print(f"{name}{here}: {'stopping, ' if args.action == 'stop' else ''}{readable(answer)}")
     finally:
         os.close(dfd)
     if not found and args.action == "status":
         print("no link server running")
     return 0
+
+
+def readable(answer, now=None) -> str:
+    """The server's line with its start (seconds since the epoch) as a UTC time and an age."""
+    import re
+    import time
+    now = time.time() if now is None else now
+
+    def when(m):
+        t = int(m.group(1))
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t))
+        return f"started={stamp} UTC ({_age(max(0, now - t))} ago)"
+    return re.sub(r"\bstarted=(\d+)\b", when, answer)
+
+
+def _age(seconds) -> str:
+    seconds = int(seconds)
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    if seconds < 2 * 86400:
+        return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+    return f"{seconds // 86400} days"
 
 
 def ask(path, action):

@@ -132,7 +132,7 @@ def plan_cache_install(builddir: str, launcher: str, force: bool = False) -> Cac
             continue
         if current and current[1] and not force:
             raise InstallError(f"{builddir}: {name} is already {current[1]!r}\n"
-                               f"hint: `linkwrap install --cmake {builddir} --force` takes it over; "
+                               f"hint: `linkwrap install --cmake {_q(builddir)} --force` takes it over; "
                                "`linkwrap uninstall --cmake` puts it back")
         state["entries"][name] = list(current) if current else None
         args.append(f"-D{name}:{current[0] if current else 'STRING'}={launcher}")
@@ -342,7 +342,7 @@ def plan_presets_install(srcdir: str, launcher: str, inherits: str | None = None
                 return marker.Change(path, old, old, [f"already installed in {path} (preset {PRESET_NAME!r})"])
             if _ours(p):
                 raise InstallError(f"{path}: the {PRESET_NAME!r} preset points at another linkwrap\n"
-                                   f"hint: `linkwrap uninstall --cmake {srcdir}` first, then install again")
+                                   f"hint: `linkwrap uninstall --cmake {_q(srcdir)}` first, then install again")
             raise InstallError(f"{path} already has a configure preset named {PRESET_NAME!r}\n"
                                f"hint: add CMAKE_C_LINKER_LAUNCHER={launcher} to it by hand")
     version = int(data.get("version", 3)) if isinstance(data.get("version"), int) else 3
@@ -492,3 +492,9 @@ def configured_from(builddir: str, srcdir: str) -> bool:
     home = cache.get("CMAKE_HOME_DIRECTORY", (None, ""))[1]
     return (bool(home) and os.path.realpath(home) == os.path.realpath(srcdir)
             and bool(unmarked_launchers(cache) or _state(cache)))
+
+
+def _q(path) -> str:
+    """A path as a shell would need it in a command the user copies (spaces, quotes)."""
+    import shlex
+    return shlex.quote(str(path))

@@ -162,7 +162,7 @@ def cmake(args, env) -> list[str]:
     from linkwrap.install import marker
     marker.remember("cmake-cache", folder, how="run")  # the launcher outlives the run: status lists it
     return [f"the new build directory {folder} links through linkwrap (CMAKE_<LANG>_LINKER_LAUNCHER, "
-            f"kept in its cache; `linkwrap uninstall --cmake {folder}` takes it out)"]
+            f"kept in its cache; `linkwrap uninstall --cmake {_q(folder)}` takes it out)"]
 
 
 def _configured_without_us(builddir) -> list[str]:
@@ -170,7 +170,7 @@ def _configured_without_us(builddir) -> list[str]:
     if cmake_mod.cache_installed(builddir) is not None:
         return []
     return [f"{builddir} was configured without linkwrap, and its links cannot be redirected from outside: "
-            f"`linkwrap install --cmake {builddir}` makes them run linkwrap (`linkwrap uninstall` undoes it)"]
+            f"`linkwrap install --cmake {_q(builddir)}` makes them run linkwrap (`linkwrap uninstall` undoes it)"]
 
 
 # ---- ninja ----
@@ -209,7 +209,7 @@ def ninja(args) -> list[str]:
     generated = ninja_mod.generated_by(text)
     if generated is None:
         return [f"{path} does not run linkwrap, and a ninja file's link rules cannot be redirected from outside: "
-                f"`linkwrap install --ninja {path}` makes them (`linkwrap uninstall --ninja` undoes it)"]
+                f"`linkwrap install --ninja {_q(path)}` makes them (`linkwrap uninstall --ninja` undoes it)"]
     who, hint = generated
     folder = os.path.dirname(path)
     if who == "CMake":
@@ -219,3 +219,9 @@ def ninja(args) -> list[str]:
                     return []
         return _configured_without_us(folder)
     return [f"{path} is written by {who} and does not run linkwrap: {hint}"]
+
+
+def _q(path) -> str:
+    """A path as a shell would need it in a command the user copies (spaces, quotes)."""
+    import shlex
+    return shlex.quote(str(path))

@@ -153,14 +153,24 @@ def _create_tmp(path, executable):
 
 
 def save(path, buf, executable=True):
-    fd, tmp = _create_tmp(path, executable)
+    try:
+        fd, tmp = _create_tmp(path, executable)
+    except OSError as e:  # a read-only or unwritable directory: the caller's to fix, said as GNU ld says it
+        raise _failed("cannot open output file", path, e) from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(buf)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError):
+            raise _failed("cannot write output file", path, e) from None
         raise
+
+
+def _failed(what, path, e):
+    from linkwrap.ld.diag import LinkFailed
+    return LinkFailed(f"{what} {path}: {e.strerror or e}")

@@ -356,6 +356,12 @@ def render(summary, console: Console | None = None) -> None:
             console.print("No link records yet. Links through linkwrap are recorded in "
                           "`linkwrap log path` (see `linkwrap log status`).")
     elif len(summary["builds"]) == 1:
-        render_build(summary["builds"][0], console)
+        b = summary["builds"][0]
+        if scope.get("shows", "").startswith("every project (") and b.get("project_dir"):
+            # The last build of any project: which one it is, before it can pass for this directory's.
+            console.print(f"The current directory is in no recorded project: the last build of every project's, "
+                          f"in {b['project_dir']} (`--all-projects` lists them)", soft_wrap=True, highlight=False,
+                          style="dim")
+        render_build(b, console)
     else:
         render_many(summary, console)

@@ -155,6 +155,7 @@ def build_summary(db, build, *, since_utc=None, ninja_log=None, on_ninja_mismatc
         "tool": build["tool"],
         "command": build["command"],
         "cwd": build["cwd"],
+        "project_dir": (build["project_dir"] or None) if "project_dir" in build.keys() else None,
         "started_utc": build["started_utc"],
         "finished_utc": build["finished_utc"],
         "wall_ms": build["wall_ms"],

@@ -178,6 +178,14 @@ def m010_bench_paired_ratio(db):
         db.execute(f"ALTER TABLE bench_results ADD COLUMN {column}")
 
 
+@migration
+def m012_project_after_chdir(db):
+    # `ninja -C build` / `make -C dir`: the tool's /proc cwd is already the -C directory, and the project
+    # was taken from <it>/<DIR> (a project nobody is in). Found again from their first link when read.
+    db.execute("UPDATE builds SET project_dir = NULL, build_dir = NULL "
+               "WHERE tool IN ('ninja', 'samu', 'make', 'gmake') AND command LIKE '% -C%'")
+
+
 def migrate(db) -> list:
     """Apply the migrations not yet applied; -> their names.
 

@@ -45,8 +45,21 @@ def current_project(db, cwd):
     if best is not None:
         return best, True
     from linkwrap.wrap.build import cargo_root, cmake_source
-    found = cargo_root(here) or cmake_source(here)
+    found = cargo_root(here) or cmake_source(here) or _cmake_top(here)
     return (found, False) if found else (None, False)
+
+
+def _cmake_top(here):
+    """A CMake source tree's top directory holding here: the highest of the CMakeLists.txt directories
+    that lead up to it without a gap (a subdirectory's file is part of its parent's project)."""
+    import os
+    top, d = None, here
+    while os.path.isfile(os.path.join(d, "CMakeLists.txt")):
+        top, parent = d, os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    return top
 
 
 def find_build(db, ref: str):

@@ -275,7 +275,8 @@ def set_project(db, build_id, rec) -> None:
     if tool in BUILD_TOOLS:
         # /proc's command line, space-joined: good enough to find -C DIR or --manifest-path.
         argv = (rec.get("build_command") or tool).split(" ")
-        project, build_dir = project_of(rec.get("build_cwd"), argv, tool=tool, output=rec.get("output_path"))
+        project, build_dir = project_of(rec.get("build_cwd"), argv, tool=tool, output=rec.get("output_path"),
+                                        moved=True)  # build_cwd is the tool's /proc cwd, after its -C
     elif tool == "linkwrap run":
         # The run's command is not known yet: `linkwrap run` sets it when the build ends.
         project, build_dir = project_of(rec.get("build_cwd"), output=rec.get("output_path"))

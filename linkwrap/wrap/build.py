@@ -117,7 +117,7 @@ def new_run_key() -> str:
 CMAKE_CACHE = "CMakeCache.txt"
 
 
-def project_of(cwd, argv=None, tool=None, output=None):
+def project_of(cwd, argv=None, tool=None, output=None, moved=False):
     """-> (project_dir, build_dir): the project a build command run in cwd builds.
 
     project_dir is the Cargo workspace root, the CMake source directory, or the
@@ -127,10 +127,12 @@ def project_of(cwd, argv=None, tool=None, output=None):
     would: `cargo --manifest-path P`, `ninja -C DIR`, `make -C DIR`,
     `ninja -f FILE`, `cmake --build DIR`. output, a linked file, finds Cargo's
     target directory when CARGO_TARGET_DIR moved it. Either may be None.
+    moved: cwd is the build tool's own, read from /proc after it obeyed its -C DIR
+    (`ninja -C build` run in a CMake source directory is already in build/).
     """
     argv = list(argv or ())
     tool = tool or (os.path.basename(argv[0]) if argv else None)
-    start = _start_dir(cwd, argv, tool)
+    start = _start_dir(cwd, argv, tool, moved)
     if start is None:
         return None, None
     if tool in ("ninja", "samu", "make", "gmake", "cmake"):
@@ -145,12 +147,14 @@ def project_of(cwd, argv=None, tool=None, output=None):
     return start, start
 
 
-def _start_dir(cwd, argv, tool):
+def _start_dir(cwd, argv, tool, moved=False):
     if not cwd:
         return None
     start = cwd
     for i, a in enumerate(argv[1:], 1):
         nxt = argv[i + 1] if i + 1 < len(argv) else None
+        if moved and a.startswith("-C"):
+            continue
         if tool == "cargo" and a == "--manifest-path" and nxt:
             start = os.path.dirname(os.path.join(cwd, nxt))
         elif tool == "cargo" and a.startswith("--manifest-path="):

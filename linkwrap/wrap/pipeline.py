@@ -30,6 +30,9 @@ def link(inv, answer=None):
     if invocation.disabled(environ):
         return passthrough(argv, driver, environ)
     try:
+        if not args.links(argv, inv.cwd):
+            # `cc -c`, `-E`, `-fsyntax-only`, `--version`…: the driver's alone, nothing chosen or recorded.
+            return passthrough(argv, driver, environ)
         # Classify the command line; take out what forces rustc's own linker.
         request = args.parse(argv, driver, environ, cwd=inv.cwd)
     except Exception as e:  # an unreadable @file: let the driver say so

@@ -76,6 +76,7 @@ def test_a_committed_install_builds_through_linkwrap_in_a_fresh_clone(repo, tmp_
     check_signed_by_the_chosen_linker(link, tmp_path / "target-theirs" / "debug" / "team")
 
     # Their state directory removed: nothing depended on it.
+    stop_servers(tmp_path / "home-theirs")  # a link server of theirs still writes there
     shutil.rmtree(tmp_path / "home-theirs")
     done = linkwrap("status", "--json", cwd=clone, env=theirs)
     info = json.loads(done.stdout)
@@ -112,6 +113,7 @@ def test_without_linkwrap_on_path_status_says_what_fails_and_what_repairs_it(rep
     run(["cargo", "build", "--quiet"], cwd=repo, env=off)
 
     # The state directory removed: status names the failure and the repair; the repair works.
+    stop_servers(home)  # a link server the builds above started still writes there
     shutil.rmtree(home)
     done = linkwrap("status", cwd=repo, env=off)
     assert (f"warning: {config}: linker = {entry!r} does not exist: Cargo stops with \"linker `{entry}` not found\" "

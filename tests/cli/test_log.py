@@ -19,16 +19,16 @@ def test_path_status_off_on_clear(tmp_path, lw_home):
     obj = c_object(tmp_path)
     assert cc_link([obj, "-o", "a"], tmp_path).returncode == 0
     status = lw("log", "status", cwd=tmp_path).stdout
-    assert "Recording: on" in status and "Records: 1 links in 1 builds" in status
+    assert "Recording: on" in status and "Records: 1 link in 1 build" in status
 
     assert "off" in lw("log", "off", cwd=tmp_path).stdout
     assert cc_link([obj, "-o", "b"], tmp_path).returncode == 0
     assert "Recording: off" in lw("log", "status", cwd=tmp_path).stdout
-    assert "Records: 1 links" in lw("log", "status", cwd=tmp_path).stdout
+    assert "Records: 1 link " in lw("log", "status", cwd=tmp_path).stdout
 
     lw("log", "on", cwd=tmp_path)
     assert cc_link([obj, "-o", "c"], tmp_path).returncode == 0
-    assert "Records: 2 links in 1 builds" in lw("log", "status", cwd=tmp_path).stdout
+    assert "Records: 2 links in 1 build," in lw("log", "status", cwd=tmp_path).stdout
 
     assert "Deleted" in lw("log", "clear", "--yes", cwd=tmp_path).stdout
     assert not (lw_home / "links.db").exists()
@@ -52,7 +52,7 @@ def test_clear_without_a_terminal_needs_yes_and_keeps_the_records(tmp_path, lw_h
     assert cc_link([obj, "-o", "a"], tmp_path).returncode == 0
     done = lw("log", "clear", cwd=tmp_path, check=False)  # stdin is not a terminal here
     assert done.returncode == 2 and "add --yes" in done.stderr and done.stderr.startswith("linkwrap: error:")
-    assert "Records: 1 links" in lw("log", "status", cwd=tmp_path).stdout
+    assert "Records: 1 link " in lw("log", "status", cwd=tmp_path).stdout
 
 
 def on_a_terminal(argv, answer, cwd):

@@ -166,3 +166,25 @@ def test_on_a_terminal_the_build_reads_it_and_gets_ctrl_c(tmp_path, lw_home):
     _, status = os.waitpid(pid, 0)
     os.close(master)
     assert os.waitstatus_to_exitcode(status) == 128 + signal.SIGINT
+
+
+def test_make_is_told_how_to_link_through_linkwrap_and_then_records_its_link_alone(tmp_path, lw_home):
+    # GNU make's built-in rules: prog.o and m2.o compiled with $(CC) -c, prog linked with $(CC) (LINK.o).
+    (tmp_path / "prog.c").write_text("int main(void){return 0;}\n")
+    (tmp_path / "m2.c").write_text("int m2;\n")
+    (tmp_path / "Makefile").write_text("prog: prog.o m2.o\n")
+    env = {"PATH": os.path.dirname(script("linkwrap-launch")) + os.pathsep + os.environ["PATH"]}
+    done = lw("run", "--", "make", "-s", cwd=tmp_path, env=env)
+    assert "no links recorded" in done.stderr
+    [hint] = [line for line in done.stderr.splitlines() if line.startswith("linkwrap: note: ")]
+    command = hint.split("`")[1]
+    assert "CC='linkwrap-launch cc'" in command
+    for f in ("prog.o", "m2.o", "prog"):
+        os.unlink(tmp_path / f)
+    done = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, **env})
+    assert done.returncode == 0 and "linkwrap: note:" not in done.stderr, done.stderr
+    assert subprocess.run([str(tmp_path / "prog")]).returncode == 0
+    [b] = [b for b in summary_json("--all", cwd=tmp_path)["builds"] if b["links"]]
+    # The compile steps went to cc untouched: neither recorded nor chosen for.
+    assert [os.path.basename(l["output_path"]) for l in b["links"]] == ["prog"]

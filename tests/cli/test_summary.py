@@ -363,6 +363,38 @@ def test_a_forced_linker_that_is_not_installed_is_said_by_summary_status_and_con
     assert summary_json("--all", cwd=tmp_path)["forced_missing"][0]["links"] == 2
 
 
+def test_a_cmake_builds_links_belong_to_its_project_from_the_source_or_the_build_directory(tmp_path, lw_home):
+    # Another project built first: its build must never pass for this one's.
+    ctr = tmp_path / "ctr"
+    ctr.mkdir()
+    ninja_links(ctr, n=1)
+    cm = tmp_path / "cm"
+    cm.mkdir()
+    (cm / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.16)\nproject(cm C)\n"
+                                       "add_executable(app main.c)\n")
+    (cm / "main.c").write_text("int main(void){return 0;}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LINKWRAP_BUILD")}
+    # No builds of cm yet: in its source directory the summary says so, not ctr's build.
+    out = lw("summary", cwd=cm).stdout
+    assert out == f"No builds recorded for the project in {cm} (`--all-projects` shows every project's).\n"
+    subprocess.run(["cmake", "-G", "Ninja", "-S", ".", "-B", "build",
+                    f"-DCMAKE_C_LINKER_LAUNCHER={script('linkwrap-launch')}"], cwd=cm, check=True,
+                   capture_output=True, env=env)
+    subprocess.run(["ninja", "-C", "build"], cwd=cm, check=True, capture_output=True, env=env)
+    for where in (cm, cm / "build"):
+        data = summary_json(cwd=where)
+        assert data["scope"]["project_dir"] == str(cm), where
+        [b] = data["builds"]
+        assert b["tool"] == "ninja" and [os.path.basename(l["output_path"]) for l in b["links"]] == ["app"]
+    assert f"This project: 1 link in 1 build ({cm};" in lw("log", "status", cwd=cm).stdout
+    # Outside every project the last build of any is shown, and said to be another project's.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = lw("summary", cwd=elsewhere, env={"COLUMNS": "200"}).stdout
+    assert out.startswith(f"The current directory is in no recorded project: the last build of every "
+                          f"project's, in {cm} ")
+
+
 def test_a_full_disk_fall_back_is_counted_alike_in_the_table_and_the_json(tmp_path, lw_home):
     # A 1 MiB tmpfs: mold (forced) fails for want of space, and so does the link as asked. The table
     # counts the fall-back the JSON records, and shows mold's own error, not only GNU ld's.

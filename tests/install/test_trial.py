@@ -97,9 +97,9 @@ def test_cmake_configure_and_build_link_through_linkwrap(tmp_path, lw_home):
 def test_a_build_directory_configured_by_run_is_listed_and_uninstalled(tmp_path, lw_home):
     source = tmp_path / "c-cmake"
     shutil.copytree(os.path.join(EXAMPLES, "c-cmake"), source, ignore=shutil.ignore_patterns("build"))
-    build = tmp_path / "build"
+    build = tmp_path / "my build"  # the hint is a command to copy: quoted where a shell needs it
     done = lw("run", "--", "cmake", "-S", source, "-B", build, "-G", "Ninja", cwd=tmp_path)
-    assert f"`linkwrap uninstall --cmake {build}` takes it out" in done.stderr
+    assert f"`linkwrap uninstall --cmake '{build}'` takes it out" in done.stderr
     assert f"cmake build dir  {build}: installed (CMAKE_CXX_LINKER_LAUNCHER, CMAKE_C_LINKER_LAUNCHER) (no marker" in lw("status", cwd=tmp_path).stdout
     assert "already installed" in lw("install", "--cmake", build, cwd=tmp_path).stdout
     done = lw("uninstall", "--cmake", build, cwd=tmp_path)
@@ -113,10 +113,10 @@ def test_a_build_directory_configured_by_run_is_listed_and_uninstalled(tmp_path,
 def test_a_build_directory_configured_without_linkwrap_gets_the_install_command(tmp_path, lw_home):
     source = tmp_path / "c-cmake"
     shutil.copytree(os.path.join(EXAMPLES, "c-cmake"), source, ignore=shutil.ignore_patterns("build"))
-    build = tmp_path / "build"
+    build = tmp_path / "my build"
     run(["cmake", "-S", source, "-B", build, "-G", "Ninja"])
     done = lw("run", "--", "cmake", "--build", build, cwd=tmp_path)
-    hint = f"`linkwrap install --cmake {build}` makes them run linkwrap"
+    hint = f"`linkwrap install --cmake '{build}'` makes them run linkwrap"
     assert hint in done.stderr
     done = lw("run", "--", "ninja", "-C", build, cwd=tmp_path)
     assert hint in done.stderr

@@ -161,3 +161,16 @@ def test_a_symbol_name_outside_the_string_table_is_one_line(objs):
     r = run_ld(["-o", "out", "bad.o"], objs)
     assert error_lines(r) == ["linkwrap-ld: bad.o: invalid string offset 2147483647 >= "
                               f"{_section_headers(bytes(data))['.strtab'][1][5]} for a string table"]
+
+
+@pytest.mark.parametrize("extra", [[], ["-r"]])
+def test_a_read_only_output_directory_is_one_line_as_gnu_ld_says_it(tmp_path, extra):
+    import mounts
+    (tmp_path / "s.c").write_text("void _start(void){for(;;);}\n")
+    subprocess.run(["gcc", "-c", "-fno-pic", "s.c"], cwd=tmp_path, check=True)
+    with mounts.mounted(["-t", "tmpfs", "-o", "ro", "tmpfs"], str(tmp_path / "ro")):
+        r = run_ld([*extra, "-o", "ro/x", "s.o"], tmp_path)
+        gnu = subprocess.run(["ld", *extra, "-o", "ro/x", "s.o"], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 1 == gnu.returncode
+    assert error_lines(r) == ["linkwrap-ld: cannot open output file ro/x: Read-only file system"]
+    assert gnu.stderr.split(": ", 1)[1] == r.stderr.split(": ", 1)[1]

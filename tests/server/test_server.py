@@ -5,6 +5,7 @@ jobserver -- and can hold a link open; it then runs the real mold.
 """
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -150,6 +151,7 @@ def test_linkwrap_server_status_and_stop(lw_home, server):
     from linkrecords import lw
     out = lw("server", "status").stdout
     assert f"pid={server}" in out and "(this world)" in out
+    assert re.search(r" started=\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(\d+ s ago\)", out), out
     assert "stopping" in lw("server", "stop").stdout
     wait_for(lambda: os.waitpid(server, os.WNOHANG)[0] == server, "the server's exit")
     assert not os.path.exists(socket_path(lw_home))
@@ -455,3 +457,19 @@ def test_a_garbled_request_is_refused_and_the_server_goes_on(tmp_path, lw_home, 
     s.close()
     done = link(client, tmp_path, env_with(tmp_path))
     assert done.returncode == 0 and entry_points(lw_home) == ["server"]
+
+
+def test_a_compile_through_the_server_is_the_drivers_alone(tmp_path, lw_home, server, client):
+    # make CC=<the native client>: each `cc -c` reaches the warm server, which answers "run the driver".
+    (tmp_path / "m.c").write_text("int main(void){return 0;}\n")
+    env = env_with(tmp_path)
+    for flag in ("-c", "-S", "-E"):
+        done = subprocess.run([client, flag, "m.c", "-o", f"m{flag}.out"], cwd=tmp_path, env=env, capture_output=True)
+        assert (done.returncode, done.stderr) == (0, b""), done.stderr
+    assert (tmp_path / "m-c.out").read_bytes()[:4] == b"\x7fELF"
+    assert "main" in (tmp_path / "m-S.out").read_text()
+    done = link(client, tmp_path, env)
+    assert done.returncode == 0
+    # Only the link is recorded, and it went through the server (so did the compiles before it).
+    assert [os.path.basename(r["output_path"]) for r in db_rows(lw_home)] == ["hello"]
+    assert entry_points(lw_home) == ["server"]

@@ -94,3 +94,24 @@ def test_a_database_from_before_first_error_gains_the_new_columns_as_null(tmp_pa
     assert columns(conn, "links") == EXPECTED_LINKS
     row = conn.execute("SELECT fell_back, first_exit_status, first_error, first_linker, startup_ms FROM links").fetchone()
     assert tuple(row) == (1, 1, None, None, None)
+
+
+def test_m012_finds_again_the_project_of_a_build_run_with_dash_C(tmp_path):
+    # Recorded before m012: `ninja -C build` in a CMake source directory got <build>/build as its project.
+    src, build = tmp_path / "cm", tmp_path / "cm" / "build"
+    build.mkdir(parents=True)
+    (build / "CMakeCache.txt").write_text(f"CMAKE_HOME_DIRECTORY:INTERNAL={src}\n")
+    path = str(tmp_path / "links.db")
+    conn = db.connect(path)
+    conn.execute("DELETE FROM _linkwrap_migrations WHERE name = 'm012_project_after_chdir'")
+    conn.execute("INSERT INTO builds (build_key, tool, command, cwd, project_dir, build_dir) VALUES "
+                 "('k1', 'ninja', 'ninja -C build', ?, ?, ?)",
+                 (str(build), str(build / "build"), str(build / "build")))
+    conn.execute("INSERT INTO builds (build_key, tool, command, cwd, project_dir, build_dir) VALUES "
+                 "('k2', 'ninja', 'ninja', ?, '/kept', '/kept')", (str(build),))
+    conn.close()
+    conn = db.connect(path)  # migrates
+    from linkwrap.store import spool
+    spool.backfill_projects(conn)
+    rows = dict(conn.execute("SELECT build_key, project_dir FROM builds").fetchall())
+    assert rows == {"k1": str(src), "k2": "/kept"}

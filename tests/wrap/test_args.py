@@ -88,3 +88,20 @@ def test_real_link_through_a_response_file_with_odd_paths(tmp_path, lw_home, lin
     assert done.returncode == 0, done.stderr
     assert done.stdout == "" and done.stderr == ""
     assert subprocess.run([str(odd / "out prog")], capture_output=True, text=True).stdout == "odd paths ok\n"
+
+
+def test_commands_that_stop_before_the_link_are_told_apart_from_links(tmp_path):
+    stops = [["-c", "m.c", "-o", "m.o"], ["-S", "m.c"], ["-E", "m.c"], ["-M", "m.c"], ["-MM", "m.c"],
+             ["-fsyntax-only", "m.c"], ["--version"], ["-dumpmachine"], ["-print-prog-name=ld"],
+             ["m.o", "-fuse-ld=lld", "-print-file-name=libc.so"], ["-###", "m.o"],
+             ["-MD", "-MF", "m.d", "-c", "m.c", "-o", "m.o"]]
+    for argv in stops:
+        assert not args.links(argv, str(tmp_path)), argv
+    linking = [["m.o", "-o", "m"], ["m.c", "-MD", "-MF", "m.d", "-o", "m"], ["-I", "-c", "m.o", "-o", "m"],
+               ["-Wl,-c", "m.o"], ["-Xlinker", "-S", "m.o"],
+               ["m.o", "-Wl,--defsym=a=1", "-fuse-ld=lld", "-o", "m"], ["-x", "c", "m.c"], ["-shared", "m.o", "-o", "m.so"]]
+    for argv in linking:
+        assert args.links(argv, str(tmp_path)), argv
+    (tmp_path / "rsp").write_text("-c\nm.c\n")
+    assert not args.links(["@rsp"], str(tmp_path))
+    assert args.links(["@missing", "m.o"], str(tmp_path))  # gcc keeps it literal: a link, as written
