@@ -318,6 +318,10 @@ def rust_bench(root, runs, modules, funcs, baseline):
         print(line)
     same = {name: prints[name] == prints["GNU ld"] for name in linkers}
     print(f"  programs print what GNU ld's prints: {same} ({prints['GNU ld'].strip()})")
+    if baseline:
+        # a speed change must not change a byte: this tree's output against the baseline tree's
+        with open(outs["linkwrap.ld"], "rb") as f, open(outs["linkwrap.ld " + baseline], "rb") as g:
+            print(f"  linkwrap.ld's output byte-identical to {baseline}'s: {f.read() == g.read()}")
     r = subprocess.run(["cc", f"-B{shim}", *argv, "-o", outs["linkwrap.ld"], "-Wl,--time,--stats"], cwd=cwd,
                        env=env, capture_output=True, text=True)
     print("  linkwrap.ld --time --stats (one more run):")

@@ -36,6 +36,20 @@ class _Phase:
 
 
 def link(opts, diag=None) -> Timings:
+    # Python's cyclic collector paused for the link: the passes make millions of objects (symbols,
+    # relocation tuples, .eh_frame records) and no garbage cycles worth collecting, and each full
+    # collection walks all of them -- a Rust debug link spent about a third of its time there
+    import gc as collector
+    paused = collector.isenabled()
+    collector.disable()
+    try:
+        return _link(opts, diag)
+    finally:
+        if paused:
+            collector.enable()
+
+
+def _link(opts, diag):
     from linkwrap.ld import gc, layout, parse, relocate, resolve, scan, synthetic, write
     diag = diag or Diagnostics()
     t = Timings()

@@ -160,8 +160,8 @@ class EhFrameHdr(Synthetic):
         entries.sort()
         hdr = lk.addr_of[self]
         out = bytearray(struct.pack("<BBBBiI", 1, 0x1B, 0x03, 0x3B, eh.addr - (hdr + 4), len(entries)))
-        for pc, fde in entries:
-            out += struct.pack("<ii", pc - hdr, fde - hdr)
+        # one pack for the whole table: a Rust debug link has ~45k FDEs
+        out += struct.pack(f"<{2 * len(entries)}i", *[v - hdr for e in entries for v in e])
         return _put(buf, lk.offset_of(self), out)
 
 
@@ -197,15 +197,18 @@ def _uleb(buf, pos):
 def _fde_table(buf, off, addr, size):
     """(initial location, FDE address) for every FDE of the output .eh_frame."""
     entries = []
+    append = entries.append
     cie_enc = {}
     pos = off
     end = off + size
+    u32 = elf.U32.unpack_from
+    i32 = elf.I32.unpack_from
     while pos + 4 <= end:
-        length = struct.unpack_from("<I", buf, pos)[0]
+        length = u32(buf, pos)[0]
         if length == 0:
             pos += 4
             continue
-        cid = struct.unpack_from("<I", buf, pos + 4)[0]
+        cid = u32(buf, pos + 4)[0]
         if cid == 0:
             p = pos + 9
             aug_end = buf.index(0, p)
@@ -231,7 +234,10 @@ def _fde_table(buf, off, addr, size):
         else:
             cie = pos + 4 - cid
             enc = cie_enc.get(cie, 0)
-            pc, _ = _read_encoded(buf, pos + 8, enc, addr + (pos + 8 - off))
-            entries.append((pc, addr + (pos - off)))
+            if enc == 0x1B:      # pcrel | sdata4, what GCC and rustc emit: _read_encoded's answer inline
+                pc = (i32(buf, pos + 8)[0] + addr + (pos + 8 - off)) & 0xFFFFFFFFFFFFFFFF
+            else:
+                pc, _ = _read_encoded(buf, pos + 8, enc, addr + (pos + 8 - off))
+            append((pc, addr + (pos - off)))
         pos += 4 + length
     return entries

@@ -27,6 +27,10 @@ _PACK = {
 _LIMITS = {(4, "s"): (-2**31, 2**31), (4, "u"): (0, 2**32), (2, "s"): (-2**15, 2**15), (2, "u"): (0, 2**16),
            (1, "s"): (-128, 128), (1, "u"): (0, 256)}
 MASK64 = (1 << 64) - 1
+# per relocation type: (overflow check, its (lo, hi) bounds, the packer, width) -- one lookup per
+# relocation instead of building a (size, check) key and two dict lookups
+_TAIL = {t: (r.check, _LIMITS.get((r.size, r.check)), _PACK.get((r.size, r.check) if r.check else (8, "")), r.size)
+         for t, r in x86_64.RECIPES.items()}
 # DWARF 4 range lists end at a (0, 0) entry, and one unit's list covers many functions: a reference
 # into a section gc dropped is written as 1 there (an empty entry, the rest of the list stays
 # readable), 0 elsewhere -- GNU ld's rule (lld writes 1 in .debug_loc too, whose lists are a
@@ -41,6 +45,7 @@ def apply_all(res, lk, live, diag, stats=None, buf=None):
     kept = _KeptCopies(res)
     bulk = []       # non-alloc sections with relocations: copied and relocated per object at the end
     _drop_inputs(res)
+    memo = ({}, {})     # per link: Symbol -> symbol class, (type, class, writable) -> action
     for o in lk.osecs:
         if o.type == elf.SHT_NOBITS:
             continue
@@ -56,7 +61,8 @@ def apply_all(res, lk, live, diag, stats=None, buf=None):
             data = m.bytes()
             buf[start:start + len(data)] = data
             if m.rela is not None or m.relocs:
-                _relocate_section(buf, lk, m, start, o.addr + out_off, syms_of[m.file], live.alive, diag, kept)
+                _relocate_section(buf, lk, m, start, o.addr + out_off, syms_of[m.file], live.alive, diag, kept,
+                                  memo)
     if bulk:
         from linkwrap.ld import relocate_bulk
         if relocate_bulk.worth_it(bulk):
@@ -104,7 +110,9 @@ class _KeptCopies:
         return k if k is not None and k.size == sec.size else None
 
 
-def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept):
+def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept, memo=None):
+    """memo: (classes, actions) dicts shared by a link's loaded sections; the class and the action
+    are pure functions of the symbol and of (type, class, writable), so each is computed once."""
     mode = lk.mode
     pic = mode.pic
     out = x86_64.output_kind(mode)
@@ -116,6 +124,13 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept):
     dynidx = lk.synth.dynsym.index if lk.synth.dynsym is not None else {}
     addr_get = lk.addr_of.get
     sym_addr = lk.sym_addr
+    writable = sec.flags & elf.SHF_WRITE
+    classes, acts = memo if memo is not None else ({}, {})
+    cls_of = classes.get
+    act_of = acts.get
+    STT_SECTION = elf.STT_SECTION
+    STT_GNU_IFUNC = elf.STT_GNU_IFUNC
+    tail = _TAIL
     skip_next = False
     for r_off, info, A in sec.get_relocs():
         if skip_next:
@@ -135,11 +150,11 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept):
         if a is not None:
             # defined in an output section: bound here; only an IFUNC goes through its PLT entry
             S = a + s.value
-            if s.type == elf.STT_GNU_IFUNC:
+            if s.type == STT_GNU_IFUNC:
                 S = sym_addr(s)
         elif tsec in merged_of:
             # a merged string or constant: a section symbol's addend says which one (GNU ld, lld)
-            if s.type == elf.STT_SECTION:
+            if s.type == STT_SECTION:
                 S, A = lk.merged_addr(tsec, s.value + A), 0
             else:
                 S = lk.merged_addr(tsec, s.value)
@@ -166,11 +181,17 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept):
         if not alloc:
             act = DIRECT      # debug info: the link-time value, never a dynamic relocation
         else:
-            pre = not s.is_local and preemptible(s, mode, copied)
-            act = x86_64.action(kind, rtype, x86_64.sym_class(s, pre), out, sec.flags & elf.SHF_WRITE)
+            cls = cls_of(s)
+            if cls is None:
+                cls = classes[s] = x86_64.sym_class(s, not s.is_local and preemptible(s, mode, copied))
+            act = act_of((rtype, cls, writable))
+            if act is None:
+                act = acts[(rtype, cls, writable)] = x86_64.action(kind, rtype, cls, out, writable)
             if act is PLT and tsec is not None:
                 S = sym_addr(s)   # a shared object's own interposable function: called through its PLT
-        if act is DYNREL:
+        if act is DIRECT:
+            pass              # most relocations: straight to the formula
+        elif act is DYNREL:
             if kind == "abs64":
                 rela.other.append((P, (dynidx[s] << 32) | elf.R_X86_64_64, A))
                 elf.U64.pack_into(buf, loc, 0)
@@ -235,17 +256,14 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept):
             v = lk.tp_offset(S) + A
         else:
             v = r.calc(S, A, P, s, lk)
-        key = (r.size, r.check)
-        if r.check:
-            lo, hi = _LIMITS[key]
-            if not lo <= v < hi:
-                if r.check == "u" and -2**31 <= v < 0 and r.size == 4 and rtype == elf.R_X86_64_32:
-                    pass
+        check, lim, pack, size = tail[rtype]
+        if check:
+            if not lim[0] <= v < lim[1]:
                 diag.error(f"{where(sec, r_off, syms)}: relocation truncated to fit: {r.name} against "
                            f"`{s.name or (tsec.name if tsec else '')}' (value 0x{v & MASK64:x})")
                 continue
-        elif r.size == 8:
+        elif size == 8:
             v &= MASK64
-        elif r.size == 0:
+        elif size == 0:
             continue
-        _PACK[key if r.check else (8, "")](buf, loc, v)
+        pack(buf, loc, v)

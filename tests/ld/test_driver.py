@@ -134,3 +134,37 @@ def test_later_passes_leave_earlier_results_unchanged(tmp_path, monkeypatch, cas
     live, before = taken["live"]
     changed = [(obj, name) for obj, fields in before for name, v in _fields(obj).items() if fields[name] != v]
     assert not changed, f"passes after gc changed gc's records: {changed[:10]}"
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_link_pauses_the_collector_and_gives_it_back(tmp_path, monkeypatch, enabled):
+    """No automatic collection during a link (a Rust debug link spent a third of its time in them),
+    and the caller's collector state afterwards, after a failed link too."""
+    import gc as collector
+    argv = _ld_argv(tmp_path, "cxx_exceptions", "static", False, monkeypatch)
+    out = tmp_path / "out"
+    argv[argv.index("-o") + 1] = str(out)
+    starts = []
+
+    def count(phase, info):
+        if phase == "start":
+            starts.append(info["generation"])
+
+    was = collector.isenabled()
+    collector.callbacks.append(count)
+    try:
+        (collector.enable if enabled else collector.disable)()
+        driver.link(parse_args(argv))
+        assert collector.isenabled() is enabled
+        assert starts == [], f"collections during the link: {len(starts)}"
+        run = subprocess.run([str(out)], capture_output=True, text=True, timeout=30)
+        assert run.returncode == 0, run.stderr
+        # a failed link (an input that is no object) gives the collector back as well
+        bad = tmp_path / "bad.o"
+        bad.write_bytes(b"not an object")
+        with pytest.raises(Exception):
+            driver.link(parse_args([str(bad), "-o", str(tmp_path / "bad")]))
+        assert collector.isenabled() is enabled
+    finally:
+        collector.callbacks.remove(count)
+        (collector.enable if was else collector.disable)()
