@@ -187,6 +187,7 @@ def stop_mid_write(d, proc, timeout=60, allow_end=False):
                         return top / owner / n, group
                 except OSError:
                     pass
+        time.sleep(0.0005)  # a poll, not a spin: on 2 busy cores a spin starves the link it waits for
     raise AssertionError("no output appeared")
 
 

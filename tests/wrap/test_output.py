@@ -426,6 +426,9 @@ def test_linker_killed_mid_write(tmp_path, lw_home, big_obj, linker, sig):
         caught = stop_mid_write(d, proc, allow_end=True)
         if caught is None:
             break
+        # a link is tried at most three times (started directly, through the driver, as asked): more
+        # kills than that would be a loop, not a retry
+        assert kills < 6, "the link kept starting new attempts"
         _, group = caught
         os.kill(the_linker(proc.pid), sig)
         kills += 1
