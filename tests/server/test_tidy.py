@@ -10,6 +10,7 @@ import threading
 from linkrecords import c_object, db_rows
 
 from tests.server.test_server import client, env_with, server, wait_for  # noqa: F401 (fixtures)
+from startstop import ITEMS_C, MAIN_C
 
 SAY = '#include <stdio.h>\nint main(void){{puts("{}");return 0;}}\n'
 
@@ -84,27 +85,14 @@ def test_a_warning_after_the_answer_is_kept_for_a_link_that_can_say_it(tmp_path,
     assert done.returncode == 0 and done.stderr.count("linkwrap: warning: cannot record links") == 1, done.stderr
 
 
-MYSET_A = """#include <stdio.h>
-struct item { const char *name; int v; };
-extern struct item __start_myset[], __stop_myset[];
-int main(void) {
-    int n = 0;
-    for (struct item *i = __start_myset; i < __stop_myset; i++) n += i->v;
-    printf("%d\\n", n);
-    return 0;
-}
-"""
-MYSET_B = """struct item { const char *name; int v; };
-__attribute__((used, section("myset"))) static struct item one = {"one", 1};
-"""
 
 
 def test_a_linkers_failure_is_kept_before_the_answer(tmp_path, lw_home, client, server):  # noqa: F811
     """lld fails on this link (-z start-stop-gc; tests/wrap/test_pipeline_retry.py) and the link passes
     as asked. The next link of the output, started as soon as the first answered, while the first's
     child cannot tidy (the spool is locked), must not try lld again."""
-    (tmp_path / "a.c").write_text(MYSET_A)
-    (tmp_path / "b.c").write_text(MYSET_B)
+    (tmp_path / "a.c").write_text(MAIN_C)
+    (tmp_path / "b.c").write_text(ITEMS_C)
     subprocess.run(["gcc", "-c", "a.c", "b.c"], cwd=tmp_path, check=True)
     (tmp_path / "linkwrap.toml").write_text('forbid = ["mold", "wild"]\n')  # lld first of the static order
     env = {k: v for k, v in os.environ.items() if k != "LINKWRAP_LINKER"}
@@ -115,7 +103,7 @@ def test_a_linkers_failure_is_kept_before_the_answer(tmp_path, lw_home, client, 
             done = subprocess.run([client, "-Wl,--gc-sections", "-o", "loop", "a.o", "b.o"], cwd=tmp_path, env=env,
                                   capture_output=True, timeout=120)
             assert (done.returncode, done.stdout, done.stderr) == (0, b"", b""), (i, done.stderr)
-            assert subprocess.run([str(tmp_path / "loop")], capture_output=True).stdout == b"1\n"
+            assert subprocess.run([str(tmp_path / "loop")], capture_output=True).stdout == b"3\n"  # startstop: 1 + 2
     finally:
         os.lockf(spool, os.F_ULOCK, 0)
         os.close(spool)

@@ -14,28 +14,15 @@ import pytest
 
 from clirun import linkwrap
 from conftest import script
+from startstop import ITEMS_C, MAIN_C
 
-A = """#include <stdio.h>
-struct item { const char *name; int v; };
-extern struct item __start_myset[], __stop_myset[];
-int main(void) {
-    int n = 0;
-    for (struct item *i = __start_myset; i < __stop_myset; i++) n += i->v;
-    printf("%d\\n", n);
-    return 0;
-}
-"""
-B = """struct item { const char *name; int v; };
-__attribute__((used, section("myset"))) static struct item one = {"one", 1};
-__attribute__((used, section("myset"))) static struct item two = {"two", 2};
-"""
 LINK = ["gcc", "-Wl,--gc-sections", "-o", "loop", "a.o", "b.o"]
 
 
 @pytest.fixture
 def myset(tmp_path):
-    (tmp_path / "a.c").write_text(A)
-    (tmp_path / "b.c").write_text(B)
+    (tmp_path / "a.c").write_text(MAIN_C)
+    (tmp_path / "b.c").write_text(ITEMS_C)
     subprocess.run(["gcc", "-c", "a.c", "b.c"], cwd=tmp_path, check=True)
     return tmp_path
 
@@ -138,8 +125,8 @@ def test_cmake_and_ninja_editing_a_c_each_time_never_lose_the_output(tmp_path, l
     # the program, and lld is tried on it once.
     src = tmp_path / "src"
     src.mkdir()
-    (src / "a.c").write_text(A)
-    (src / "b.c").write_text(B)
+    (src / "a.c").write_text(MAIN_C)
+    (src / "b.c").write_text(ITEMS_C)
     (src / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.16)\nproject(myset C)\nadd_executable(loop a.c b.c)\n"
         "target_link_options(loop PRIVATE -Wl,--gc-sections)\n")
@@ -150,7 +137,7 @@ def test_cmake_and_ninja_editing_a_c_each_time_never_lose_the_output(tmp_path, l
                     f"-DCMAKE_C_LINKER_LAUNCHER={script('linkwrap-launch')}"], check=True, env=env,
                    capture_output=True)
     for i in range(4):
-        (src / "a.c").write_text(A.replace("return 0;", f"return {i} - {i};"))
+        (src / "a.c").write_text(MAIN_C.replace("return 0;", f"return {i} - {i};"))
         done = subprocess.run(["ninja", "-C", build], env=env, capture_output=True, text=True)
         assert done.returncode == 0, (i, done.stdout, done.stderr)
         assert subprocess.run([build / "loop"], capture_output=True, text=True).stdout == "3\n"
