@@ -451,13 +451,17 @@ def _table(obj, sh, k, entsize, what):
 
 
 def _parse_object(obj):
+    _backstop(_parse_object_checked, obj, "object")
+
+
+def _backstop(parse, f, kind):
+    """parse(f), with a malformation the checks do not name still one line naming the file."""
     try:
-        _parse_object_checked(obj)
+        parse(f)
     except (IndexError, ValueError, TypeError, __import__("struct").error) as e:
         if isinstance(e, BadInput):
             raise
-        # a backstop for a malformation the checks above do not name: still one line, the file named
-        raise _bad(obj, f"malformed object ({e})") from None
+        raise _bad(f, f"malformed {kind} ({e})") from None
 
 
 def _parse_object_checked(obj):
@@ -734,12 +738,7 @@ def _build_index(ar):
 # --- shared libraries ----------------------------------------------------------------
 
 def _parse_shared(so):
-    try:
-        _parse_shared_checked(so)
-    except (IndexError, ValueError, TypeError, __import__("struct").error) as e:
-        if isinstance(e, BadInput):
-            raise
-        raise _bad(so, f"malformed shared library ({e})") from None
+    _backstop(_parse_shared_checked, so, "shared library")
 
 
 def _parse_shared_checked(so):
