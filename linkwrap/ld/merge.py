@@ -7,20 +7,89 @@ the merged bytes, each distinct string stored once in order of first appearance.
 section does not end in a NUL (its last piece is kept whole, as the general loop does).
 
 Why: a Rust debug link has ~350k strings in .debug_str; the general loop (a dict lookup, an
-alignment and two appends per string, in Python) took ~0.35 s of it. Here one section's strings
-go through map/accumulate/compress: the per-string work stays in C.
+alignment and two appends per string, in Python) took ~0.35 s of it. Here the per-string work stays
+in C: one dict pass (setdefault, the one step that must hash each string), and the offsets either
+with map/accumulate/compress per section or, for large inputs, with numpy over the whole link.
 """
 from array import array
-from itertools import accumulate, compress, count
+from itertools import accumulate, chain, compress, count
 from operator import add, eq
 
+# from this many input bytes on, numpy computes the offsets (the Rust debug link's 19 MB .debug_str:
+# 177 against 285 ms, interleaved in one process). Such a link imports numpy anyway: its .debug_*
+# refer to those ~75k strings and more with relocations, which relocate_bulk applies with numpy from
+# 100k on; alone, the import (~75 ms) pays from ~250k strings.
+NUMPY_FROM = 4 << 20
 
-def strings(sections):
+
+def strings(sections, use_numpy=None):
     """-> (bytes, {section: (piece offsets, their offsets in bytes)}) or None. The offsets are
-    array('q')s: 8 bytes each where a list of ints costs ~40 (350k pieces in a Rust debug link)."""
+    array('q')s: 8 bytes each where a list of ints costs ~40 (350k pieces in a Rust debug link).
+    use_numpy: None decides by size (NUMPY_FROM); both ways give the same result."""
+    total = 0
     for sec in sections:
         if sec.size and sec.bytes()[-1] != 0:
             return None
+        total += sec.size
+    if use_numpy is None:
+        use_numpy = total >= NUMPY_FROM and _numpy() is not None
+    return _strings_numpy(sections) if use_numpy else _strings(sections)
+
+
+def _numpy():
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
+
+
+def _strings_numpy(sections):
+    """The whole link's strings on one axis: ids (the first appearance of each piece's string) from
+    one dict pass, then each string's offset in the merged bytes by cumsum and a gather."""
+    import numpy as np
+    seen = {}               # string (without its NUL) -> id: its position among all strings seen
+    setdefault = seen.setdefault
+    ids = array("q")
+    starts = []
+    g = 0
+    u8 = np.uint8
+    for sec in sections:
+        view = sec.bytes()
+        parts = bytes(view).split(b"\0")
+        parts.pop()         # what follows the last NUL: nothing
+        ids.extend(map(setdefault, parts, count(g)))
+        g += len(parts)
+        nul = np.flatnonzero(np.frombuffer(view, dtype=u8) == 0)
+        st = np.empty(len(nul), dtype=np.int64)
+        st[:1] = 0
+        st[1:] = nul[:-1] + 1
+        starts.append(st)
+    ids = np.frombuffer(ids, dtype=np.int64)
+    first = ids == np.arange(g)
+    lens = np.empty(g, dtype=np.int64)       # each piece with its NUL
+    k = 0
+    for sec, st in zip(sections, starts):
+        m = len(st)
+        if m:
+            lens[k:k + m - 1] = st[1:] - st[:-1]
+            lens[k + m - 1] = sec.size - st[-1]
+        k += m
+    ulen = lens[first]
+    at = np.zeros(g, dtype=np.int64)
+    at[first] = np.cumsum(ulen) - ulen
+    outs = at[ids]
+    pieces = {}
+    k = 0
+    for sec, st in zip(sections, starts):
+        m = len(st)
+        pieces[sec] = (array("q", st.tobytes()), array("q", outs[k:k + m].tobytes()))
+        k += m
+    # the dict keeps first appearances in order: they are the merged bytes, NUL after each
+    return b"\0".join(chain(seen, (b"",))) if g else b"", pieces
+
+
+def _strings(sections):
     seen = {}               # string (without its NUL) -> id: its position among all strings seen
     out_of = {}             # id of a first appearance -> its offset in the merged bytes
     chunks = []
