@@ -7,6 +7,7 @@ stand in for the input sections in Liveness.sections (symbols and relocations st
 input; layout gives both the same address), and the EhFrameHdr synthetic section.
 """
 import struct
+from bisect import bisect_left
 
 from linkwrap.ld import elf
 from linkwrap.ld.diag import Unsupported
@@ -50,12 +51,19 @@ class EhFrame:
 
 class _Split:
     """An .eh_frame cut into records (gc's working data, not part of the result)."""
-    __slots__ = ("data", "records", "cies_relocs")
+    __slots__ = ("data", "relocs", "records", "cies_relocs", "targets", "whole")
 
-    def __init__(self, data, records, cies_relocs):
+    def __init__(self, data, relocs, records, cies_relocs, targets, whole):
         self.data = data
-        self.records = records            # (offset, total length, is_cie, relocs, described section)
+        self.relocs = relocs              # the section's relocations, sorted by offset
+        # (offset, total length, is_cie, first and end index in relocs, described section); a
+        # zero terminator counts as a CIE
+        self.records = records
         self.cies_relocs = cies_relocs    # relocations of each CIE (personality routines)
+        self.targets = targets            # the section each FDE describes (None: none)
+        # the records fill the section, hold every relocation, and each FDE's CIE comes before it:
+        # with every FDE kept, the rewrite would give the input back as it is
+        self.whole = whole
 
 
 def _count_fdes(sec) -> int:
@@ -77,52 +85,72 @@ def _split_eh_frame(sec, syms, fde_refs) -> _Split:
     """Cut .eh_frame into CIE and FDE records; note which section each FDE describes."""
     data = bytes(sec.bytes())
     relocs = sorted(sec.get_relocs())
-    records = []     # (offset, length_total, is_cie, relocs, target section)
+    at = [r[0] for r in relocs]
+    nrel = len(relocs)
+    records = []
+    append = records.append
     cies_relocs = []
-    off = 0
-    ri = 0
+    targets = []
+    cies = set()     # offsets of the CIEs (and terminators) so far: what an FDE may point back to
+    whole = True
+    unpack = elf.U32.unpack_from
+    off = ri = 0
     n = len(data)
     while off + 4 <= n:
-        length = elf.U32.unpack_from(data, off)[0]
+        length = unpack(data, off)[0]
         if length == 0xFFFFFFFF:
             raise Unsupported(f"{sec}: 64-bit DWARF .eh_frame record")
-        total = 4 + length
-        if off + total > n:
+        end = off + 4 + length
+        if end > n:
             raise Unsupported(f"{sec}: .eh_frame record at {off} runs past the section end")
-        rels = []
-        while ri < len(relocs) and relocs[ri][0] < off + total:
-            rels.append(relocs[ri])
-            ri += 1
+        r0 = ri
+        ri = bisect_left(at, end, ri)
         if length == 0:
-            records.append((off, 4, True, rels, None))
-            off += 4
+            append((off, 4, True, r0, ri, None))
+            cies.add(off)
+            off = end
             continue
-        cie_id = elf.U32.unpack_from(data, off + 4)[0]
-        target = None
+        cie_id = unpack(data, off + 4)[0]
         if cie_id == 0:
-            cies_relocs.append(rels)
-        else:
-            for r in rels:
-                if r[0] == off + 8:
-                    target = syms[r[1] >> 32].section
-                    break
-            if target is not None and len(rels) > 1:
+            cies_relocs.append(relocs[r0:ri])
+            append((off, end - off, True, r0, ri, None))
+            cies.add(off)
+            off = end
+            continue
+        target = None
+        if r0 < ri:
+            pc = off + 8
+            if at[r0] == pc:
+                target = syms[relocs[r0][1] >> 32].section
+            else:
+                for k in range(r0, ri):
+                    if at[k] == pc:
+                        target = syms[relocs[k][1] >> 32].section
+                        break
+            if target is not None and ri - r0 > 1:
                 # the LSDA (and anything else) the FDE points to lives as long as the function
-                extra = [syms[r[1] >> 32].section for r in rels if r[0] != off + 8]
+                extra = [syms[r[1] >> 32].section for r in relocs[r0:ri] if r[0] != pc]
                 fde_refs[target] = fde_refs.get(target, ()) + tuple(t for t in extra if t is not None)
-        records.append((off, total, cie_id == 0, rels, target))
-        off += total
-    return _Split(data, records, cies_relocs)
+        if off + 4 - cie_id not in cies:
+            whole = False
+        targets.append(target)
+        append((off, end - off, False, r0, ri, target))
+        off = end
+    return _Split(data, relocs, records, cies_relocs, targets, whole and off == n and ri == nrel)
 
 
 def _drop_dead_fdes(sec, split, alive):
     """-> (EhFrame without the FDEs of dead functions, FDEs kept)."""
     data = split.data
+    relocs = split.relocs
+    if split.whole and all(map(alive.__contains__, split.targets)):
+        # every FDE kept (most inputs of a --gc-sections link): the records as they are
+        return EhFrame(sec, data, relocs), len(split.targets)
     out = bytearray()
     new_relocs = []
     cie_map = {}
     kept = 0
-    for off, total, is_cie, rels, target in split.records:
+    for off, total, is_cie, r0, r1, target in split.records:
         if not is_cie and (target is None or target not in alive):
             continue
         new_off = len(out)
@@ -136,8 +164,11 @@ def _drop_dead_fdes(sec, split, alive):
             elf.U32.pack_into(out, new_off + 4, new_off + 4 - cie_map[old_cie])
             kept += 1
         delta = new_off - off
-        for r_off, info, add in rels:
-            new_relocs.append((r_off + delta, info, add))
+        if delta:
+            for r_off, info, add in relocs[r0:r1]:
+                new_relocs.append((r_off + delta, info, add))
+        else:
+            new_relocs += relocs[r0:r1]
     return EhFrame(sec, bytes(out), new_relocs), kept
 
 
