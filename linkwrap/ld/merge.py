@@ -54,40 +54,33 @@ def _strings_numpy(sections):
     seen = {}               # string (without its NUL) -> id: its position among all strings seen
     setdefault = seen.setdefault
     ids = array("q")
-    starts = []
+    lens = array("q")       # each piece's length without its NUL
+    counts = []
     g = 0
-    u8 = np.uint8
     for sec in sections:
-        view = sec.bytes()
-        parts = bytes(view).split(b"\0")
+        parts = bytes(sec.bytes()).split(b"\0")
         parts.pop()         # what follows the last NUL: nothing
         ids.extend(map(setdefault, parts, count(g)))
+        lens.extend(map(len, parts))
+        counts.append(len(parts))
         g += len(parts)
-        nul = np.flatnonzero(np.frombuffer(view, dtype=u8) == 0)
-        st = np.empty(len(nul), dtype=np.int64)
-        st[:1] = 0
-        st[1:] = nul[:-1] + 1
-        starts.append(st)
     ids = np.frombuffer(ids, dtype=np.int64)
+    lens = np.frombuffer(lens, dtype=np.int64) + 1
+    # the sections end in NULs: each one's pieces fill it, so one cumsum gives every piece's start
+    # on the sections laid end to end
+    starts = np.cumsum(lens) - lens
     first = ids == np.arange(g)
-    lens = np.empty(g, dtype=np.int64)       # each piece with its NUL
-    k = 0
-    for sec, st in zip(sections, starts):
-        m = len(st)
-        if m:
-            lens[k:k + m - 1] = st[1:] - st[:-1]
-            lens[k + m - 1] = sec.size - st[-1]
-        k += m
     ulen = lens[first]
     at = np.zeros(g, dtype=np.int64)
     at[first] = np.cumsum(ulen) - ulen
     outs = at[ids]
+    del at, ulen, first, ids, lens
     pieces = {}
-    k = 0
-    for sec, st in zip(sections, starts):
-        m = len(st)
-        pieces[sec] = (array("q", st.tobytes()), array("q", outs[k:k + m].tobytes()))
+    k = base = 0
+    for sec, m in zip(sections, counts):
+        pieces[sec] = (array("q", (starts[k:k + m] - base).tobytes()), array("q", outs[k:k + m].tobytes()))
         k += m
+        base += sec.size
     # the dict keeps first appearances in order: they are the merged bytes, NUL after each
     return b"\0".join(chain(seen, (b"",))) if g else b"", pieces
 
