@@ -2,10 +2,15 @@
 (.gnu.version, .gnu.version_r for what libraries define, .gnu.version_d for what a shared object
 defines)."""
 import struct
+from itertools import compress, repeat
+from operator import attrgetter, ne
 
 from linkwrap.ld import elf
 from linkwrap.ld.synthetic.base import _put, Synthetic
 from linkwrap.ld.synthetic.strings import StrTab
+
+
+_type_of = attrgetter("type")
 
 
 class SymTab(Synthetic):
@@ -26,8 +31,11 @@ class SymTab(Synthetic):
         keep = local.append
         kinds = frozenset((elf.STT_NOTYPE, elf.STT_OBJECT, elf.STT_FUNC, elf.STT_TLS, elf.STT_GNU_IFUNC))
         file_type = elf.STT_FILE
+        not_section = repeat(elf.STT_SECTION)
         for obj in res.objects:
-            for s in res.syms[obj][1:obj.first_global]:
+            seg = res.syms[obj][1:obj.first_global]
+            # section symbols (two thirds of a Rust object's locals) never go in: passed over in C
+            for s in compress(seg, map(ne, map(_type_of, seg), not_section)):
                 t = s.type
                 if t == file_type:
                     keep(s)
