@@ -3,9 +3,10 @@
 Each run is one `python -m linkwrap.ld --time` process per tree, the trees alternating (so both see
 the same machine load), on the ld command line gcc passes for the link (bench_ld.py's project and
 recording). Prints per pass the medians and the ratio this/baseline with a 95 % bootstrap CI, the
-same for the whole process's wall time and its peak RSS, whether the two outputs are byte-identical,
-and the load. What it is for: a change to one pass shows in that pass's line, where the whole
-link's ratio (bench_ld.py --rust --baseline) drowns it in the other passes' noise.
+same for the whole process's wall time and its CPU time (user + sys: less moved by the machine's
+load than wall time), the peak RSS, whether the two outputs are byte-identical, and the load.
+What it is for: a change to one pass shows in that pass's line, where the whole link's ratio
+(bench_ld.py --rust --baseline) drowns it in the other passes' noise.
 
     python benchmarks/bench_ld_passes.py --baseline /path/to/other/checkout [--runs 9]
                                          [--modules 16 --rust-funcs 34]
@@ -27,7 +28,7 @@ TREE = os.path.dirname(HERE)
 
 
 def one_link(tree, argv, out, env, cwd):
-    """-> ({pass: ms}, wall ms, peak RSS MiB) of one link by the linker in tree."""
+    """-> ({pass: ms}, wall ms, CPU ms (user + sys), peak RSS MiB) of one link by the linker in tree."""
     argv = list(argv)
     argv[argv.index("-o") + 1] = out
     env = {**env, "PYTHONPATH": tree}
@@ -44,7 +45,7 @@ def one_link(tree, argv, out, env, cwd):
     for line in err.splitlines():
         ms, label = line.split(":", 1)[1].strip().split(" ms ")
         passes[label.strip()] = float(ms)
-    return passes, wall, ru.ru_maxrss / 1024
+    return passes, wall, (ru.ru_utime + ru.ru_stime) * 1000, ru.ru_maxrss / 1024
 
 
 def main():
@@ -60,16 +61,14 @@ def main():
     argv, _, env, cwd, mb = bench_ld.rust_debug_link(root, a.modules, a.rust_funcs)
     ld_argv = bench_ld.record_rust_ld_args(root, argv, env, cwd)
     trees = {"this": TREE, "baseline": os.path.abspath(a.baseline)}
-    samples = {k: ([], [], []) for k in trees}
+    samples = {k: ([], [], [], []) for k in trees}
     outs = {k: os.path.join(root, "out-" + k) for k in trees}
-    loads = [bench_ld.load()[0]]
+    loads = [float(bench_ld.load()[0])]
     for _ in range(a.runs):
         for k, tree in trees.items():
-            passes, wall, rss = one_link(tree, ld_argv, outs[k], env, cwd)
-            samples[k][0].append(passes)
-            samples[k][1].append(wall)
-            samples[k][2].append(rss)
-        loads.append(bench_ld.load()[0])
+            for into, value in zip(samples[k], one_link(tree, ld_argv, outs[k], env, cwd)):
+                into.append(value)
+        loads.append(float(bench_ld.load()[0]))
     with open(outs["this"], "rb") as f, open(outs["baseline"], "rb") as g:
         same = f.read() == g.read()
     print(f"Rust debug link ({a.modules}x{a.rust_funcs}, {mb:.0f} MB of inputs), linkwrap.ld --time, "
@@ -85,11 +84,13 @@ def main():
             continue
         r, lo, hi = bench_ld.ratio_ci(x, y, rng)
         print(f"  {p:30} {statistics.median(y):9.1f} {statistics.median(x):9.1f} {r:6.2f}  [{lo:.2f}, {hi:.2f}]")
-    r, lo, hi = bench_ld.ratio_ci(samples["this"][1], samples["baseline"][1], rng)
-    print(f"  {'whole process (wall)':30} {statistics.median(samples['baseline'][1]):9.1f} "
-          f"{statistics.median(samples['this'][1]):9.1f} {r:6.2f}  [{lo:.2f}, {hi:.2f}]")
-    print(f"  peak RSS: baseline {statistics.median(samples['baseline'][2]):.0f} MiB, "
-          f"this {statistics.median(samples['this'][2]):.0f} MiB")
+    # CPU time moves less with the machine's load than wall time does: a second view of the same runs
+    for k, label in ((1, "whole process (wall)"), (2, "whole process (CPU)")):
+        r, lo, hi = bench_ld.ratio_ci(samples["this"][k], samples["baseline"][k], rng)
+        print(f"  {label:30} {statistics.median(samples['baseline'][k]):9.1f} "
+              f"{statistics.median(samples['this'][k]):9.1f} {r:6.2f}  [{lo:.2f}, {hi:.2f}]")
+    print(f"  peak RSS: baseline {statistics.median(samples['baseline'][3]):.0f} MiB, "
+          f"this {statistics.median(samples['this'][3]):.0f} MiB")
     print(f"  outputs byte-identical: {same}")
 
 
