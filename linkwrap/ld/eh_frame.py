@@ -7,6 +7,7 @@ stand in for the input sections in Liveness.sections (symbols and relocations st
 input; layout gives both the same address), and the EhFrameHdr synthetic section.
 """
 import struct
+from array import array
 from bisect import bisect_left
 
 from linkwrap.ld import elf
@@ -21,9 +22,9 @@ class EhFrame:
     `input`; layout gives both the same address.
     """
     __slots__ = ("input", "file", "name", "type", "flags", "size", "align", "entsize", "rela", "relocs",
-                 "data", "group_sig")
+                 "data", "group_sig", "fdes")
 
-    def __init__(self, sec, data, relocs):
+    def __init__(self, sec, data, relocs, fdes=None):
         self.input = sec
         self.file = sec.file
         self.name = sec.name
@@ -34,6 +35,9 @@ class EhFrame:
         self.group_sig = sec.group_sig
         self.data = data
         self.relocs = relocs
+        # array('q') of each kept FDE's offset and its CIE's, in order (.eh_frame_hdr reads the FDEs
+        # at these places instead of walking the records again); None: not known, walked
+        self.fdes = fdes
         self.size = len(data)
         # Padding between .eh_frame pieces would read as a zero terminator to an
         # unwinder walking registered frames (static executables): records are 4-aligned.
@@ -51,9 +55,9 @@ class EhFrame:
 
 class _Split:
     """An .eh_frame cut into records (gc's working data, not part of the result)."""
-    __slots__ = ("data", "relocs", "records", "cies_relocs", "targets", "whole")
+    __slots__ = ("data", "relocs", "records", "cies_relocs", "targets", "whole", "fdes")
 
-    def __init__(self, data, relocs, records, cies_relocs, targets, whole):
+    def __init__(self, data, relocs, records, cies_relocs, targets, whole, fdes):
         self.data = data
         self.relocs = relocs              # the section's relocations, sorted by offset
         # (offset, total length, is_cie, first and end index in relocs, described section); a
@@ -64,6 +68,7 @@ class _Split:
         # the records fill the section, hold every relocation, and each FDE's CIE comes before it:
         # with every FDE kept, the rewrite would give the input back as it is
         self.whole = whole
+        self.fdes = fdes                  # array('q'): each FDE's offset and its CIE's
 
 
 def _count_fdes(sec) -> int:
@@ -95,6 +100,7 @@ def _split_eh_frame(sec, syms, fde_refs) -> _Split:
     cies_relocs = []
     targets = []
     cies = set()     # offsets of the CIEs (and terminators) so far: what an FDE may point back to
+    fdes = array("q")
     whole = True
     unpack = elf.U32.unpack_from
     unpack2 = _TWO_WORDS.unpack_from
@@ -144,12 +150,15 @@ def _split_eh_frame(sec, syms, fde_refs) -> _Split:
                     extra = tuple(t for t in [syms[r[1] >> 32].section for r in relocs[r0:ri] if r[0] != pc]
                                   if t is not None)
                 fde_refs[target] = fde_refs.get(target, ()) + extra
-        if off + 4 - cie_id not in cies:
+        cie = off + 4 - cie_id
+        if cie not in cies:
             whole = False
+        fdes.append(off)
+        fdes.append(cie)
         targets.append(target)
         append((off, end - off, False, r0, ri, target))
         off = end
-    return _Split(data, relocs, records, cies_relocs, targets, whole and off == n and ri == nrel)
+    return _Split(data, relocs, records, cies_relocs, targets, whole and off == n and ri == nrel, fdes)
 
 
 def _drop_dead_fdes(sec, split, alive):
@@ -158,10 +167,11 @@ def _drop_dead_fdes(sec, split, alive):
     relocs = split.relocs
     if split.whole and all(map(alive.__contains__, split.targets)):
         # every FDE kept (most inputs of a --gc-sections link): the records as they are
-        return EhFrame(sec, data, relocs), len(split.targets)
+        return EhFrame(sec, data, relocs, split.fdes), len(split.targets)
     out = bytearray()
     new_relocs = []
     cie_map = {}
+    fdes = array("q")
     kept = 0
     for off, total, is_cie, r0, r1, target in split.records:
         if not is_cie and (target is None or target not in alive):
@@ -175,6 +185,8 @@ def _drop_dead_fdes(sec, split, alive):
             if old_cie not in cie_map:
                 raise Unsupported(f"{sec}: FDE at {off} points to no CIE before it")
             elf.U32.pack_into(out, new_off + 4, new_off + 4 - cie_map[old_cie])
+            fdes.append(new_off)
+            fdes.append(cie_map[old_cie])
             kept += 1
         delta = new_off - off
         if delta:
@@ -182,7 +194,7 @@ def _drop_dead_fdes(sec, split, alive):
                 new_relocs.append((r_off + delta, info, add))
         else:
             new_relocs += relocs[r0:r1]
-    return EhFrame(sec, bytes(out), new_relocs), kept
+    return EhFrame(sec, bytes(out), new_relocs, fdes), kept
 
 
 class EhFrameHdr(Synthetic):
@@ -198,7 +210,12 @@ class EhFrameHdr(Synthetic):
 
     def write_to(self, buf, lk):
         eh = lk.osec(".eh_frame")
-        entries = _fde_table(buf, eh.offset, eh.addr, eh.size)
+        if all(getattr(m, "fdes", None) is not None for m in eh.members):
+            entries = []
+            for m, at in zip(eh.members, eh.offsets):
+                entries += _known_fdes(buf, m, eh.offset + at, eh.addr + at)
+        else:
+            entries = _fde_table(buf, eh.offset, eh.addr, eh.size)
         if len(entries) != self.fde_count:
             raise AssertionError(f".eh_frame_hdr: found {len(entries)} FDEs, reserved {self.fde_count}")
         entries.sort()
@@ -238,6 +255,54 @@ def _uleb(buf, pos):
             return v, pos
 
 
+def _known_fdes(buf, frame, off, addr):
+    """(initial location, FDE address) for the FDEs gc kept in one EhFrame, placed at off/addr: read
+    where they are (frame.fdes), each CIE's pointer encoding parsed once from the frame's bytes."""
+    entries = []
+    append = entries.append
+    data = frame.data
+    fdes = frame.fdes
+    enc_of = {}
+    i32 = elf.I32.unpack_from
+    for k in range(0, len(fdes), 2):
+        f, c = fdes[k], fdes[k + 1]
+        enc = enc_of.get(c)
+        if enc is None:
+            # a zero terminator an FDE points back to reads as absptr, as _fde_table's walk has it
+            enc = enc_of[c] = _cie_encoding(data, c) if elf.U32.unpack_from(data, c)[0] else 0
+        if enc == 0x1B:      # pcrel | sdata4, what GCC and rustc emit: _read_encoded's answer inline
+            pc = (i32(buf, off + f + 8)[0] + addr + f + 8) & 0xFFFFFFFFFFFFFFFF
+        else:
+            pc, _ = _read_encoded(buf, off + f + 8, enc, addr + f + 8)
+        append((pc, addr + f))
+    return entries
+
+
+def _cie_encoding(buf, pos):
+    """The FDE pointer encoding (augmentation R) of the CIE at buf[pos]; 0 (absptr) without one."""
+    p = pos + 9
+    aug_end = buf.index(0, p)
+    aug = bytes(buf[p:aug_end]).decode()
+    p = aug_end + 1
+    _, p = _uleb(buf, p)              # code alignment
+    _, p = _uleb(buf, p)              # data alignment (sleb, skipping works the same)
+    p += 1                            # return address register (version 1: one byte)
+    enc = 0
+    if aug.startswith("z"):
+        _, p = _uleb(buf, p)
+        for c in aug[1:]:
+            if c == "R":
+                enc = buf[p]
+                p += 1
+            elif c == "P":
+                penc = buf[p]
+                _, n = _read_encoded(buf, p + 1, penc, 0)
+                p += 1 + n
+            elif c == "L":
+                p += 1
+    return enc
+
+
 def _fde_table(buf, off, addr, size):
     """(initial location, FDE address) for every FDE of the output .eh_frame."""
     entries = []
@@ -254,27 +319,7 @@ def _fde_table(buf, off, addr, size):
             continue
         cid = u32(buf, pos + 4)[0]
         if cid == 0:
-            p = pos + 9
-            aug_end = buf.index(0, p)
-            aug = bytes(buf[p:aug_end]).decode()
-            p = aug_end + 1
-            _, p = _uleb(buf, p)              # code alignment
-            _, p = _uleb(buf, p)              # data alignment (sleb, skipping works the same)
-            p += 1                            # return address register (version 1: one byte)
-            enc = 0
-            if aug.startswith("z"):
-                _, p = _uleb(buf, p)
-                for c in aug[1:]:
-                    if c == "R":
-                        enc = buf[p]
-                        p += 1
-                    elif c == "P":
-                        penc = buf[p]
-                        _, n = _read_encoded(buf, p + 1, penc, 0)
-                        p += 1 + n
-                    elif c == "L":
-                        p += 1
-            cie_enc[pos] = enc
+            cie_enc[pos] = _cie_encoding(buf, pos)
         else:
             cie = pos + 4 - cid
             enc = cie_enc.get(cie, 0)
