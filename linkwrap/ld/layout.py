@@ -273,7 +273,7 @@ def compute(opts, mode, res, live, synth) -> Layout:
         for m in members:
             a = m.align
             if a > 1:
-                off = (off + a - 1) & ~(a - 1)      # elf.align_up, inline
+                off = (off + a - 1) & ~(a - 1)      # elf.align_up without a call per member
             append(off)
             off += m.size if m.file is not None else m.size()
         o.size = off
