@@ -18,9 +18,8 @@ from operator import add, eq
 
 # from this many input bytes on, numpy computes the offsets (the Rust debug link's 19 MB .debug_str:
 # 0.56x [0.43, 0.72] of the per-section loop, benchmarks/bench_ld_output.py). Such a link imports
-# numpy anyway: its .debug_*
-# refer to those ~75k strings and more with relocations, which relocate_bulk applies with numpy from
-# 100k on; alone, the import (~75 ms) pays from ~250k strings.
+# numpy anyway: its .debug_* refer to those ~75k strings and more with relocations, which
+# relocate_bulk applies with numpy from 100k on; alone, the import (~75 ms) pays from ~250k strings.
 NUMPY_FROM = 4 << 20
 
 
