@@ -61,7 +61,7 @@ def test_fault_injected_into_the_probe_still_links(tmp_path, lw_home, linkwrap_c
     # sitecustomize runs at interpreter start: it breaks the probe the way a bug would.
     (inject / "sitecustomize.py").write_text(textwrap.dedent("""
         import linkwrap.wrap.probe as p
-        def broken(request, environ=None):
+        def broken(request, environ=None, later=False):
             raise RuntimeError("injected probe fault")
         p.snapshot = broken
     """))
