@@ -219,7 +219,9 @@ def spawn(argv, env, forward=None, meanwhile=None):
     """Run argv; -> (returncode, wall_ms, user_ms, sys_ms, peak_rss_kb, stdout, stderr).
 
     meanwhile(), when given, runs while argv does: linkwrap's work that need not come before the
-    linker's start nor after its end overlaps it instead of adding to the link's wall time."""
+    linker's start nor after its end overlaps it instead of adding to the link's wall time. It must
+    stay short (a few tenths of a ms): wait4 comes after it, so a linker that ended first would be
+    timed to meanwhile's end."""
     out_fd = os.memfd_create("linkwrap-stdout", os.MFD_CLOEXEC)
     err_fd = os.memfd_create("linkwrap-stderr", os.MFD_CLOEXEC)
     try:
