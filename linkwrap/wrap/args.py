@@ -284,6 +284,33 @@ def _inputs(args):
             yield arg
 
 
+def compiles(args) -> bool:
+    """Whether the driver also compiles: the command line names a source file (`c++ -o app main.cpp`,
+    make's one-step rule). Its time is then the compile's as well as the link's, so it is recorded as
+    such and never taken for a linker's speed. An -x LANG makes every later file a source."""
+    from linkwrap.wrap.direct import _SOURCE_SUFFIXES
+    skip = expect_lang = lang = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif expect_lang:
+            lang, expect_lang = arg != "none", False
+        elif arg[:1] == "-":
+            if arg == "-x":
+                expect_lang = True
+            elif arg.startswith("-x"):
+                lang = arg[2:] != "none"
+            elif arg in _SKIPS_VALUE:
+                skip = True
+        elif lang:
+            return True
+        else:
+            dot = arg.rfind(".")
+            if dot > arg.rfind("/") and arg[dot + 1:] in _SOURCE_SUFFIXES:
+                return True
+    return False
+
+
 def linker_flags(args):
     """The flags the command line passes to the linker itself (-Wl,a,b and -Xlinker a)."""
     out = []

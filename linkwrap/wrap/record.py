@@ -32,12 +32,14 @@ startup_ms runs from the server's accept to the link's start (taking the client'
 request, fds, environment, limits, cgroups) and overhead_ms ends at the answer to the
 client: what the child does after it (this record, the memory history, evidence,
 removing its private directory and the old output) is off the build's path.
-A fall-back keeps why its first attempt failed: first_linker, first_error.
+A fall-back keeps why its first attempt failed: first_linker, first_error. A link whose driver
+also compiled sources says so (compiles): its times are not the linker's alone.
 """
 import marshal
 import os
 import time
 
+from linkwrap.wrap import args as _args
 from linkwrap.wrap import probe as _probe
 
 SPOOL = "links.spool"
@@ -160,6 +162,8 @@ def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, n
         "command": compact_command(outcome, request),
         "linker_start": outcome.start,
         "entry_point": entry,
+        # The driver compiled sources too (`c++ -o app main.cpp`): wall_ms is not the linker's alone.
+        "compiles": _args.compiles(request.args),
     }
     if memory is not None:  # admission.Memory: the prediction, the charge, the wait
         rec.update(predicted_peak_kb=memory.predicted_kb, prediction_source=memory.source,

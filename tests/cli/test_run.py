@@ -188,3 +188,35 @@ def test_make_is_told_how_to_link_through_linkwrap_and_then_records_its_link_alo
     [b] = [b for b in summary_json("--all", cwd=tmp_path)["builds"] if b["links"]]
     # The compile steps went to cc untouched: neither recorded nor chosen for.
     assert [os.path.basename(l["output_path"]) for l in b["links"]] == ["prog"]
+
+
+def test_a_link_that_compiles_its_sources_too_is_said_apart_from_linking(tmp_path, lw_home):
+    # make's one-step rule `$(CXX) -o $@ $<` compiles and links in one driver call: that time is
+    # not the linker's, so it is marked and kept out of the linking share; `a` links alone.
+    c_object(tmp_path, "m")
+    (tmp_path / "main.cpp").write_text("#include <iostream>\nint main() { std::cout << 1; }\n")
+    cc = script("linkwrap-launch")
+    (tmp_path / "Makefile").write_text(f"all: a cxxapp\na:\n\t{cc} cc m.o -o a\n"
+                                       f"cxxapp: main.cpp\n\t{cc} c++ -o $@ $<\n")
+    done = lw("run", "--", "make", "-s", "-j2", cwd=tmp_path, env={"COLUMNS": "80"})
+    assert "cxxapp (compile+link)" in done.stderr, done.stderr
+    assert "Compile+link: 1 link whose driver compiled sources too" in done.stderr, done.stderr
+    [b] = summary_json(cwd=tmp_path)["builds"]
+    links = {l["crate_name"]: l for l in b["links"]}
+    assert (links["cxxapp"]["compiles"], links["a"]["compiles"]) == (True, False)
+    share = b["linking"]
+    assert share["compile_links"] == 1 and share["compile_sum_ms"] == links["cxxapp"]["wall_ms"]
+    assert share["link_sum_ms"] == links["a"]["wall_ms"]   # the share is a's link alone
+
+
+def test_a_build_whose_every_link_compiles_too_has_no_linking_share(tmp_path, lw_home):
+    (tmp_path / "main.c").write_text("int main(void) { return 0; }\n")
+    (tmp_path / "Makefile").write_text(f"app: main.c\n\t{script('linkwrap-launch')} cc -o $@ $<\n")
+    done = lw("run", "--", "make", "-s", cwd=tmp_path, env={"COLUMNS": "80"})
+    assert "Linking:" not in done.stderr and "Compile+link: 1 link" in done.stderr, done.stderr
+    [b] = summary_json(cwd=tmp_path)["builds"]
+    assert b["linking"]["link_share"] is None and b["linking"]["compile_links"] == 1
+    # summary's wrapped lines stay under their text, never at column 0
+    for line in lw("summary", cwd=tmp_path, env={"COLUMNS": "60"}).stdout.splitlines():
+        assert not line or line.startswith((" ", "build #", "20", "Compile+link:", "Build:", "linkwrap's own",
+                                            "By linker")), line
