@@ -220,3 +220,28 @@ def test_a_build_whose_every_link_compiles_too_has_no_linking_share(tmp_path, lw
     for line in lw("summary", cwd=tmp_path, env={"COLUMNS": "60"}).stdout.splitlines():
         assert not line or line.startswith((" ", "build #", "20", "Compile+link:", "Build:", "linkwrap's own",
                                             "By linker")), line
+
+
+def test_a_project_installed_from_another_linkwrap_install_is_said_in_one_line(tmp_path, lw_home):
+    # Another checkout of linkwrap (as another virtual environment's would be) installs the project:
+    # a run from this one links with that one's code, and says so, without failing.
+    import shutil
+    import linkwrap
+    from cargokit import new_crate
+    here = os.path.dirname(os.path.dirname(os.path.abspath(linkwrap.__file__)))
+    other = tmp_path / "other-checkout"
+    for part in ("linkwrap", "templates"):
+        shutil.copytree(os.path.join(here, part), other / part)
+    crate = new_crate(tmp_path)
+    installer = f"import sys; sys.path.insert(0, {str(other)!r}); from linkwrap.cli.main import main; sys.exit(main())"
+    subprocess.run([sys.executable, "-c", installer, "install"], cwd=crate, check=True, capture_output=True)
+    done = lw("run", "--", "cargo", "build", "-q", cwd=crate)
+    said = [line for line in done.stderr.splitlines() if "another linkwrap install" in line]
+    assert len(said) == 1 and said[0].startswith("linkwrap: note: the Cargo config's linker for "), done.stderr
+    assert str(other) in said[0] and "`linkwrap install` from this one" in said[0], said
+    assert done.returncode == 0 and "1 link" in done.stderr
+    status = lw("status", cwd=crate).stdout
+    assert any(line.startswith("warning: ") and "another linkwrap install" in line for line in status.splitlines())
+    lw("install", cwd=crate)   # this one's, now
+    done = lw("run", "--", "cargo", "build", "-q", cwd=crate)
+    assert "another linkwrap install" not in done.stderr + lw("status", cwd=crate).stdout, done.stderr
