@@ -55,7 +55,7 @@ def status(link) -> str:
 # Shown after the name, so that `app` the build script, `app` the binary and
 # `app` the test can be told apart. A binary or a C executable is just its name.
 KIND_LABELS = {"build-script": "build script", "proc-macro": "proc-macro", "test": "test",
-               "example": "example", "cdylib": "cdylib"}
+               "example": "example", "cdylib": "cdylib", "dylib": "dylib", "shared": "shared"}
 
 
 def what(link) -> str:

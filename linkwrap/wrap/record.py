@@ -276,11 +276,13 @@ def startup_ms(since_main_ns: int) -> float | None:
 def classify(request, environ=os.environ):
     """-> (name, kind) of what was linked.
 
-    kind: bin, build-script, proc-macro, test, example, cdylib under Cargo;
+    kind: bin, build-script, proc-macro, test, example, dylib, cdylib (shared when neither can be
+    told) under Cargo;
     executable or shared-library otherwise (a C/C++ link).
     proc-macro: rustc links a proc-macro crate as a -shared object that takes
     the sysroot's libproc_macro-*.rlib; a cdylib does not (unless it depends on
-    proc_macro itself, which is rare). Tests link libtest-*.rlib.
+    proc_macro itself, which is rare). A Rust dylib carries its metadata in rustc's rmeta.o; a
+    cdylib has none and is linked with --gc-sections. Tests link libtest-*.rlib.
     """
     crate = environ.get("CARGO_CRATE_NAME")
     output = request.output or ""
@@ -289,16 +291,22 @@ def classify(request, environ=os.environ):
         return base, "shared-library" if request.kind == "shared" else "executable"
     if crate.startswith("build_script_"):
         return environ.get("CARGO_PKG_NAME", crate), "build-script"
-    takes_proc_macro = takes_libtest = False
+    takes_proc_macro = takes_libtest = has_rmeta = False
     for path in request.inputs:
         base = path[path.rfind("/") + 1:]
-        if base.endswith(".rlib"):
+        if base == "rmeta.o":
+            has_rmeta = True
+        elif base.endswith(".rlib"):
             if base.startswith("libproc_macro-"):
                 takes_proc_macro = True
             elif base.startswith("libtest-"):
                 takes_libtest = True
     if request.kind == "shared":
-        return crate, "proc-macro" if takes_proc_macro else "cdylib"
+        if takes_proc_macro:
+            return crate, "proc-macro"
+        if has_rmeta:
+            return crate, "dylib"
+        return crate, "cdylib" if "-Wl,--gc-sections" in request.args else "shared"
     if takes_libtest:  # a test harness, a binary's own unit tests included (CARGO_BIN_NAME is set there too)
         return environ.get("CARGO_BIN_NAME") or crate, "test"
     if environ.get("CARGO_BIN_NAME"):
