@@ -207,6 +207,9 @@ def test_a_link_that_compiles_its_sources_too_is_said_apart_from_linking(tmp_pat
     share = b["linking"]
     assert share["compile_links"] == 1 and share["compile_sum_ms"] == links["cxxapp"]["wall_ms"]
     assert share["link_sum_ms"] == links["a"]["wall_ms"]   # the share is a's link alone
+    lw("report", "--html", str(tmp_path / "r.html"), cwd=tmp_path)
+    page = (tmp_path / "r.html").read_text()
+    assert "<span class=compiles>compile+link</span>" in page and "1 link compiled sources too" in page
 
 
 def test_a_build_whose_every_link_compiles_too_has_no_linking_share(tmp_path, lw_home):
