@@ -142,11 +142,14 @@ def print_hanging(console: Console, text: str, style=None, markup=False) -> None
     colon = body.find(": ")
     if 0 < colon < 24 and "[" not in body[:colon]:
         lead, body = lead + body[:colon + 2], body[colon + 2:]
+    text_of = (lambda t: Text.from_markup(t, style=style or "")) if markup else (lambda t: Text(t, style=style or ""))
+    if not lead:  # an empty first column would still take a cell
+        console.print(text_of(body))
+        return
     grid = Table.grid()
     grid.add_column(no_wrap=True)
     grid.add_column()
-    grid.add_row(Text.from_markup(lead, style=style or "") if markup else Text(lead, style=style or ""),
-                 Text.from_markup(body, style=style or "") if markup else Text(body, style=style or ""))
+    grid.add_row(text_of(lead), text_of(body))
     console.print(grid)
 
 
@@ -243,7 +246,7 @@ def render_build(b, console: Console) -> None:
     if b["wall_ms"] is not None and b["exit_status"] is not None:
         console.print(f"Build: {fmt_ms(b['wall_ms'])}, exit status {b['exit_status']}")
     if len(b["by_linker"]) > 1:
-        console.print(by_linker_line(b["by_linker"]))
+        print_hanging(console, by_linker_line(b["by_linker"]))
     line = memory_line(t)
     if line:
         console.print(line)
@@ -357,7 +360,7 @@ def render_many(summary, console: Console) -> None:
         print_line(console, f"Builds of {summary['scope']['shows']}", "dim")
     console.print(fit(console, make, "command", optional=("tool", "peak RSS"), least=20))
     if summary["by_linker"]:
-        console.print(by_linker_line(summary["by_linker"]))
+        print_hanging(console, by_linker_line(summary["by_linker"]))
     line = memory_line(t)
     if line:
         console.print(line)
@@ -371,7 +374,7 @@ def forced_lines(summary, console) -> None:
     nothing, so the summary does."""
     from linkwrap.report.summary import forced_missing_text
     for item in summary.get("forced_missing") or ():
-        console.print(Text(forced_missing_text(item), style="yellow"))
+        print_hanging(console, forced_missing_text(item), style="yellow")
 
 
 def render(summary, console: Console | None = None) -> None:
