@@ -225,19 +225,25 @@ def test_a_build_whose_every_link_compiles_too_has_no_linking_share(tmp_path, lw
                                             "By linker")), line
 
 
-def test_a_project_installed_from_another_linkwrap_install_is_said_in_one_line(tmp_path, lw_home):
-    # Another checkout of linkwrap (as another virtual environment's would be) installs the project:
-    # a run from this one links with that one's code, and says so, without failing.
+def other_checkout(tmp_path):
+    """Another checkout of linkwrap (as another virtual environment's would be); -> its `linkwrap` argv."""
     import shutil
     import linkwrap
-    from cargokit import new_crate
     here = os.path.dirname(os.path.dirname(os.path.abspath(linkwrap.__file__)))
     other = tmp_path / "other-checkout"
     for part in ("linkwrap", "templates"):
         shutil.copytree(os.path.join(here, part), other / part)
+    return other, [sys.executable, "-c",
+                   f"import sys; sys.path.insert(0, {str(other)!r}); from linkwrap.cli.main import main; sys.exit(main())"]
+
+
+def test_a_project_installed_from_another_linkwrap_install_is_said_in_one_line(tmp_path, lw_home):
+    # Another install links the project: a run from this one links with that one's code, and says
+    # so, without failing.
+    from cargokit import new_crate
+    other, theirs = other_checkout(tmp_path)
     crate = new_crate(tmp_path)
-    installer = f"import sys; sys.path.insert(0, {str(other)!r}); from linkwrap.cli.main import main; sys.exit(main())"
-    subprocess.run([sys.executable, "-c", installer, "install"], cwd=crate, check=True, capture_output=True)
+    subprocess.run([*theirs, "install"], cwd=crate, check=True, capture_output=True)
     done = lw("run", "--", "cargo", "build", "-q", cwd=crate)
     said = [line for line in done.stderr.splitlines() if "another linkwrap install" in line]
     assert len(said) == 1 and said[0].startswith("linkwrap: note: the Cargo config's linker for "), done.stderr
@@ -248,3 +254,19 @@ def test_a_project_installed_from_another_linkwrap_install_is_said_in_one_line(t
     lw("install", cwd=crate)   # this one's, now
     done = lw("run", "--", "cargo", "build", "-q", cwd=crate)
     assert "another linkwrap install" not in done.stderr + lw("status", cwd=crate).stdout, done.stderr
+
+
+def test_a_cmake_build_directory_with_another_installs_launcher_is_said_in_one_line(tmp_path, lw_home):
+    other, theirs = other_checkout(tmp_path)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.21)\nproject(p C)\n"
+                                        "add_executable(app main.c)\n")
+    (src / "main.c").write_text("int main(void) { return 0; }\n")
+    build = tmp_path / "build"
+    subprocess.run(["cmake", "-S", str(src), "-B", str(build), "-G", "Ninja"], check=True, capture_output=True)
+    subprocess.run([*theirs, "install", "--cmake", str(build)], check=True, capture_output=True, cwd=tmp_path)
+    done = lw("run", "--", "cmake", "--build", str(build), cwd=tmp_path)
+    said = [line for line in done.stderr.splitlines() if "another linkwrap install" in line]
+    assert len(said) == 1 and str(other) in said[0] and "install --cmake" in said[0], done.stderr
+    assert done.returncode == 0
