@@ -12,7 +12,7 @@ Output: rich tables; --json prints a stable object:
                            choice but a forced one avoids them, whether or not learning is on],
                 "measured": null | {"used", "scope", "rows", "ignored"},
                 "learned": null | {"used", "exploring", "load_adjusted", "links", "explored", "failed",
-                                    "candidates"}},
+                                    "candidates", "compiles"}},
    "start": {"how": "direct" | "driver", "why"},
    "linkers": {name: {"path", "version"}}, "config": {"profile", "files"},
    "memory": {"predicted_kb", "source", "detail", "admission", "room_kb", "running_links"}}
@@ -20,7 +20,9 @@ Output: rich tables; --json prints a stable object:
    deleted when the link returned, "not_found": [other inputs not there]}, and
    "probe.output.cache_not_measured": why the page-cache share was not measured, e.g. "< 8 MiB",
    else null; "recorded": the last recorded link of OUTPUT, with its "peak_rss_kb" and "charge_kb":
-   "memory.predicted_kb" predicts the charge, what the link adds to its memory group, not the RSS).
+   "memory.predicted_kb" predicts the charge, what the link adds to its memory group, not the RSS;
+   after a fall-back its "first_linker", "first_exit_status" and "first_error" say what failed and why;
+   "compiles": its driver compiled sources too, so its "wall_ms" is not the linker's alone).
 An OUTPUT that is a directory is a usage error (exit 2).
 A configuration error (a malformed or unreadable linkwrap.toml, an unknown LINKWRAP_LINKER) is a
 one-line error, exit 1: every link fails with that line until it is fixed (LINKWRAP_CONFIG_ERRORS=warn:
