@@ -3,9 +3,10 @@
  * A Python process per link costs ~10 ms before linkwrap's first line runs; this
  * client costs well under one. It connects to the server of this user and this
  * world (uid, cgroups, mount/pid/user namespaces and linkwrap install: the socket's
- * name is a hash of them, computed as server.py's world_key() does), sends its
- * argv, environment, working directory and, as SCM_RIGHTS, fds 0-2 and the
- * jobserver's, forwards SIGINT/SIGTERM/SIGHUP as one byte each, and exits with
+ * name is a hash of them, computed as server.py's world_key() does), sends at once
+ * its argv, environment, working directory, umask, resource limits and cgroups, then,
+ * once the server has said it took the connection ('A'), fds 0-2 and the jobserver's
+ * as SCM_RIGHTS; it forwards SIGINT/SIGTERM/SIGHUP as one byte each, and exits with
  * the link's status or dies of its signal.
  *
  * Whatever goes wrong before the server has taken the link (no server, a stale
@@ -14,7 +15,8 @@
  * server for the next links. A build never hangs or fails because of the server.
  *
  * `linkwrap install` prepends LW_SCRIPT, LW_VERSION and LW_INSTALL and compiles it
- * with the system's cc.
+ * with the system's cc (statically where the C library allows: no dynamic loader's
+ * work per link).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -98,6 +101,11 @@ static unsigned long ns_inode(const char *name) {
     return stat(p, &st) == 0 ? (unsigned long)st.st_ino : 0;
 }
 
+/* /proc/self/cgroup as read for the key: the server's child compares it with its own and
+ * joins the client's groups only when they differ. Cut short: sent empty ("read it"). */
+static char g_cgroup[8192];
+static size_t g_cgroup_len;
+
 /* The socket's name: FNV-1a 64 of "uid\ncgroup file\nmnt\npid\nuser\ninstall". */
 static void world_key(char out[17]) {
     char t[256];
@@ -107,8 +115,17 @@ static void world_key(char out[17]) {
     int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
         ssize_t r;
-        while ((r = read(fd, t, sizeof t)) > 0)
-            h = fnv(h, t, (size_t)r);
+        while ((r = read(fd, g_cgroup + g_cgroup_len, sizeof g_cgroup - g_cgroup_len)) > 0) {
+            h = fnv(h, g_cgroup + g_cgroup_len, (size_t)r);
+            g_cgroup_len += (size_t)r;
+            if (g_cgroup_len == sizeof g_cgroup) { /* longer than kept: hash the rest, send none */
+                while ((r = read(fd, t, sizeof t)) > 0)
+                    h = fnv(h, t, (size_t)r);
+                g_cgroup_len = 0;
+                g_cgroup[0] = 0;
+                break;
+            }
+        }
         close(fd);
     }
     n = snprintf(t, sizeof t, "\n%lu\n%lu\n%lu\n%s", ns_inode("mnt"), ns_inode("pid"), ns_inode("user"), LW_INSTALL);
@@ -207,25 +224,32 @@ int main(int argc, char **argv) {
     if (getsockopt(g_sock, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cred.uid != geteuid())
         fallback("another uid");
 
-    /* The server answers 'A' when it accepts (one that does not within LW_TIMEOUT_S is wedged:
-     * the script links). Only then do the fds go: fds queued on a socket nobody reads would
-     * keep the build's pipes open. The child may still answer 'F' or 'V' instead of a result. */
-    setsockopt(g_sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    char a = 0;
-    if (recv(g_sock, &a, 1, 0) != 1)
-        fallback("timeout");
-    if (a != 'A')
-        fallback(a == 'V' ? "version" : "refused");
-
+    /* The request goes at once, without the fds: fds queued on a socket nobody reads (a wedged
+     * server) would keep the build's pipes open. The server answers 'A' when it accepts (one
+     * that does not within LW_TIMEOUT_S is wedged: the script links); the fds go only then,
+     * while the server reads the request. The child may still answer 'F' or 'V' instead. */
     int fds[3 + 16] = {0, 1, 2};
     int nfds = 3 + jobserver_fds(fds + 3, 16);
     char cwd[8192];
     if (!getcwd(cwd, sizeof cwd))
         fallback("cwd");
     const char *name = strrchr(argv[0], '/');
+    len = 8; /* the header's place: magic and payload length */
     put_str(LW_VERSION);
     put_str(name ? name + 1 : argv[0]);
     put_str(cwd);
+    mode_t mask = umask(0);
+    umask(mask);
+    put_num((long)mask);
+    put_num(RLIM_NLIMITS);
+    for (int i = 0; i < RLIM_NLIMITS; i++) {
+        struct rlimit rl;
+        if (getrlimit(i, &rl) != 0)
+            fallback("limits");
+        put_num(rl.rlim_cur == RLIM_INFINITY ? -1L : (long)rl.rlim_cur);
+        put_num(rl.rlim_max == RLIM_INFINITY ? -1L : (long)rl.rlim_max);
+    }
+    put(g_cgroup, g_cgroup_len);
     int n = 0;
     while (argv[n])
         n++;
@@ -241,10 +265,24 @@ int main(int argc, char **argv) {
     put_num(nfds);
     for (int i = 0; i < nfds; i++)
         put_num(fds[i]);
+    uint32_t head[2] = {0x3243574cu /* "LWC2" */, (uint32_t)(len - 8)};
+    memcpy(buf, head, sizeof head);
+    for (size_t off2 = 0; off2 < len;) {
+        ssize_t w = send(g_sock, buf + off2, len - off2, MSG_NOSIGNAL);
+        if (w <= 0)
+            fallback(w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? "timeout" : "protocol");
+        off2 += (size_t)w;
+    }
 
-    /* Header and fds in one sendmsg; then the payload. */
-    uint32_t head[2] = {0x3143574cu /* "LWC1" */, (uint32_t)len};
-    struct iovec iov = {head, sizeof head};
+    setsockopt(g_sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char a = 0;
+    if (recv(g_sock, &a, 1, 0) != 1)
+        fallback("timeout");
+    if (a != 'A')
+        fallback(a == 'V' ? "version" : "refused");
+
+    /* The fds, with one byte (a stream socket carries no ancillary data alone). */
+    struct iovec iov = {(void *)"R", 1};
     char ctl[CMSG_SPACE(sizeof fds)];
     memset(ctl, 0, sizeof ctl);
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
@@ -254,14 +292,8 @@ int main(int argc, char **argv) {
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
     memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
-    if (sendmsg(g_sock, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof head)
+    if (sendmsg(g_sock, &msg, MSG_NOSIGNAL) != 1)
         fallback("protocol");
-    for (size_t off2 = 0; off2 < len;) {
-        ssize_t w = send(g_sock, buf + off2, len - off2, MSG_NOSIGNAL);
-        if (w <= 0)
-            fallback("protocol");
-        off2 += (size_t)w;
-    }
     tv.tv_sec = 0;
     setsockopt(g_sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(g_sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);

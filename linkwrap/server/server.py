@@ -7,11 +7,11 @@ namespaces, linkwrap install (world_key()) -- so a client only ever reaches a
 server that sees the same files, the same processes and the same limits.
 
 Each link is served by a child forked ahead of it (a spare waiting in accept()). The child:
-  1. checks the peer (SO_PEERCRED: our uid) and the client's version ('V' and 'F' send
-     the client to the script; the server itself answered 'A', alive, on accepting);
-  2. takes the client's fds 0-2 and jobserver fds at the same numbers, its
-     environment, working directory, umask and resource limits, and joins its
-     cgroups (memory limits and accounting stay the build's);
+  1. answers 'A' (alive) on accepting, checks the peer (SO_PEERCRED: our uid) and reads the
+     request the client sent at once; 'V' (another version) and 'F' send the client to the script;
+  2. takes the client's environment, working directory, umask and resource limits and joins
+     its cgroups (memory limits and accounting stay the build's) while the client, woken by 'A',
+     sends its fds 0-2 and jobserver fds; then puts those at the same numbers;
   3. runs pipeline.link() for an Invocation naming the client
      (whose pid finds the build), while a thread turns each byte the client sends
      into that signal for the link -- and the client's end of the socket closing
@@ -28,7 +28,7 @@ import sys
 
 IDLE_S = 15 * 60
 CHECK_S = 5.0
-MAGIC = 0x3143574C  # "LWC1", little-endian, as client.c sends it
+MAGIC = 0x3243574C  # "LWC2", little-endian, as client.c sends it
 CONTROL = b"LWS1"
 MAX_FDS = 19
 
@@ -290,7 +290,7 @@ def spare(listener, notify_w, life_r, state) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_DFL)
     known = len(sys.modules)  # dicts keep their order: what this link imports comes after
-    rehearse()
+    rehearse()  # reads this spare's own cgroups and limits too (_own_world)
     listener.setblocking(False)
     while True:
         ready, _, _ = select.select([listener, life_r], [], [])
@@ -307,7 +307,7 @@ def spare(listener, notify_w, life_r, state) -> None:
     conn.setblocking(True)
     try:
         # 'A': the server is alive (a client that does not hear it in client.c's LW_TIMEOUT_S
-        # takes it for wedged); the client's fds come only after it.
+        # takes it for wedged); the client's fds come only after it, its request before.
         conn.send(b"A")
     except OSError:
         os._exit(0)
@@ -329,12 +329,16 @@ def rehearse() -> None:
     try:
         from linkwrap.wrap import args, direct, record
         from linkwrap.wrap.choose import choose
-        # What take() does with a client's request, on this process's own environment.
+        # What settle() does with a client's request, on this process's own environment.
         env = dict(os.environ)
-        payload = [b"0", b"linkwrap-cc", os.fsencode(os.getcwd()), b"2", b"x.o", b"-o", str(len(env)).encode()]
+        _own_world()
+        limits = [str(v).encode() for which in sorted(_OWN["limits"]) for v in _OWN["limits"][which]]
+        payload = [b"0", b"linkwrap-cc", os.fsencode(os.getcwd()), b"18", str(len(_OWN["limits"])).encode(),
+                   *limits, _OWN["cgroup"], b"2", b"x.o", b"-o", str(len(env)).encode()]
         payload += [os.fsencode(f"{k}={v}") for k, v in env.items()] + [b"3", b"0", b"1", b"2", b""]
-        os.environ.update(parse_request(b"\0".join(payload))["env"])
-        _umask(os.getpid())
+        req = parse_request(b"\0".join(payload))
+        os.environ.update(req["env"])
+        _same_limits(req["limits"])
         _cgroups("self")
         request = args.parse(["linkwrap-rehearsal.o", "-o", "linkwrap-rehearsal"], None, env, cwd=os.getcwd())
         choice = choose(request, env)
@@ -420,20 +424,13 @@ def child(conn, reached=None, known=None) -> None:
     peer_pid, peer_uid, _ = struct.unpack("3i", creds)
     if peer_uid != os.geteuid():
         os._exit(0)  # not ours: say nothing
-    head, fds, _, _ = socket.recv_fds(conn, 8, MAX_FDS)
-    if len(head) != 8:
-        os._exit(0)
+    head = _recv_exactly(conn, 8)
     magic, size = struct.unpack("<II", head)
     if magic != MAGIC or size > 64 << 20:
-        _refuse(conn, b"F")
-    data = bytearray()
-    while len(data) < size:
-        chunk = conn.recv(min(1 << 20, size - len(data)))
-        if not chunk:
-            os._exit(0)
-        data += chunk
+        _refuse(conn, b"V" if magic & 0xFFFFFF == MAGIC & 0xFFFFFF else b"F")  # "LWC<n>": another client
+    data = _recv_exactly(conn, size)
     try:
-        req = parse_request(bytes(data))
+        req = parse_request(data)
     except (ValueError, IndexError, StopIteration):
         _refuse(conn, b"F")
     from linkwrap import __version__
@@ -449,10 +446,21 @@ def child(conn, reached=None, known=None) -> None:
             sys.stdout, sys.stderr = saved
         if not_a_link:
             _refuse(conn, b"F")  # usage, --version: the script answers as it always did
-    if len(fds) != len(req["fds"]):
+    try:
+        # While the client, woken by 'A', sends its fds.
+        settle(req, peer_pid)
+    except Exception as e:
+        from linkwrap import faults
+        faults.note("taking a link from the client", e)
         _refuse(conn, b"F")
     try:
-        conn = take(req, fds, peer_pid, conn)
+        mark, fds, _, _ = socket.recv_fds(conn, 1, MAX_FDS)
+    except OSError:
+        os._exit(0)  # the client is gone
+    if mark != b"R" or len(fds) != len(req["fds"]):
+        _refuse(conn, b"F")
+    try:
+        conn = take(req, fds, conn)
     except Exception as e:
         from linkwrap import faults
         faults.note("taking a link from the client", e)
@@ -473,6 +481,20 @@ def child(conn, reached=None, known=None) -> None:
     output.tidy()
     _note_imports(req["env"].get("LINKWRAP_TEST_IMPORTS"), known)
     os._exit(0)
+
+
+def _recv_exactly(conn, size) -> bytes:
+    """size bytes from conn; the client gone or silent (conn's timeout) before them: exit quietly."""
+    data = bytearray()
+    try:
+        while len(data) < size:
+            chunk = conn.recv(min(1 << 20, size - len(data)))
+            if not chunk:
+                os._exit(0)
+            data += chunk
+    except OSError:
+        os._exit(0)
+    return bytes(data)
 
 
 def _answer(conn, reply, fds, done) -> None:
@@ -591,18 +613,39 @@ def parse_request(data: bytes) -> dict:
     it = iter(fields)
     dec = os.fsdecode
     version, name, cwd = dec(next(it)), dec(next(it)), dec(next(it))
+    umask = int(next(it))
+    pairs = [int(next(it)) for _ in range(2 * int(next(it)))]
+    limits = {which: (pairs[2 * which], pairs[2 * which + 1]) for which in range(len(pairs) // 2)}
+    cgroup = next(it)
     argv = [dec(next(it)) for _ in range(int(next(it)))]
     env = {}
     for _ in range(int(next(it))):
         k, _, v = next(it).partition(b"=")
         env[dec(k)] = dec(v)
     targets = [int(next(it)) for _ in range(int(next(it)))]
-    return {"version": version, "name": name, "cwd": cwd, "argv": argv, "env": env, "fds": targets}
+    return {"version": version, "name": name, "cwd": cwd, "argv": argv, "env": env, "fds": targets,
+            "umask": umask, "limits": limits, "cgroup": cgroup}
 
 
-def take(req, fds, peer_pid, conn):
-    """Become the client's link: its fds, environment, cwd, umask, limits and cgroups. -> conn,
-    moved above the fd numbers the link needs (a jobserver's may be any)."""
+def settle(req, peer_pid) -> None:
+    """Become the client's link but for its fds: its cwd, environment, umask, limits and cgroups."""
+    os.chdir(req["cwd"])
+    os.environ.clear()
+    os.environ.update(req["env"])
+    os.umask(req["umask"])
+    _same_limits(req["limits"])
+    if req["cgroup"] != _OWN.get("cgroup"):  # the world key matched, but the server may have moved
+        join_cgroups(peer_pid)
+    import _signal
+    for sig in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP, _signal.SIGCHLD):
+        _signal.signal(sig, _signal.SIG_DFL)
+    from linkwrap.wrap import output
+    output._owner = None  # this child owns the link's private directory, not the server
+
+
+def take(req, fds, conn):
+    """The client's fds at their own numbers. -> conn, moved above the fd numbers the link
+    needs (a jobserver's may be any)."""
     import socket
     # Received fds and the connection first go above every target and every received fd,
     # so that no dup2 overwrites one still needed.
@@ -622,17 +665,6 @@ def take(req, fds, peer_pid, conn):
     for fd, target in zip(high, req["fds"]):
         os.dup2(fd, target, inheritable=True)
         os.close(fd)
-    os.chdir(req["cwd"])
-    os.environ.clear()
-    os.environ.update(req["env"])
-    os.umask(_umask(peer_pid))
-    _limits(peer_pid)
-    join_cgroups(peer_pid)
-    import _signal
-    for sig in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP, _signal.SIGCHLD):
-        _signal.signal(sig, _signal.SIG_DFL)
-    from linkwrap.wrap import output
-    output._owner = None  # this child owns the link's private directory, not the server
     return conn
 
 
@@ -641,22 +673,27 @@ def _dup_above(fd, floor):
     return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor + 1)
 
 
-def _umask(pid) -> int:
-    with open(f"/proc/{pid}/status", "rb") as f:
-        for line in f:
-            if line.startswith(b"Umask:"):
-                return int(line.split()[1], 8)
-    raise OSError("no Umask in /proc status")
+# This spare's own cgroups (/proc/self/cgroup as read) and resource limits, read before it
+# waits: a link compares the client's with them and changes only what differs.
+_OWN = {}
 
 
-def _limits(pid) -> None:
+def _own_world() -> None:
     import resource
-    for name in dir(resource):
-        if name.startswith("RLIMIT_"):
-            which = getattr(resource, name)
-            want = resource.prlimit(pid, which)
-            if resource.getrlimit(which) != want:
-                resource.setrlimit(which, want)
+    with open("/proc/self/cgroup", "rb") as f:
+        _OWN["cgroup"] = f.read()
+    # By number, as the client sends them (0 to RLIM_NLIMITS - 1): Python names no RLIMIT_LOCKS.
+    top = max(getattr(resource, n) for n in dir(resource) if n.startswith("RLIMIT_"))
+    _OWN["limits"] = {which: resource.getrlimit(which) for which in range(top + 1)}
+
+
+def _same_limits(limits) -> None:
+    """The client's resource limits ({resource: (soft, hard)}, -1 unlimited) where they differ."""
+    import resource
+    own = _OWN.get("limits", {})
+    for which, want in limits.items():
+        if own.get(which) != want:
+            resource.setrlimit(which, want)
 
 
 def join_cgroups(pid) -> None:
