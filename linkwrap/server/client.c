@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -183,6 +184,22 @@ static int jobserver_fds(int *fds, int max) {
     return n;
 }
 
+/* The fds, as SCM_RIGHTS with one byte (a stream socket carries no ancillary data alone). */
+static void send_fds(const int *fds, int nfds) {
+    struct iovec iov = {(void *)"R", 1};
+    char ctl[CMSG_SPACE(sizeof(int) * 19)];
+    memset(ctl, 0, sizeof ctl);
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+                         .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds)};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+    memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+    if (sendmsg(g_sock, &msg, MSG_NOSIGNAL) != 1)
+        fallback("protocol");
+}
+
 static volatile sig_atomic_t g_caught;
 
 static void forward(int sig) {
@@ -223,11 +240,16 @@ int main(int argc, char **argv) {
     socklen_t cl = sizeof cred;
     if (getsockopt(g_sock, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cred.uid != geteuid())
         fallback("another uid");
+#ifdef PR_SET_PTRACER
+    /* Under Yama's ptrace_scope 1 the server's children may then take our fds themselves
+     * (pidfd_getfd) instead of waiting for us to send them; elsewhere EINVAL, and nothing changes. */
+    prctl(PR_SET_PTRACER, (unsigned long)cred.pid, 0, 0, 0);
+#endif
 
     /* The request goes at once, without the fds: fds queued on a socket nobody reads (a wedged
      * server) would keep the build's pipes open. The server answers 'A' when it accepts (one
-     * that does not within LW_TIMEOUT_S is wedged: the script links); the fds go only then,
-     * while the server reads the request. The child may still answer 'F' or 'V' instead. */
+     * that does not within LW_TIMEOUT_S is wedged: the script links), then 'T' when it took
+     * the fds from us itself (pidfd_getfd) or 'S' when we must send them; or 'F' or 'V'. */
     int fds[3 + 16] = {0, 1, 2};
     int nfds = 3 + jobserver_fds(fds + 3, 16);
     char cwd[8192];
@@ -280,23 +302,19 @@ int main(int argc, char **argv) {
         fallback("timeout");
     if (a != 'A')
         fallback(a == 'V' ? "version" : "refused");
-
-    /* The fds, with one byte (a stream socket carries no ancillary data alone). */
-    struct iovec iov = {(void *)"R", 1};
-    char ctl[CMSG_SPACE(sizeof fds)];
-    memset(ctl, 0, sizeof ctl);
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
-                         .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds)};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-    memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
-    if (sendmsg(g_sock, &msg, MSG_NOSIGNAL) != 1)
-        fallback("protocol");
+    /* Accepted: from here on the link may take as long as it takes. */
     tv.tv_sec = 0;
     setsockopt(g_sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(g_sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    ssize_t got;
+    while ((got = recv(g_sock, &a, 1, 0)) < 0 && errno == EINTR)
+        ;
+    if (got != 1)
+        fallback("lost");
+    if (a != 'T' && a != 'S')
+        fallback(a == 'V' ? "version" : "refused");
+    if (a == 'S')
+        send_fds(fds, nfds);
 
 
     struct sigaction act = {.sa_handler = forward};

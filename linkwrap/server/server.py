@@ -446,19 +446,25 @@ def child(conn, reached=None, known=None) -> None:
             sys.stdout, sys.stderr = saved
         if not_a_link:
             _refuse(conn, b"F")  # usage, --version: the script answers as it always did
+    # The fds: taken from the client itself ('T'), else sent by it ('S') while this child settles.
+    fds = fds_of(peer_pid, req["fds"], conn)
     try:
-        # While the client, woken by 'A', sends its fds.
+        conn.sendall(b"S" if fds is None else b"T")
+    except OSError:
+        os._exit(0)  # the client is gone
+    try:
         settle(req, peer_pid)
     except Exception as e:
         from linkwrap import faults
         faults.note("taking a link from the client", e)
         _refuse(conn, b"F")
-    try:
-        mark, fds, _, _ = socket.recv_fds(conn, 1, MAX_FDS)
-    except OSError:
-        os._exit(0)  # the client is gone
-    if mark != b"R" or len(fds) != len(req["fds"]):
-        _refuse(conn, b"F")
+    if fds is None:
+        try:
+            mark, fds, _, _ = socket.recv_fds(conn, 1, MAX_FDS)
+        except OSError:
+            os._exit(0)  # the client is gone
+        if mark != b"R" or len(fds) != len(req["fds"]):
+            _refuse(conn, b"F")
     try:
         conn = take(req, fds, conn)
     except Exception as e:
@@ -634,6 +640,39 @@ def parse_request(data: bytes) -> dict:
             "umask": umask, "limits": limits, "cgroup": cgroup}
 
 
+def fds_of(pid, targets, conn):
+    """Copies of the client's fds, taken from it (pidfd_getfd(2), Linux 5.6): no round trip for
+    them. -> None where that is refused (ptrace rules, a container's seccomp filter, an older
+    kernel): the client then sends them."""
+    import select
+    import socket
+    syscall = _OWN.get("syscall")
+    if syscall is None:
+        return None
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return None
+    got = []
+    try:
+        # Still connected, so pid is still the client (not a pid reused since it died).
+        if select.select([conn], [], [], 0)[0] and conn.recv(1, socket.MSG_PEEK) == b"":
+            os._exit(0)
+        for fd in targets:
+            copy = syscall(PIDFD_GETFD, pidfd, fd, 0)
+            if copy < 0:
+                for c in got:
+                    os.close(c)
+                return None
+            got.append(copy)
+        return got
+    finally:
+        os.close(pidfd)
+
+
+PIDFD_GETFD = 438  # the same number on every architecture (added after the tables were unified)
+
+
 def settle(req, peer_pid) -> None:
     """Become the client's link but for its fds: its cwd, environment, umask, limits and cgroups."""
     os.chdir(req["cwd"])
@@ -696,6 +735,14 @@ def _own_world() -> None:
     # By number, as the client sends them (0 to RLIM_NLIMITS - 1): Python names no RLIMIT_LOCKS.
     top = max(getattr(resource, n) for n in dir(resource) if n.startswith("RLIMIT_"))
     _OWN["limits"] = {which: resource.getrlimit(which) for which in range(top + 1)}
+    try:
+        import ctypes
+        call = ctypes.CDLL(None, use_errno=True).syscall
+        call.restype = ctypes.c_long
+        call.argtypes = (ctypes.c_long, ctypes.c_long, ctypes.c_long, ctypes.c_long)
+        _OWN["syscall"] = call
+    except (ImportError, OSError, AttributeError):
+        _OWN["syscall"] = None
 
 
 def _same_limits(limits) -> None:
