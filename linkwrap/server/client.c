@@ -212,9 +212,71 @@ static void forward(int sig) {
     errno = saved;
 }
 
+/* A command line that never reaches the linker (`cc -c`, `-E`, `--version`…) is the driver's
+ * alone: args.links() in Python, the same lists and the same walk (tests/server/test_client.py
+ * feeds both one table). 1: surely not a link; 0: a link, or an @file only Python reads. */
+static const char *const STOPS[] = {
+    "-c", "-S", "-E", "-M", "-MM", "-fsyntax-only", "-###", "--help", "--target-help", "--version",
+    "-dumpversion", "-dumpfullversion", "-dumpmachine", "-dumpspecs", "-print-search-dirs",
+    "-print-libgcc-file-name", "-print-multiarch", "-print-multi-directory", "-print-multi-lib",
+    "-print-multi-os-directory", "-print-sysroot", "-print-sysroot-headers-suffix", "--analyze", NULL};
+static const char *const STOP_PREFIXES[] = {"-print-file-name=", "-print-prog-name=", "--help=", NULL};
+static const char *const SKIPS_VALUE[] = {
+    "-o", "-L", "-l", "-T", "-e", "-u", "-z", "-Xlinker", "-Xassembler", "-Xpreprocessor", "-Xclang", "-x",
+    "-isystem", "-include", "-imacros", "-iquote", "-idirafter", "-iprefix", "-iwithprefix", "-isysroot",
+    "--sysroot", "-MF", "-MT", "-MQ", "-MJ", "-B", "-I", "-D", "-U", "-aux-info", "--param", "-arch", "-target",
+    NULL};
+
+static int listed(const char *arg, const char *const *list, int prefix) {
+    for (; *list; list++)
+        if (prefix ? strncmp(arg, *list, strlen(*list)) == 0 : strcmp(arg, *list) == 0)
+            return 1;
+    return 0;
+}
+
+static int not_a_link(char **args) {
+    for (char **a = args; *a; a++)
+        if ((*a)[0] == '@')
+            return 0;
+    int skip = 0;
+    for (char **a = args; *a; a++) {
+        if (skip)
+            skip = 0;
+        else if (listed(*a, SKIPS_VALUE, 0))
+            skip = 1;
+        else if (listed(*a, STOPS, 0) || listed(*a, STOP_PREFIXES, 1))
+            return 1;
+    }
+    return 0;
+}
+
+/* Not a link: exec the driver as the server would have answered ('D'), without asking it. */
+static void driver_if_not_a_link(char **argv) {
+    const char *base = strrchr(argv[0], '/');
+    char **args = argv + 1;
+    if (strcmp(base ? base + 1 : argv[0], "linkwrap-launch") == 0) {
+        if (args[0] && strcmp(args[0], "--") == 0)
+            args++;
+        /* linkwrap-launch's own usage and --version are the script's to answer */
+        if (!args[0] || strcmp(args[0], "-V") == 0 || strcmp(args[0], "--version") == 0 ||
+            strcmp(args[0], "-h") == 0 || strcmp(args[0], "--help") == 0 || !not_a_link(args + 1))
+            return;
+    } else {
+        if (!not_a_link(args))
+            return;
+        const char *cc = getenv("LINKWRAP_CC");
+        argv[0] = (char *)(cc && *cc ? cc : "cc");
+        args = argv;
+    }
+    execvp(args[0], args);
+    fprintf(stderr, "linkwrap: error: cannot run %s: %s\n", args[0], strerror(errno));
+    _exit(127);
+}
+
 int main(int argc, char **argv) {
     (void)argc;
     g_argv = argv;
+    driver_if_not_a_link(argv);
     const char *off = getenv("LINKWRAP_SERVER");
     if (off && strcmp(off, "off") == 0)
         fallback("off");

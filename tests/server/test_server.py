@@ -546,7 +546,7 @@ def test_a_garbled_request_is_refused_and_the_server_goes_on(tmp_path, lw_home, 
 
 
 def test_a_compile_through_the_server_is_the_drivers_alone(tmp_path, lw_home, server, client):
-    # make CC=<the native client>: each `cc -c` reaches the warm server, which answers "run the driver".
+    # make CC=<the native client>: each `cc -c` is the driver's, straight from the client (test_client.py).
     (tmp_path / "m.c").write_text("int main(void){return 0;}\n")
     env = env_with(tmp_path)
     for flag in ("-c", "-S", "-E"):
