@@ -9,9 +9,10 @@ server that sees the same files, the same processes and the same limits.
 Each link is served by a child forked ahead of it (a spare waiting in accept()). The child:
   1. answers 'A' (alive) on accepting, checks the peer (SO_PEERCRED: our uid) and reads the
      request the client sent at once; 'V' (another version) and 'F' send the client to the script;
-  2. takes the client's environment, working directory, umask and resource limits and joins
-     its cgroups (memory limits and accounting stay the build's) while the client, woken by 'A',
-     sends its fds 0-2 and jobserver fds; then puts those at the same numbers;
+  2. takes the client's fds 0-2 and jobserver fds from it (pidfd_getfd: 'T'; where refused, 'S'
+     and the client sends them), its environment, working directory, umask and resource limits,
+     and joins its cgroups (memory limits and accounting stay the build's); the fds go to the
+     same numbers;
   3. runs pipeline.link() for an Invocation naming the client
      (whose pid finds the build), while a thread turns each byte the client sends
      into that signal for the link -- and the client's end of the socket closing
