@@ -472,6 +472,7 @@ def child(conn, reached=None, known=None) -> None:
         from linkwrap import faults
         faults.note("taking a link from the client", e)
         _refuse(conn, b"F")
+    _tidying.append(_tidying_file())  # after take(): no fd of the client's may land on it
     conn.settimeout(None)
     done = []
     result = run_link(req, peer_pid, conn, reached, done)
@@ -512,16 +513,8 @@ def _answer(conn, reply, fds, done) -> None:
     readers of the records wait for links still tidying (TIDYING): a shared lock, taken first."""
     hold = _tidying_lock()
     done.append(hold)  # before the reply: the client's end closing is no longer a SIGTERM
-    try:
-        conn.sendall(reply)
-    except OSError:
-        pass
-    try:
-        conn.shutdown(2)  # wakes the watching thread's recv (EOF)
-    except OSError:
-        pass
-    conn.close()
-    _tell_answered()
+    # The client's fds go first: a build that reads the link's stderr to its end (rustc, a
+    # benchmark's pipe) would otherwise wait for them after the answer too.
     from linkwrap import faults
     faults.UNHEARD = True
     null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
@@ -534,6 +527,16 @@ def _answer(conn, reply, fds, done) -> None:
                 os.close(fd)
             except OSError:
                 pass
+    try:
+        conn.sendall(reply)
+    except OSError:
+        pass
+    try:
+        conn.shutdown(2)  # the client's EOF
+    except OSError:
+        pass
+    conn.close()
+    _tell_answered()
     try:
         # What is left (the record, the memory history, removing the private directory) must
         # not take a CPU from a live link: the weight of nice 19 is 1.5 % of a link's. Not
@@ -561,15 +564,25 @@ TIDYING = "tidying.lock"
 TIDYING_WAIT_S = 10.0
 
 
-def _tidying_lock():
-    """This child's shared hold on TIDYING until it exits; None when it cannot be had."""
-    import fcntl
+_tidying = []  # TIDYING, opened ahead of the link (_tidying_file): between the result and the answer, only the lock
+
+
+def _tidying_file():
+    """TIDYING in this link's state directory (the client's environment names it), opened; None when it cannot be."""
     from linkwrap import paths
     try:
         state = paths.state_dir()
         paths.make_private_dir(state)
-        fd = os.open(os.path.join(state, TIDYING), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        return os.open(os.path.join(state, TIDYING), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError:
+        return None
+
+
+def _tidying_lock():
+    """This child's shared hold on TIDYING until it exits; None when it cannot be had."""
+    import fcntl
+    fd = _tidying.pop() if _tidying else _tidying_file()
+    if fd is None:
         return None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH)
