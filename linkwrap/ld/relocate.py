@@ -44,6 +44,7 @@ def apply_all(res, lk, live, diag, stats=None, buf=None):
     syms_of = res.syms
     kept = _KeptCopies(res)
     bulk = []       # non-alloc sections with relocations: copied and relocated per object at the end
+    loaded = []     # loaded sections with relocations, copied: relocated after the copies
     _drop_inputs(res)
     memo = ({}, {})     # per link: Symbol -> symbol class, (type, class, writable) -> action
     for o in lk.osecs:
@@ -61,11 +62,20 @@ def apply_all(res, lk, live, diag, stats=None, buf=None):
             data = m.bytes()
             buf[start:start + len(data)] = data
             if m.rela is not None or m.relocs:
-                _relocate_section(buf, lk, m, start, o.addr + out_off, syms_of[m.file], live.alive, diag, kept,
-                                  memo)
-    if bulk:
+                loaded.append((m, start, o.addr + out_off))
+    relocate_bulk = None
+    if bulk or loaded:
         from linkwrap.ld import relocate_bulk
-        if relocate_bulk.worth_it(bulk):
+        if not relocate_bulk.worth_it(bulk + loaded):
+            relocate_bulk = None
+    # what the bulk path left (or all): section by section, in output order, so errors come in that order
+    slow = relocate_bulk.apply_loaded(buf, lk, loaded, res, live.alive, memo, stats) if relocate_bulk else {}
+    for m, start, addr in loaded:
+        relocs = slow.get(m, ()) if relocate_bulk else None
+        if relocs is None or relocs:
+            _relocate_section(buf, lk, m, start, addr, syms_of[m.file], live.alive, diag, kept, memo, relocs)
+    if bulk:
+        if relocate_bulk is not None:
             relocate_bulk.apply(buf, lk, bulk, res, live.alive, diag, kept, _relocate_section, stats)
         else:
             for m, start, addr in bulk:
@@ -110,9 +120,10 @@ class _KeptCopies:
         return k if k is not None and k.size == sec.size else None
 
 
-def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept, memo=None):
+def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept, memo=None, relocs=None):
     """memo: (classes, actions) dicts shared by a link's loaded sections; the class and the action
-    are pure functions of the symbol and of (type, class, writable), so each is computed once."""
+    are pure functions of the symbol and of (type, class, writable), so each is computed once.
+    relocs: the section's relocations the bulk path left (None: all of them)."""
     mode = lk.mode
     pic = mode.pic
     out = x86_64.output_kind(mode)
@@ -132,7 +143,7 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept, me
     STT_GNU_IFUNC = elf.STT_GNU_IFUNC
     tail = _TAIL
     skip_next = False
-    for r_off, info, A in sec.get_relocs():
+    for r_off, info, A in sec.get_relocs() if relocs is None else relocs:
         if skip_next:
             skip_next = False
             continue
