@@ -328,15 +328,12 @@ _A_SLOW, _A_VALUE, _A_BASEREL, _A_GOT = 0, 1, 2, 3
 _MIN_OBJECT = 64
 
 
-def _BOUND_ROW(S):
-    return (_PLAIN, S, 0, True, 0, 0, 0)      # _Loaded.symbol's answer for a LOCAL-class symbol
-
-
 def apply_loaded(buf, lk, pending, res, alive, memo, stats=None):
     """pending: [(loaded section, image offset, address)], copied into buf already. Applies what it can;
     -> {section: None (all of it to the loop) or [the (r_offset, r_info, r_addend) left to the loop]};
     a section not in it is done."""
     import numpy as np
+    from linkwrap.ld import rela
     from linkwrap.ld.parse import InputSection
     img = np.frombuffer(buf, dtype=np.uint8)
     ctx = _Loaded(np, lk, alive, memo)
@@ -354,8 +351,15 @@ def apply_loaded(buf, lk, pending, res, alive, memo, stats=None):
                 left[it[0]] = None
             continue
         syms = res.syms[obj]
-        for chunk in _whole_sections(items):
-            done += _loaded_batch(np, img, ctx, obj, chunk, syms, left)
+        # gc's .eh_frame copies in batches of their own (their rows come from their lists)
+        tables = [it for it in items if it[0].__class__ is InputSection]
+        frames = [it for it in items if it[0].__class__ is not InputSection]
+        for chunk in _whole_sections(tables):
+            t = rela.read(np, obj, [it[0] for it in chunk])
+            done += _loaded_batch(np, img, ctx, chunk, syms, left, t)
+        for it in frames:
+            t = rela.from_rows(np, it[0], it[0].get_relocs())
+            done += _loaded_batch(np, img, ctx, [(*it[:3], 0, it[3])], syms, left, t)
     if stats is not None:
         stats["bulk_relocs"] = stats.get("bulk_relocs", 0) + done
     return left
@@ -388,8 +392,6 @@ class _Loaded:
         # an executable's symbol defined in a section is never preemptible: class LOCAL, S its address
         self.bound = not lk.mode.shared
         self.pieces = _Context(np, lk, alive, None)     # the merged pieces' tables, built when asked
-        from linkwrap.ld.parse import InputSection
-        self.table = InputSection       # its relocations are read from the file's table
 
     def symbol(self, s):
         """-> (how, S, class index, has a section, merged key base, first piece, last piece)."""
@@ -457,22 +459,15 @@ def _whole_sections(items):
         yield chunk
 
 
-def _loaded_batch(np, img, ctx, obj, items, syms, left):
-    """One object's batch of loaded relocations; the ones it cannot do go into `left`. -> how many it did."""
-    view = obj.view
-    table = ctx.table
-    parts = [np.frombuffer(view, dtype="<u8", count=3 * n, offset=m.rela[0]) if m.__class__ is table else
-             np.array(m.get_relocs(), dtype=np.int64).view(np.uint64).reshape(-1)
-             for m, start, addr, first, n in items]
-    nsec = len(parts)
-    counts = np.array([it[4] for it in items], dtype=np.int64)
-    seg = np.repeat(np.arange(nsec), counts)
-    rel = (np.concatenate(parts) if nsec > 1 else parts[0]).reshape(-1, 3)
-    r_off = rel[:, 0].astype(np.int64)
-    info = rel[:, 1]
-    A = rel[:, 2].view(np.int64)
-    sym = (info >> np.uint64(32)).astype(np.int64)
-    typ = (info & np.uint64(0xFFFFFFFF)).astype(np.int64)
+def _loaded_batch(np, img, ctx, items, syms, left, t):
+    """One object's batch of loaded relocations (t: their rela.Table, a section per item); the ones it
+    cannot do go into `left`. -> how many it did."""
+    nsec = len(items)
+    seg = t.seg
+    r_off = t.r_off
+    A = t.addend
+    sym = t.sym
+    typ = t.typ
     small = typ < 64
     typc = np.where(small, typ, 0)
     nsym = len(syms)
@@ -495,24 +490,32 @@ def _loaded_batch(np, img, ctx, obj, items, syms, left):
     mbase = np.zeros(nsym, dtype=np.int64)
     mfirst = np.zeros(nsym, dtype=np.int64)
     mlast = np.zeros(nsym, dtype=np.int64)
-    ks = np.flatnonzero(seen)
-    if len(ks):
+    ks = np.flatnonzero(seen).tolist()
+    if ks:
         # most symbols take the first test: defined in a section with an address, bound here
-        symbol = ctx.symbol
         addr_get = ctx.addr_get
         bound = ctx.bound
         ifunc = elf.STT_GNU_IFUNC
-        rows = []
-        for s in map(syms.__getitem__, ks.tolist()):
+        fast_k, fast_S, other = [], [], []
+        for k in ks:
+            s = syms[k]
             tsec = s.section
-            if bound and tsec is not None and not s.is_abs and s.type != ifunc:
+            if tsec is not None and (bound or s.is_local) and not s.is_abs and s.type != ifunc:
                 a = addr_get(tsec)
-                if a is not None and -_FAR < a + s.value < _FAR:
-                    rows.append(_BOUND_ROW(a + s.value))
+                if a is not None and s.value < _FAR:
+                    fast_k.append(k)
+                    fast_S.append(a + s.value)
                     continue
-            rows.append(symbol(s))
-        cols = list(zip(*rows))
-        how[ks], S[ks], cls[ks], has_sec[ks], mbase[ks], mfirst[ks], mlast[ks] = cols
+            other.append(k)
+        if fast_k:
+            S[fast_k] = fast_S
+            has_sec[fast_k] = True
+        if other:
+            symbol = ctx.symbol
+            rows = [symbol(syms[k]) for k in other]
+            how[other], S[other], cls[other], has_sec[other], mbase[other], mfirst[other], mlast[other] = \
+                zip(*rows)
+        how[(S <= -_FAR) | (S >= _FAR)] = _SLOW
     rhow = how[inv]
     ok &= rhow != _SLOW
     # the action per (type, class, writable): a handful of combinations per object
@@ -539,7 +542,7 @@ def _loaded_batch(np, img, ctx, obj, items, syms, left):
         Sr = Sr.copy()
         Sr[merged] = ctx.pieces.piece_addr[k] + (key - pk[k])
         Ar = np.where(merged, 0, A)
-        sm = np.zeros(len(rel), dtype=bool)
+        sm = np.zeros(len(typ), dtype=bool)
         sm[merged] = below
         code[sm] = _A_SLOW
     got = code == _A_GOT
@@ -578,7 +581,7 @@ def _loaded_batch(np, img, ctx, obj, items, syms, left):
         rest = slow & ~whole[seg]
         if rest.any():
             at = np.flatnonzero(rest)
-            rows = zip(rel[at, 0].tolist(), rel[at, 1].tolist(), A[at].tolist())
+            rows = zip(r_off[at].tolist(), ((sym[at] << 32) | typ[at]).tolist(), A[at].tolist())
             for j, row in zip(seg[at].tolist(), rows):
                 m = items[j][0]
                 lst = left.get(m)
