@@ -106,18 +106,23 @@ def _collect(opts, res, kept, splits, fde_refs, exported=()):
     entry = symtab.get(opts.entry)
     if entry is not None and entry.section is not None:
         roots.append(entry.section)
+    # the section names some __start_/__stop_ symbol names (few), instead of two lookups per section
+    bounded = {name[8:] if name.startswith("__start_") else name[7:]
+               for name in symtab if name.startswith(("__start_", "__stop_"))}
     for sec in candidates:
         n = sec.name
         if (n in (".init", ".fini") or n.startswith(_ROOT_PREFIXES) or sec.flags & elf.SHF_GNU_RETAIN
                 or sec.type in (elf.SHT_INIT_ARRAY, elf.SHT_FINI_ARRAY, elf.SHT_PREINIT_ARRAY, elf.SHT_NOTE)):
             roots.append(sec)
-        elif _is_c_ident(n) and (f"__start_{n}" in symtab or f"__stop_{n}" in symtab):
+        elif n in bounded and _is_c_ident(n):
             roots.append(sec)
     from linkwrap.ld.options import dynamic_list_matcher
-    listed = dynamic_list_matcher(opts.dynamic_list)
+    listed = dynamic_list_matcher(opts.dynamic_list) if opts.dynamic_list else None
+    dso_names = res.dso_names
+    everything = opts.export_dynamic
     for name, s in symtab.items():
-        if s.section is not None and s.file is not None and (opts.export_dynamic or name in res.dso_names
-                                                             or listed(name) or s in exported):
+        if s.section is not None and s.file is not None and (everything or name in dso_names or s in exported
+                                                             or (listed is not None and listed(name))):
             roots.append(s.section)
     # what -u, -init/-fini and --defsym name is kept, as GNU ld keeps it
     for name in (*opts.undefined, opts.init, opts.fini, *(d[0] for d in opts.defsym)):
@@ -177,7 +182,9 @@ def _mark_arrays(np, res, candidates, alive, work, fde_refs):
         t = tables[obj] = rela.read(np, obj, secs)
         syms = res.syms[obj]
         # the candidate each symbol's definition lies in (-1: none), for the symbols relocations name
-        used = np.unique(t.sym).tolist()
+        seen = np.zeros(len(syms), dtype=bool)
+        seen[t.sym] = True          # a scatter, not np.unique's sort
+        used = np.flatnonzero(seen).tolist()
         tgt = np.full(len(syms), -1, dtype=np.int64)
         tgt[used] = [get(syms[k].section, -1) for k in used]
         dst = tgt[t.sym]
@@ -210,5 +217,6 @@ def _mark_arrays(np, res, candidates, alive, work, fde_refs):
         reached = dst[at]
         frontier = np.unique(reached[~live[reached]])
         live[frontier] = True
-    alive.update(map(candidates.__getitem__, np.flatnonzero(live).tolist()))
+    from itertools import compress
+    alive.update(compress(candidates, live.tolist()))
     return tables

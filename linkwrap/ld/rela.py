@@ -92,7 +92,12 @@ def read(np, obj, secs):
 def from_rows(np, sec, rows):
     """A Table of one section's decoded relocations (gc's .eh_frame copy keeps its own list)."""
     n = len(rows)
-    rel = np.array(rows, dtype=np.int64).reshape(-1, 3)
-    info = rel[:, 1]
-    return Table([sec], np.array([0, n], dtype=np.int64), np.zeros(n, dtype=np.int64), rel[:, 0].copy(),
-                 info >> 32, info & 0xFFFFFFFF, rel[:, 2].copy())
+    if not n:
+        e = np.zeros(0, dtype=np.int64)
+        return Table([sec], np.array([0, 0], dtype=np.int64), e, e, e, e, e)
+    # a column at a time: numpy reads a flat tuple of ints far faster than nested ones
+    r_off, info, addend = zip(*rows)
+    info = np.array(info, dtype=np.uint64)
+    return Table([sec], np.array([0, n], dtype=np.int64), np.zeros(n, dtype=np.int64),
+                 np.array(r_off, dtype=np.int64), (info >> np.uint64(32)).astype(np.int64),
+                 (info & np.uint64(0xFFFFFFFF)).astype(np.int64), np.array(addend, dtype=np.int64))

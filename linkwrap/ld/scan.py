@@ -327,8 +327,10 @@ def _scan_arrays(np, mode, res, live, need, abs64_pre, allow_undefined):
         odd = rows & (~small | ~known[typc] | seq[typc])
         if odd.any():
             slow[t.seg[odd]] = True
-        used = np.unique(t.sym[rows]).tolist()
         nsym = len(syms)
+        seen = np.zeros(nsym, dtype=bool)
+        seen[t.sym[rows]] = True    # a scatter, not np.unique's sort
+        used = np.flatnonzero(seen).tolist()
         undef = np.zeros(nsym, dtype=bool)
         ifunc = np.zeros(nsym, dtype=bool)
         pre = np.zeros(nsym, dtype=bool)
