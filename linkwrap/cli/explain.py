@@ -8,6 +8,8 @@ Output: rich tables; --json prints a stable object:
    "is_regular", "size", "nlink", "inode", "held_by_others", "cached_fraction"}, "input_bytes", "cpus",
    "mem_available_mb", "mem_limit_mb", "thp", "jobserver"},
    "decision": {"linker", "version", "path", "flags", "driver_flags", "write_mode", "reasons",
+                "failed": [linkers that failed on this output while the link as asked passed: every
+                           choice but a forced one avoids them, whether or not learning is on],
                 "measured": null | {"used", "scope", "rows", "ignored"},
                 "learned": null | {"used", "exploring", "load_adjusted", "links", "explored", "failed",
                                     "candidates"}},
@@ -116,7 +118,8 @@ def explain(request, environ) -> dict:
                     "inputs_gone": inputs_gone(request)},
         "probe": probe_dict(facts),
         "held_by": holders(request.output) if facts is not None and facts.output.held_by_others else [],
-        "decision": dict(decision_dict(decision), measured=measured_dict(choice.measured, decision),
+        "decision": dict(decision_dict(decision), failed=sorted(choice.failed or ()),
+                         measured=measured_dict(choice.measured, decision),
                          learned=learned_dict(choice.learned, decision)),
         "start": start_dict(request, decision, environ),
         "linkers": {name: {"path": info.path, "version": _dotted(info.version)} for name, info in found.items()},
@@ -403,8 +406,10 @@ def render(report) -> None:
     from linkwrap.report.render import wide_console
     console = wide_console()
     req, p, d = report["request"], report["probe"], report["decision"]
+    # soft_wrap: a long path is left whole for the terminal to wrap (and to copy), not cut mid-name.
     console.print(f"[bold]{escape(req['output'] or '(no output)')}[/bold]  kind {req['kind']}"
-                  + (f", profile {report['config']['profile']}" if report["config"]["profile"] else ""))
+                  + (f", profile {report['config']['profile']}" if report["config"]["profile"] else ""),
+                  soft_wrap=True)
     if report.get("note"):
         console.print(f"[yellow]{escape(report['note'])}[/]")
     where = os.path.dirname(req["output"]) if req["output"] else None
@@ -507,24 +512,40 @@ def render(report) -> None:
         console.print("  the choice " + ("follows these measurements" if measured["used"] else
                                          "does not follow a measurement (see the reasons)"))
         for why in measured["ignored"]:
-            console.print(f"  ignored: {why}", highlight=False, markup=False)
+            _hanging(console, "  ignored: ", why, markup=False)
 
     learned = d.get("learned")
     if learned and (learned["links"] or learned["candidates"]):
         timed = ", ".join(f"{n} {c['median_ms']:.0f} ms ({c['timed']} timed)" for n, c in learned["candidates"].items())
-        console.print(f"[bold]Learnt from this output's relinks[/bold]: {learned['links']} links, "
-                      f"{learned['explored']} of them tries; {escape(timed) or 'nothing timed yet'}"
-                      + (f"; failed here: {', '.join(learned['failed'])}" if learned["failed"] else ""))
+        links = learned["links"]
+        _hanging(console, "", f"[bold]Learnt from this output's relinks[/bold]: {links} link{'s' if links != 1 else ''}, "
+                 f"{learned['explored']} of them tr{'ies' if learned['explored'] != 1 else 'y'}; "
+                 f"{escape(timed) or 'nothing timed yet'}")
         if learned["candidates"]:
             # Not the wall times `summary` shows: a link timed on a saturated machine is scaled down.
-            console.print("  times adjusted for machine load: wall time x CPUs / 1-minute load average "
-                          "where the load was above the CPUs (summary shows wall times)", highlight=False)
+            _hanging(console, "  ", "times adjusted for machine load: wall time x CPUs / 1-minute load average "
+                     "where the load was above the CPUs (summary shows wall times)")
+    if d.get("failed"):
+        # Shown whether or not learning is on: the failure memory applies to every choice but a force.
+        _hanging(console, "", f"[bold]Failed on this output before[/bold]: {escape(', '.join(d['failed']))} "
+                 "(the link as asked passed; not chosen again here)")
 
     console.print("[bold]Reasons[/bold]")
     for i, reason in enumerate(d["reasons"], 1):
-        console.print(f"  {i}. {reason}", highlight=False, markup=False)
+        _hanging(console, f"  {i}. ", reason, markup=False)
     if report.get("recorded"):
         render_recorded(console, report["recorded"], d)
+
+
+def _hanging(console, lead, text, markup=True) -> None:
+    """text after lead, its wrapped lines indented under the text's start, not at column 0."""
+    from rich.table import Table
+    from rich.text import Text
+    grid = Table.grid()
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    grid.add_row(lead, Text.from_markup(text) if markup else Text(text))
+    console.print(grid)
 
 
 def render_recorded(console, rec, now) -> None:
@@ -538,7 +559,7 @@ def render_recorded(console, rec, now) -> None:
     if rec.get("peak_rss_kb"):
         charge = (f"; charge {rec['charge_kb'] >> 10} MiB ({rec['charge_how']}), what \"memory predicted\" "
                   "above predicts" if rec.get("charge_kb") is not None else "")
-        console.print(Text(f"  peak RSS {rec['peak_rss_kb'] >> 10} MiB{charge}"))
+        _hanging(console, "  ", f"peak RSS {rec['peak_rss_kb'] >> 10} MiB{charge}", markup=False)
     changed = []
     if (rec["linker"] or None) != (now["linker"] or "as asked"):
         if not (rec["linker"] == "as asked" and now["linker"] is None):

@@ -275,6 +275,23 @@ def test_tables_for_people(tmp_path, lw_home):
         assert words in text, text
 
 
+def test_at_80_columns_paths_stay_whole_and_wrapped_lines_keep_their_indent(tmp_path, lw_home):
+    where = tmp_path / ("a-long-directory-" + "0123456789abcdef" * 3) / "target" / "debug" / "deps"
+    where.mkdir(parents=True)
+    out = where / ("app-" + "0123456789abcdef" * 2)
+    done = linkwrap("explain", str(out), cwd=tmp_path, env={"COLUMNS": "80"})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"{out}  kind pie"), lines[0]  # whole, for the terminal to wrap and to copy
+    reasons = lines[lines.index("Reasons") + 1:]
+    assert len(reasons) >= 2 and any(len(l) > 70 for l in reasons), reasons
+    for line in reasons:
+        if line.startswith("Recorded link"):
+            break
+        # a reason's own line ("  3. ...") or its continuation, indented under the reason's text
+        assert line.startswith("  ") and (line.lstrip()[0].isdigit() or line.startswith("     ")), reasons
+
+
 def test_bad_usage_is_one_line(tmp_path, lw_home):
     done = linkwrap("explain", "out", "stray", cwd=tmp_path)
     assert done.returncode == 2  # a usage error, as argparse says them

@@ -87,6 +87,7 @@ def test_a_failed_linker_is_remembered_where_nothing_is_learnt(myset, lw_home, w
     assert all(not (r["linker"] or "").startswith("lld") for r in recs[1:]), [r["linker"] for r in recs]
     d = json.loads(linkwrap("explain", "--json", "--", *LINK, cwd=myset, env=env).stdout)["decision"]
     assert d["learned"] is None  # nothing learnt: the memory is not the learnt evidence
+    assert d["failed"] == ["lld"]  # ... but explain shows the memory all the same
     assert any("lld" in r and "failed on this output before" in r for r in d["reasons"]), d["reasons"]
     # An explicit force still wins: LINKWRAP_LINKER=lld tries lld (and falls back as asked).
     done = subprocess.run([script("linkwrap"), "launch", "--", *LINK], cwd=myset, env={**env, "LINKWRAP_LINKER": "lld"},
