@@ -243,11 +243,28 @@ def _object(np, img, ctx, obj, items, syms):
     mfirst = np.zeros(nsym, dtype=np.int64)
     mlast = np.zeros(nsym, dtype=np.int64)
     resolve = ctx.resolve
+    addr_get = ctx.addr_get
+    ifunc = elf.STT_GNU_IFUNC
+    fast_k, fast_S, rows, other = [], [], [], []
     for k in np.flatnonzero(seen).tolist():
-        c, s_val, b, f, la = resolve(syms[k])
+        s = syms[k]
+        tsec = s.section
+        if tsec is not None and s.type != ifunc:
+            # resolve()'s first answer, inline: most symbols are in a section with an address
+            a = addr_get(tsec)
+            if a is not None and a + s.value < _FAR:
+                fast_k.append(k)
+                fast_S.append(a + s.value)
+                continue
+        c, s_val, b, f, la = resolve(s)
         if c == _PLAIN and not 0 <= s_val < _FAR:
             c = _SLOW
-        cls[k], S[k], mbase[k], mfirst[k], mlast[k] = c, s_val if c == _PLAIN else 0, b, f, la
+        other.append(k)
+        rows.append((c, s_val if c == _PLAIN else 0, b, f, la))
+    if fast_k:
+        S[fast_k] = fast_S
+    if other:
+        cls[other], S[other], mbase[other], mfirst[other], mlast[other] = zip(*rows)
     rcls = cls[inv]
     merged = rcls == _MERGED
     Sr = S[inv]
