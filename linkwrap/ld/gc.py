@@ -179,7 +179,7 @@ def _mark_arrays(np, res, candidates, alive, work, fde_refs):
     srcs, dsts = [], []
     tables = {}
     for obj, secs in by_obj.items():
-        t = tables[obj] = rela.read(np, obj, secs)
+        t = tables[obj] = rela.read(np, obj, secs, values=False)
         syms = res.syms[obj]
         # the candidate each symbol's definition lies in (-1: none), for the symbols relocations name
         seen = np.zeros(len(syms), dtype=bool)

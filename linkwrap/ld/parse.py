@@ -365,6 +365,19 @@ class _Strtab:
         if self.data and self.data[-1] != 0:
             raise BadInput(f"{owner}: string table at offset 0x{off:x} is corrupt (no NUL at its end)")
 
+    def many(self, offs):
+        """The strings at offs; None when one of them is out of range (get names it)."""
+        d = self.data
+        if offs and max(offs) >= len(d) and max(offs):
+            return None
+        if d.isascii():
+            # one decode for the table: str slices, not a decode per string
+            t = d.decode("ascii")
+            f = t.find
+            return [t[o:f("\0", o)] if o < len(t) else "" for o in offs]
+        f = d.find
+        return [d[o:f(b"\0", o)].decode("utf-8", "replace") if o < len(d) else "" for o in offs]
+
     def get(self, off):
         d = self.data
         if off >= len(d) and off:
@@ -471,9 +484,14 @@ def _parse_object_checked(obj):
         raise _bad(obj, f"section name table {shstrndx} is no string table")
     names = _Strtab(v, shdrs[shstrndx][4], shdrs[shstrndx][5], obj.name)
     nsec = len(shdrs)
-    snames = []
+    # every section name must be in the table (GNU ld checks them all)
+    snames = names.many([sh[0] for sh in shdrs])
+    one_by_one = snames is None
+    if one_by_one:
+        snames = []
     for k, sh in enumerate(shdrs):
-        snames.append(names.get(sh[0]))    # every section name must be in the table (GNU ld checks them all)
+        if one_by_one:
+            snames.append(names.get(sh[0]))    # names the first bad offset, in header order
         if sh[6] >= nsec or (sh[1] == elf.SHT_RELA and sh[7] >= nsec):
             raise _bad(obj, f"section {k} (header at offset 0x{shoff_of(obj) + 64 * k:x}) links to "
                             f"section {sh[6] if sh[6] >= nsec else sh[7]}, out of range")
@@ -564,6 +582,9 @@ def _parse_object_checked(obj):
         sdata = strs.data
         nstr = len(sdata)
         find = sdata.find
+        # an ASCII table (every Rust and C symbol name) decoded once: str slices below, not a decode each
+        text = sdata.decode("ascii") if sdata.isascii() else None
+        tfind = text.find if text is not None else None
         local, tls = elf.STB_LOCAL, elf.STT_TLS
         # the checks in GNU ld's order, with the names decoded inline: this loop sees every symbol
         # of every object (~175k in a Rust debug link), locals included (checking the distinct
@@ -602,7 +623,10 @@ def _parse_object_checked(obj):
                 if n >= nstr:
                     get(n)          # names the bad offset
                 # the table ends in a NUL (_Strtab checked it): find never fails here
-                raw.append((sdata[n:find(b"\0", n)].decode("utf-8", "replace"), info, other, shndx, value, size))
+                if text is not None:
+                    raw.append((text[n:tfind("\0", n)], info, other, shndx, value, size))
+                else:
+                    raw.append((sdata[n:find(b"\0", n)].decode("utf-8", "replace"), info, other, shndx, value, size))
             else:
                 raw.append(("", info, other, shndx, value, size))
         obj.raw_syms = raw

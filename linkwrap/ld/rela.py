@@ -42,9 +42,10 @@ def _widths(np):
 _WIDTHS = []
 
 
-def read(np, obj, secs):
+def read(np, obj, secs, values=True):
     """-> a Table of secs' relocations (InputSections of obj with .rela). A malformed table raises
-    what get_relocs raises for it."""
+    what get_relocs raises for it. values=False: without r_offset and r_addend (None), which gc and
+    scan do not need and gc's tables keep to scan: the link's peak memory comes between them."""
     view = obj.view
     n = len(secs)
     counts = np.fromiter((s.rela[1] // 24 for s in secs), dtype=np.int64, count=n)
@@ -86,6 +87,8 @@ def read(np, obj, secs):
             secs[j].get_relocs()        # names the first malformation, as the tuples' path does
         from linkwrap.ld.diag import BadInput
         raise BadInput(f"{obj.name}: malformed relocation table")   # the checks above are get_relocs'
+    if not values:
+        r_off = addend = None
     return Table(secs, first, seg, r_off, sym, typ, addend)
 
 

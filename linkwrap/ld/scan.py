@@ -290,7 +290,7 @@ def _scan_arrays(np, mode, res, live, need, abs64_pre, allow_undefined):
     work = []
     if tables is None:
         for obj, secs in by_obj.items():
-            work.append((obj, rela.read(np, obj, secs), None))
+            work.append((obj, rela.read(np, obj, secs, values=False), None))
     else:
         for obj, t in tables.items():
             work.append((obj, t, np.fromiter(map(alive.__contains__, t.secs), dtype=bool, count=len(t.secs))))
@@ -383,7 +383,7 @@ def _scan_arrays(np, mode, res, live, need, abs64_pre, allow_undefined):
             uses_got_base = True
         has = good & (bits != 0)
         if has.any():
-            for key in np.unique(sym[has] * 256 + bits[has]).tolist():
+            for key in np.unique(sym[has].astype(np.int64) * 256 + bits[has]).tolist():
                 s = syms[key >> 8]
                 need[s] = get(s, 0) | (key & 0xFF)
         done.update(s for s, sl, lv in zip(t.secs, slow.tolist(),
