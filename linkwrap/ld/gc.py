@@ -138,7 +138,7 @@ def _collect(opts, res, kept, splits, fde_refs, exported=()):
             for rec_relocs in split.cies_relocs:
                 for r in rec_relocs:
                     mark(syms[r[1] >> 32].section)
-    np = _numpy_for(candidates)
+    np = _numpy_for(kept)
     tables = None
     if np is not None:
         tables = _mark_arrays(np, res, candidates, alive, work, fde_refs)
@@ -156,7 +156,8 @@ def _collect(opts, res, kept, splits, fde_refs, exported=()):
 
 
 def _numpy_for(sections):
-    """numpy when the relocations of these sections are enough to pay for it (relocate_bulk's rule), else None."""
+    """numpy when the relocations of these sections -- the link's, debug ones included: relocate imports
+    numpy for the same count -- are enough to pay for it (relocate_bulk's rule), else None."""
     from linkwrap.ld import relocate_bulk
     if not relocate_bulk.worth_it([(s, 0, 0) for s in sections if s.rela is not None]):
         return None

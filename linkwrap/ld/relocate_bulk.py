@@ -272,9 +272,16 @@ def _object(np, img, ctx, obj, items, syms):
     if merged.any():
         key = mbase[inv[merged]] + A[merged]
         lo = mfirst[inv[merged]]
+        hi = mlast[inv[merged]]
         below = key < ctx.piece_key[lo]     # before the section's first piece: offset_in's own rule
-        k = np.searchsorted(ctx.piece_key, key, side="right") - 1
-        k = np.minimum(np.maximum(k, lo), mlast[inv[merged]])
+        if lo.min() == lo.max():
+            # one merged section (an object's own .debug_str, the usual batch): searched in its pieces
+            # alone, which stay in the cache, not in the link's 350k (the same answer once bounded)
+            one, last = int(lo[0]), int(hi[0])
+            k = np.searchsorted(ctx.piece_key[one:last + 1], key, side="right") - 1 + one
+        else:
+            k = np.searchsorted(ctx.piece_key, key, side="right") - 1
+        k = np.minimum(np.maximum(k, lo), hi)
         Sr = Sr.copy()
         Sr[merged] = ctx.piece_addr[k] + (key - ctx.piece_key[k])
         Ar = np.where(merged, 0, A)

@@ -249,8 +249,8 @@ def _numpy_for(live):
     from linkwrap.ld import relocate_bulk
     if relocate_bulk.choice() == "python":
         return None
-    if live.tables is None and not relocate_bulk.worth_it(
-            [(s, 0, 0) for s in live.sections if s.flags & elf.SHF_ALLOC and s.rela is not None]):
+    # the link's relocations, debug ones included: relocate imports numpy for the same count
+    if live.tables is None and not relocate_bulk.worth_it([(s, 0, 0) for s in live.sections if s.rela is not None]):
         return None
     import numpy
     return numpy
