@@ -75,6 +75,9 @@ class ObjectFile:
         self.properties = None          # .note.gnu.property: {pr_type: value}, None without the note
         self.dropped_syms = frozenset()  # indexes of symbols in sections parse dropped (SHF_EXCLUDE ...)
         self.gnu_warnings = False       # has .gnu.warning sections (a final link drops them; -r may not)
+        # (file offset, entries) of the symbol table, for readers of it as an array (ld/rela.py); None
+        # with extended section indexes (SHT_SYMTAB_SHNDX), where only raw_syms has the right ones
+        self.symtab_span = None
         _parse_object(self)
 
 
@@ -631,6 +634,8 @@ def _parse_object_checked(obj):
                 raw.append(("", info, other, shndx, value, size))
         obj.raw_syms = raw
         obj.first_global = sh[7]
+        if xs is None:
+            obj.symtab_span = (sh[4], nsyms)
         # symbols in sections this linker does not link (a symbol table, a group ...): rare, looked for
         # only when some symbol names such a section
         gone = {j for j in range(1, nsec) if sections[j] is None and shdrs[j][1] != elf.SHT_NULL}

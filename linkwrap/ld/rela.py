@@ -22,12 +22,6 @@ class Table:
         self.secs, self.first, self.seg = secs, first, seg
         self.r_off, self.sym, self.typ, self.addend = r_off, sym, typ, addend
 
-    def rows(self, j):
-        """secs[j]'s relocations as get_relocs gives them: [(r_offset, r_info, r_addend)]."""
-        lo, hi = int(self.first[j]), int(self.first[j + 1])
-        info = (self.sym[lo:hi] << 32) | self.typ[lo:hi]
-        return list(zip(self.r_off[lo:hi].tolist(), info.tolist(), self.addend[lo:hi].tolist()))
-
 
 def _widths(np):
     # the bytes a relocation type writes, as get_relocs' check counts them (an unknown type: 1)
@@ -104,3 +98,39 @@ def from_rows(np, sec, rows):
     return Table([sec], np.array([0, n], dtype=np.int64), np.zeros(n, dtype=np.int64),
                  np.array(r_off, dtype=np.int64), (info >> np.uint64(32)).astype(np.int64),
                  (info & np.uint64(0xFFFFFFFF)).astype(np.int64), np.array(addend, dtype=np.int64))
+
+
+def local_symbols(np, obj):
+    """-> (st_shndx, st_value, type) of obj's locals (the symbols before sh_info) as arrays, read from
+    its symbol table; None where the table has extended section indexes. Lets a pass resolve the
+    locals a relocation names (most of them: section symbols, static functions) without their
+    Symbols: parse checked every entry."""
+    if obj.symtab_span is None or not obj.first_global:
+        return None
+    off, n = obj.symtab_span
+    a = np.frombuffer(obj.view, dtype=_sym_dtype(np), count=obj.first_global, offset=off)
+    return a["shndx"].astype(np.int64), a["value"], a["info"] & 0xF
+
+
+_SYM_DTYPE = []
+
+
+def _sym_dtype(np):
+    if not _SYM_DTYPE:
+        _SYM_DTYPE.append(np.dtype([("name", "<u4"), ("info", "u1"), ("other", "u1"), ("shndx", "<u2"),
+                                    ("value", "<u8"), ("size", "<u8")]))
+    return _SYM_DTYPE[0]
+
+
+def section_addresses(np, obj, addr_of):
+    """-> obj's sections' addresses by section index, -1 for a section without one (none, merged,
+    discarded)."""
+    get = addr_of.get
+    return np.array([-1 if a is None else a for a in map(get, obj.sections)], dtype=np.int64)
+
+
+def sections_kept(np, obj):
+    """-> by section index, whether parse kept the section (an InputSection, not None)."""
+    from itertools import repeat
+    from operator import is_not
+    return np.fromiter(map(is_not, obj.sections, repeat(None)), dtype=bool, count=len(obj.sections))

@@ -69,14 +69,15 @@ def apply_all(res, lk, live, diag, stats=None, buf=None):
         if not relocate_bulk.worth_it(bulk + loaded):
             relocate_bulk = None
     # what the bulk path left (or all): section by section, in output order, so errors come in that order
-    slow = relocate_bulk.apply_loaded(buf, lk, loaded, res, live.alive, memo, stats) if relocate_bulk else {}
+    cache = {}      # ObjectFile -> its locals' addresses, for both bulk paths
+    slow = relocate_bulk.apply_loaded(buf, lk, loaded, res, live.alive, memo, stats, cache) if relocate_bulk else {}
     for m, start, addr in loaded:
         relocs = slow.get(m, ()) if relocate_bulk else None
         if relocs is None or relocs:
             _relocate_section(buf, lk, m, start, addr, syms_of[m.file], live.alive, diag, kept, memo, relocs)
     if bulk:
         if relocate_bulk is not None:
-            relocate_bulk.apply(buf, lk, bulk, res, live.alive, diag, kept, _relocate_section, stats)
+            relocate_bulk.apply(buf, lk, bulk, res, live.alive, diag, kept, _relocate_section, stats, cache)
         else:
             for m, start, addr in bulk:
                 data = m.bytes()

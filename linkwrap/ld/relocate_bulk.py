@@ -27,7 +27,7 @@ bulk path for every section (tests compare the two). Loaded sections: apply_load
 import os
 from array import array
 
-from linkwrap.ld import elf, x86_64
+from linkwrap.ld import elf, rela, x86_64
 from linkwrap.ld.relocate import TOMBSTONE_ONE
 
 # non-alloc relocation types done here: type -> (field width, overflow check, formula)
@@ -75,12 +75,14 @@ def worth_it(pending) -> bool:
     return True
 
 
-def apply(buf, lk, pending, res, alive, diag, kept, slow, stats=None):
+def apply(buf, lk, pending, res, alive, diag, kept, slow, stats=None, cache=None):
     """Copy pending's sections into buf and apply their relocations; slow(...) is the per-relocation path.
     Input pages leave the RSS once their sections are in the image (_drop), one input file at a time."""
     import numpy as np
     img = np.frombuffer(buf, dtype=np.uint8)
     ctx = _Context(np, lk, alive, kept)
+    if cache is not None:
+        ctx.local_cache = cache     # the loaded batches' locals, resolved the same way
     by_obj = {}
     for item in pending:
         by_obj.setdefault(item[0].file, []).append(item)
@@ -137,6 +139,34 @@ def _drop(mapped):
             pass
 
 
+def _locals_resolved(np, ctx, obj, seen, S, has_sec):
+    """The symbols `seen` names, less the locals defined in a section with an address (no IFUNC), whose
+    address goes into S (has_sec set) from the symbol table's arrays: -> [the indexes left]."""
+    cache = ctx.local_cache
+    addr = cache.get(obj, False)
+    if addr is False:
+        addr = cache[obj] = None
+        loc = rela.local_symbols(np, obj)
+        if loc is not None:
+            shndx, value, stype = loc
+            secs = rela.section_addresses(np, obj, ctx.lk.addr_of)
+            ok = (shndx > 0) & (shndx < min(len(secs), elf.SHN_ABS)) & (stype != elf.STT_GNU_IFUNC) & (value < _FAR)
+            a = secs[np.where(ok, shndx, 0)]
+            S_ = a + np.where(ok, value, 0).astype(np.int64)
+            ok &= (a >= 0) & (S_ < _FAR)
+            addr = cache[obj] = np.where(ok, S_, -1)
+    ks = np.flatnonzero(seen)
+    if addr is None:
+        return ks.tolist()
+    local = ks[ks < len(addr)]
+    a = addr[local]
+    found = a >= 0
+    S[local[found]] = a[found]
+    if has_sec is not None:
+        has_sec[local[found]] = True
+    return np.concatenate([local[~found], ks[ks >= len(addr)]]).tolist()
+
+
 class _Context:
     """What every object's batch shares: the type tables and the merged pieces as arrays."""
 
@@ -154,6 +184,7 @@ class _Context:
             width[t], known[t], form[t] = w, True, f
         self.width, self.known, self.form = width, known, form
         self.pieces = None          # merged input section -> (key base, first piece, last piece)
+        self.local_cache = {}       # ObjectFile -> its locals' addresses (_locals_resolved)
 
     def merged_tables(self):
         """Every merged input section's pieces on one axis: key = its base + offset in it."""
@@ -246,7 +277,7 @@ def _object(np, img, ctx, obj, items, syms):
     addr_get = ctx.addr_get
     ifunc = elf.STT_GNU_IFUNC
     fast_k, fast_S, rows, other = [], [], [], []
-    for k in np.flatnonzero(seen).tolist():
+    for k in _locals_resolved(np, ctx, obj, seen, S, None):
         s = syms[k]
         tsec = s.section
         if tsec is not None and s.type != ifunc:
@@ -352,7 +383,7 @@ _A_SLOW, _A_VALUE, _A_BASEREL, _A_GOT = 0, 1, 2, 3
 _MIN_OBJECT = 64
 
 
-def apply_loaded(buf, lk, pending, res, alive, memo, stats=None):
+def apply_loaded(buf, lk, pending, res, alive, memo, stats=None, cache=None):
     """pending: [(loaded section, image offset, address)], copied into buf already. Applies what it can;
     -> {section: None (all of it to the loop) or [the (r_offset, r_info, r_addend) left to the loop]};
     a section not in it is done."""
@@ -361,6 +392,8 @@ def apply_loaded(buf, lk, pending, res, alive, memo, stats=None):
     from linkwrap.ld.parse import InputSection
     img = np.frombuffer(buf, dtype=np.uint8)
     ctx = _Loaded(np, lk, alive, memo)
+    if cache is not None:
+        ctx.local_cache = cache     # shared with apply(): an object's locals resolved once
     left = {}
     by_obj = {}
     for m, start, addr in pending:
@@ -380,10 +413,10 @@ def apply_loaded(buf, lk, pending, res, alive, memo, stats=None):
         frames = [it for it in items if it[0].__class__ is not InputSection]
         for chunk in _whole_sections(tables):
             t = rela.read(np, obj, [it[0] for it in chunk])
-            done += _loaded_batch(np, img, ctx, chunk, syms, left, t)
+            done += _loaded_batch(np, img, ctx, obj, chunk, syms, left, t)
         for it in frames:
             t = rela.from_rows(np, it[0], it[0].get_relocs())
-            done += _loaded_batch(np, img, ctx, [(*it[:3], 0, it[3])], syms, left, t)
+            done += _loaded_batch(np, img, ctx, obj, [(*it[:3], 0, it[3])], syms, left, t)
     if stats is not None:
         stats["bulk_relocs"] = stats.get("bulk_relocs", 0) + done
     return left
@@ -413,6 +446,7 @@ class _Loaded:
         seq[list(_SEQUENCES)] = True
         self.width, self.check, self.form, self.fast, self.seq = width, check, form, fast, seq
         self.code = {}                  # (type, class index, writable) -> _A_*
+        self.local_cache = {}           # ObjectFile -> its locals' addresses (_locals_resolved)
         # an executable's symbol defined in a section is never preemptible: class LOCAL, S its address
         self.bound = not lk.mode.shared
         self.pieces = _Context(np, lk, alive, None)     # the merged pieces' tables, built when asked
@@ -483,7 +517,7 @@ def _whole_sections(items):
         yield chunk
 
 
-def _loaded_batch(np, img, ctx, items, syms, left, t):
+def _loaded_batch(np, img, ctx, obj, items, syms, left, t):
     """One object's batch of loaded relocations (t: their rela.Table, a section per item); the ones it
     cannot do go into `left`. -> how many it did."""
     nsec = len(items)
@@ -514,7 +548,7 @@ def _loaded_batch(np, img, ctx, items, syms, left, t):
     mbase = np.zeros(nsym, dtype=np.int64)
     mfirst = np.zeros(nsym, dtype=np.int64)
     mlast = np.zeros(nsym, dtype=np.int64)
-    ks = np.flatnonzero(seen).tolist()
+    ks = _locals_resolved(np, ctx, obj, seen, S, has_sec)
     if ks:
         # most symbols take the first test: defined in a section with an address, bound here
         addr_get = ctx.addr_get

@@ -336,6 +336,19 @@ def _scan_arrays(np, mode, res, live, need, abs64_pre, allow_undefined):
         pre = np.zeros(nsym, dtype=bool)
         cls = np.zeros(nsym, dtype=np.int64)
         other = []
+        loc = rela.local_symbols(np, obj)
+        if loc is not None and used:
+            # the locals defined in a section, from the symbol table: class LOCAL, an IFUNC or not
+            shndx, _, stype = loc
+            ks = np.array(used, dtype=np.int64)
+            lk = ks[ks < len(shndx)]
+            sh = shndx[lk]
+            plain = (sh > 0) & (sh < min(len(obj.sections), elf.SHN_ABS))
+            if plain.any():
+                # a local in a section parse did not keep has no section: the Symbols say
+                plain &= rela.sections_kept(np, obj)[np.where(plain, sh, 0)]
+            ifunc[lk[plain]] = stype[lk[plain]] == ifunc_type
+            used = np.concatenate([lk[~plain], ks[ks >= len(shndx)]]).tolist()
         for k in used:
             s = syms[k]
             if s.section is not None and (bound or s.is_local) and not s.is_abs:
