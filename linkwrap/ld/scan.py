@@ -277,21 +277,22 @@ def _scan_arrays(np, mode, res, live, need, abs64_pre, allow_undefined):
     from linkwrap.ld.parse import InputSection
     alive = live.alive
     tables = live.tables
+    # gc's tables cover its candidates; an .eh_frame kept as parsed is read here
+    covered = {sec for t in tables.values() for sec in t.secs} if tables is not None else ()
     by_obj = {}
     frames = []
     for sec in live.sections:
         if not sec.flags & elf.SHF_ALLOC:
             continue
         if sec.__class__ is InputSection:
-            if sec.rela is not None and tables is None:
+            if sec.rela is not None and sec not in covered:
                 by_obj.setdefault(sec.file, []).append(sec)
         elif sec.get_relocs():
             frames.append(sec)          # gc's .eh_frame copy: its own list
     work = []
-    if tables is None:
-        for obj, secs in by_obj.items():
-            work.append((obj, rela.read(np, obj, secs, values=False), None))
-    else:
+    for obj, secs in by_obj.items():
+        work.append((obj, rela.read(np, obj, secs, values=False), None))
+    if tables is not None:
         for obj, t in tables.items():
             work.append((obj, t, np.fromiter(map(alive.__contains__, t.secs), dtype=bool, count=len(t.secs))))
     for sec in frames:
