@@ -11,7 +11,9 @@ Each relocation is one lookup in x86_64.RECIPES (width, overflow check,
 formula). Overflows and references into discarded sections are reported with
 their location (object, section and offset), all in one run. In non-alloc
 sections (.debug_*) a reference to a discarded section becomes 0, the way GNU
-ld writes it.
+ld writes it. A link with enough relocations to pay for numpy applies them per
+object in bulk (relocate_bulk.py: loaded sections, then the others), and this
+loop takes only what a batch leaves it, section by section in output order.
 """
 from linkwrap.ld import elf
 from linkwrap.ld import x86_64

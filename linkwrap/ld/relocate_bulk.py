@@ -1,4 +1,4 @@
-"""RELOCATE in bulk: the relocations of non-alloc sections (.debug_*), per object, with numpy.
+"""RELOCATE in bulk: relocations per object with numpy, non-alloc (.debug_*) and loaded sections.
 
 Input: the non-alloc sections with relocations, with their image offsets and
 addresses (relocate.apply_all has copied every other section into the image);
