@@ -407,7 +407,11 @@ def _reserve_linker_symbols(opts, r):
     if not is_dynamic(opts, r.dsos):
         names.discard("_DYNAMIC")
     discarded = r.discarded
-    secnames = {s.name for obj in r.objects for s in obj.sections if s is not None and s not in discarded}
+    # every kept section's name, only when some undefined symbol is a __start_/__stop_ (~75k names)
+    bounded = any(name.startswith(("__start_", "__stop_")) for name, s in r.symtab.items()
+                  if s.file is None and s.dso is None and not s.is_abs)
+    secnames = {s.name for obj in r.objects for s in obj.sections
+                if s is not None and s not in discarded} if bounded else ()
     for name, s in r.symtab.items():
         if s.file is not None or s.dso is not None or s.is_abs:
             continue
