@@ -170,6 +170,7 @@ def _mark_arrays(np, res, candidates, alive, work, fde_refs):
     edge per relocation into another candidate, and from a function to its FDE's LSDA) walked
     breadth-first from the sections in `work`, a level at a time. Adds what it reaches to `alive`;
     -> {ObjectFile: rela.Table} of the candidates' relocations."""
+    from itertools import repeat
     from linkwrap.ld import rela
     ids = {sec: i for i, sec in enumerate(candidates)}
     get = ids.get
@@ -185,8 +186,19 @@ def _mark_arrays(np, res, candidates, alive, work, fde_refs):
         # the candidate each symbol's definition lies in (-1: none), for the symbols relocations name
         seen = np.zeros(len(syms), dtype=bool)
         seen[t.sym] = True          # a scatter, not np.unique's sort
-        used = np.flatnonzero(seen).tolist()
+        used = np.flatnonzero(seen)
         tgt = np.full(len(syms), -1, dtype=np.int64)
+        loc = rela.local_symbols(np, obj)
+        if loc is not None:
+            # the locals' sections by index from the symbol table; the Symbols only for the globals
+            shndx = loc[0]
+            sid = np.fromiter(map(get, obj.sections, repeat(-1)), dtype=np.int64, count=len(obj.sections))
+            local = used[used < len(shndx)]
+            sh = shndx[local]
+            ok = (sh > 0) & (sh < min(len(sid), elf.SHN_ABS))
+            tgt[local[ok]] = sid[sh[ok]]
+            used = used[used >= len(shndx)]
+        used = used.tolist()
         tgt[used] = [get(syms[k].section, -1) for k in used]
         dst = tgt[t.sym]
         src = np.fromiter(map(ids.__getitem__, secs), dtype=np.int64, count=len(secs))[t.seg]

@@ -49,22 +49,30 @@ def apply_all(res, lk, live, diag, stats=None, buf=None):
     loaded = []     # loaded sections with relocations, copied: relocated after the copies
     _drop_inputs(res)
     memo = ({}, {})     # per link: Symbol -> symbol class, (type, class, writable) -> action
+    from linkwrap.ld.parse import InputSection
+    nobits, alloc = elf.SHT_NOBITS, elf.SHF_ALLOC
     for o in lk.osecs:
-        if o.type == elf.SHT_NOBITS:
+        if o.type == nobits:
             continue
+        base, addr = o.offset, o.addr
         for m, out_off in zip(o.members, o.offsets):
             if m.file is None:
                 continue   # synthetic: written by the writer
-            if m.type == elf.SHT_NOBITS:
+            if m.type == nobits:
                 continue
-            start = o.offset + out_off
-            if m.rela is not None and not m.flags & elf.SHF_ALLOC:
-                bulk.append((m, start, o.addr + out_off))
+            start = base + out_off
+            if m.rela is not None and not m.flags & alloc:
+                bulk.append((m, start, addr + out_off))
                 continue
-            data = m.bytes()
-            buf[start:start + len(data)] = data
+            if m.__class__ is InputSection:
+                # InputSection.bytes() inline: ~70k sections in a Rust debug link
+                size = m.size
+                buf[start:start + size] = m.file.view[m.offset:m.offset + size]
+            else:
+                data = m.bytes()
+                buf[start:start + len(data)] = data
             if m.rela is not None or m.relocs:
-                loaded.append((m, start, o.addr + out_off))
+                loaded.append((m, start, addr + out_off))
     relocate_bulk = None
     if bulk or loaded:
         from linkwrap.ld import relocate_bulk
