@@ -25,7 +25,10 @@ Choice = record("Choice", "settings found facts decision config_error faults mem
                 (frozenset(),))
 
 
-def choose(request, environ) -> Choice:
+def choose(request, environ, memory=True, later=False) -> Choice:
+    """memory=False leaves the memory prediction to with_memory(), later=True the facts no choice
+    depends on to probe.complete(): a link that admission does not hold back needs them only for its
+    record, learnt while its linker runs or after the answer (pipeline.py)."""
     from linkwrap.errors import LinkwrapError
     from linkwrap.faults import describe
     from linkwrap.wrap import config, linkers, policy, probe
@@ -42,7 +45,7 @@ def choose(request, environ) -> Choice:
         faults.append(("reading configuration or finding linkers", e))
     try:
         # Facts about this machine and this output; each may be unknown.
-        facts = probe.snapshot(request, environ)
+        facts = probe.snapshot(request, environ, later)
     except Exception as e:
         faults.append(("probing", e))
 
@@ -78,16 +81,22 @@ def choose(request, environ) -> Choice:
         except Exception as e:
             faults.append(("choosing a linker", e))
             decision = policy.as_asked(describe("choosing a linker", e))
-    memory = None
+    choice = Choice(settings, found, facts, decision, config_error, tuple(faults), None, measured, learned, failed)
+    return with_memory(choice, request) if memory else choice
+
+
+def with_memory(choice, request) -> Choice:
+    """choice with what its linker will add to the memory group (admission.py waits on it); a fault
+    predicting it joins choice.faults and leaves memory None."""
     try:
-        # What the chosen linker will add to the memory group (admission.py waits on it).
         from linkwrap.wrap import predict
         history, model = predict.load()
+        decision, facts = choice.decision, choice.facts
         memory = predict.predict(request.output, decision.linker.name if decision.linker else None,
                                  facts.input_bytes if facts is not None else None, history, model)
     except Exception as e:
-        faults.append(("predicting memory", e))
-    return Choice(settings, found, facts, decision, config_error, tuple(faults), memory, measured, learned, failed)
+        return choice._replace(faults=choice.faults + (("predicting memory", e),))
+    return choice._replace(memory=memory)
 
 
 

@@ -169,10 +169,10 @@ def learn(driver, skeleton, environ=os.environ) -> tuple:
     path = _which(driver, environ)
     if path is None:
         raise NotDirect(f"{driver} not found")
+    # The file the driver's name leads to (through cc -> /etc/alternatives/cc -> gcc-12) by device and
+    # inode: an alternative switched to clang is another file; realpath() would cost an lstat per component.
     st = os.stat(path)
-    real = os.path.realpath(path)
-    rst = os.stat(real)
-    key = "\0".join((path, real, f"{rst.st_size}:{rst.st_mtime_ns}:{st.st_mtime_ns}", *skeleton, "\0",
+    key = "\0".join((path, f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}", *skeleton, "\0",
                      *(f"{k}={environ.get(k, '')}" for k in _ENV_KEYS)))
     cache = _load()
     lines = cache.setdefault("lines", {})
@@ -198,8 +198,10 @@ def _load() -> dict:
     try:
         st = os.fstat(fd)
         if st.st_uid == os.geteuid() and not st.st_mode & 0o022:
-            with os.fdopen(os.dup(fd), "rb") as f:
-                data = marshal.load(f)
+            from linkwrap.cache import read_all
+            # loads() of one read: load() of a file object (a dup, an io layer) cost a tenth of a link's
+            # direct line, the file's bytes taken a few at a time.
+            data = marshal.loads(read_all(fd))
             if isinstance(data, dict) and data.get("format") == _FORMAT:
                 return data
     except (OSError, EOFError, ValueError, TypeError):

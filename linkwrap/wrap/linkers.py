@@ -290,7 +290,7 @@ def _shim_in(root, info) -> str:
     d = os.path.join(root, f"{info.name}-{zlib.crc32(info.path.encode()):08x}")
     paths.make_private_dir(os.path.dirname(d))
     _refuse_unless_private(os.path.dirname(d))
-    if os.path.isdir(d) and os.path.realpath(os.path.join(d, "ld")) == os.path.realpath(info.path):
+    if _points_at(d, info.path):
         _refuse_unless_private(d)
         return d
     tmp = f"{d}.{os.getpid()}.tmp"
@@ -305,7 +305,7 @@ def _shim_in(root, info) -> str:
     except OSError:
         # Another link made it first (or an old one is stale): keep a correct one.
         import shutil
-        if os.path.realpath(os.path.join(d, "ld")) != os.path.realpath(info.path):
+        if not _points_at(d, info.path):
             shutil.rmtree(d, ignore_errors=True)
             try:
                 os.rename(tmp, d)
@@ -313,6 +313,15 @@ def _shim_in(root, info) -> str:
                 pass
         shutil.rmtree(tmp, ignore_errors=True)
     return d
+
+
+def _points_at(d, path) -> bool:
+    """d is a shim whose `ld` is the symlink to path that _shim_in makes. One readlink: two
+    realpath()s (an lstat per component of both paths) cost a tenth of a link's choice."""
+    try:
+        return os.readlink(os.path.join(d, "ld")) == path
+    except OSError:  # no such shim, or its `ld` is not a symlink: made anew
+        return False
 
 
 def _refuse_unless_private(d):

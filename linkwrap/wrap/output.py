@@ -171,8 +171,10 @@ def _direct(final, st) -> Plan:
     return Plan(final, final, FRESH, None)
 
 
-def commit(plan, ok: bool):
-    """Finish the write. -> (ok, output_bytes | None, error message | None)."""
+def commit(plan, ok: bool, held=False):
+    """Finish the write. -> (ok, output_bytes | None, error message | None).
+
+    held: hold(plan) gave the old output its second name already (while the linker ran)."""
     if plan.final is None:
         return ok, None, None
     if plan.work_dir is None:
@@ -180,7 +182,7 @@ def commit(plan, ok: bool):
     if not ok:
         discard(plan)
         return False, None, None
-    if _later is not None:
+    if _later is not None and not held:
         _hold_old(plan)
     try:
         os.rename(plan.link_path, plan.final)
@@ -218,6 +220,15 @@ def tidy() -> None:
     later, _later = _later or [], None
     for work in later:
         _remove_work_dir(work)
+
+
+def hold(plan) -> bool:
+    """While the linker runs: the old output's second name, when its removal waits for tidy()
+    (the server's child). -> True when commit() need not try again."""
+    if _later is None or plan.work_dir is None or plan.final is None or plan.mode != FRESH:
+        return False
+    _hold_old(plan)
+    return True
 
 
 def _hold_old(plan) -> None:

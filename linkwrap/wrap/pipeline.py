@@ -10,7 +10,7 @@ import time
 
 from linkwrap import faults
 from linkwrap.wrap import args, invocation, policy, record, run
-from linkwrap.wrap.choose import choose
+from linkwrap.wrap.choose import choose, with_memory
 
 
 def main(argv, driver=None, environ=os.environ) -> int:
@@ -43,7 +43,9 @@ def link(inv, answer=None):
         return passthrough(argv, driver, environ)
 
     # config → linkers → probe → policy; a fault in any of them means "as asked", with the reason.
-    choice = choose(request, environ)
+    # What only the record needs (the memory prediction, the facts in probe.LATER) waits for the
+    # linker's start or the answer, unless admission needs it now (below).
+    choice = choose(request, environ, memory=False, later=True)
     settings, facts, decision = choice.settings, choice.facts, choice.decision
     if settings is not None:
         faults.LOG_MAX_BYTES = int(settings.retention["max_log_kb"] * 1024)
@@ -59,7 +61,7 @@ def link(inv, answer=None):
             # The user's to fix (a malformed linkwrap.toml): rustc discards a successful link's stderr,
             # so a warning goes unseen and the build quietly runs without linkwrap's choice. Fail the
             # link in the build where it happens, as ccache and Cargo do with their own config files.
-            return _config_failure(request, facts, decision, e, started_ns, inv)
+            return _config_failure(request, _complete(facts, request, environ), decision, e, started_ns, inv)
         # LINKWRAP_CONFIG_ERRORS=warn: said once per build (once for ever could be never, as above),
         # the link runs as asked, and `linkwrap summary` shows it.
         from linkwrap.wrap import build
@@ -68,7 +70,10 @@ def link(inv, answer=None):
 
     # Memory: a link whose predicted memory does not fit waits for running links (admission.py).
     ticket = None
-    if choice.memory is not None and _admitting(choice):
+    if _admitting(choice):
+        facts = _complete(facts, request, environ)
+        choice = _predict(choice._replace(facts=facts), request)
+    if choice.memory is not None:
         try:
             from linkwrap.wrap import admission
             ticket = admission.enter(choice, environ)
@@ -79,22 +84,34 @@ def link(inv, answer=None):
     first = None
     owner = inv.owner
     chosen = decision
+    recording = settings is None or settings.record
+    who, later = [], []
+
+    def meanwhile():
+        # While the linker runs, on a CPU it may not need: what the record needs from the caller's
+        # ancestors (they live as long as the caller waits), and the facts no choice needed.
+        if recording and not who:
+            from linkwrap.wrap import build
+            who.append(build.identify(environ, inv.caller_pid))
+        if not later:
+            later.append(_complete(facts, request, environ))
+
     try:
         try:
-            outcome = run.execute(request, decision, environ, owner=owner)
+            outcome = run.execute(request, decision, environ, owner=owner, meanwhile=meanwhile)
         except Exception as e:  # e.g. no room for the -B directory: link as asked
             decision = policy.as_asked(faults.note(f"running {_label(decision)}", e))
-            outcome = run.execute(request, decision, environ, owner=owner)
+            outcome = run.execute(request, decision, environ, owner=owner, meanwhile=meanwhile)
         if outcome.returncode != 0 and outcome.start == "direct":
             # What the driver's expansion cannot show (LTO code in an archive): the driver has the last word.
-            outcome = run.execute(request, decision, environ, direct=False, owner=owner)
+            outcome = run.execute(request, decision, environ, direct=False, owner=owner, meanwhile=meanwhile)
         # A link fails only when the caller's own command fails: whatever linkwrap changed (the linker,
         # a flag) may be the cause, even of an "undefined symbol" (lld's -z start-stop-gc), so it is
         # always linked again as asked; learn.note keeps a linker that failed off this output.
         if outcome.returncode != 0 and decision.changes_anything and not _python_ld_without_fallback(decision, environ):
             first = outcome
             decision = policy.as_asked(f"{_label(decision)} failed (exit {outcome.returncode}); linked as asked")
-            outcome = run.execute(request, decision, environ, owner=owner)
+            outcome = run.execute(request, decision, environ, owner=owner, meanwhile=meanwhile)
     except run.Interrupted as e:
         return invocation.Killed(e.signal)
     except Exception as e:
@@ -104,7 +121,8 @@ def link(inv, answer=None):
 
     # Beyond this point the link is over: nothing below may change its result.
     run.write_through(outcome)
-    memory = ended_ns = who = None
+    facts = later[0] if later else _complete(facts, request, environ)  # nothing ran: learnt now
+    memory = ended_ns = None
     if ticket is not None:  # the next link may be waiting for this one's memory: let it go first
         memory = _leave(ticket, choice, decision, request, outcome, facts)
     saving = outcome.returncode == 0 and (environ.get("LINKWRAP_SAVE") == "1" or
@@ -123,18 +141,22 @@ def link(inv, answer=None):
             # again. Failures are rare; a success's time can wait until after the answer.
             _learn(request, chosen, outcome, facts, first, choice.learned is not None)
             teaching = False
-        if settings is None or settings.record:
+        if recording and not who:  # nothing ran (no such driver): from the caller's ancestors while it lives
             from linkwrap.wrap import build
-            who = build.identify(environ, inv.caller_pid)  # from the caller's ancestors: while it lives
+            who.append(build.identify(environ, inv.caller_pid))
         ended_ns = time.perf_counter_ns()  # linkwrap's own time ends where the caller stops waiting
         answer(outcome.returncode)
-    if memory is None and choice.memory is not None:
-        memory = _leave(None, choice, decision, request, outcome, facts)
-    if settings is None or settings.record:
+    if memory is None and ticket is None:
+        # The prediction this link would have had (from the history before this link), for its record.
+        choice = _predict(choice._replace(facts=facts), request)
+        if choice.memory is not None:
+            memory = _leave(None, choice, decision, request, outcome, facts)
+    if recording:
         limits = settings.retention if settings is not None else {}
         record.save(request, facts, decision, outcome, started_ns=started_ns, first_attempt=first, memory=memory,
                     max_spool_bytes=int(limits.get("max_spool_mb", 64) * (1 << 20)), environ=environ,
-                    caller_pid=inv.caller_pid, entry=inv.entry, reached_ns=inv.reached_ns, ended_ns=ended_ns, build=who)
+                    caller_pid=inv.caller_pid, entry=inv.entry, reached_ns=inv.reached_ns, ended_ns=ended_ns,
+                    build=who[0] if who else None)
     if teaching:
         _learn(request, chosen, outcome, facts, first, choice.learned is not None)
     if saving:
@@ -149,6 +171,24 @@ def _admitting(choice) -> bool:
     except Exception as e:
         faults.note("waiting for memory", e)
         return False
+
+
+def _complete(facts, request, environ):
+    """facts with probe.LATER learnt (a no-op on complete facts, whose jobserver is never None)."""
+    if facts is None or facts.jobserver is not None:
+        return facts
+    from linkwrap.wrap import probe
+    return probe.complete(facts, request, environ)
+
+
+def _predict(choice, request):
+    """choice with its memory prediction; a fault predicting it is noted, and memory stays None."""
+    if choice.memory is not None or any(doing == "predicting memory" for doing, _ in choice.faults):
+        return choice  # predicted, or tried and failed (noted once)
+    done = with_memory(choice, request)
+    if done.memory is None and len(done.faults) > len(choice.faults):
+        faults.note(*done.faults[-1])
+    return done
 
 
 def _leave(ticket, choice, decision, request, outcome, facts):

@@ -55,8 +55,15 @@ class Probe(record("Probe", [
     __slots__ = ()
 
 
-def snapshot(request, environ=None) -> Probe:
-    """Every fact for one link. Never raises: a fact that fails is None."""
+# Facts no choice depends on, only the record, the memory prediction and admission: a link that
+# admission does not hold back learns them while its linker runs (snapshot(later=True), complete()).
+LATER = ("input_bytes", "mem_available_mb", "thp", "jobserver", "mem_used_mb")
+
+
+def snapshot(request, environ=None, later=False) -> Probe:
+    """Every fact for one link. Never raises: a fact that fails is None.
+
+    later=True leaves the LATER facts None, for complete() to fill in."""
     environ = os.environ if environ is None else environ
     mountinfo = _try(read_mountinfo)
     path = _try(output_path, request)
@@ -65,6 +72,13 @@ def snapshot(request, environ=None) -> Probe:
     fs_name, fs_options = fs if fs else (None, None)
     cgroups = _try(cgroup_dirs, mountinfo) if mountinfo else None
     group = _try(memory_group, cgroups) if cgroups else None
+    if later:
+        return Probe(fs=fs_name, fs_options=fs_options, fs_local=_try(is_local, fs_name) if fs_name else None,
+                     kernel=_try(kernel_version),
+                     output=(_try(output_facts, path) or UNKNOWN_OUTPUT) if path else UNKNOWN_OUTPUT,
+                     input_bytes=None, cpus=_try(cpus, cgroups), mem_available_mb=None,
+                     mem_limit_mb=group[0] >> 20 if group else None, thp=None, jobserver=None, mem_used_mb=None,
+                     mem_group=group[1] if group else None)
     used_kb = _try(group_used_kb, group[1]) if group else None
     return Probe(
         fs=fs_name,
@@ -81,6 +95,15 @@ def snapshot(request, environ=None) -> Probe:
         mem_used_mb=used_kb >> 10 if used_kb is not None else None,
         mem_group=group[1] if group else None,
     )
+
+
+def complete(facts, request, environ=None) -> Probe:
+    """facts (snapshot(later=True)) with the LATER facts learnt now."""
+    environ = os.environ if environ is None else environ
+    used_kb = _try(group_used_kb, facts.mem_group) if facts.mem_group else None
+    return facts._replace(input_bytes=_try(input_bytes, request), mem_available_mb=_try(mem_available_mb),
+                          thp=_try(thp_mode), jobserver=bool(_try(jobserver, environ)),
+                          mem_used_mb=used_kb >> 10 if used_kb is not None else None)
 
 
 def _try(fact, *args):

@@ -64,7 +64,7 @@ def command(request, decision, link_path) -> list:
     return [request.driver, f"-B{shim_dir(decision.linker)}", *body, *flags, *decision.driver_flags]
 
 
-def execute(request, decision, environ=os.environ, direct=True, owner=None) -> Outcome:
+def execute(request, decision, environ=os.environ, direct=True, owner=None, meanwhile=None) -> Outcome:
     """Run the link for this decision and carry out its write mode.
 
     SIGINT, SIGTERM and SIGHUP that arrive while the linker runs are passed on
@@ -74,11 +74,19 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None) -> O
     process group, so whatever stops or kills that group (^C, ^Z, a CI timeout's SIGKILL,
     ninja interrupting a job) reaches the linker too, even when linkwrap cannot pass it on.
     direct=False keeps the driver even when the linker could be started directly; owner
-    names the private directory (invocation.owner).
+    names the private directory (invocation.owner); meanwhile() is called once the linker has
+    started, before it is waited for (a fault in it is noted, never the link's).
     """
     plan = output_mod.prepare(request, decision.write_mode, owner)
     forward = _Forward()
     rsp = None
+    held = []
+
+    def alongside():
+        # The old output's second name (output.hold) costs the commit nothing when made now.
+        held.append(output_mod.hold(plan))
+        if meanwhile is not None:
+            meanwhile()
     try:
         argv = direct_command(request, decision, plan.link_path, environ) if direct else None
         start = "driver" if argv is None else "direct"
@@ -88,7 +96,7 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None) -> O
             rsp, argv = _to_response_file(argv, plan.work_dir, os.path.basename(plan.final or ""))
         with forward:
             try:
-                result = list(spawn(argv, linker_environment(environ), forward))
+                result = list(spawn(argv, linker_environment(environ), forward, alongside))
             except OSError as e:
                 if e.errno not in _CANNOT_RUN:
                     raise  # not the driver's fault (EMFILE, E2BIG…): the pipeline links as asked
@@ -108,7 +116,7 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None) -> O
             output_bytes = error = None
         else:
             # A link that finished despite a signal is complete: keep it, then stop.
-            ok, output_bytes, error = output_mod.commit(plan, result[0] == 0)
+            ok, output_bytes, error = output_mod.commit(plan, result[0] == 0, held=bool(held and held[0]))
     except BaseException:
         output_mod.abort(plan, linker_ran=forward.pid is not None)
         raise
@@ -207,8 +215,13 @@ class Interrupted(BaseException):
         self.signal = sig
 
 
-def spawn(argv, env, forward=None):
-    """Run argv; -> (returncode, wall_ms, user_ms, sys_ms, peak_rss_kb, stdout, stderr)."""
+def spawn(argv, env, forward=None, meanwhile=None):
+    """Run argv; -> (returncode, wall_ms, user_ms, sys_ms, peak_rss_kb, stdout, stderr).
+
+    meanwhile(), when given, runs while argv does: linkwrap's work that need not come before the
+    linker's start nor after its end overlaps it instead of adding to the link's wall time. It must
+    stay short (a few tenths of a ms): wait4 comes after it, so a linker that ended first would be
+    timed to meanwhile's end."""
     out_fd = os.memfd_create("linkwrap-stdout", os.MFD_CLOEXEC)
     err_fd = os.memfd_create("linkwrap-stderr", os.MFD_CLOEXEC)
     try:
@@ -220,6 +233,12 @@ def spawn(argv, env, forward=None):
                               setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ))
         if forward is not None:
             forward.started(pid)
+        if meanwhile is not None:
+            try:
+                meanwhile()
+            except Exception as e:  # the linker runs on: a fault here costs only what it was for
+                from linkwrap import faults
+                faults.note("working while the linker ran", e)
         while True:
             try:
                 _, status, ru = os.wait4(pid, 0)

@@ -178,6 +178,22 @@ def test_the_expansion_is_learnt_once_per_driver_and_flags(tmp_path, lw_home, mo
     assert cache.stat().st_mode & 0o777 == 0o600
 
 
+def test_a_driver_name_pointed_at_another_driver_is_learnt_anew(tmp_path, lw_home):
+    """The cache knows a driver by the file its name leads to: `cc` switched from gcc to g++ (as an
+    alternatives switch does) keeps its name, and g++ adds its C++ runtime."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    gcc, gxx = os.path.realpath(shutil.which("gcc")), os.path.realpath(shutil.which("g++"))
+    assert gcc != gxx
+    os.symlink(gcc, bindir / "mycc")
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
+    req = args.parse(["x.o", "-o", "out"], "mycc", cwd=str(tmp_path))
+    assert "-lstdc++" not in direct.command(req, decision("bfd"), "out", env)
+    os.unlink(bindir / "mycc")
+    os.symlink(gxx, bindir / "mycc")
+    assert "-lstdc++" in direct.command(req, decision("bfd"), "out", env)
+
+
 # --- whole links: the same bytes either way ------------------------------------
 
 def _rust_bin_dir():

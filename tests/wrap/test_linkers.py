@@ -129,6 +129,16 @@ def test_shim_dir_points_every_name_at_the_linker(lw_home):
     assert linkers.shim_dir(info) == d
 
 
+def test_a_shim_whose_ld_points_elsewhere_is_made_anew(lw_home):
+    info = linkers.discover()["mold"]
+    d = linkers.shim_dir(info)
+    os.unlink(os.path.join(d, "ld"))
+    os.symlink("/bin/true", os.path.join(d, "ld"))  # a stale shim (or one left half made)
+    assert linkers.shim_dir(info) == d
+    assert os.readlink(os.path.join(d, "ld")) == info.path
+    assert sorted(os.listdir(d)) == sorted(["ld", "ld.lld", "ld.bfd", "ld.gold", "ld.mold", "ld.wild"])
+
+
 def test_a_linker_installed_later_is_found(tmp_path, lw_home):
     """The PATH search is cached per directory mtime: a new binary must still be seen."""
     bindir = tmp_path / "bin"

@@ -61,7 +61,7 @@ def test_fault_injected_into_the_probe_still_links(tmp_path, lw_home, linkwrap_c
     # sitecustomize runs at interpreter start: it breaks the probe the way a bug would.
     (inject / "sitecustomize.py").write_text(textwrap.dedent("""
         import linkwrap.wrap.probe as p
-        def broken(request, environ=None):
+        def broken(request, environ=None, later=False):
             raise RuntimeError("injected probe fault")
         p.snapshot = broken
     """))
@@ -184,3 +184,34 @@ def test_a_broken_linkwrap_toml_fails_cargo_build_with_one_line(tmp_path, lw_hom
     assert f"linkwrap: error: {toml}:2: 'forbid' must be a list of linker names (fix it; LINKWRAP_DISABLE=1" in ours[0]
     env["LINKWRAP_DISABLE"] = "1"
     assert subprocess.run(["cargo", "build", "--quiet"], cwd=crate, capture_output=True, env=env).returncode == 0
+
+
+def test_the_recorded_prediction_is_the_one_made_before_the_link(tmp_path, lw_home, hello_obj):
+    """A link that admission does not hold back predicts its memory after the answer, for its record:
+    from the history as it was before this link, as `linkwrap explain` shows it, not after this link's
+    own charge went in."""
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+    from conftest import tool
+    from linkrecords import cc_link, db_rows
+    from linkwrap import paths
+    from linkwrap.wrap import args, predict
+    from linkwrap.wrap.choose import choose
+    # 24 MiB of data: GNU ld reads it into its heap, a charge the history keeps (predict.REMEMBER_MIN_KB).
+    (tmp_path / "data.bin").write_bytes(os.urandom(24 << 20))
+    subprocess.run([tool("objcopy"), "-I", "binary", "-O", "elf64-x86-64", "-B", "i386:x86-64", "data.bin",
+                    "data.o"], cwd=tmp_path, check=True)
+    argv = [str(hello_obj), str(tmp_path / "data.o"), "-o", "hello"]
+    env = {**os.environ, "LINKWRAP_LINKER": "bfd"}
+    request = args.parse(argv, None, env, cwd=str(tmp_path))
+    # An earlier link of this output charged 17 MiB; this one reads 24 MiB into GNU ld's heap.
+    predict.keep(paths.state_dir(), "bfd", request.output, 17 << 10, 24 << 20)
+    before = choose(request, env).memory
+    assert before.source == "output" and 17 << 10 < before.kb < 20 << 10
+    assert cc_link(argv, tmp_path, env).returncode == 0
+    [row] = db_rows(lw_home)
+    assert row["linker"] == "bfd" and row["charge_kb"] > 17 << 10
+    assert (row["predicted_peak_kb"], row["prediction_source"]) == (before.kb, "output")
+    # The history now holds this link's charge: a prediction made after the link would be larger.
+    assert choose(request, env).memory.kb > before.kb
+    assert row["input_bytes"] == os.path.getsize(hello_obj) + os.path.getsize(tmp_path / "data.o")

@@ -54,6 +54,23 @@ def test_spawn_captures_output_status_and_rusage():
     assert wall > 0 and rss > 1000 and user + sys_ms >= 0
 
 
+def test_meanwhile_runs_while_the_linker_runs(tmp_path):
+    flag = tmp_path / "written-meanwhile"
+    # The command waits (a bounded loop) for the file meanwhile writes: called only after the
+    # command's end, meanwhile would find it gone with status 3.
+    wait = f'for i in $(seq 400); do [ -e "{flag}" ] && exit 0; sleep 0.05; done; exit 3'
+    code, *_ = run.spawn(["sh", "-c", wait], dict(os.environ), meanwhile=lambda: flag.write_text("x"))
+    assert code == 0
+
+
+def test_a_fault_while_the_linker_runs_costs_the_link_nothing(lw_home):
+    def broken():
+        raise RuntimeError("injected fault while the linker runs")
+    code, *_, out, err = run.spawn(["sh", "-c", "echo out; exit 0"], dict(os.environ), meanwhile=broken)
+    assert (code, out, err) == (0, b"out\n", b"")
+    assert "injected fault while the linker runs" in (lw_home / "linkwrap.log").read_text()
+
+
 def test_the_linker_runs_in_the_callers_group_with_sigpipe_and_sigxfsz_default():
     script_ = "grep -E '^SigIgn' /proc/self/status; ps -o pgid= -p $$"
     code, *_, out, err = run.spawn(["sh", "-c", script_], dict(os.environ))
