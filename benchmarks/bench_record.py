@@ -43,8 +43,23 @@ def main():
 
     # The two per-link additions of issue 5's follow-up: the start-up read and a fall-back's first error.
     stderr = b"mold: fatal: unknown command line option: --frobnicate\ncollect2: error: ld returned 1 exit status\n"
+    # Every record asks whether the driver compiled too (args.compiles); its answer is kept per command line.
+    from linkwrap.wrap import direct
+
+    def fresh(argv):
+        args._compiled = (None, False)
+        return args.compiles(argv)
+
+    rustc_like = ["-m64", *[f"/w/target/debug/deps/app-0123.app.{i}-cgu.0.rcgu.o" for i in range(16)], *inputs,
+                  *[f"-Wl,-Bstatic{i}" for i in range(200)], "-o", "/w/target/debug/deps/app-0123"]
     for label, fn in (("startup_ms() (/proc/self/stat + CLOCK_BOOTTIME)", lambda: record.startup_ms(1_000_000)),
-                      ("first_error() of a 2-line stderr (fall-backs only)", lambda: record.first_error(stderr))):
+                      ("first_error() of a 2-line stderr (fall-backs only)", lambda: record.first_error(stderr)),
+                      ("args.compiles() of the 125-argument link, first ask", lambda: fresh(req.args)),
+                      (f"args.compiles() of a {len(rustc_like)}-argument rustc-like link, first ask",
+                       lambda: fresh(rustc_like)),
+                      ("  the same, asked again (learn, then the record)", lambda: args.compiles(rustc_like)),
+                      (f"  the full walk of the {len(rustc_like)} arguments it saves",
+                       lambda: args._walk(rustc_like, direct._SOURCE_SUFFIXES))):
         each = []
         for _ in range(5):
             t = time.perf_counter_ns()

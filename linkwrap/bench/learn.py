@@ -15,7 +15,9 @@ count as the linker's fault.
 One marshal file per output in `<cache>/learned/` (crc of the project directory and the output
 without Cargo's hash): a link reads and rewrites only its own, so the concurrent links of one
 build do not overwrite each other's evidence. Times are read and written only when `[choice] learn`
-is on (the default) and linkwrap chose the linker itself; a failure is kept whoever chose.
+is on (the default) and linkwrap chose the linker itself; a failure is kept whoever chose. A link
+whose driver compiles sources too (args.compiles) times the compile as well: it neither adds nor
+uses times, so its linker is the usual choice.
 
 Bounded like the records (`[records]` in linkwrap.toml): one output's file holds at most KEEP
 samples per fast linker and the linkers that failed on it (kept even where learning is off: every
@@ -72,8 +74,15 @@ def evidence(request):
     if not request.output:
         return None
     data = _read(_path(request), request)
-    stats = {name: (len(s), _median(s)) for name, s in data["samples"].items() if s}
+    # A link whose driver compiles too (make's one-step `c++ -o app main.cpp`) is timed with its
+    # compile: no linker is judged, nor explored for, by such times, only its failures are kept.
+    stats = {} if _compiles(request) else {name: (len(s), _median(s)) for name, s in data["samples"].items() if s}
     return Learned(data["key"], stats, frozenset(data["failed"]), data["links"], data["explored"], data["last"])
+
+
+def _compiles(request) -> bool:
+    from linkwrap.wrap.args import compiles
+    return compiles(request.args)
 
 
 def _median(xs):
@@ -121,7 +130,7 @@ def note(request, decision, outcome, cpus, first_attempt=None, learning=True) ->
     if first_attempt is not None and name:
         if failed and name not in data["failed"]:
             data["failed"].append(name)
-    elif learning and name in FAST and outcome.returncode == 0:
+    elif learning and name in FAST and outcome.returncode == 0 and not _compiles(request):
         samples = data["samples"].setdefault(name, [])
         samples.append(round(corrected_ms(outcome.wall_ms, cpus), 3))
         del samples[:-KEEP]

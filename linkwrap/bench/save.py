@@ -230,7 +230,11 @@ LARGEST = 3   # [bench] save = "largest" keeps this many outputs per project
 def wanted(request, facts, environ, settings, state=None) -> bool:
     """LINKWRAP_SAVE=1 (`linkwrap run --save` sets it), `[bench] save = "all"`, or "largest" and
     this output is one of its project's LARGEST largest by input bytes (the others' saved links
-    are dropped as they fall out)."""
+    are dropped as they fall out). Never a link whose driver compiles sources too: replaying it
+    would time the compile as the linker's."""
+    from linkwrap.wrap.args import compiles
+    if compiles(request.args):
+        return False
     if environ.get("LINKWRAP_SAVE") == "1":
         return True
     mode = getattr(settings, "save", "off")
@@ -316,7 +320,7 @@ def find(words, cwd, state=None) -> list:
         if w.endswith(".marshal") and os.path.exists(w):
             chosen.append(load(w))
             continue
-        key = output_key(os.path.join(cwd, w))
+        key = output_key(os.path.abspath(os.path.join(cwd, w)))  # ./app names app
         hits = [m for m in saved if output_key(m["output"]) == key]
         if not hits:
             raise SaveError(f"{w}: no saved link of this output (save it with `linkwrap run --save -- <build>`)")

@@ -41,6 +41,11 @@ def run(args) -> int:
     # A saved link that is missing or broken is a SaveError: one line, exit 1.
     manifests = save.find(args.outputs, os.getcwd())
     prepared = [(m, save.replay_args(m)) for m in manifests]
+    from linkwrap.wrap.args import compiles
+    for m, _ in prepared:
+        if compiles(m["args"]):  # as saved: a replay's copies of the sources have names of their own
+            raise save.SaveError(f"{m['output']}: its saved link compiles sources too, so a replay would time "
+                                 "the compile as the linker's; link it from objects to benchmark it")
     reports = []
     for manifest, link_args in prepared:
         found = linkers.discover(replay.request_for(manifest, link_args, manifest["output"]), os.environ)

@@ -12,7 +12,7 @@ Output: rich tables; --json prints a stable object:
                            choice but a forced one avoids them, whether or not learning is on],
                 "measured": null | {"used", "scope", "rows", "ignored"},
                 "learned": null | {"used", "exploring", "load_adjusted", "links", "explored", "failed",
-                                    "candidates"}},
+                                    "candidates", "compiles"}},
    "start": {"how": "direct" | "driver", "why"},
    "linkers": {name: {"path", "version"}}, "config": {"profile", "files"},
    "memory": {"predicted_kb", "source", "detail", "admission", "room_kb", "running_links"}}
@@ -20,7 +20,9 @@ Output: rich tables; --json prints a stable object:
    deleted when the link returned, "not_found": [other inputs not there]}, and
    "probe.output.cache_not_measured": why the page-cache share was not measured, e.g. "< 8 MiB",
    else null; "recorded": the last recorded link of OUTPUT, with its "peak_rss_kb" and "charge_kb":
-   "memory.predicted_kb" predicts the charge, what the link adds to its memory group, not the RSS).
+   "memory.predicted_kb" predicts the charge, what the link adds to its memory group, not the RSS;
+   after a fall-back its "first_linker", "first_exit_status" and "first_error" say what failed and why;
+   "compiles": its driver compiled sources too, so its "wall_ms" is not the linker's alone).
 An OUTPUT that is a directory is a usage error (exit 2).
 A configuration error (a malformed or unreadable linkwrap.toml, an unknown LINKWRAP_LINKER) is a
 one-line error, exit 1: every link fails with that line until it is fixed (LINKWRAP_CONFIG_ERRORS=warn:
@@ -120,7 +122,7 @@ def explain(request, environ) -> dict:
         "held_by": holders(request.output) if facts is not None and facts.output.held_by_others else [],
         "decision": dict(decision_dict(decision), failed=sorted(choice.failed or ()),
                          measured=measured_dict(choice.measured, decision),
-                         learned=learned_dict(choice.learned, decision)),
+                         learned=learned_dict(choice.learned, decision, compiles(request))),
         "start": start_dict(request, decision, environ),
         "linkers": {name: {"path": info.path, "version": _dotted(info.version)} for name, info in found.items()},
         "config": {"profile": getattr(settings, "profile", None), "files": list(getattr(settings, "files", ()))},
@@ -291,10 +293,16 @@ def measured_dict(measured, decision):
             "ignored": list(measured.ignored)}
 
 
-def learned_dict(learned, decision):
+def compiles(request) -> bool:
+    from linkwrap.wrap.args import compiles as compiles_sources
+    return compiles_sources(request.args)
+
+
+def learned_dict(learned, decision, compiles=False):
     """This output's own relinks: {"used", "exploring", "links", "explored", "failed",
-    "candidates": {name: {"timed", "median_ms"}}, "load_adjusted"} (times corrected for load, as
-    load_adjusted says); None when learning is off."""
+    "candidates": {name: {"timed", "median_ms"}}, "load_adjusted", "compiles"} (times corrected for
+    load, as load_adjusted says; compiles: the driver compiles sources in this link too, so no time
+    of it is evidence); None when learning is off."""
     if learned is None:
         return None
     from linkwrap.bench.learn import EXPLORING
@@ -303,7 +311,7 @@ def learned_dict(learned, decision):
               and (EXPLORING in r or "this output's relinks" in r)]
     return {"used": bool(taught), "exploring": any(EXPLORING in r for r in taught), "load_adjusted": True,
             "links": learned.links,
-            "explored": learned.explored, "failed": sorted(learned.failed),
+            "explored": learned.explored, "failed": sorted(learned.failed), "compiles": compiles,
             "candidates": {n: {"timed": c, "median_ms": m} for n, (c, m) in sorted(learned.stats.items())}}
 
 
@@ -350,7 +358,11 @@ def recorded_dict(row) -> dict:
             "linker": row["linker"], "version": row["linker_version"], "flags": json_list(row["flags_added"]),
             "write_mode": row["write_mode"], "reasons": json_list(row["reasons"]), "wall_ms": row["wall_ms"],
             "exit_status": row["exit_status"], "fell_back": bool(row["fell_back"]),
-            "peak_rss_kb": row["peak_rss_kb"], "charge_kb": row["charge_kb"], "charge_how": row["charge_how"]}
+            "peak_rss_kb": row["peak_rss_kb"], "charge_kb": row["charge_kb"], "charge_how": row["charge_how"],
+            # What failed before the link as asked (summary's words): the linker, its exit, its error line.
+            "first_linker": row["first_linker"], "first_exit_status": row["first_exit_status"],
+            "first_error": row["first_error"],
+            "compiles": None if row["compiles"] is None else bool(row["compiles"])}
 
 
 def run(args) -> int:
@@ -403,7 +415,8 @@ def _show(value) -> str:
 def render(report) -> None:
     from rich.markup import escape
     from rich.table import Table
-    from linkwrap.report.render import wide_console
+    from rich.text import Text
+    from linkwrap.report.render import cell_len, fit, wide_console
     console = wide_console()
     req, p, d = report["request"], report["probe"], report["decision"]
     # soft_wrap: a long path is left whole for the terminal to wrap (and to copy), not cut mid-name.
@@ -480,35 +493,54 @@ def render(report) -> None:
         facts.add_row(k, escape(v) if k == "memory predicted" else v)
     console.print(facts)
 
-    decision = Table(title="Decision", title_justify="left", show_header=False, box=None, padding=(0, 2))
-    decision.add_column(style="cyan")
-    decision.add_column()
+    console.print("[bold]Decision[/bold]")
+    # Rows as the Facts table lays them out; the linker's path is left whole (soft wrap: the terminal
+    # wraps it and it copies as one), never cut to `…/lib/…`.
+    label = "  {:<14}".format
     linker = (f"{d['linker']} {d['version'] or '?'}  [dim]{escape(d['path'])}[/dim]" if d["linker"]
               else "as the caller asked")
-    decision.add_row("linker", linker)
+    console.print(f"[cyan]{label('linker')}[/cyan]{linker}", soft_wrap=True, highlight=False)
     flags = [f"-Wl,{f}" for f in d["flags"]] + d["driver_flags"]
-    decision.add_row("flags", escape(" ".join(flags)) or "none")
-    decision.add_row("write mode", d["write_mode"])
     start = report["start"]
-    decision.add_row("started", escape(f"directly ({start['why']})" if start["how"] == "direct"
-                                       else f"through {req['driver']} ({start['why']})"))
-    console.print(decision)
+    for name, value in (("flags", " ".join(flags) or "none"), ("write mode", d["write_mode"]),
+                        ("started", f"directly ({start['why']})" if start["how"] == "direct"
+                         else f"through {req['driver']} ({start['why']})")):
+        _hanging(console, Text(label(name), style="cyan"), value, markup=False)
 
     measured = d.get("measured")
     if measured:
         title = f"Measured here ({measured['scope']})" if measured["scope"] else "Measured here"
-        table = Table(title=title, title_justify="left", box=None, padding=(0, 2))
-        for col in ("linker", "variant", "median", "95 % CI", "paired ratio", "runs", "date"):
-            table.add_column(col)
+        vs = {r["ratio_vs"] for r in measured["rows"] if r["ratio"] is not None}
+        # One default for every row (the usual case) goes into the header, as bench's table has it.
+        one_vs = vs.pop() if len(vs) == 1 else None
+        rows = []
         for r in measured["rows"]:
-            table.add_row(escape(r["label"]), r["variant"],
-                          "failed" if r["failed"] else f"{r['median_ms']:.1f} ms",
-                          "" if r["failed"] else f"{r['ci_low_ms']:.1f}-{r['ci_high_ms']:.1f} ms",
-                          "" if r["ratio"] is None else
-                          escape(f"{r['ratio']:.2f}x {r['ratio_vs']} ({r['ratio_ci_low']:.2f}-{r['ratio_ci_high']:.2f})"),
-                          str(r["runs"]), r["date"])
-        if measured["rows"]:
-            console.print(table)
+            ratio = "" if r["ratio"] is None else (
+                f"{r['ratio']:.2f} ({r['ratio_ci_low']:.2f}-{r['ratio_ci_high']:.2f})"
+                + ("" if one_vs else f" {r['ratio_vs']}"))
+            rows.append({"linker": r["label"], "variant": r["variant"],
+                         "median": "failed" if r["failed"] else f"{r['median_ms']:.1f} ms",
+                         "95 % CI": "" if r["failed"] else f"{r['ci_low_ms']:.1f}-{r['ci_high_ms']:.1f}",
+                         "paired": ratio, "runs": str(r["runs"]), "date": r["date"] or ""})
+        headers = {"linker": "linker", "variant": "variant", "median": "median", "95 % CI": "95 % CI",
+                   "paired": f"× {one_vs}\n(paired)" if one_vs else "× default\n(paired)",
+                   "runs": "runs", "date": "date"}
+
+        def make(dropped):
+            # bench's table: figures never cut, names never broken; what does not fit at 80 columns
+            # goes whole (the date, then the runs).
+            t = Table(box=None, padding=(0, 1), pad_edge=True)
+            shown = [c for c in headers if c not in dropped]
+            for c in shown:
+                t.add_column(headers[c], no_wrap=True,
+                             justify="right" if c in ("median", "95 % CI", "paired", "runs") else "left")
+            for row in rows:
+                t.add_row(*[Text(row[c]) for c in shown])
+            return t, {"linker": max(cell_len(r["linker"]) for r in rows + [{"linker": "linker"}])}
+
+        if rows:
+            console.print(f"[bold]{escape(title)}[/bold]", soft_wrap=True)
+            console.print(fit(console, make, "linker", optional=("date", "runs"), least=40))
         console.print("  the choice " + ("follows these measurements" if measured["used"] else
                                          "does not follow a measurement (see the reasons)"))
         for why in measured["ignored"]:
@@ -518,9 +550,11 @@ def render(report) -> None:
     if learned and (learned["links"] or learned["candidates"]):
         timed = ", ".join(f"{n} {c['median_ms']:.0f} ms ({c['timed']} timed)" for n, c in learned["candidates"].items())
         links = learned["links"]
+        nothing = ("no times: the driver compiles sources in this link too, so its time is not the linker's"
+                   if learned.get("compiles") else "nothing timed yet")
         _hanging(console, "", f"[bold]Learnt from this output's relinks[/bold]: {links} link{'s' if links != 1 else ''}, "
                  f"{learned['explored']} of them tr{'ies' if learned['explored'] != 1 else 'y'}; "
-                 f"{escape(timed) or 'nothing timed yet'}")
+                 f"{escape(timed) or nothing}")
         if learned["candidates"]:
             # Not the wall times `summary` shows: a link timed on a saturated machine is scaled down.
             _hanging(console, "  ", "times adjusted for machine load: wall time x CPUs / 1-minute load average "
@@ -541,10 +575,14 @@ def _hanging(console, lead, text, markup=True) -> None:
     """text after lead, its wrapped lines indented under the text's start, not at column 0."""
     from rich.table import Table
     from rich.text import Text
+    body = Text.from_markup(text) if markup else Text(text)
+    if not lead:  # an empty first column would still take a cell
+        console.print(body)
+        return
     grid = Table.grid()
     grid.add_column(no_wrap=True)
     grid.add_column()
-    grid.add_row(lead, Text.from_markup(text) if markup else Text(text))
+    grid.add_row(lead, body)
     console.print(grid)
 
 
@@ -554,8 +592,16 @@ def render_recorded(console, rec, now) -> None:
     when = (rec["started_utc"] or "")[:19].replace("T", " ")
     flags = " ".join(rec["flags"]) or "none"
     console.print(Text(f"Recorded link ({when} UTC, build #{rec['build']})", style="bold"))
-    console.print(Text(f"  {rec['version'] or rec['linker']}, {rec['write_mode'] or '-'}, flags {flags}, "
-                       f"exit {rec['exit_status']}" + (", fell back" if rec["fell_back"] else "")))
+    _hanging(console, "  ", f"{rec['version'] or rec['linker']}, {rec['write_mode'] or '-'}, flags {flags}, "
+             f"exit {rec['exit_status']}" + (", fell back" if rec["fell_back"] else "")
+             + (f", {rec['wall_ms']:.0f} ms compile+link (the driver compiled sources too)"
+                if rec.get("compiles") and rec.get("wall_ms") is not None else ""), markup=False)
+    if rec["fell_back"]:
+        # What failed first and why, as summary says it: "linked as asked" alone hides the cause.
+        who = rec.get("first_linker") or "the linker linkwrap chose"
+        _hanging(console, "  first: ", f"{who} failed (exit {rec.get('first_exit_status')}): "
+                 f"{rec.get('first_error') or '(it printed nothing on stderr)'}; then linked as asked",
+                 markup=False)
     if rec.get("peak_rss_kb"):
         charge = (f"; charge {rec['charge_kb'] >> 10} MiB ({rec['charge_how']}), what \"memory predicted\" "
                   "above predicts" if rec.get("charge_kb") is not None else "")

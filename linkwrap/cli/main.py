@@ -57,6 +57,11 @@ ENVIRONMENT = (
                                "asked, instead of failing"),
     ("LINKWRAP_PROFILE", "the profile of linkwrap.toml to use (default: from the output's path)"),
     ("LINKWRAP_LOG", "off: links in this environment are not recorded"),
+    ("LINKWRAP_SERVER", "off: no warm link server; every link starts Python itself (slower, same result)"),
+    ("LINKWRAP_DIRECT", "0: start every linker through the compiler driver, never directly"),
+    ("LINKWRAP_SAVE", "1: keep each link replayable for `linkwrap bench` (what `linkwrap run --save` sets)"),
+    ("LINKWRAP_LD_NO_FALLBACK", "1: a failure of linkwrap's own linker (LINKWRAP_LINKER=python) is the link's "
+                                "result, not linked again as asked (for testing that linker)"),
     ("OTEL_EXPORTER_OTLP_ENDPOINT", "`linkwrap run` sends its build's spans there (OTLP/HTTP) at the end"),
     ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf (the default) or http/json: how those spans are encoded; "
                                     "`log export --format otlp` writes protobuf only when it says so"),

@@ -22,7 +22,7 @@ def run(args) -> int:
         from linkwrap.errors import LinkwrapError
         raise LinkwrapError(str(e)) from None
     mine = server.socket_name(server.world_key())
-    found = 0
+    found, stale = 0, []
     try:
         for name in sorted(os.listdir(f"/proc/self/fd/{dfd}")):
             if not name.startswith("s-") or name.endswith(".lock"):
@@ -30,15 +30,27 @@ def run(args) -> int:
             answer = ask(f"/proc/self/fd/{dfd}/{name}", args.action)
             here = " (this world)" if name == mine else ""
             if answer is None:
-                print(f"{name}{here}: not running (a stale socket)")
+                stale.append(name + here)
                 if args.action == "stop":
-                    os.unlink(f"/proc/self/fd/{dfd}/{name}")
+                    try:
+                        os.unlink(f"/proc/self/fd/{dfd}/{name}")
+                    except FileNotFoundError:
+                        pass  # a link that found it stale replaced it first
                 continue
             found += 1
-            print(f"{name}{here}: {'stopping, ' if args.action == 'stop' else ''}{readable(answer)}")
+            # A server told to stop answers "stopping" until it is gone (server._control).
+            stopping = args.action == "stop" or " stopping=1" in answer
+            answer = answer.replace(" stopping=1", "")
+            print(f"{name}{here}: {'stopping, ' if stopping else ''}{readable(answer)}")
     finally:
         os.close(dfd)
-    if not found and args.action == "status":
+    if stale:
+        # One line for what a killed server left: it is not running, whatever else is.
+        what = f"socket{'s' if len(stale) > 1 else ''} {', '.join(stale)}"
+        tail = (f"removed the stale {what}" if args.action == "stop"
+                else f"a stale {what} of a server that died; the next link replaces it")
+        print(f"no {'other ' if found else ''}link server running ({tail})")
+    elif not found:
         print("no link server running")
     return 0
 

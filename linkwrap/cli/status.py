@@ -38,6 +38,12 @@ def collect(path=None) -> dict:
             why = entry_point_problem(config, linker)
             if why:
                 broken.append(why)
+            elif os.path.basename(linker) == cargo.SCRIPT:
+                from linkwrap.install.trial import other_install
+                other = other_install(linker)
+                if other:
+                    broken.append(f"{config}: linker = {other}; `linkwrap install` from this one makes it "
+                                  "this one's")
         return [f["target"] for f in found]
 
     root = None
@@ -59,6 +65,9 @@ def collect(path=None) -> dict:
             found = cmake.cache_installed(where) if os.path.isdir(where) else None
             place(kind, where, found, entries=sorted(found["entries"]) if found else [],
                   marked=found["marked"] if found else None)
+            if found:
+                from linkwrap.install.trial import _configured_without_us
+                broken += _configured_without_us(where)  # a launcher of another linkwrap install
         elif kind == "cmake-presets":
             found = cmake.presets_installed(os.path.dirname(where))
             place(kind, where, found, preset=found["preset"] if found else None)

@@ -95,7 +95,11 @@ def cargo(args, env) -> list[str]:
                            if cargo_mod.linker_of(data, triple) is not None), None)
         if configured is not None:
             if os.path.basename(str(configured)) == cargo_mod.SCRIPT:
-                continue  # installed: nothing to do
+                other = other_install(str(configured), env)  # installed, but is it this linkwrap?
+                if other:
+                    notes.append(f"the Cargo config's linker for {triple}: {other}; `linkwrap install` "
+                                 "from this one makes it this one's")
+                continue
             if not cargo_mod._is_driver(str(configured)):
                 notes.append(f"the Cargo config sets linker = {configured!r} for {triple}: "
                              f"left in charge, its links do not go through linkwrap")
@@ -167,8 +171,12 @@ def cmake(args, env) -> list[str]:
 
 def _configured_without_us(builddir) -> list[str]:
     from linkwrap.install import cmake as cmake_mod
-    if cmake_mod.cache_installed(builddir) is not None:
-        return []
+    found = cmake_mod.cache_installed(builddir)
+    if found is not None:
+        launcher = next(iter(sorted(found["entries"].values()))).split(";")[0]
+        other = other_install(launcher)
+        return [f"{builddir}'s linker launcher: {other}; `linkwrap install --cmake {_q(builddir)}` from this "
+                "one makes it this one's"] if other else []
     return [f"{builddir} was configured without linkwrap, and its links cannot be redirected from outside: "
             f"`linkwrap install --cmake {_q(builddir)}` makes them run linkwrap (`linkwrap uninstall` undoes it)"]
 
@@ -219,6 +227,58 @@ def ninja(args) -> list[str]:
                     return []
         return _configured_without_us(folder)
     return [f"{path} is written by {who} and does not run linkwrap: {hint}"]
+
+
+# ---- which linkwrap an entry point runs ----
+
+def install_of(path):
+    """(the interpreter's directory, the directory linkwrap is imported from, or None when only pip
+    knows) of the linkwrap the entry point at path runs; None when it is none of linkwrap's scripts."""
+    import ast
+    import shlex
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if head == b"\x7fELF":  # the native client: its server and its fall-back are the script beside it
+        return install_of(os.path.join(os.path.dirname(path), "py", os.path.basename(path)))
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read(8192)
+    python = parent = None
+    for line in text.splitlines():
+        if line.startswith("py=") and python is None:
+            python = (shlex.split(line[3:]) or [""])[0]
+        elif line.startswith("sys.path.insert(0, ") and parent is None:
+            try:
+                parent = ast.literal_eval(line[len("sys.path.insert(0, "):].rstrip(")"))
+            except (ValueError, SyntaxError):
+                pass
+        elif line.startswith("#!") and python is None and "python" in line:  # pip's console script
+            python = (shlex.split(line[2:]) or [""])[0]
+    if python is None or "linkwrap" not in text:
+        return None
+    return os.path.dirname(os.path.abspath(python)), parent
+
+
+def other_install(linker, environ=os.environ):
+    """'runs the linkwrap of <python> (from <dir>), not this one (<python>)' when the entry point
+    `linker` (a path, or a bare name found on PATH as Cargo finds it) belongs to another linkwrap
+    install -- another virtual environment, another checkout -- else None (this one, or unknown)."""
+    import shutil
+    import sys
+    import linkwrap
+    path = linker if os.sep in linker else shutil.which(linker, path=environ.get("PATH", os.defpath))
+    try:
+        theirs = install_of(path) if path else None
+    except OSError:
+        return None
+    if theirs is None:
+        return None
+    here = (os.path.dirname(os.path.abspath(sys.executable)),
+            os.path.dirname(os.path.dirname(os.path.abspath(linkwrap.__file__))))
+    if theirs[0] == here[0] and theirs[1] in (None, here[1]):
+        return None
+    where = f", linkwrap from {theirs[1]}" if theirs[1] and theirs[1] != here[1] else ""
+    return (f"{path} runs another linkwrap install (Python in {theirs[0]}{where}), not this one "
+            f"(Python in {here[0]}{', linkwrap from ' + here[1] if where else ''}), and its code links")
 
 
 def _q(path) -> str:

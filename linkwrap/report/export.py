@@ -33,6 +33,7 @@ FIELDS = (
     "fell_back", "first_exit_status", "first_wall_ms", "first_linker", "first_error", "fault", "driver",
     "cwd", "manifest_dir", "project_dir", "pid", "argv", "command",
     "predicted_peak_kb", "prediction_source", "charge_kb", "waited_ms", "wait_note", "mem_limit_mb",
+    "compiles",
 )
 BUILD_FIELDS = ("key", "tool", "command", "cwd", "project_dir", "build_dir", "started_utc", "finished_utc",
                 "wall_ms", "exit_status")
@@ -87,7 +88,7 @@ def link_object(row, hostname, here=None) -> dict:
         v = row[f]
         if f in _LISTS:
             v = queries.json_list(v)
-        elif f in ("primary_package", "output_held", "fell_back") and v is not None:
+        elif f in ("primary_package", "output_held", "fell_back", "compiles") and v is not None:
             v = bool(v)
         d[f] = v
     d["build"] = {f: row[f"b_{f}"] for f in BUILD_FIELDS}
@@ -310,7 +311,7 @@ def load(paths) -> dict:
                 for c in _LISTS:
                     if values.get(c) is not None:
                         values[c] = json.dumps(values[c])
-                for c in ("primary_package", "output_held", "fell_back"):
+                for c in ("primary_package", "output_held", "fell_back", "compiles"):
                     if values.get(c) is not None:
                         values[c] = int(bool(values[c]))
                 values["fell_back"] = values["fell_back"] or 0

@@ -38,7 +38,7 @@ table { border-collapse: collapse; margin: .5em 0 1.5em; font-size: 13px; }
 th, td { padding: 2px 10px; text-align: left; border-bottom: 1px solid #eee; vertical-align: middle; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 table.context th { font-weight: normal; color: #555; }
-.dim { color: #777; } .bad { color: #c0392b; } .warn { color: #b9770e; }
+.dim { color: #777; } .bad { color: #c0392b; } .warn { color: #b9770e; } .compiles { color: #b9770e; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; }
 .legend span { display: inline-block; margin-right: 1.2em; }
 .legend i { display: inline-block; width: 12px; height: 12px; margin-right: 4px; vertical-align: -1px; }
@@ -168,6 +168,7 @@ def timeline(build, width=900, label_w=260, bar_h=16) -> str:
         tip = (f"{l['crate_name']} ({l['crate_kind']}): {fmt_ms(l['wall_ms'])} {how}, "
                f"cpu {fmt_ms(l['cpu_ms'])}, peak RSS {fmt_kb(l['peak_rss_kb'])}, output {fmt_bytes(l['output_bytes'])}, "
                f"linkwrap's own {fmt_ms(own_ms(l))}"
+               + (", compile+link: the driver compiled sources too" if l.get("compiles") else "")
                + (", FAILED" if l["failed"] else "")
                + (f", fell back: {l.get('first_linker') or '?'} said {l.get('first_error') or 'nothing'}"
                   if l["fell_back"] else ""))
@@ -194,7 +195,9 @@ def links_table(build) -> str:
             state += f' <span class=dim>({e(l.get("first_linker") or "?")}: {e(l.get("first_error") or "-")})</span>'
         else:
             state = e(state)
-        rows.append(f"<tr{cls}><td>{e(l['crate_name'])} <span class=dim>{e(l['crate_kind'])}</span></td>"
+        # Its wall time is the driver's compile too: said where the figure is.
+        both = " <span class=compiles>compile+link</span>" if l.get("compiles") else ""
+        rows.append(f"<tr{cls}><td>{e(l['crate_name'])} <span class=dim>{e(l['crate_kind'])}</span>{both}</td>"
                     f'<td><i style="color:{colour(l["linker"])}">■</i> {e(linker_name(l))}</td><td>{e(l["write_mode"])}</td>'
                     f"<td class=n>{e(fmt_ms(l['wall_ms']) if ran(l) else '-')}</td><td class=n>{e(fmt_ms(l['cpu_ms']))}</td>"
                     f"<td class=n>{e(fmt_kb(l['peak_rss_kb']))}</td><td class=n>{e(fmt_bytes(l['output_bytes']))}</td>"
@@ -328,6 +331,9 @@ def body(summary, machine) -> list:
         share = b["linking"]
         share_text = (f", linking {fmt_pct(share['link_share'])} of {fmt_ms(share['wall_ms'])} build wall time"
                       if share and share.get("link_share") is not None else "")
+        if share and share.get("compile_links"):
+            share_text += (f", {plural(share['compile_links'], 'link')} compiled sources too "
+                           f"({fmt_ms(share['compile_sum_ms'])}, not in linking)")
         bown = [own_ms(l) for l in b["links"] if own_ms(l) is not None]
         berrors = config_errors(b["links"])
         parts += [f'<h2 id="build-{e(machine.get("host") or "")}-{b["id"]}">Build #{b["id"]} · {e(b["tool"])} · '

@@ -55,12 +55,14 @@ def status(link) -> str:
 # Shown after the name, so that `app` the build script, `app` the binary and
 # `app` the test can be told apart. A binary or a C executable is just its name.
 KIND_LABELS = {"build-script": "build script", "proc-macro": "proc-macro", "test": "test",
-               "example": "example", "cdylib": "cdylib"}
+               "example": "example", "cdylib": "cdylib", "dylib": "dylib", "shared": "shared"}
 
 
 def what(link) -> str:
     name = link["crate_name"] or "?"
     label = KIND_LABELS.get(link["crate_kind"] or "")
+    if link.get("compiles"):  # its wall time is the driver's compile too: never read as the linker's
+        label = f"{label}, compile+link" if label else "compile+link"
     return f"{name} ({label})" if label else name
 
 
@@ -131,6 +133,26 @@ def print_line(console: Console, text, style=None) -> None:
     console.print(Text(text, style=style or ""), no_wrap=True, overflow="ellipsis", crop=True)
 
 
+def print_hanging(console: Console, text: str, style=None, markup=False) -> None:
+    """One sentence whose wrapped lines stay under its text, not at column 0: under what follows its
+    label ("Linking: ", "linkwrap's own time: ") or its indent."""
+    from rich.table import Table
+    body = text.lstrip(" ")
+    lead = text[:len(text) - len(body)]
+    colon = body.find(": ")
+    if 0 < colon < 24 and "[" not in body[:colon]:
+        lead, body = lead + body[:colon + 2], body[colon + 2:]
+    text_of = (lambda t: Text.from_markup(t, style=style or "")) if markup else (lambda t: Text(t, style=style or ""))
+    if not lead:  # an empty first column would still take a cell
+        console.print(text_of(body))
+        return
+    grid = Table.grid()
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    grid.add_row(text_of(lead), text_of(body))
+    console.print(grid)
+
+
 def fit(console: Console, make_table, flexible: str, optional=(), least: int = 24):
     """The table that fits the console: make_table(dropped) -> (Table, {column: natural width}).
 
@@ -159,6 +181,8 @@ def linking_line(b) -> str | None:
     share = b["linking"]
     if not share:
         return None
+    if share.get("compile_links") and len(b["links"]) == share["compile_links"]:
+        return None  # every link compiled too: compile_line says it, there is no linking time apart
     src = share["source"] if share["source"] == "linkwrap run" else f".ninja_log v{share['version']}"
     guessed = " (link steps guessed by name)" if share.get("links_guessed") else ""
     return (f"Linking: {fmt_ms(share['link_busy_ms'])} with a link running, of {fmt_ms(share['wall_ms'])} "
@@ -167,6 +191,17 @@ def linking_line(b) -> str | None:
                if share["source"] == "linkwrap run" else
                f"[dim](ninja timed the link steps, driver and linkwrap included, at {fmt_ms(share['link_sum_ms'])} "
                f"in all; from {src}{guessed})[/]"))
+
+
+def compile_line(b) -> str | None:
+    """Links whose driver compiled sources too, said apart from the linking share."""
+    n = (b["linking"] or {}).get("compile_links") or sum(1 for l in b["links"] if l.get("compiles"))
+    if not n:
+        return None
+    ms = sum(l["wall_ms"] or 0.0 for l in b["links"] if l.get("compiles"))
+    share = f", {fmt_pct(ms / b['wall_ms'])} of the build" if b.get("wall_ms") else ""
+    return (f"Compile+link: {plural(n, 'link')} whose driver compiled sources too, {fmt_ms(ms)}{share}  "
+            "[dim](the compile's time and the link's, not in Linking)[/]")
 
 
 def render_build(b, console: Console) -> None:
@@ -205,18 +240,18 @@ def render_build(b, console: Console) -> None:
         return table, natural
 
     console.print(fit(console, make, "what", optional=("mode", "cpu", "output")))
-    line = linking_line(b)
-    if line:
-        console.print(line)
+    for line in (linking_line(b), compile_line(b)):
+        if line:
+            print_hanging(console, line, markup=True)
     if b["wall_ms"] is not None and b["exit_status"] is not None:
         console.print(f"Build: {fmt_ms(b['wall_ms'])}, exit status {b['exit_status']}")
     if len(b["by_linker"]) > 1:
-        console.print(by_linker_line(b["by_linker"]))
+        print_hanging(console, by_linker_line(b["by_linker"]))
     line = memory_line(t)
     if line:
         console.print(line)
     for text in own_time_lines(t):
-        console.print(Text(text, style="dim"))
+        print_hanging(console, text, style="dim")
     forced_lines(b, console)
     for l in b["failures"]:
         console.print(Text.assemble(("failed", "red"), f": {what(l)} ({l['output_path'] or '-'}) "
@@ -325,12 +360,12 @@ def render_many(summary, console: Console) -> None:
         print_line(console, f"Builds of {summary['scope']['shows']}", "dim")
     console.print(fit(console, make, "command", optional=("tool", "peak RSS"), least=20))
     if summary["by_linker"]:
-        console.print(by_linker_line(summary["by_linker"]))
+        print_hanging(console, by_linker_line(summary["by_linker"]))
     line = memory_line(t)
     if line:
         console.print(line)
     for text in own_time_lines(t):
-        console.print(Text(text, style="dim"))
+        print_hanging(console, text, style="dim")
     forced_lines(summary, console)
 
 
@@ -339,7 +374,7 @@ def forced_lines(summary, console) -> None:
     nothing, so the summary does."""
     from linkwrap.report.summary import forced_missing_text
     for item in summary.get("forced_missing") or ():
-        console.print(Text(forced_missing_text(item), style="yellow"))
+        print_hanging(console, forced_missing_text(item), style="yellow")
 
 
 def render(summary, console: Console | None = None) -> None:

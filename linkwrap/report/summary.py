@@ -20,6 +20,7 @@ LINK_FIELDS = (
     "input_bytes", "input_count", "fs_type", "kernel_release", "nlink_before", "cwd", "project_dir",
     "first_linker", "first_error", "startup_ms", "driver",
     "predicted_peak_kb", "prediction_source", "charge_kb", "waited_ms", "wait_note", "entry_point",
+    "compiles",
 )
 
 # Printed with every summary's JSON: what the time figures measure.
@@ -35,6 +36,9 @@ NOTES = {
                  "first_linker and first_error say what failed and why. A link whose first attempt "
                  "failed and that then failed as asked too is counted in both (a fault that failed the "
                  "link, a configuration error, in failures only).",
+    "compiles": "links whose driver compiled sources too (make's one-step `$(CXX) -o $@ $<`): their "
+                "wall_ms is the compile's and the link's, so the linking share leaves them out "
+                "(linking.compile_links) and no linker is judged by them. null: recorded before linkwrap knew.",
     "failures": "links whose final exit status was not 0 (a configuration error fails a link: fault says it).",
     "forced_missing": "linkers LINKWRAP_LINKER forced that were not installed, so those links chose as "
                       "usual: per forced linker, how many links and what they used instead.",
@@ -54,6 +58,7 @@ def link_dict(row) -> dict:
     d = {k: row[k] for k in LINK_FIELDS}
     d["cpu_ms"] = (row["user_ms"] or 0.0) + (row["sys_ms"] or 0.0)
     d["fell_back"] = bool(row["fell_back"])
+    d["compiles"] = None if row["compiles"] is None else bool(row["compiles"])
     d["flags_added"] = queries.json_list(row["flags_added"])
     d["reasons"] = queries.json_list(row["reasons"])
     d["failed"] = row["exit_status"] not in (0, None)
@@ -142,13 +147,19 @@ def build_summary(db, build, *, since_utc=None, ninja_log=None, on_ninja_mismatc
     rows = queries.links_since(db, build["id"], since_utc) if since_utc else queries.links_of(db, build["id"])
     links = [link_dict(r) for r in rows]
     share = None
+    # A driver that compiles as it links (make's one-step rule) is not linking time: apart.
+    linked = [l for l in links if not l["compiles"]]
+    compiled = [l for l in links if l["compiles"]]
     if build["wall_ms"]:
-        busy = busy_ms(links)
+        busy = busy_ms(linked)
         share = {"source": "linkwrap run", "wall_ms": build["wall_ms"], "link_busy_ms": busy,
-                 "link_sum_ms": sum(l["wall_ms"] or 0.0 for l in links),
-                 "link_share": busy / build["wall_ms"] if build["wall_ms"] > 0 else None}
-    elif ninja_log:
-        share = ninja_share(build, links, ninja_log, on_mismatch=on_ninja_mismatch)
+                 "link_sum_ms": sum(l["wall_ms"] or 0.0 for l in linked),
+                 "link_share": busy / build["wall_ms"] if build["wall_ms"] > 0 and (linked or not compiled)
+                 else None}
+    elif ninja_log and linked:
+        share = ninja_share(build, linked, ninja_log, on_mismatch=on_ninja_mismatch)
+    if share is not None:
+        share.update(compile_links=len(compiled), compile_sum_ms=sum(l["wall_ms"] or 0.0 for l in compiled))
     return {
         "id": build["id"],
         "key": build["build_key"],

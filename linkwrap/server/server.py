@@ -198,6 +198,10 @@ def _on_term(sig, frame):
 
 SPARES = 2  # children forked ahead, waiting in accept(): a link never waits for a fork
 ANSWERED = 1 << 31  # on the notify pipe: pid | ANSWERED, the link of that child has answered
+CONTROLLED = 1 << 30  # on the notify pipe: pid | CONTROLLED, that child's connection was no link
+# The parent's figures, in a shared page every spare reads (its own copy is as old as its fork):
+# links (8 bytes), running (4), the last child whose CONTROLLED word was counted out (4), stopping (1).
+FIGURES = 32
 _notify = None  # in a child: the notify pipe's write end
 
 
@@ -220,7 +224,9 @@ def serve(listener, stamp, path, dfd) -> None:
     gc.freeze()  # the children's collector then never touches (and copies) the server's objects
     notify_r, notify_w = os.pipe()
     life_r, life_w = os.pipe()
-    state = {"links": 0, "started": time.time(), "children": set(), "idle": set(), "busy": set()}
+    import mmap
+    state = {"links": 0, "started": time.time(), "children": set(), "idle": set(), "busy": set(),
+             "figures": mmap.mmap(-1, FIGURES)}
     last = time.monotonic()
     next_check = last + CHECK_S
     ino = os.stat(path).st_ino
@@ -254,11 +260,17 @@ def serve(listener, stamp, path, dfd) -> None:
                 if word & ANSWERED:
                     state["busy"].discard(word & ~ANSWERED)
                     continue
+                if word & CONTROLLED:  # `linkwrap server status|stop`, counted as a link below first
+                    state["busy"].discard(word & ~CONTROLLED)
+                    state["links"] -= 1
+                    _publish(state, word & ~CONTROLLED)
+                    continue
                 state["idle"].discard(word)
                 state["busy"].add(word)
                 state["links"] += 1
             last = now
         _reap(state)
+        _publish(state)
         if _stop:
             break
         if now >= next_check:
@@ -314,7 +326,7 @@ def spare(listener, notify_w, life_r, state) -> None:
     os.write(notify_w, os.getpid().to_bytes(4, "little"))
     global _notify
     _notify = notify_w  # kept to say when the link has answered (_answer)
-    if not _control(conn, state):
+    if not _control(conn, state, notify_w):
         child(conn, reached, known)
 
 
@@ -366,7 +378,32 @@ def _reap(state):
         state["busy"].discard(pid)
 
 
-def _control(conn, state) -> bool:
+def _publish(state, controlled=None) -> None:
+    """The parent's figures into the shared page the spares answer `status` from."""
+    fig = state["figures"]
+    fig[0:12] = state["links"].to_bytes(8, "little") + len(state["busy"]).to_bytes(4, "little")
+    if controlled is not None:
+        fig[12:16] = controlled.to_bytes(4, "little")
+
+
+def _figures(state, notify_w) -> tuple:
+    """In a control child: (links, running, stopping) as the parent counts them, this connection not
+    among them (it was told as a link: the parent counts it out, then says so)."""
+    import time
+    fig = state["figures"]
+    me = os.getpid()
+    try:
+        os.write(notify_w, (me | CONTROLLED).to_bytes(4, "little"))
+    except OSError:
+        pass
+    deadline = time.monotonic() + 2
+    while (int.from_bytes(fig[12:16], "little") != me and not fig[16]
+           and time.monotonic() < deadline):
+        time.sleep(0.001)  # the parent wakes on the notify pipe: about one scheduler tick
+    return int.from_bytes(fig[0:8], "little"), int.from_bytes(fig[8:12], "little"), bool(fig[16])
+
+
+def _control(conn, state, notify_w=None) -> bool:
     """In a child: `linkwrap server status|stop` speak CONTROL first. -> True when it was that."""
     import socket
     try:
@@ -379,9 +416,12 @@ def _control(conn, state) -> bool:
     try:
         what = conn.recv(64)[4:].strip()
         from linkwrap import __version__
+        links, running, stopping = _figures(state, notify_w)
+        if what == b"stop":
+            state["figures"][16] = 1  # said to every status until the server is gone
         conn.sendall(f"pid={os.getppid()} version={__version__} install={install_id()} "
-                     f"links={state['links']} running={len(state['children'] - state['idle'])} "
-                     f"started={int(state['started'])}\n".encode())
+                     f"links={links} running={running} "
+                     f"started={int(state['started'])}{' stopping=1' if stopping else ''}\n".encode())
         if what == b"stop":
             os.kill(os.getppid(), 15)
     except OSError:

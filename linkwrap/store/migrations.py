@@ -186,6 +186,13 @@ def m012_project_after_chdir(db):
                "WHERE tool IN ('ninja', 'samu', 'make', 'gmake') AND command LIKE '% -C%'")
 
 
+@migration
+def m013_compiles(db):
+    # The link's driver compiled sources too (make's `$(CXX) -o $@ $<`): its wall_ms is compile and
+    # link, so summary keeps it out of the linking share and learning never times a linker by it.
+    db.execute("ALTER TABLE links ADD COLUMN compiles INTEGER")  # 1, 0, or NULL (recorded before m013)
+
+
 def migrate(db) -> list:
     """Apply the migrations not yet applied; -> their names.
 

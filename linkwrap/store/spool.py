@@ -23,7 +23,7 @@ LOCK = "links.lock"
 
 # Record keys that hold tuples and become JSON text columns.
 _JSON_KEYS = ("flags_added", "reasons", "first_command", "argv", "args_expanded", "command")
-_BOOL_KEYS = ("primary_package", "output_held", "fell_back")
+_BOOL_KEYS = ("primary_package", "output_held", "fell_back", "compiles")
 LINK_COLUMNS = (
     "record_uid", "build_id", "started_utc", "project_dir", "manifest_dir", "cwd", "pid",
     "output_path", "output_kind", "output_bytes", "crate_name", "crate_kind", "package_name",
@@ -35,7 +35,7 @@ LINK_COLUMNS = (
     "args_expanded", "command", "first_linker", "first_error", "startup_ms",
     "predicted_peak_kb", "prediction_source", "charge_kb", "charge_how", "waited_ms", "wait_note",
     "memory_room_kb", "jobserver_wait", "mem_limit_mb",
-    "linker_start", "entry_point",
+    "linker_start", "entry_point", "compiles",
 )
 
 

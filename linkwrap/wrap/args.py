@@ -284,6 +284,57 @@ def _inputs(args):
             yield arg
 
 
+# What a link's inputs end with: never a source the driver compiles (the quick answer of compiles()).
+_LINKED = (".o", ".a", ".so", ".rlib", ".rmeta", ".lo", ".obj")
+_compiled = (None, False)  # the last command line asked about, by identity, and its answer
+
+
+def compiles(args) -> bool:
+    """Whether the driver also compiles: the command line names a source file (`c++ -o app main.cpp`,
+    make's one-step rule). Its time is then the compile's as well as the link's, so it is recorded as
+    such and never taken for a linker's speed. An -x LANG makes every later file a source."""
+    global _compiled
+    if _compiled[0] is args:  # learn and record ask about the same link
+        return _compiled[1]
+    from linkwrap.wrap.direct import _SOURCE_SUFFIXES
+    # Most links name only objects, libraries and flags: a join, a search and one filtering pass
+    # say so in a fraction of the walk below (benchmarks/bench_record.py).
+    found = "\0-x" in "\0" + "\0".join(args)
+    if not found:
+        for a in [a for a in args if a[:1] != "-" and not a.endswith(_LINKED)]:
+            dot = a.rfind(".")
+            if dot > a.rfind("/") and a[dot + 1:] in _SOURCE_SUFFIXES:
+                found = True
+                break
+    if found:
+        found = _walk(args, _SOURCE_SUFFIXES)  # is it an input, or the value of -o, -L, -I…?
+    _compiled = (args, found)
+    return found
+
+
+def _walk(args, suffixes) -> bool:
+    skip = expect_lang = lang = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif expect_lang:
+            lang, expect_lang = arg != "none", False
+        elif arg[:1] == "-":
+            if arg == "-x":
+                expect_lang = True
+            elif arg.startswith("-x"):
+                lang = arg[2:] != "none"
+            elif arg in _SKIPS_VALUE:
+                skip = True
+        elif lang:
+            return True
+        else:
+            dot = arg.rfind(".")
+            if dot > arg.rfind("/") and arg[dot + 1:] in suffixes:
+                return True
+    return False
+
+
 def linker_flags(args):
     """The flags the command line passes to the linker itself (-Wl,a,b and -Xlinker a)."""
     out = []

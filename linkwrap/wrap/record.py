@@ -32,12 +32,14 @@ startup_ms runs from the server's accept to the link's start (taking the client'
 request, fds, environment, limits, cgroups) and overhead_ms ends at the answer to the
 client: what the child does after it (this record, the memory history, evidence,
 removing its private directory and the old output) is off the build's path.
-A fall-back keeps why its first attempt failed: first_linker, first_error.
+A fall-back keeps why its first attempt failed: first_linker, first_error. A link whose driver
+also compiled sources says so (compiles): its times are not the linker's alone.
 """
 import marshal
 import os
 import time
 
+from linkwrap.wrap import args as _args
 from linkwrap.wrap import probe as _probe
 
 SPOOL = "links.spool"
@@ -160,6 +162,8 @@ def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, n
         "command": compact_command(outcome, request),
         "linker_start": outcome.start,
         "entry_point": entry,
+        # The driver compiled sources too (`c++ -o app main.cpp`): wall_ms is not the linker's alone.
+        "compiles": _args.compiles(request.args),
     }
     if memory is not None:  # admission.Memory: the prediction, the charge, the wait
         rec.update(predicted_peak_kb=memory.predicted_kb, prediction_source=memory.source,
@@ -272,11 +276,13 @@ def startup_ms(since_main_ns: int) -> float | None:
 def classify(request, environ=os.environ):
     """-> (name, kind) of what was linked.
 
-    kind: bin, build-script, proc-macro, test, example, cdylib under Cargo;
+    kind: bin, build-script, proc-macro, test, example, dylib, cdylib (shared when neither can be
+    told) under Cargo;
     executable or shared-library otherwise (a C/C++ link).
     proc-macro: rustc links a proc-macro crate as a -shared object that takes
     the sysroot's libproc_macro-*.rlib; a cdylib does not (unless it depends on
-    proc_macro itself, which is rare). Tests link libtest-*.rlib.
+    proc_macro itself, which is rare). A Rust dylib carries its metadata in rustc's rmeta.o; a
+    cdylib has none and is linked with --gc-sections. Tests link libtest-*.rlib.
     """
     crate = environ.get("CARGO_CRATE_NAME")
     output = request.output or ""
@@ -285,16 +291,22 @@ def classify(request, environ=os.environ):
         return base, "shared-library" if request.kind == "shared" else "executable"
     if crate.startswith("build_script_"):
         return environ.get("CARGO_PKG_NAME", crate), "build-script"
-    takes_proc_macro = takes_libtest = False
+    takes_proc_macro = takes_libtest = has_rmeta = False
     for path in request.inputs:
         base = path[path.rfind("/") + 1:]
-        if base.endswith(".rlib"):
+        if base == "rmeta.o":
+            has_rmeta = True
+        elif base.endswith(".rlib"):
             if base.startswith("libproc_macro-"):
                 takes_proc_macro = True
             elif base.startswith("libtest-"):
                 takes_libtest = True
     if request.kind == "shared":
-        return crate, "proc-macro" if takes_proc_macro else "cdylib"
+        if takes_proc_macro:
+            return crate, "proc-macro"
+        if has_rmeta:
+            return crate, "dylib"
+        return crate, "cdylib" if "-Wl,--gc-sections" in request.args else "shared"
     if takes_libtest:  # a test harness, a binary's own unit tests included (CARGO_BIN_NAME is set there too)
         return environ.get("CARGO_BIN_NAME") or crate, "test"
     if environ.get("CARGO_BIN_NAME"):

@@ -140,3 +140,33 @@ def test_learnt_evidence_per_output_keeps_the_newest_samples_only(tmp_path, lw_h
     data = marshal.loads(f.read_bytes())
     assert data["links"] == links
     assert max(len(s) for s in data["samples"].values()) == learn.KEEP, data["samples"]
+
+
+def test_a_link_that_compiles_too_teaches_no_linker_and_tries_none(tmp_path, lw_home, linkwrap_cc):
+    # `cc -o app main.c` times the compile with the link: no linker is judged (nor explored for) by
+    # it, so every relink keeps the static order's first choice and the evidence holds no time.
+    (tmp_path / "main.c").write_text("int main(void) { return 0; }\n")
+    (tmp_path / "linkwrap.toml").write_text('forbid = ["wild", "rust-lld", "bfd", "gold"]\n')
+    env = {**os.environ, "LINKWRAP_HOME": str(lw_home)}
+    for _ in range(4):
+        done = subprocess.run([linkwrap_cc, "main.c", "-o", "app"], cwd=tmp_path, env=env, capture_output=True)
+        assert done.returncode == 0 and done.stderr == b"", done.stderr
+        assert "mold" in comment(tmp_path / "app")
+    d = json.loads(linkwrap("explain", "--json", "--", "main.c", "-o", "app", cwd=tmp_path, env=env).stdout)
+    learned = d["decision"]["learned"]
+    assert learned["links"] == 4 and learned["candidates"] == {} and learned["compiles"] is True
+    text = linkwrap("explain", "app", cwd=tmp_path, env={**env, "COLUMNS": "200"}).stdout
+    assert "no times: the driver compiles sources in this link too" in text, text
+    assert "compile+link (the driver compiled sources too)" in text, text
+
+
+def test_a_link_that_compiles_too_is_not_saved_for_bench(tmp_path, lw_home, linkwrap_cc):
+    (tmp_path / "main.c").write_text("int main(void) { return 0; }\n")
+    env = {**os.environ, "LINKWRAP_HOME": str(lw_home), "LINKWRAP_SAVE": "1"}
+    assert subprocess.run([linkwrap_cc, "main.c", "-o", "app"], cwd=tmp_path, env=env).returncode == 0
+    subprocess.run(["cc", "-c", "main.c"], cwd=tmp_path, check=True)
+    assert subprocess.run([linkwrap_cc, "main.o", "-o", "linked"], cwd=tmp_path, env=env).returncode == 0
+    done = linkwrap("bench", "--budget", "1", "--linker", "mold", "./app", cwd=tmp_path, env=env)
+    assert done.returncode == 1 and "app: no saved link of this output" in done.stderr, done.stderr
+    done = linkwrap("bench", "--budget", "1", "--linker", "mold", "./linked", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr   # a link alone is saved, and `./` names it too

@@ -124,3 +124,17 @@ def test_where_no_hard_link_can_be_made_a_clone_then_a_counted_copy(tmp_path, lw
         with open(where, "rb") as a, open(obj, "rb") as b:
             assert a.read() == b.read()
         assert m["copied_bytes"] == (size if copies else 0)
+
+
+def test_a_link_that_compiles_too_saved_before_is_not_benchmarked(tmp_path, lw_home):
+    # Saved by a linkwrap that did not yet leave such links out: bench says why, in one line.
+    import subprocess
+    from conftest import script
+    (tmp_path / "main.c").write_text("int main(void) { return 0; }\n")
+    subprocess.run(["cc", "main.c", "-o", "app"], cwd=tmp_path, check=True)
+    save.save(args.parse(["main.c", "-o", str(tmp_path / "app")], driver="cc", environ={}, cwd=str(tmp_path)),
+              Done())
+    done = subprocess.run([script("linkwrap"), "bench", "--budget", "1", "app"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "compiles sources too" in done.stderr and done.stdout == "", done

@@ -1,6 +1,7 @@
 """`linkwrap explain`: real filesystems, real outputs, real linkers; the --json keys are a stable interface."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -449,3 +450,49 @@ def test_explain_of_cargos_uplifted_binary_is_the_recorded_link_that_made_it(tmp
     assert "is Cargo's copy (the same bytes) of" in copied["note"]
     assert copied["recorded"]["output"] == rec["output"]
     assert copied["decision"]["linker"] == data["decision"]["linker"]   # the deps file now has one name
+
+
+def test_a_recorded_fall_back_names_the_linker_that_failed_and_its_error(tmp_path, lw_home):
+    # lld is given a flag it rejects: its link fails and the link as asked passes (a fall-back)
+    (tmp_path / "m.c").write_text("int main(void){return 0;}\n")
+    subprocess.run(["cc", "-c", "m.c"], cwd=tmp_path, check=True)
+    (tmp_path / "linkwrap.toml").write_text('prefer = ["lld"]\n[linkers.lld]\nextra_flags = ["--no-such-flag"]\n')
+    cc = os.path.join(os.path.dirname(sys.executable), "linkwrap-cc")
+    subprocess.run([cc, "m.o", "-o", "app"], cwd=tmp_path, check=True)
+    rec = explain("app", cwd=tmp_path)["recorded"]
+    lld = machine_linkers()["lld"].label
+    assert rec["fell_back"] and rec["first_linker"] == lld and rec["first_exit_status"] not in (0, None)
+    assert "--no-such-flag" in rec["first_error"], rec
+    text = linkwrap("explain", "app", cwd=tmp_path, env={"COLUMNS": "80"}).stdout
+    lines = text[text.index("Recorded link ("):].splitlines()
+    first = next(i for i, l in enumerate(lines) if l.startswith("  first: "))
+    said = " ".join(l.strip() for l in lines[first:first + 3])
+    assert f"first: {lld} failed (exit {rec['first_exit_status']}): " in said and "--no-such-flag" in said, text
+    assert lines[first + 1].startswith("         "), text   # wrapped under its text
+
+
+def test_at_80_columns_the_measurements_and_the_linker_path_fit_whole(tmp_path, lw_home):
+    # A deep toolchain directory (a rustup or a /opt install): its path is never cut.
+    bin_dir = tmp_path / ("toolchain-" + "0123456789abcdef" * 3) / "lib" / "rustlib" / "bin"
+    bin_dir.mkdir(parents=True)
+    shutil.copy(shutil.which("mold"), bin_dir / "mold")
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "LINKWRAP_SAVE": "1", "COLUMNS": "80"}
+    (tmp_path / "m.c").write_text("int main(void){return 0;}\n")
+    subprocess.run(["cc", "-c", "m.c"], cwd=tmp_path, check=True)
+    cc = os.path.join(os.path.dirname(sys.executable), "linkwrap-cc")
+    subprocess.run([cc, "m.o", "-o", "app"], cwd=tmp_path, check=True, env={**os.environ, **env})
+    linkers = machine_linkers()
+    names = [n for n in ("mold", "lld", "bfd") if n in linkers]
+    done = linkwrap("bench", "--budget", "1", *(f"--linker={n}" for n in names), "app", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    text = linkwrap("explain", "app", cwd=tmp_path, env=env).stdout
+    lines = text.splitlines()
+    assert any(l.startswith("  linker ") and l.endswith(str(bin_dir / "mold")) for l in lines), text
+    table = lines[next(i for i, l in enumerate(lines) if l.startswith("Measured here")) + 1:]
+    table = table[:next(i for i, l in enumerate(table) if "the choice" in l)]
+    rows = [l for l in table if any(l.lstrip().startswith(linkers[n].label + " ") for n in names)]
+    assert len(rows) >= len(names), text    # each linker's name whole on its row, fresh and in place
+    for line in table:
+        assert len(line) <= 80 and "…" not in line, text
+    for line in rows:
+        assert re.search(r" ms +\d+\.\d-\d+\.\d( |$)", line), line   # the median and its CI, whole

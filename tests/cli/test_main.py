@@ -84,3 +84,27 @@ def test_piped_output_fits_80_columns_and_json_numbers_are_rounded(tmp_path, lw_
     floats = re.findall(r"-?\d+\.\d+(?:e-?\d+)?", data)
     assert floats and all(len(f.split(".")[1]) <= 3 for f in floats), floats[:5]
     json.loads(data)
+
+
+# Set by linkwrap for its own processes, never by a user: not in --help.
+INTERNAL = {"LINKWRAP_BUILD_ID": "linkwrap run's build, for its links", "LINKWRAP_BUILD_CWD": "the same",
+            "LINKWRAP_SIGINT": "the entry script to linkwrap.cc", "LINKWRAP_SERVER_FALLBACK": "client.c to cc.py",
+            "LINKWRAP_LD_RELOCS": "a switch of the linker's benchmarks (linkwrap/ld/relocate_bulk.py)"}
+
+
+def test_every_variable_linkwrap_reads_is_in_the_environment_list():
+    # Read from the sources (environ.get / environ[...] / getenv), so a new variable cannot be missed.
+    import re
+    import linkwrap
+    root = os.path.dirname(linkwrap.__file__)
+    read = set()
+    for d, _, files in os.walk(root):
+        for f in files:
+            if f.endswith((".py", ".c")):
+                text = open(os.path.join(d, f), encoding="utf-8").read()
+                read |= set(re.findall(r"""(?:environ\.get\(|environ\[|getenv\(|pop\()["'](LINKWRAP_[A-Z_]+)["']""",
+                                       text))
+    read.add("LINKWRAP_CC_<TRIPLE>")
+    listed = {name for name, _ in ENVIRONMENT}
+    assert read - set(INTERNAL) - listed == set(), "add them to linkwrap/cli/main.py ENVIRONMENT"
+    assert {"LINKWRAP_SERVER", "LINKWRAP_LD_NO_FALLBACK", "LINKWRAP_DIRECT", "LINKWRAP_SAVE"} <= listed

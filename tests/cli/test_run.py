@@ -188,3 +188,85 @@ def test_make_is_told_how_to_link_through_linkwrap_and_then_records_its_link_alo
     [b] = [b for b in summary_json("--all", cwd=tmp_path)["builds"] if b["links"]]
     # The compile steps went to cc untouched: neither recorded nor chosen for.
     assert [os.path.basename(l["output_path"]) for l in b["links"]] == ["prog"]
+
+
+def test_a_link_that_compiles_its_sources_too_is_said_apart_from_linking(tmp_path, lw_home):
+    # make's one-step rule `$(CXX) -o $@ $<` compiles and links in one driver call: that time is
+    # not the linker's, so it is marked and kept out of the linking share; `a` links alone.
+    c_object(tmp_path, "m")
+    (tmp_path / "main.cpp").write_text("#include <iostream>\nint main() { std::cout << 1; }\n")
+    cc = script("linkwrap-launch")
+    (tmp_path / "Makefile").write_text(f"all: a cxxapp\na:\n\t{cc} cc m.o -o a\n"
+                                       f"cxxapp: main.cpp\n\t{cc} c++ -o $@ $<\n")
+    done = lw("run", "--", "make", "-s", "-j2", cwd=tmp_path, env={"COLUMNS": "80"})
+    assert "cxxapp (compile+link)" in done.stderr, done.stderr
+    assert "Compile+link: 1 link whose driver compiled sources too" in done.stderr, done.stderr
+    [b] = summary_json(cwd=tmp_path)["builds"]
+    links = {l["crate_name"]: l for l in b["links"]}
+    assert (links["cxxapp"]["compiles"], links["a"]["compiles"]) == (True, False)
+    share = b["linking"]
+    assert share["compile_links"] == 1 and share["compile_sum_ms"] == links["cxxapp"]["wall_ms"]
+    assert share["link_sum_ms"] == links["a"]["wall_ms"]   # the share is a's link alone
+    lw("report", "--html", str(tmp_path / "r.html"), cwd=tmp_path)
+    page = (tmp_path / "r.html").read_text()
+    assert "<span class=compiles>compile+link</span>" in page and "1 link compiled sources too" in page
+
+
+def test_a_build_whose_every_link_compiles_too_has_no_linking_share(tmp_path, lw_home):
+    (tmp_path / "main.c").write_text("int main(void) { return 0; }\n")
+    (tmp_path / "Makefile").write_text(f"app: main.c\n\t{script('linkwrap-launch')} cc -o $@ $<\n")
+    done = lw("run", "--", "make", "-s", cwd=tmp_path, env={"COLUMNS": "80"})
+    assert "Linking:" not in done.stderr and "Compile+link: 1 link" in done.stderr, done.stderr
+    [b] = summary_json(cwd=tmp_path)["builds"]
+    assert b["linking"]["link_share"] is None and b["linking"]["compile_links"] == 1
+    # summary's wrapped lines stay under their text, never at column 0
+    for line in lw("summary", cwd=tmp_path, env={"COLUMNS": "60"}).stdout.splitlines():
+        assert not line or line.startswith((" ", "build #", "20", "Compile+link:", "Build:", "linkwrap's own",
+                                            "By linker")), line
+
+
+def other_checkout(tmp_path):
+    """Another checkout of linkwrap (as another virtual environment's would be); -> its `linkwrap` argv."""
+    import shutil
+    import linkwrap
+    here = os.path.dirname(os.path.dirname(os.path.abspath(linkwrap.__file__)))
+    other = tmp_path / "other-checkout"
+    for part in ("linkwrap", "templates"):
+        shutil.copytree(os.path.join(here, part), other / part)
+    return other, [sys.executable, "-c",
+                   f"import sys; sys.path.insert(0, {str(other)!r}); from linkwrap.cli.main import main; sys.exit(main())"]
+
+
+def test_a_project_installed_from_another_linkwrap_install_is_said_in_one_line(tmp_path, lw_home):
+    # Another install links the project: a run from this one links with that one's code, and says
+    # so, without failing.
+    from cargokit import new_crate
+    other, theirs = other_checkout(tmp_path)
+    crate = new_crate(tmp_path)
+    subprocess.run([*theirs, "install"], cwd=crate, check=True, capture_output=True)
+    done = lw("run", "--", "cargo", "build", "-q", cwd=crate)
+    said = [line for line in done.stderr.splitlines() if "another linkwrap install" in line]
+    assert len(said) == 1 and said[0].startswith("linkwrap: note: the Cargo config's linker for "), done.stderr
+    assert str(other) in said[0] and "`linkwrap install` from this one" in said[0], said
+    assert done.returncode == 0 and "1 link" in done.stderr
+    status = lw("status", cwd=crate).stdout
+    assert any(line.startswith("warning: ") and "another linkwrap install" in line for line in status.splitlines())
+    lw("install", cwd=crate)   # this one's, now
+    done = lw("run", "--", "cargo", "build", "-q", cwd=crate)
+    assert "another linkwrap install" not in done.stderr + lw("status", cwd=crate).stdout, done.stderr
+
+
+def test_a_cmake_build_directory_with_another_installs_launcher_is_said_in_one_line(tmp_path, lw_home):
+    other, theirs = other_checkout(tmp_path)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.21)\nproject(p C)\n"
+                                        "add_executable(app main.c)\n")
+    (src / "main.c").write_text("int main(void) { return 0; }\n")
+    build = tmp_path / "build"
+    subprocess.run(["cmake", "-S", str(src), "-B", str(build), "-G", "Ninja"], check=True, capture_output=True)
+    subprocess.run([*theirs, "install", "--cmake", str(build)], check=True, capture_output=True, cwd=tmp_path)
+    done = lw("run", "--", "cmake", "--build", str(build), cwd=tmp_path)
+    said = [line for line in done.stderr.splitlines() if "another linkwrap install" in line]
+    assert len(said) == 1 and str(other) in said[0] and "install --cmake" in said[0], done.stderr
+    assert done.returncode == 0

@@ -105,3 +105,17 @@ def test_commands_that_stop_before_the_link_are_told_apart_from_links(tmp_path):
     (tmp_path / "rsp").write_text("-c\nm.c\n")
     assert not args.links(["@rsp"], str(tmp_path))
     assert args.links(["@missing", "m.o"], str(tmp_path))  # gcc keeps it literal: a link, as written
+
+
+def test_compiles_says_what_the_driver_itself_would_compile(tmp_path):
+    # Checked against gcc's own plan (-###): a compiler proper (cc1, cc1plus) runs iff compiles().
+    (tmp_path / "main.cpp").write_text("int main() {}\n")
+    (tmp_path / "x.o").write_bytes(b"")
+    (tmp_path / "noext").write_text("int main(void) { return 0; }\n")
+    cases = [["x.o", "-o", "app"], ["-o", "app", "main.cpp"], ["-x", "c", "noext", "-o", "app"],
+             ["-xc", "noext", "-x", "none", "x.o", "-o", "app"], ["-o", "main.c", "x.o"],
+             ["-L", "dir.c", "x.o", "-o", "app"], ["-Wl,--version-script=v.c", "x.o", "-o", "app"],
+             ["-I", "inc.c", "x.o", "-o", "app"]]
+    for argv in cases:
+        plan = subprocess.run(["g++", "-###", *argv], cwd=tmp_path, capture_output=True, text=True).stderr
+        assert args.compiles(argv) == ("/cc1" in plan), (argv, plan)

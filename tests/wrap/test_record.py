@@ -100,8 +100,11 @@ SYSROOT = "/r/lib/rustlib/x86_64-unknown-linux-gnu/lib"
      {**CARGO, "CARGO_CRATE_NAME": "build_script_build"}, ("demo", "build-script")),
     (["-shared", "m.o", f"{SYSROOT}/libproc_macro-abc.rlib", "-o", "t/debug/deps/libderive-1.so"],
      {**CARGO, "CARGO_CRATE_NAME": "derive"}, ("derive", "proc-macro")),
-    (["-shared", "m.o", f"{SYSROOT}/libstd-abc.rlib", "-o", "t/debug/deps/libplug.so"],
+    (["-shared", "m.o", f"{SYSROOT}/libstd-abc.rlib", "-Wl,--gc-sections", "-o", "t/debug/deps/libplug.so"],
      {**CARGO, "CARGO_CRATE_NAME": "plug"}, ("plug", "cdylib")),
+    (["-shared", "m.o", "/tmp/rustcX/rmeta.o", f"{SYSROOT}/libstd-abc.so", "-o", "t/debug/deps/libdyl.so"],
+     {**CARGO, "CARGO_CRATE_NAME": "dyl"}, ("dyl", "dylib")),
+    (["-shared", "m.o", "-o", "t/debug/deps/libodd.so"], {**CARGO, "CARGO_CRATE_NAME": "odd"}, ("odd", "shared")),
     (["m.o", f"{SYSROOT}/libtest-abc.rlib", "-o", "t/debug/deps/demo-1"],
      {**CARGO, "CARGO_CRATE_NAME": "demo"}, ("demo", "test")),
     (["m.o", "-o", "t/debug/deps/demo-1"],
@@ -204,3 +207,23 @@ def test_start_up_is_the_time_from_the_process_start_to_linkwraps_code(tmp_path,
     # parts can exceed the whole by at most one tick (and a rounding), however busy the machine is.
     tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
     assert row["startup_ms"] + row["overhead_ms"] + row["wall_ms"] <= whole_ms + tick_ms + 1
+
+
+def test_a_rust_dylib_and_a_cdylib_are_told_apart_from_rustcs_own_link(tmp_path, lw_home):
+    # Real rustc links through linkwrap-cc: each library's kind comes from the command line rustc wrote.
+    import json
+    import subprocess
+    from conftest import script
+    kinds = {}
+    for kind in ("dylib", "cdylib"):
+        crate = tmp_path / kind
+        (crate / "src").mkdir(parents=True)
+        (crate / "Cargo.toml").write_text(f'[package]\nname = "lib{kind}"\nversion = "0.1.0"\nedition = "2021"\n'
+                                          f'[lib]\ncrate-type = ["{kind}"]\n')
+        (crate / "src" / "lib.rs").write_text('#[no_mangle]\npub extern "C" fn answer() -> i32 { 42 }\n')
+        done = subprocess.run([script("linkwrap"), "run", "--json", "--", "cargo", "build", "-q"], cwd=crate,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        [b] = json.loads(done.stdout)["builds"]
+        kinds.update({l["crate_name"]: l["crate_kind"] for l in b["links"]})
+    assert kinds == {"libdylib": "dylib", "libcdylib": "cdylib"}, kinds
