@@ -243,16 +243,21 @@ def install_of(path):
     with open(path, encoding="utf-8", errors="replace") as f:
         text = f.read(8192)
     python = parent = None
+    def first_word(s):
+        try:
+            return (shlex.split(s) or [""])[0]
+        except ValueError:  # an unbalanced quote: not a script linkwrap wrote
+            return None
     for line in text.splitlines():
         if line.startswith("py=") and python is None:
-            python = (shlex.split(line[3:]) or [""])[0]
+            python = first_word(line[3:])
         elif line.startswith("sys.path.insert(0, ") and parent is None:
             try:
                 parent = ast.literal_eval(line[len("sys.path.insert(0, "):].rstrip(")"))
             except (ValueError, SyntaxError):
                 pass
         elif line.startswith("#!") and python is None and "python" in line:  # pip's console script
-            python = (shlex.split(line[2:]) or [""])[0]
+            python = first_word(line[2:])
     if python is None or "linkwrap" not in text:
         return None
     return os.path.dirname(os.path.abspath(python)), parent

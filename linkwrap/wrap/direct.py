@@ -13,8 +13,8 @@ gcc prints the collect2 line, clang the ld line. In that line the placeholder
 input is where gcc puts, in order, every input file, -l, -Wl, and -Xlinker
 argument (its %o), the placeholder -L where every -L goes (%{L*}), the
 placeholder output where -o goes. That line, minus the LTO plugin arguments
-collect2 would hand to the linker, is cached per driver identity (resolved
-path, size, mtime), skeleton and the environment the driver reads
+collect2 would hand to the linker, is cached per driver identity (real
+path, device, inode, size, mtime), skeleton and the environment the driver reads
 (linkers.marshal's way: a marshal file in the cache directory).
 
 Anything the expansion cannot be trusted for keeps the driver: LTO (-flto*, an
@@ -169,10 +169,14 @@ def learn(driver, skeleton, environ=os.environ) -> tuple:
     path = _which(driver, environ)
     if path is None:
         raise NotDirect(f"{driver} not found")
-    # The file the driver's name leads to (through cc -> /etc/alternatives/cc -> gcc-12) by device and
-    # inode: an alternative switched to clang is another file; realpath() would cost an lstat per component.
-    st = os.stat(path)
-    key = "\0".join((path, f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}", *skeleton, "\0",
+    # The file the driver's name leads to (through cc -> /etc/alternatives/cc -> gcc-12), by its real
+    # path and its (device, inode, size, mtime): gcc finds its crt files, libgcc and collect2 from
+    # where it really is, so two hard-linked copies of one toolchain (cp -al, rsync --link-dest, a
+    # Nix store) are one inode that expands differently; an alternative switched to clang is another
+    # file. The realpath costs a few lstats; a stale line here links another toolchain's files.
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    key = "\0".join((real, f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}", *skeleton, "\0",
                      *(f"{k}={environ.get(k, '')}" for k in _ENV_KEYS)))
     cache = _load()
     lines = cache.setdefault("lines", {})

@@ -136,3 +136,12 @@ def test_a_hand_written_ninja_file_gets_the_install_command_and_is_left_alone(tm
     lw("install", "--ninja", folder / "build.ninja", cwd=folder)
     done = lw("run", "--", "ninja", cwd=folder)
     assert "linkwrap: note:" not in done.stderr
+
+
+def test_a_foreign_script_with_linkwraps_name_and_an_unbalanced_quote_is_not_an_install(tmp_path):
+    # Found in review: shlex's ValueError escaped, and `status` / `run` ended with "unexpected error".
+    odd = tmp_path / "linkwrap-cc"
+    odd.write_text('#!/bin/sh\npy="/usr/bin/python3\nexec "$py" -m linkwrap.cc "$@"\n')
+    odd.chmod(0o755)
+    assert trial.install_of(str(odd)) is None
+    assert trial.other_install(str(odd)) is None

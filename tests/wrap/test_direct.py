@@ -194,6 +194,34 @@ def test_a_driver_name_pointed_at_another_driver_is_learnt_anew(tmp_path, lw_hom
     assert "-lstdc++" in direct.command(req, decision("bfd"), "out", env)
 
 
+def test_a_hard_linked_copy_of_a_toolchain_is_learnt_anew(tmp_path, lw_home):
+    """gcc finds its crt files and libgcc from where it really is: `cc` repointed from one toolchain
+    tree to a hard-linked copy of it (cp -al: the same inode, size and mtime) expands into the copy."""
+    gcc = os.path.realpath(shutil.which("gcc"))
+    libdir = os.path.dirname(subprocess.run([gcc, "-print-libgcc-file-name"], capture_output=True, text=True,
+                                            check=True).stdout.strip())
+    rel = os.path.relpath(libdir, os.path.dirname(os.path.dirname(gcc)))  # lib/gcc/<triple>/<version>
+    assert not rel.startswith(".."), rel
+    one = tmp_path / "tc1"
+    (one / "bin").mkdir(parents=True)
+    shutil.copy2(gcc, one / "bin" / "gcc")
+    (one / rel).mkdir(parents=True)
+    for name in os.listdir(libdir):
+        os.symlink(os.path.join(libdir, name), one / rel / name)
+    subprocess.run(["cp", "-al", str(one), str(tmp_path / "tc2")], check=True)
+    assert os.stat(one / "bin" / "gcc").st_ino == os.stat(tmp_path / "tc2" / "bin" / "gcc").st_ino
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
+    req = args.parse(["x.o", "-o", "out"], "mycc", cwd=str(tmp_path))
+    for tree in ("tc1", "tc2"):
+        if (bindir / "mycc").is_symlink():
+            os.unlink(bindir / "mycc")
+        os.symlink(tmp_path / tree / "bin" / "gcc", bindir / "mycc")
+        line = " ".join(direct.command(req, decision("bfd"), "out", env))
+        assert str(tmp_path / tree / "bin") in line and f"/{'tc2' if tree == 'tc1' else 'tc1'}/" not in line, line
+
+
 # --- whole links: the same bytes either way ------------------------------------
 
 def _rust_bin_dir():
