@@ -10,6 +10,11 @@ then a clean `cargo build` of the example and a parallel ninja build of many sma
 with and without linkwrap.
 
     python3 benchmarks/bench_overhead.py [--runs 21] [--linker mold] [--no-big] [--builds 5]
+                                         [--baseline DIR]
+
+--baseline DIR adds another linkwrap tree's native client and server (DIR: a checkout, e.g.
+`git archive main | tar -x -C DIR`) to the same interleaved rounds, and prints this tree's client
+against it, round by round: a comparison the machine's load cannot bias.
 
 Each link: rustc's own command line, captured with a recording linker while the objects are
 kept (-C save-temps). `cc` is run with exactly the command linkwrap's driver path would run
@@ -79,17 +84,19 @@ def median_ci(values):
     return statistics.median(s), s[min(n - 1, int(n * 0.9))], (s[lo], s[hi - 1 if hi > lo else hi])
 
 
-def bench_link(label, argv, cwd, env, linker, client, script, runs, work):
+def bench_link(label, argv, cwd, env, linker, client, script, runs, work, baseline=None):
     from linkwrap.wrap import args, run
     from linkwrap.wrap.choose import choose
     env = {**env, "LINKWRAP_LINKER": linker}
     req = args.parse(argv, environ=env, cwd=cwd)
     decision = choose(req, env).decision
     assert decision.linker and decision.linker.name == linker, decision
-    outs = {k: os.path.join(work, f"{label.split()[0]}-{k}") for k in ("cc", "script", "client")}
+    outs = {k: os.path.join(work, f"{label.split()[0]}-{k}") for k in ("cc", "script", "client", "baseline")}
     cmds = {"cc": run.command(req, decision, outs["cc"]),
             "script": [script, *args.with_output(argv, outs["script"])],
             "client": [client, *args.with_output(argv, outs["client"])]}
+    if baseline:
+        cmds["baseline"] = [baseline, *args.with_output(argv, outs["baseline"])]
     for name in cmds:  # warm: page cache, linkwrap's caches, the server's first fork
         timed(cmds[name], env, cwd)
         timed(cmds[name], env, cwd)
@@ -99,10 +106,14 @@ def bench_link(label, argv, cwd, env, linker, client, script, runs, work):
             samples[name].append(timed(cmd, env, cwd))
     base = statistics.median(samples["cc"])
     print(f"{label:13s} cc {base:7.1f} ms", end="")
-    for name in ("script", "client"):
+    for name in ("script", "client", "baseline")[:len(cmds) - 1]:
         med, p90, (lo, hi) = median_ci([b - a for a, b in zip(samples["cc"], samples[name])])
         print(f" | {name} {med:+6.1f} (p90 {p90:+6.1f}, 95% CI {lo:+.1f}..{hi:+.1f})", end="")
     print()
+    if baseline:
+        med, p90, (lo, hi) = median_ci([b - a for a, b in zip(samples["baseline"], samples["client"])])
+        print(f"{'':13s} client - baseline client, per round: median {med:+.1f} ms (p90 {p90:+.1f}, "
+              f"95% CI {lo:+.1f}..{hi:+.1f})")
     # linkwrap's own time as its records tell it (start-up + its work, the linker's run excluded):
     # less sensitive to a busy machine's scheduling than the wall-time differences above.
     from linkwrap.store import db
@@ -115,27 +126,37 @@ def bench_link(label, argv, cwd, env, linker, client, script, runs, work):
         if own:
             print(f"{'':13s} {entry}: linkwrap's own time {statistics.median(own):.1f} ms median over "
                   f"{len(own)} links (start {'/'.join(sorted(starts))})")
-    breakdown(outs["client"], samples, req, decision, env, cwd, work)
+    for name in ("client", "baseline")[:len(cmds) - 2]:
+        parts(name, outs[name], samples)
+    breakdown(samples, req, decision, env, cwd, work)
 
 
-def breakdown(client_out, samples, req, decision, env, cwd, work, rounds=15):
-    """Where the client's wall time goes, per round from its records: the server's accept to the
+def parts(name, out, samples):
+    """Where a client's wall time goes, per round from its records: the server's accept to the
     link's start (hand-off and child setup: startup_ms), linkwrap's work to the answer (overhead_ms),
-    the linker, and the rest (the client's exec, connect, the answer and its exit); then linkwrap's
-    work split by stage, timed in this process on the same link."""
+    the linker, and the rest (the client's exec, connect, the answer and its exit)."""
     from linkwrap.store import db
     rows = db.open_store().execute("SELECT startup_ms, overhead_ms, wall_ms FROM links WHERE output_path = ? "
-                                   "ORDER BY id", (client_out,)).fetchall()[-len(samples["client"]):]
-    if len(rows) != len(samples["client"]):
+                                   "ORDER BY id", (out,)).fetchall()[-len(samples[name]):]
+    if len(rows) != len(samples[name]):
+        print(f"{'':13s} {name}: {len(rows)} records for {len(samples[name])} links: no breakdown")
         return
     setup = [r[0] or 0.0 for r in rows]
     own = [r[1] for r in rows]
     linker = [r[2] for r in rows]
-    rest = [c - a - b - d for c, a, b, d in zip(samples["client"], setup, own, linker)]
+    rest = [c - a - b - d for c, a, b, d in zip(samples[name], setup, own, linker)]
     med = statistics.median
-    print(f"{'':13s} client, medians (ms): exec+connect+answer+exit {med(rest):.1f} | hand-off+child setup "
-          f"{med(setup):.1f} | linkwrap to the answer {med(own):.1f} | linker {med(linker):.1f} "
-          f"(cc {med(samples['cc']):.1f}: driver hop + linker)")
+
+    def p90(v):
+        return sorted(v)[min(len(v) - 1, int(len(v) * 0.9))]
+    print(f"{'':13s} {name}, median/p90 (ms): exec+connect+answer+exit {med(rest):.1f}/{p90(rest):.1f} | "
+          f"hand-off+child setup {med(setup):.1f}/{p90(setup):.1f} | linkwrap to the answer "
+          f"{med(own):.1f}/{p90(own):.1f} | linker {med(linker):.1f} (cc {med(samples['cc']):.1f}: driver hop + linker)")
+
+
+def breakdown(samples, req, decision, env, cwd, work, rounds=15):
+    """linkwrap's work split by stage, timed in this process on the same link."""
+    med = statistics.median
     from linkwrap.wrap import choose as choose_mod, invocation, output, pipeline, run
     times = {}
 
@@ -230,6 +251,7 @@ def main():
     ap.add_argument("--no-big", action="store_true", help="skip the generated ~150 MB link")
     ap.add_argument("--modules", type=int, default=16)
     ap.add_argument("--funcs", type=int, default=34)
+    ap.add_argument("--baseline", metavar="DIR", help="another linkwrap tree whose client and server run too")
     opts = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as work:
@@ -241,6 +263,7 @@ def main():
         script = launcher.script_path("linkwrap-cc")
         assert open(client, "rb").read(4) == b"\x7fELF", "the native client did not compile"
         server = start.start_detached()
+        baseline = other_tree(opts.baseline) if opts.baseline else None
         print(f"uptime: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f} (1/5/15 min load), "
               f"{os.cpu_count()} CPUs; linker {opts.linker}; {opts.runs} interleaved rounds")
         try:
@@ -250,14 +273,15 @@ def main():
             links = capture_links(ws, os.path.join(work, "target"), work)
             print("added wall per link against cc (ms; median, p90, 95% CI of the median):")
             for label in ("app", "build-script"):
-                bench_link(label, links[label], ws, os.environ, opts.linker, client, script, opts.runs, work)
+                bench_link(label, links[label], ws, os.environ, opts.linker, client, script, opts.runs, work,
+                           baseline and baseline[0])
             if not opts.no_big:
                 import genproject
                 big = genproject.rust(os.path.join(work, "big"), opts.modules, opts.funcs)
                 argv, link_env, cwd = genproject.rust_link(big, target_dir=os.path.join(work, "big-target"))
                 mb = genproject.input_bytes(argv, cwd) / 1e6
                 bench_link(f"big {mb:.0f}MB", argv, cwd, {**os.environ, **link_env}, opts.linker, client, script,
-                           opts.runs, work)
+                           opts.runs, work, baseline and baseline[0])
             clean_builds(ws, client, opts.builds, work, opts.linker)
             launch = launcher.fast_script("linkwrap-launch")
             ninja_builds(launch, opts.builds, work)
@@ -267,6 +291,25 @@ def main():
             from linkwrap.server import server as srv
             ask(os.path.join(srv.run_dir(), srv.socket_name(srv.world_key())), "stop")
             os.waitpid(server, 0)
+            if baseline:
+                ask(baseline[1], "stop")
+
+
+def other_tree(tree):
+    """The native client of the linkwrap at tree, written into this LINKWRAP_HOME, and its server
+    started: -> (client, socket path). Its socket is its own (the install is part of the key)."""
+    env = {**os.environ, "PYTHONPATH": os.path.abspath(tree)}
+    code = ("import os; from linkwrap.install import launcher; from linkwrap.server import start, server as s; "
+            "print(launcher.fast_script('linkwrap-cc')); start.start_detached(); "
+            "print(os.path.join(s.run_dir(), s.socket_name(s.world_key())))")
+    client, sock = subprocess.run([sys.executable, "-c", code], env=env, cwd=tree, check=True,
+                                  capture_output=True, text=True).stdout.split("\n")[:2]
+    assert open(client, "rb").read(4) == b"\x7fELF", f"the baseline's native client did not compile: {client}"
+    deadline = time.monotonic() + 60
+    while not os.path.exists(sock) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    print(f"baseline: {os.path.abspath(tree)} ({client})")
+    return client, sock
 
 
 if __name__ == "__main__":

@@ -3,9 +3,10 @@
  * A Python process per link costs ~10 ms before linkwrap's first line runs; this
  * client costs well under one. It connects to the server of this user and this
  * world (uid, cgroups, mount/pid/user namespaces and linkwrap install: the socket's
- * name is a hash of them, computed as server.py's world_key() does), sends its
- * argv, environment, working directory and, as SCM_RIGHTS, fds 0-2 and the
- * jobserver's, forwards SIGINT/SIGTERM/SIGHUP as one byte each, and exits with
+ * name is a hash of them, computed as server.py's world_key() does), sends at once
+ * its argv, environment, working directory, umask, resource limits and cgroups, then,
+ * once the server has said it took the connection ('A'), fds 0-2 and the jobserver's
+ * as SCM_RIGHTS; it forwards SIGINT/SIGTERM/SIGHUP as one byte each, and exits with
  * the link's status or dies of its signal.
  *
  * Whatever goes wrong before the server has taken the link (no server, a stale
@@ -14,7 +15,8 @@
  * server for the next links. A build never hangs or fails because of the server.
  *
  * `linkwrap install` prepends LW_SCRIPT, LW_VERSION and LW_INSTALL and compiles it
- * with the system's cc.
+ * with the system's cc (statically where the C library allows: no dynamic loader's
+ * work per link).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,6 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -98,6 +102,11 @@ static unsigned long ns_inode(const char *name) {
     return stat(p, &st) == 0 ? (unsigned long)st.st_ino : 0;
 }
 
+/* /proc/self/cgroup as read for the key: the server's child compares it with its own and
+ * joins the client's groups only when they differ. Cut short: sent empty ("read it"). */
+static char g_cgroup[8192];
+static size_t g_cgroup_len;
+
 /* The socket's name: FNV-1a 64 of "uid\ncgroup file\nmnt\npid\nuser\ninstall". */
 static void world_key(char out[17]) {
     char t[256];
@@ -107,8 +116,17 @@ static void world_key(char out[17]) {
     int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
         ssize_t r;
-        while ((r = read(fd, t, sizeof t)) > 0)
-            h = fnv(h, t, (size_t)r);
+        while ((r = read(fd, g_cgroup + g_cgroup_len, sizeof g_cgroup - g_cgroup_len)) > 0) {
+            h = fnv(h, g_cgroup + g_cgroup_len, (size_t)r);
+            g_cgroup_len += (size_t)r;
+            if (g_cgroup_len == sizeof g_cgroup) { /* longer than kept: hash the rest, send none */
+                while ((r = read(fd, t, sizeof t)) > 0)
+                    h = fnv(h, t, (size_t)r);
+                g_cgroup_len = 0;
+                g_cgroup[0] = 0;
+                break;
+            }
+        }
         close(fd);
     }
     n = snprintf(t, sizeof t, "\n%lu\n%lu\n%lu\n%s", ns_inode("mnt"), ns_inode("pid"), ns_inode("user"), LW_INSTALL);
@@ -166,6 +184,22 @@ static int jobserver_fds(int *fds, int max) {
     return n;
 }
 
+/* The fds, as SCM_RIGHTS with one byte (a stream socket carries no ancillary data alone). */
+static void send_fds(const int *fds, int nfds) {
+    struct iovec iov = {(void *)"R", 1};
+    char ctl[CMSG_SPACE(sizeof(int) * 19)];
+    memset(ctl, 0, sizeof ctl);
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+                         .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds)};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+    memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+    if (sendmsg(g_sock, &msg, MSG_NOSIGNAL) != 1)
+        fallback("protocol");
+}
+
 static volatile sig_atomic_t g_caught;
 
 static void forward(int sig) {
@@ -178,9 +212,71 @@ static void forward(int sig) {
     errno = saved;
 }
 
+/* A command line that never reaches the linker (`cc -c`, `-E`, `--version`…) is the driver's
+ * alone: args.links() in Python, the same lists and the same walk (tests/server/test_client.py
+ * feeds both one table). 1: surely not a link; 0: a link, or an @file only Python reads. */
+static const char *const STOPS[] = {
+    "-c", "-S", "-E", "-M", "-MM", "-fsyntax-only", "-###", "--help", "--target-help", "--version",
+    "-dumpversion", "-dumpfullversion", "-dumpmachine", "-dumpspecs", "-print-search-dirs",
+    "-print-libgcc-file-name", "-print-multiarch", "-print-multi-directory", "-print-multi-lib",
+    "-print-multi-os-directory", "-print-sysroot", "-print-sysroot-headers-suffix", "--analyze", NULL};
+static const char *const STOP_PREFIXES[] = {"-print-file-name=", "-print-prog-name=", "--help=", NULL};
+static const char *const SKIPS_VALUE[] = {
+    "-o", "-L", "-l", "-T", "-e", "-u", "-z", "-Xlinker", "-Xassembler", "-Xpreprocessor", "-Xclang", "-x",
+    "-isystem", "-include", "-imacros", "-iquote", "-idirafter", "-iprefix", "-iwithprefix", "-isysroot",
+    "--sysroot", "-MF", "-MT", "-MQ", "-MJ", "-B", "-I", "-D", "-U", "-aux-info", "--param", "-arch", "-target",
+    NULL};
+
+static int listed(const char *arg, const char *const *list, int prefix) {
+    for (; *list; list++)
+        if (prefix ? strncmp(arg, *list, strlen(*list)) == 0 : strcmp(arg, *list) == 0)
+            return 1;
+    return 0;
+}
+
+static int not_a_link(char **args) {
+    for (char **a = args; *a; a++)
+        if ((*a)[0] == '@')
+            return 0;
+    int skip = 0;
+    for (char **a = args; *a; a++) {
+        if (skip)
+            skip = 0;
+        else if (listed(*a, SKIPS_VALUE, 0))
+            skip = 1;
+        else if (listed(*a, STOPS, 0) || listed(*a, STOP_PREFIXES, 1))
+            return 1;
+    }
+    return 0;
+}
+
+/* Not a link: exec the driver as the server would have answered ('D'), without asking it. */
+static void driver_if_not_a_link(char **argv) {
+    const char *base = strrchr(argv[0], '/');
+    char **args = argv + 1;
+    if (strcmp(base ? base + 1 : argv[0], "linkwrap-launch") == 0) {
+        if (args[0] && strcmp(args[0], "--") == 0)
+            args++;
+        /* linkwrap-launch's own usage and --version are the script's to answer */
+        if (!args[0] || strcmp(args[0], "-V") == 0 || strcmp(args[0], "--version") == 0 ||
+            strcmp(args[0], "-h") == 0 || strcmp(args[0], "--help") == 0 || !not_a_link(args + 1))
+            return;
+    } else {
+        if (!not_a_link(args))
+            return;
+        const char *cc = getenv("LINKWRAP_CC");
+        argv[0] = (char *)(cc && *cc ? cc : "cc");
+        args = argv;
+    }
+    execvp(args[0], args);
+    fprintf(stderr, "linkwrap: error: cannot run %s: %s\n", args[0], strerror(errno));
+    _exit(127);
+}
+
 int main(int argc, char **argv) {
     (void)argc;
     g_argv = argv;
+    driver_if_not_a_link(argv);
     const char *off = getenv("LINKWRAP_SERVER");
     if (off && strcmp(off, "off") == 0)
         fallback("off");
@@ -206,26 +302,38 @@ int main(int argc, char **argv) {
     socklen_t cl = sizeof cred;
     if (getsockopt(g_sock, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cred.uid != geteuid())
         fallback("another uid");
+#ifdef PR_SET_PTRACER
+    /* Under Yama's ptrace_scope 1 the server's children may then take our fds themselves
+     * (pidfd_getfd) instead of waiting for us to send them; elsewhere EINVAL, and nothing changes. */
+    prctl(PR_SET_PTRACER, (unsigned long)cred.pid, 0, 0, 0);
+#endif
 
-    /* The server answers 'A' when it accepts (one that does not within LW_TIMEOUT_S is wedged:
-     * the script links). Only then do the fds go: fds queued on a socket nobody reads would
-     * keep the build's pipes open. The child may still answer 'F' or 'V' instead of a result. */
-    setsockopt(g_sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    char a = 0;
-    if (recv(g_sock, &a, 1, 0) != 1)
-        fallback("timeout");
-    if (a != 'A')
-        fallback(a == 'V' ? "version" : "refused");
-
+    /* The request goes at once, without the fds: fds queued on a socket nobody reads (a wedged
+     * server) would keep the build's pipes open. The server answers 'A' when it accepts (one
+     * that does not within LW_TIMEOUT_S is wedged: the script links), then 'T' when it took
+     * the fds from us itself (pidfd_getfd) or 'S' when we must send them; or 'F' or 'V'. */
     int fds[3 + 16] = {0, 1, 2};
     int nfds = 3 + jobserver_fds(fds + 3, 16);
     char cwd[8192];
     if (!getcwd(cwd, sizeof cwd))
         fallback("cwd");
     const char *name = strrchr(argv[0], '/');
+    len = 8; /* the header's place: magic and payload length */
     put_str(LW_VERSION);
     put_str(name ? name + 1 : argv[0]);
     put_str(cwd);
+    mode_t mask = umask(0);
+    umask(mask);
+    put_num((long)mask);
+    put_num(RLIM_NLIMITS);
+    for (int i = 0; i < RLIM_NLIMITS; i++) {
+        struct rlimit rl;
+        if (getrlimit(i, &rl) != 0)
+            fallback("limits");
+        put_num(rl.rlim_cur == RLIM_INFINITY ? -1L : (long)rl.rlim_cur);
+        put_num(rl.rlim_max == RLIM_INFINITY ? -1L : (long)rl.rlim_max);
+    }
+    put(g_cgroup, g_cgroup_len);
     int n = 0;
     while (argv[n])
         n++;
@@ -241,30 +349,34 @@ int main(int argc, char **argv) {
     put_num(nfds);
     for (int i = 0; i < nfds; i++)
         put_num(fds[i]);
-
-    /* Header and fds in one sendmsg; then the payload. */
-    uint32_t head[2] = {0x3143574cu /* "LWC1" */, (uint32_t)len};
-    struct iovec iov = {head, sizeof head};
-    char ctl[CMSG_SPACE(sizeof fds)];
-    memset(ctl, 0, sizeof ctl);
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
-                         .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds)};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-    memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
-    if (sendmsg(g_sock, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof head)
-        fallback("protocol");
+    uint32_t head[2] = {0x3243574cu /* "LWC2" */, (uint32_t)(len - 8)};
+    memcpy(buf, head, sizeof head);
     for (size_t off2 = 0; off2 < len;) {
         ssize_t w = send(g_sock, buf + off2, len - off2, MSG_NOSIGNAL);
         if (w <= 0)
-            fallback("protocol");
+            fallback(w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? "timeout" : "protocol");
         off2 += (size_t)w;
     }
+
+    setsockopt(g_sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char a = 0;
+    if (recv(g_sock, &a, 1, 0) != 1)
+        fallback("timeout");
+    if (a != 'A')
+        fallback(a == 'V' ? "version" : "refused");
+    /* Accepted: from here on the link may take as long as it takes. */
     tv.tv_sec = 0;
     setsockopt(g_sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(g_sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    ssize_t got;
+    while ((got = recv(g_sock, &a, 1, 0)) < 0 && errno == EINTR)
+        ;
+    if (got != 1)
+        fallback("lost");
+    if (a != 'T' && a != 'S')
+        fallback(a == 'V' ? "version" : "refused");
+    if (a == 'S')
+        send_fds(fds, nfds);
 
 
     struct sigaction act = {.sa_handler = forward};

@@ -7,11 +7,12 @@ namespaces, linkwrap install (world_key()) -- so a client only ever reaches a
 server that sees the same files, the same processes and the same limits.
 
 Each link is served by a child forked ahead of it (a spare waiting in accept()). The child:
-  1. checks the peer (SO_PEERCRED: our uid) and the client's version ('V' and 'F' send
-     the client to the script; the server itself answered 'A', alive, on accepting);
-  2. takes the client's fds 0-2 and jobserver fds at the same numbers, its
-     environment, working directory, umask and resource limits, and joins its
-     cgroups (memory limits and accounting stay the build's);
+  1. answers 'A' (alive) on accepting, checks the peer (SO_PEERCRED: our uid) and reads the
+     request the client sent at once; 'V' (another version) and 'F' send the client to the script;
+  2. takes the client's fds 0-2 and jobserver fds from it (pidfd_getfd: 'T'; where refused, 'S'
+     and the client sends them), its environment, working directory, umask and resource limits,
+     and joins its cgroups (memory limits and accounting stay the build's); the fds go to the
+     same numbers;
   3. runs pipeline.link() for an Invocation naming the client
      (whose pid finds the build), while a thread turns each byte the client sends
      into that signal for the link -- and the client's end of the socket closing
@@ -28,7 +29,7 @@ import sys
 
 IDLE_S = 15 * 60
 CHECK_S = 5.0
-MAGIC = 0x3143574C  # "LWC1", little-endian, as client.c sends it
+MAGIC = 0x3243574C  # "LWC2", little-endian, as client.c sends it
 CONTROL = b"LWS1"
 MAX_FDS = 19
 
@@ -302,7 +303,16 @@ def spare(listener, notify_w, life_r, state) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_DFL)
     known = len(sys.modules)  # dicts keep their order: what this link imports comes after
-    rehearse()
+    # A link already waiting (a burst took every spare) is served at once, its page copies made
+    # as it runs: a rehearsal first would keep it waiting ~3.5 ms more (rehearse()).
+    rehearsed = not select.select([listener], [], [], 0)[0]
+    if rehearsed:
+        rehearse()  # reads this spare's own cgroups and limits too (_own_world)
+    else:
+        try:
+            _own_world()
+        except Exception:  # settle() then reads the client's cgroups, and sets every limit
+            pass
     listener.setblocking(False)
     while True:
         ready, _, _ = select.select([listener, life_r], [], [])
@@ -311,7 +321,10 @@ def spare(listener, notify_w, life_r, state) -> None:
         try:
             conn, _ = listener.accept()
         except (BlockingIOError, InterruptedError):
-            continue  # another spare took it
+            if not rehearsed and not select.select([listener], [], [], 0)[0]:
+                rehearse()  # another spare took it, and no other link waits: now
+                rehearsed = True
+            continue
         break
     reached = time.perf_counter_ns()
     listener.close()
@@ -319,7 +332,7 @@ def spare(listener, notify_w, life_r, state) -> None:
     conn.setblocking(True)
     try:
         # 'A': the server is alive (a client that does not hear it in client.c's LW_TIMEOUT_S
-        # takes it for wedged); the client's fds come only after it.
+        # takes it for wedged); the client's fds come only after it, its request before.
         conn.send(b"A")
     except OSError:
         os._exit(0)
@@ -341,12 +354,16 @@ def rehearse() -> None:
     try:
         from linkwrap.wrap import args, direct, record
         from linkwrap.wrap.choose import choose
-        # What take() does with a client's request, on this process's own environment.
+        # What settle() does with a client's request, on this process's own environment.
         env = dict(os.environ)
-        payload = [b"0", b"linkwrap-cc", os.fsencode(os.getcwd()), b"2", b"x.o", b"-o", str(len(env)).encode()]
+        _own_world()
+        limits = [str(v).encode() for which in sorted(_OWN["limits"]) for v in _OWN["limits"][which]]
+        payload = [b"0", b"linkwrap-cc", os.fsencode(os.getcwd()), b"18", str(len(_OWN["limits"])).encode(),
+                   *limits, _OWN["cgroup"], b"2", b"x.o", b"-o", str(len(env)).encode()]
         payload += [os.fsencode(f"{k}={v}") for k, v in env.items()] + [b"3", b"0", b"1", b"2", b""]
-        os.environ.update(parse_request(b"\0".join(payload))["env"])
-        _umask(os.getpid())
+        req = parse_request(b"\0".join(payload))
+        os.environ.update(req["env"])
+        _same_limits(req["limits"])
         _cgroups("self")
         request = args.parse(["linkwrap-rehearsal.o", "-o", "linkwrap-rehearsal"], None, env, cwd=os.getcwd())
         choice = choose(request, env)
@@ -460,20 +477,13 @@ def child(conn, reached=None, known=None) -> None:
     peer_pid, peer_uid, _ = struct.unpack("3i", creds)
     if peer_uid != os.geteuid():
         os._exit(0)  # not ours: say nothing
-    head, fds, _, _ = socket.recv_fds(conn, 8, MAX_FDS)
-    if len(head) != 8:
-        os._exit(0)
+    head = _recv_exactly(conn, 8)
     magic, size = struct.unpack("<II", head)
     if magic != MAGIC or size > 64 << 20:
-        _refuse(conn, b"F")
-    data = bytearray()
-    while len(data) < size:
-        chunk = conn.recv(min(1 << 20, size - len(data)))
-        if not chunk:
-            os._exit(0)
-        data += chunk
+        _refuse(conn, b"V" if magic & 0xFFFFFF == MAGIC & 0xFFFFFF else b"F")  # "LWC<n>": another client
+    data = _recv_exactly(conn, size)
     try:
-        req = parse_request(bytes(data))
+        req = parse_request(data)
     except (ValueError, IndexError, StopIteration):
         _refuse(conn, b"F")
     from linkwrap import __version__
@@ -489,14 +499,32 @@ def child(conn, reached=None, known=None) -> None:
             sys.stdout, sys.stderr = saved
         if not_a_link:
             _refuse(conn, b"F")  # usage, --version: the script answers as it always did
-    if len(fds) != len(req["fds"]):
-        _refuse(conn, b"F")
+    # The fds: taken from the client itself ('T'), else sent by it ('S') while this child settles.
+    fds = fds_of(peer_pid, req["fds"], conn)
     try:
-        conn = take(req, fds, peer_pid, conn)
+        conn.sendall(b"S" if fds is None else b"T")
+    except OSError:
+        os._exit(0)  # the client is gone
+    try:
+        settle(req, peer_pid)
     except Exception as e:
         from linkwrap import faults
         faults.note("taking a link from the client", e)
         _refuse(conn, b"F")
+    if fds is None:
+        try:
+            mark, fds, _, _ = socket.recv_fds(conn, 1, MAX_FDS)
+        except OSError:
+            os._exit(0)  # the client is gone
+        if mark != b"R" or len(fds) != len(req["fds"]):
+            _refuse(conn, b"F")
+    try:
+        conn = take(req, fds, conn)
+    except Exception as e:
+        from linkwrap import faults
+        faults.note("taking a link from the client", e)
+        _refuse(conn, b"F")
+    _tidying.append(_tidying_file())  # after take(): no fd of the client's may land on it
     conn.settimeout(None)
     done = []
     result = run_link(req, peer_pid, conn, reached, done)
@@ -515,6 +543,20 @@ def child(conn, reached=None, known=None) -> None:
     os._exit(0)
 
 
+def _recv_exactly(conn, size) -> bytes:
+    """size bytes from conn; the client gone or silent (conn's timeout) before them: exit quietly."""
+    data = bytearray()
+    try:
+        while len(data) < size:
+            chunk = conn.recv(min(1 << 20, size - len(data)))
+            if not chunk:
+                os._exit(0)
+            data += chunk
+    except OSError:
+        os._exit(0)
+    return bytes(data)
+
+
 def _answer(conn, reply, fds, done) -> None:
     """Answer the client, then let go of everything of its: the build goes on while we tidy.
 
@@ -523,16 +565,8 @@ def _answer(conn, reply, fds, done) -> None:
     readers of the records wait for links still tidying (TIDYING): a shared lock, taken first."""
     hold = _tidying_lock()
     done.append(hold)  # before the reply: the client's end closing is no longer a SIGTERM
-    try:
-        conn.sendall(reply)
-    except OSError:
-        pass
-    try:
-        conn.shutdown(2)  # wakes the watching thread's recv (EOF)
-    except OSError:
-        pass
-    conn.close()
-    _tell_answered()
+    # The client's fds go first: a build that reads the link's stderr to its end (rustc, a
+    # benchmark's pipe) would otherwise wait for them after the answer too.
     from linkwrap import faults
     faults.UNHEARD = True
     null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
@@ -545,6 +579,23 @@ def _answer(conn, reply, fds, done) -> None:
                 os.close(fd)
             except OSError:
                 pass
+    try:
+        conn.sendall(reply)
+    except OSError:
+        pass
+    try:
+        conn.shutdown(2)  # the client's EOF
+    except OSError:
+        pass
+    conn.close()
+    _tell_answered()
+    try:
+        # What is left (the record, the memory history, removing the private directory) must
+        # not take a CPU from a live link: the weight of nice 19 is 1.5 % of a link's. Not
+        # SCHED_IDLE, whose 0.3 % could hold the spool's lock for seconds behind a busy build.
+        os.nice(19)
+    except OSError:
+        pass
 
 
 def _tell_answered() -> None:
@@ -565,15 +616,25 @@ TIDYING = "tidying.lock"
 TIDYING_WAIT_S = 10.0
 
 
-def _tidying_lock():
-    """This child's shared hold on TIDYING until it exits; None when it cannot be had."""
-    import fcntl
+_tidying = []  # TIDYING, opened ahead of the link (_tidying_file): between the result and the answer, only the lock
+
+
+def _tidying_file():
+    """TIDYING in this link's state directory (the client's environment names it), opened; None when it cannot be."""
     from linkwrap import paths
     try:
         state = paths.state_dir()
         paths.make_private_dir(state)
-        fd = os.open(os.path.join(state, TIDYING), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        return os.open(os.path.join(state, TIDYING), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError:
+        return None
+
+
+def _tidying_lock():
+    """This child's shared hold on TIDYING until it exits; None when it cannot be had."""
+    import fcntl
+    fd = _tidying.pop() if _tidying else _tidying_file()
+    if fd is None:
         return None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH)
@@ -631,18 +692,76 @@ def parse_request(data: bytes) -> dict:
     it = iter(fields)
     dec = os.fsdecode
     version, name, cwd = dec(next(it)), dec(next(it)), dec(next(it))
+    umask = int(next(it))
+    pairs = [int(next(it)) for _ in range(2 * int(next(it)))]
+    limits = {which: (pairs[2 * which], pairs[2 * which + 1]) for which in range(len(pairs) // 2)}
+    cgroup = next(it)
     argv = [dec(next(it)) for _ in range(int(next(it)))]
     env = {}
     for _ in range(int(next(it))):
         k, _, v = next(it).partition(b"=")
         env[dec(k)] = dec(v)
     targets = [int(next(it)) for _ in range(int(next(it)))]
-    return {"version": version, "name": name, "cwd": cwd, "argv": argv, "env": env, "fds": targets}
+    return {"version": version, "name": name, "cwd": cwd, "argv": argv, "env": env, "fds": targets,
+            "umask": umask, "limits": limits, "cgroup": cgroup}
 
 
-def take(req, fds, peer_pid, conn):
-    """Become the client's link: its fds, environment, cwd, umask, limits and cgroups. -> conn,
-    moved above the fd numbers the link needs (a jobserver's may be any)."""
+def fds_of(pid, targets, conn):
+    """Copies of the client's fds, taken from it (pidfd_getfd(2), Linux 5.6): no round trip for
+    them. -> None where that is refused (ptrace rules, a container's seccomp filter, an older
+    kernel): the client then sends them."""
+    import select
+    import socket
+    syscall = _OWN.get("syscall")
+    if syscall is None:
+        return None
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return None
+    got = []
+    try:
+        # Still connected, so pid is still the client (not a pid reused since it died).
+        if select.select([conn], [], [], 0)[0] and conn.recv(1, socket.MSG_PEEK) == b"":
+            os._exit(0)
+        for fd in targets:
+            copy = syscall(PIDFD_GETFD, pidfd, fd, 0)
+            if copy < 0:
+                for c in got:
+                    os.close(c)
+                return None
+            got.append(copy)
+        return got
+    finally:
+        os.close(pidfd)
+
+
+PIDFD_GETFD = 438  # the same number on every architecture (added after the tables were unified)
+
+
+def settle(req, peer_pid) -> None:
+    """Become the client's link but for its fds: its cwd, environment, umask, limits and cgroups."""
+    os.chdir(req["cwd"])
+    env, want = os.environ, req["env"]
+    for k in [k for k in env if k not in want]:
+        del env[k]
+    for k, v in want.items():  # the server's own environment came from a build's: most are alike
+        if env.get(k) != v:
+            env[k] = v
+    os.umask(req["umask"])
+    _same_limits(req["limits"])
+    if req["cgroup"] != _OWN.get("cgroup"):  # the world key matched, but the server may have moved
+        join_cgroups(peer_pid)
+    import _signal
+    for sig in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP, _signal.SIGCHLD):
+        _signal.signal(sig, _signal.SIG_DFL)
+    from linkwrap.wrap import output
+    output._owner = None  # this child owns the link's private directory, not the server
+
+
+def take(req, fds, conn):
+    """The client's fds at their own numbers. -> conn, moved above the fd numbers the link
+    needs (a jobserver's may be any)."""
     import socket
     # Received fds and the connection first go above every target and every received fd,
     # so that no dup2 overwrites one still needed.
@@ -662,17 +781,6 @@ def take(req, fds, peer_pid, conn):
     for fd, target in zip(high, req["fds"]):
         os.dup2(fd, target, inheritable=True)
         os.close(fd)
-    os.chdir(req["cwd"])
-    os.environ.clear()
-    os.environ.update(req["env"])
-    os.umask(_umask(peer_pid))
-    _limits(peer_pid)
-    join_cgroups(peer_pid)
-    import _signal
-    for sig in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP, _signal.SIGCHLD):
-        _signal.signal(sig, _signal.SIG_DFL)
-    from linkwrap.wrap import output
-    output._owner = None  # this child owns the link's private directory, not the server
     return conn
 
 
@@ -681,22 +789,35 @@ def _dup_above(fd, floor):
     return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor + 1)
 
 
-def _umask(pid) -> int:
-    with open(f"/proc/{pid}/status", "rb") as f:
-        for line in f:
-            if line.startswith(b"Umask:"):
-                return int(line.split()[1], 8)
-    raise OSError("no Umask in /proc status")
+# This spare's own cgroups (/proc/self/cgroup as read) and resource limits, read before it
+# waits: a link compares the client's with them and changes only what differs.
+_OWN = {}
 
 
-def _limits(pid) -> None:
+def _own_world() -> None:
     import resource
-    for name in dir(resource):
-        if name.startswith("RLIMIT_"):
-            which = getattr(resource, name)
-            want = resource.prlimit(pid, which)
-            if resource.getrlimit(which) != want:
-                resource.setrlimit(which, want)
+    with open("/proc/self/cgroup", "rb") as f:
+        _OWN["cgroup"] = f.read()
+    # By number, as the client sends them (0 to RLIM_NLIMITS - 1): Python names no RLIMIT_LOCKS.
+    top = max(getattr(resource, n) for n in dir(resource) if n.startswith("RLIMIT_"))
+    _OWN["limits"] = {which: resource.getrlimit(which) for which in range(top + 1)}
+    try:
+        import ctypes
+        call = ctypes.CDLL(None, use_errno=True).syscall
+        call.restype = ctypes.c_long
+        call.argtypes = (ctypes.c_long, ctypes.c_long, ctypes.c_long, ctypes.c_long)
+        _OWN["syscall"] = call
+    except (ImportError, OSError, AttributeError):
+        _OWN["syscall"] = None
+
+
+def _same_limits(limits) -> None:
+    """The client's resource limits ({resource: (soft, hard)}, -1 unlimited) where they differ."""
+    import resource
+    own = _OWN.get("limits", {})
+    for which, want in limits.items():
+        if own.get(which) != want:
+            resource.setrlimit(which, want)
 
 
 def join_cgroups(pid) -> None:
@@ -752,28 +873,39 @@ def _cgroup_mounts() -> dict:
 def run_link(req, peer_pid, conn, reached=None, done=None):
     """The link, with the client's signals (and its silent death) turned into this child's;
     answered (_answer) as soon as its result is final. done: [] -> non-empty once answered."""
-    import _thread
+    import _signal
+    import fcntl
+    import socket
     from linkwrap.wrap import invocation, output, pipeline
     done = [] if done is None else done
 
-    def watch():
-        while True:
-            try:
-                b = conn.recv(1)
-            except OSError:
-                b = b""
-            if done:
-                return  # answered: the client may go, and its signals no longer concern the link
-            sig = b[0] if b else 15  # EOF: the client is gone (SIGKILL, a CI timeout): as SIGTERM
+    def heard(*_):
+        """Each byte the client sends is a signal for the link; its end closing (SIGKILL of the
+        build, a CI timeout) is SIGTERM. Runs in this (main) thread, between the link's steps."""
+        if done:
+            return  # answered: the client may go, and its signals no longer concern the link
+        try:
+            data = conn.recv(64, socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        for sig in data or b"\x0f":
             if sig in (1, 2, 15):
                 os.kill(os.getpid(), sig)
-            if not b:
-                return
 
     def answer(status):
         _answer(conn, f"X{int(status)}\n".encode(), req["fds"], done)
 
-    _thread.start_new_thread(watch, ())
+    # Signal-driven rather than a watching thread: a thread costs its start and, holding the
+    # interpreter's lock in turn, switches with the link's own thread on a busy machine.
+    sig = _signal.SIGRTMIN + 1  # sent by the kernel when the client's socket has something to read
+    _signal.signal(sig, heard)
+    fd = conn.fileno()
+    fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
+    fcntl.fcntl(fd, fcntl.F_SETSIG, sig)
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)
+    heard()  # what came before
     argv, driver = req["argv"], None
     if req["name"] == "linkwrap-launch":
         argv = argv[1:] if argv[:1] == ["--"] else argv

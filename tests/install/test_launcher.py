@@ -67,3 +67,48 @@ def test_a_moved_linkwrap_still_links_as_asked(tmp_path, lw_home):
 
 def test_console_script_on_request(lw_home):
     assert launcher.entry_point("linkwrap-cc", console_script=True) == script("linkwrap-cc")
+
+
+def _dynamic(path) -> bool:
+    """Whether the ELF file at path asks for a dynamic loader (has a PT_INTERP program header)."""
+    import struct
+    data = open(path, "rb").read()
+    assert data[:4] == b"\x7fELF" and data[4] == 2, "not a 64-bit ELF file"
+    phoff, = struct.unpack_from("<Q", data, 32)
+    size, count = struct.unpack_from("<HH", data, 54)
+    return any(struct.unpack_from("<I", data, phoff + i * size)[0] == 3 for i in range(count))
+
+
+def test_the_native_client_is_static_where_the_c_library_allows(tmp_path, lw_home):
+    (tmp_path / "t.c").write_text("int main(void){return 0;}\n")
+    can = subprocess.run(["cc", "-static", "t.c", "-o", "t"], cwd=tmp_path, capture_output=True).returncode == 0
+    path = launcher.fast_script("linkwrap-cc")
+    assert _dynamic(path) == (not can)
+    hello(tmp_path)
+    done = subprocess.run([path, "h.o", "-o", "h"], cwd=tmp_path, capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+STATIC_FAILS = r"""#!/bin/sh
+# A STAND-IN for a cc without a static C library (not a real toolchain): refuses -static as ld
+# does when libc.a is missing, and passes everything else to the real cc.
+for a in "$@"; do
+  if [ "$a" = "-static" ]; then echo "/usr/bin/ld: cannot find -lc: No such file or directory" >&2; exit 1; fi
+done
+exec {cc} "$@"
+"""
+
+
+def test_a_cc_that_cannot_link_statically_gives_a_dynamic_client(tmp_path, lw_home, monkeypatch):
+    import shutil
+    bin_dir = tmp_path / "cc-bin"
+    bin_dir.mkdir()
+    (bin_dir / "cc").write_text(STATIC_FAILS.format(cc=shutil.which("cc")))
+    (bin_dir / "cc").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    path = launcher.fast_script("linkwrap-cc")
+    assert open(path, "rb").read(4) == b"\x7fELF" and _dynamic(path)
+    hello(tmp_path)
+    done = subprocess.run([path, "h.o", "-o", "h"], cwd=tmp_path, capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert subprocess.run([str(tmp_path / "h")], capture_output=True, text=True).stdout == "hi\n"

@@ -26,7 +26,11 @@ import json, os, sys, time
 if "--version" not in sys.argv:
     log = os.environ.get("PEEK_LOG")
     if log:
-        info = {{"cgroup": open("/proc/self/cgroup").read(), "makeflags": os.environ.get("CARGO_MAKEFLAGS")}}
+        import resource
+        mask = os.umask(0)
+        info = {{"cgroup": open("/proc/self/cgroup").read(), "makeflags": os.environ.get("CARGO_MAKEFLAGS"),
+                "umask": mask, "nofile": resource.getrlimit(resource.RLIMIT_NOFILE)}}
+        os.umask(mask)
         flags = info["makeflags"] or ""
         if "--jobserver-auth=" in flags:
             r, w = flags.split("--jobserver-auth=")[1].split()[0].split(",")
@@ -257,6 +261,88 @@ def test_the_jobserver_reaches_the_linker(tmp_path, lw_home, client, server, sta
     assert entry_points(lw_home) == ["server"]
 
 
+def test_the_link_has_the_clients_umask_and_limits_not_the_servers(tmp_path, lw_home, client, server, standin):
+    """The client sends its umask and resource limits with its request; the child takes them."""
+    log = tmp_path / "peek.log"
+    env = env_with(tmp_path, standin, PEEK_LOG=str(log))
+    obj = c_object(tmp_path)
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    lower = min(soft, 4096) - 7  # any value other than the server's own
+    done = subprocess.run(["sh", "-c", f'umask 027; ulimit -Sn {lower}; exec "$@"', "sh", client, obj, "-o", "app"],
+                          cwd=tmp_path, env=env, capture_output=True)
+    assert done.returncode == 0, done.stderr
+    (seen,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert seen["umask"] == 0o027 and seen["nofile"] == [lower, hard]
+    assert os.stat(tmp_path / "app").st_mode & 0o777 == 0o750
+    assert entry_points(lw_home) == ["server"]
+    # The next link, with the caller's own umask and limits, has them again: nothing carried over.
+    done = subprocess.run([client, obj, "-o", "app2"], cwd=tmp_path, env=env, capture_output=True)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(log.read_text().splitlines()[-1])
+    mask = os.umask(0)
+    os.umask(mask)
+    assert seen["umask"] == mask and seen["nofile"] == [soft, hard]
+
+
+# A seccomp filter that refuses pidfd_getfd (438 on every architecture) with EPERM, as some
+# container runtimes' profiles do; installed in the process that then starts the server.
+NO_PIDFD_GETFD = r"""
+import ctypes, struct
+prog = struct.pack("HBBI" * 4, 0x20, 0, 0, 0,            # A = seccomp_data.nr
+                   0x15, 0, 1, 438,                        # A == pidfd_getfd ?
+                   0x06, 0, 0, 0x00050000 | 1,             #   SECCOMP_RET_ERRNO | EPERM
+                   0x06, 0, 0, 0x7FFF0000)                 # SECCOMP_RET_ALLOW
+code = ctypes.create_string_buffer(prog, len(prog))
+class Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.prctl(38, 1, 0, 0, 0) == 0  # PR_SET_NO_NEW_PRIVS
+assert libc.prctl(22, 2, ctypes.byref(Prog(4, ctypes.addressof(code))), 0, 0) == 0  # SECCOMP_MODE_FILTER
+assert libc.syscall(438, 0, 0, 0) == -1 and ctypes.get_errno() == 1
+from linkwrap.server.start import start_detached
+start_detached()
+"""
+
+
+def _client_trace(client, tmp_path, env, out, **kw):
+    """Link through the client under strace: -> what the client sent and received on its socket."""
+    trace = tmp_path / f"{out}.strace"
+    obj = c_object(tmp_path)
+    done = subprocess.run([tool("strace"), "-e", "trace=sendmsg,sendto,recvfrom", "-o", str(trace), client, obj,
+                           "-o", out], cwd=tmp_path, env=env, capture_output=True, **kw)
+    assert done.returncode == 0, done.stderr
+    return trace.read_text()
+
+
+def test_the_child_takes_the_fds_itself_or_the_client_sends_them(tmp_path, lw_home, client, standin):
+    r, w = os.pipe()
+    os.set_inheritable(r, True)
+    os.set_inheritable(w, True)
+    os.write(w, b"+")
+    log = tmp_path / "peek.log"
+    env = env_with(tmp_path, standin, PEEK_LOG=str(log), CARGO_MAKEFLAGS=f"-j --jobserver-auth={r},{w}")
+    for refused in (False, True):
+        if refused:  # a server where pidfd_getfd is refused: the client is asked for its fds ('S')
+            subprocess.run([sys.executable, "-c", NO_PIDFD_GETFD], check=True)
+        else:
+            start.start_detached()
+        pid = wait_for(lambda: os.path.exists(socket_path(lw_home)) and server_pid(lw_home), "the server")
+        try:
+            trace = _client_trace(client, tmp_path, env, f"app-{refused}", pass_fds=(r, w))
+        finally:
+            stop_servers(lw_home)
+            wait_for(lambda: not os.path.exists(f"/proc/{pid}") or _gone(pid), "the server's exit")
+        assert ('"S"' in trace and "SCM_RIGHTS" in trace) == refused, trace
+        assert ('"T"' in trace and "SCM_RIGHTS" not in trace) == (not refused), trace
+        seen = json.loads(log.read_text().splitlines()[-1])
+        assert seen["token"] == "+"  # the jobserver's fds reached the linker either way
+        assert os.read(r, 1) == b"+"
+        os.write(w, b"+")
+        assert subprocess.run([str(tmp_path / f"app-{refused}")]).returncode == 0
+    assert entry_points(lw_home) == ["server", "server"]
+
+
 def _memory_cgroup(pid="self"):
     for line in open(f"/proc/{pid}/cgroup"):
         _, controllers, path = line.rstrip("\n").split(":", 2)
@@ -460,7 +546,7 @@ def test_a_garbled_request_is_refused_and_the_server_goes_on(tmp_path, lw_home, 
 
 
 def test_a_compile_through_the_server_is_the_drivers_alone(tmp_path, lw_home, server, client):
-    # make CC=<the native client>: each `cc -c` reaches the warm server, which answers "run the driver".
+    # make CC=<the native client>: each `cc -c` is the driver's, straight from the client (test_client.py).
     (tmp_path / "m.c").write_text("int main(void){return 0;}\n")
     env = env_with(tmp_path)
     for flag in ("-c", "-S", "-E"):
