@@ -19,6 +19,9 @@ linkwrap.ld's own per-pass times (--time) for the large link: what dominates.
                                   # the generated Rust project's debug link (~150 MB of inputs):
                                   # GNU ld, rust-lld and linkwrap.ld (and another tree's) interleaved,
                                   # wall and peak RSS medians, ratios with a 95 % CI, per-pass times
+    python benchmarks/bench_ld.py --rust --passes-vs /work/main [--runs 7]
+                                  # the same per-pass comparison on the Rust debug link ('process':
+                                  # the whole linker process, start-up and exit included)
     python benchmarks/bench_ld.py --rust --relocs-ab [--runs 7]
                                   # in one process: the relocation pass with the per-relocation loop
                                   # against the bulk (numpy) path, interleaved (what numpy buys)
@@ -158,36 +161,55 @@ def record_collect2_args(root, objs, mode):
         return [a.decode() for a in f.read().split(b"\0")[:-1]]
 
 
-def pass_times(tree, argv):
-    """{pass label: ms} of one link by the linker in `tree` (None: this one), from --time."""
-    env = dict(os.environ)
+def pass_times(tree, argv, env=None, cwd=None):
+    """{pass label: ms} of one link by the linker in `tree` (None: this one), from --time; 'process' is
+    the whole process's wall time (start-up, imports and exit included), 'process CPU' its CPU time."""
+    env = dict(env or os.environ)
     if tree:
         env["PYTHONPATH"] = tree
-    r = subprocess.run([sys.executable, "-c", "import sys; from linkwrap.ld.__main__ import run; "
-                        "sys.exit(run(sys.argv[1:]))", "--time", *argv], capture_output=True, text=True, env=env)
-    if r.returncode:
-        raise SystemExit(f"link failed ({tree or 'this tree'}): {r.stderr}")
-    out = {}
-    for line in r.stderr.splitlines():
+    t0 = time.perf_counter()
+    p = subprocess.Popen([sys.executable, "-m", "linkwrap.ld", "--time", *argv], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
+    err = p.stderr.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = (time.perf_counter() - t0) * 1000
+    p.stderr.close()
+    if os.waitstatus_to_exitcode(status):
+        raise SystemExit(f"link failed ({tree or 'this tree'}): {err}")
+    # CPU time (user + system): what a busy machine disturbs least
+    out = {"process": wall, "process CPU": (ru.ru_utime + ru.ru_stime) * 1000}
+    for line in err.splitlines():
         ms, label = line.split(":", 1)[1].strip().split(" ms ")
         out[label.strip()] = float(ms)
     return out
 
 
-def passes_vs(root, baseline, runs, files, funcs):
-    """Per-pass medians of this tree and `baseline`, runs interleaved; the ratio with a 95 % bootstrap CI."""
+def passes_vs(root, baseline, runs, files, funcs, rust=None):
+    """Per-pass medians of this tree and `baseline`, runs interleaved; the ratio with a 95 % bootstrap CI.
+    rust: (modules, functions): the generated Rust project's debug link instead of the C program's."""
     import random
-    src, objs = generate_big(root, files, funcs)
-    for label, mode, link_objs in (("generated static", "static", objs),
-                                   ("generated PIE", "pie", objs)):
-        argv = record_collect2_args(os.path.join(root, label.replace(" ", "-")), link_objs, mode)
-        argv = [a if a != os.path.join(root, label.replace(" ", "-"), "out") else os.path.join(root, "o")
-                for a in argv]
+    if rust:
+        argv, _, env, cwd, mb = rust_debug_link(root, *rust)
+        ld_argv = record_rust_ld_args(root, argv, env, cwd)
+        k = ld_argv.index("-o")
+        ld_argv[k + 1] = os.path.join(root, "o")
+        links = [(f"Rust debug link ({mb:.0f} MB of inputs)", ld_argv, env, cwd)]
+    else:
+        src, objs = generate_big(root, files, funcs)
+        links = []
+        for label, mode in (("generated static", "static"), ("generated PIE", "pie")):
+            argv = record_collect2_args(os.path.join(root, label.replace(" ", "-")), objs, mode)
+            argv = [a if a != os.path.join(root, label.replace(" ", "-"), "out") else os.path.join(root, "o")
+                    for a in argv]
+            links.append((label, argv, None, None))
+    for label, argv, env, cwd in links:
         mine, base = [], []
+        loads = [load()[0]]
         for _ in range(runs):
-            mine.append(pass_times(None, argv))
-            base.append(pass_times(baseline, argv))
-        print(f"{label}: median ms over {runs} interleaved links (load {' '.join(load())})")
+            mine.append(pass_times(None, argv, env, cwd))
+            base.append(pass_times(baseline, argv, env, cwd))
+            loads.append(load()[0])
+        print(f"{label}: median ms over {runs} interleaved links (1-minute load {min(loads)}-{max(loads)})")
         print(f"  {'pass':28} {'baseline':>9} {'this':>9} {'ratio':>6}  95% CI")
         rng = random.Random(1)
         for p in mine[0]:
@@ -411,7 +433,9 @@ def main():
     a = ap.parse_args()
     if a.rust:
         root = tempfile.mkdtemp(prefix="bench-ld-")
-        if a.relocs_ab:
+        if a.passes_vs:
+            passes_vs(root, a.passes_vs, a.runs, a.files, a.funcs, (a.modules, a.rust_funcs))
+        elif a.relocs_ab:
             relocs_ab(root, a.runs, a.modules, a.rust_funcs)
         else:
             rust_bench(root, a.runs, a.modules, a.rust_funcs, a.baseline)

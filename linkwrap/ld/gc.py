@@ -29,6 +29,9 @@ class Liveness:
     eh_frames: tuple          # the EhFrames, in input order
     fde_count: int            # FDEs kept in all of them (sizes .eh_frame_hdr)
     removed: tuple            # sections dropped by --gc-sections (for --print-gc-sections)
+    # ObjectFile -> rela.Table of its loaded sections' relocations when gc read them as arrays (scan
+    # reads them again from here), else None
+    tables: object = None
 
     def __contains__(self, sec):
         return sec in self.alive
@@ -61,8 +64,9 @@ def mark_live(opts, res, diag, exported=()) -> Liveness:
                 eh_at.append(len(kept))
                 splits[sec] = None if whole else _split_eh_frame(sec, syms_of[obj], fde_refs)
             kept.append(sec)
+    tables = None
     if opts.gc_sections:
-        alive, removed = _collect(opts, res, kept, splits, fde_refs, exported)
+        alive, removed, tables = _collect(opts, res, kept, splits, fde_refs, exported)
     else:
         alive, removed = frozenset(kept), ()
     frames = {}
@@ -79,7 +83,7 @@ def mark_live(opts, res, diag, exported=()) -> Liveness:
         sections[k] = frames[kept[k]]
     if opts.gc_sections:
         sections = [s for s in sections if s in alive or s.__class__ is EhFrame]
-    return Liveness(alive, tuple(sections), tuple(frames.values()), fde_count, removed)
+    return Liveness(alive, tuple(sections), tuple(frames.values()), fde_count, removed, tables)
 
 
 def _collect(opts, res, kept, splits, fde_refs, exported=()):
@@ -102,18 +106,23 @@ def _collect(opts, res, kept, splits, fde_refs, exported=()):
     entry = symtab.get(opts.entry)
     if entry is not None and entry.section is not None:
         roots.append(entry.section)
+    # the section names some __start_/__stop_ symbol names (few), instead of two lookups per section
+    bounded = {name[8:] if name.startswith("__start_") else name[7:]
+               for name in symtab if name.startswith(("__start_", "__stop_"))}
     for sec in candidates:
         n = sec.name
         if (n in (".init", ".fini") or n.startswith(_ROOT_PREFIXES) or sec.flags & elf.SHF_GNU_RETAIN
                 or sec.type in (elf.SHT_INIT_ARRAY, elf.SHT_FINI_ARRAY, elf.SHT_PREINIT_ARRAY, elf.SHT_NOTE)):
             roots.append(sec)
-        elif _is_c_ident(n) and (f"__start_{n}" in symtab or f"__stop_{n}" in symtab):
+        elif n in bounded and _is_c_ident(n):
             roots.append(sec)
     from linkwrap.ld.options import dynamic_list_matcher
-    listed = dynamic_list_matcher(opts.dynamic_list)
+    listed = dynamic_list_matcher(opts.dynamic_list) if opts.dynamic_list else None
+    dso_names = res.dso_names
+    everything = opts.export_dynamic
     for name, s in symtab.items():
-        if s.section is not None and s.file is not None and (opts.export_dynamic or name in res.dso_names
-                                                             or listed(name) or s in exported):
+        if s.section is not None and s.file is not None and (everything or name in dso_names or s in exported
+                                                             or (listed is not None and listed(name))):
             roots.append(s.section)
     # what -u, -init/-fini and --defsym name is kept, as GNU ld keeps it
     for name in (*opts.undefined, opts.init, opts.fini, *(d[0] for d in opts.defsym)):
@@ -129,6 +138,11 @@ def _collect(opts, res, kept, splits, fde_refs, exported=()):
             for rec_relocs in split.cies_relocs:
                 for r in rec_relocs:
                     mark(syms[r[1] >> 32].section)
+    np = _numpy_for(kept)
+    tables = None
+    if np is not None:
+        tables = _mark_arrays(np, res, candidates, alive, work, fde_refs)
+        work = []
     while work:
         sec = work.pop()
         syms = syms_of[sec.file]
@@ -138,4 +152,84 @@ def _collect(opts, res, kept, splits, fde_refs, exported=()):
                 mark(t)
         for t in fde_refs.get(sec, ()):
             mark(t)
-    return frozenset(alive), tuple(s for s in candidates if s not in alive)
+    return frozenset(alive), tuple(s for s in candidates if s not in alive), tables
+
+
+def _numpy_for(sections):
+    """numpy when the relocations of these sections -- the link's, debug ones included: relocate imports
+    numpy for the same count -- are enough to pay for it (relocate_bulk's rule), else None."""
+    from linkwrap.ld import relocate_bulk
+    if not relocate_bulk.worth_it([(s, 0, 0) for s in sections if s.rela is not None]):
+        return None
+    import numpy
+    return numpy
+
+
+def _mark_arrays(np, res, candidates, alive, work, fde_refs):
+    """The marking of _collect with the relocations as arrays: the graph of candidate sections (an
+    edge per relocation into another candidate, and from a function to its FDE's LSDA) walked
+    breadth-first from the sections in `work`, a level at a time. Adds what it reaches to `alive`;
+    -> {ObjectFile: rela.Table} of the candidates' relocations."""
+    from itertools import repeat
+    from linkwrap.ld import rela
+    ids = {sec: i for i, sec in enumerate(candidates)}
+    get = ids.get
+    by_obj = {}
+    for sec in candidates:
+        if sec.rela is not None:
+            by_obj.setdefault(sec.file, []).append(sec)
+    srcs, dsts = [], []
+    tables = {}
+    for obj, secs in by_obj.items():
+        t = tables[obj] = rela.read(np, obj, secs, values=False)
+        syms = res.syms[obj]
+        # the candidate each symbol's definition lies in (-1: none), for the symbols relocations name
+        seen = np.zeros(len(syms), dtype=bool)
+        seen[t.sym] = True          # a scatter, not np.unique's sort
+        used = np.flatnonzero(seen)
+        tgt = np.full(len(syms), -1, dtype=np.int64)
+        loc = rela.local_symbols(np, obj)
+        if loc is not None:
+            # the locals' sections by index from the symbol table; the Symbols only for the globals
+            shndx = loc[0]
+            sid = np.fromiter(map(get, obj.sections, repeat(-1)), dtype=np.int64, count=len(obj.sections))
+            local = used[used < len(shndx)]
+            sh = shndx[local]
+            ok = (sh > 0) & (sh < min(len(sid), elf.SHN_ABS))
+            tgt[local[ok]] = sid[sh[ok]]
+            used = used[used >= len(shndx)]
+        used = used.tolist()
+        tgt[used] = [get(syms[k].section, -1) for k in used]
+        dst = tgt[t.sym]
+        src = np.fromiter(map(ids.__getitem__, secs), dtype=np.int64, count=len(secs))[t.seg]
+        keep = (dst >= 0) & (dst != src)
+        srcs.append(src[keep])
+        dsts.append(dst[keep])
+    extra = [(ids[sec], get(x, -1)) for sec, refs in fde_refs.items() if sec in ids for x in refs]
+    extra = [e for e in extra if e[1] >= 0]
+    if extra:
+        srcs.append(np.array([e[0] for e in extra], dtype=np.int64))
+        dsts.append(np.array([e[1] for e in extra], dtype=np.int64))
+    n = len(candidates)
+    src = np.concatenate(srcs) if srcs else np.zeros(0, dtype=np.int64)
+    dst = np.concatenate(dsts) if dsts else np.zeros(0, dtype=np.int64)
+    order = np.argsort(src, kind="stable")
+    dst = dst[order]
+    start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=start[1:])
+    live = np.zeros(n, dtype=bool)
+    frontier = np.array(sorted({ids[sec] for sec in work}), dtype=np.int64)
+    live[frontier] = True
+    while len(frontier):
+        lo = start[frontier]
+        cnt = start[frontier + 1] - lo
+        total = int(cnt.sum())
+        if not total:
+            break
+        at = np.repeat(lo - (np.cumsum(cnt) - cnt), cnt) + np.arange(total, dtype=np.int64)
+        reached = dst[at]
+        frontier = np.unique(reached[~live[reached]])
+        live[frontier] = True
+    from itertools import compress
+    alive.update(compress(candidates, live.tolist()))
+    return tables

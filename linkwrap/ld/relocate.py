@@ -11,7 +11,9 @@ Each relocation is one lookup in x86_64.RECIPES (width, overflow check,
 formula). Overflows and references into discarded sections are reported with
 their location (object, section and offset), all in one run. In non-alloc
 sections (.debug_*) a reference to a discarded section becomes 0, the way GNU
-ld writes it.
+ld writes it. A link with enough relocations to pay for numpy applies them per
+object in bulk (relocate_bulk.py: loaded sections, then the others), and this
+loop takes only what a batch leaves it, section by section in output order.
 """
 from linkwrap.ld import elf
 from linkwrap.ld import x86_64
@@ -44,29 +46,48 @@ def apply_all(res, lk, live, diag, stats=None, buf=None):
     syms_of = res.syms
     kept = _KeptCopies(res)
     bulk = []       # non-alloc sections with relocations: copied and relocated per object at the end
+    loaded = []     # loaded sections with relocations, copied: relocated after the copies
     _drop_inputs(res)
     memo = ({}, {})     # per link: Symbol -> symbol class, (type, class, writable) -> action
+    from linkwrap.ld.parse import InputSection
+    nobits, alloc = elf.SHT_NOBITS, elf.SHF_ALLOC
     for o in lk.osecs:
-        if o.type == elf.SHT_NOBITS:
+        if o.type == nobits:
             continue
+        base, addr = o.offset, o.addr
         for m, out_off in zip(o.members, o.offsets):
             if m.file is None:
                 continue   # synthetic: written by the writer
-            if m.type == elf.SHT_NOBITS:
+            if m.type == nobits:
                 continue
-            start = o.offset + out_off
-            if m.rela is not None and not m.flags & elf.SHF_ALLOC:
-                bulk.append((m, start, o.addr + out_off))
+            start = base + out_off
+            if m.rela is not None and not m.flags & alloc:
+                bulk.append((m, start, addr + out_off))
                 continue
-            data = m.bytes()
-            buf[start:start + len(data)] = data
+            if m.__class__ is InputSection:
+                # InputSection.bytes() inline: ~70k sections in a Rust debug link
+                size = m.size
+                buf[start:start + size] = m.file.view[m.offset:m.offset + size]
+            else:
+                data = m.bytes()
+                buf[start:start + len(data)] = data
             if m.rela is not None or m.relocs:
-                _relocate_section(buf, lk, m, start, o.addr + out_off, syms_of[m.file], live.alive, diag, kept,
-                                  memo)
-    if bulk:
+                loaded.append((m, start, addr + out_off))
+    relocate_bulk = None
+    if bulk or loaded:
         from linkwrap.ld import relocate_bulk
-        if relocate_bulk.worth_it(bulk):
-            relocate_bulk.apply(buf, lk, bulk, res, live.alive, diag, kept, _relocate_section, stats)
+        if not relocate_bulk.worth_it(bulk + loaded):
+            relocate_bulk = None
+    # what the bulk path left (or all): section by section, in output order, so errors come in that order
+    cache = {}      # ObjectFile -> its locals' addresses, for both bulk paths
+    slow = relocate_bulk.apply_loaded(buf, lk, loaded, res, live.alive, memo, stats, cache) if relocate_bulk else {}
+    for m, start, addr in loaded:
+        relocs = slow.get(m, ()) if relocate_bulk else None
+        if relocs is None or relocs:
+            _relocate_section(buf, lk, m, start, addr, syms_of[m.file], live.alive, diag, kept, memo, relocs)
+    if bulk:
+        if relocate_bulk is not None:
+            relocate_bulk.apply(buf, lk, bulk, res, live.alive, diag, kept, _relocate_section, stats, cache)
         else:
             for m, start, addr in bulk:
                 data = m.bytes()
@@ -110,9 +131,10 @@ class _KeptCopies:
         return k if k is not None and k.size == sec.size else None
 
 
-def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept, memo=None):
+def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept, memo=None, relocs=None):
     """memo: (classes, actions) dicts shared by a link's loaded sections; the class and the action
-    are pure functions of the symbol and of (type, class, writable), so each is computed once."""
+    are pure functions of the symbol and of (type, class, writable), so each is computed once.
+    relocs: the section's relocations the bulk path left (None: all of them)."""
     mode = lk.mode
     pic = mode.pic
     out = x86_64.output_kind(mode)
@@ -132,7 +154,7 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept, me
     STT_GNU_IFUNC = elf.STT_GNU_IFUNC
     tail = _TAIL
     skip_next = False
-    for r_off, info, A in sec.get_relocs():
+    for r_off, info, A in sec.get_relocs() if relocs is None else relocs:
         if skip_next:
             skip_next = False
             continue

@@ -93,8 +93,15 @@ def scan(opts, mode, res, live, diag) -> Needs:
     pic = mode.pic
     out = x86_64.output_kind(mode)
     needs_ld = False
+    done = ()
+    np = _numpy_for(live)
+    if np is not None:
+        # most relocations as arrays, per object; the loop below takes the sections they leave
+        done, n_relative, uses_got_base = _scan_arrays(np, mode, res, live, need, abs64_pre, allow_undefined)
     for sec in live.sections:
         if not sec.flags & elf.SHF_ALLOC:
+            continue
+        if sec in done:
             continue
         relocs = sec.get_relocs()
         if not relocs:
@@ -235,3 +242,165 @@ def scan(opts, mode, res, live, diag) -> Needs:
 def _absolute(s, mode):
     """Its address does not move with the load address (absolute, or an unresolved weak -> 0)."""
     return s.is_abs or (not s.defined and not s.is_local)
+
+
+def _numpy_for(live):
+    """numpy when gc already read the relocations as arrays, or when they are enough to pay for it."""
+    from linkwrap.ld import relocate_bulk
+    if relocate_bulk.choice() == "python":
+        return None
+    # the link's relocations, debug ones included: relocate imports numpy for the same count
+    if live.tables is None and not relocate_bulk.worth_it([(s, 0, 0) for s in live.sections if s.rela is not None]):
+        return None
+    import numpy
+    return numpy
+
+
+# action -> (NEED_* bits, what else it asks: 0 nothing, 1 a RELATIVE, 2 a symbolic R_X86_64_64, 4 the
+# loop: an error to name, a TLS sequence whose call it skips, the local-dynamic GOT pair)
+_EFFECT = {DIRECT: (0, 0), NONE: (0, 0), BASEREL: (0, 1), DYNREL: (0, 2), GOT: (NEED_GOT, 0), PLT: (NEED_PLT, 0),
+           COPYREL: (NEED_COPY, 0), CANONICAL_PLT: (NEED_PLT | NEED_CANON, 0), GOTTP: (NEED_GOTTP, 0),
+           GD_TO_IE: (NEED_GOTTP, 4), DESC_TO_IE: (NEED_GOTTP, 0), TLSGD: (NEED_GD, 0), TLSLD: (0, 4),
+           TLSDESC: (NEED_DESC, 0), GD_TO_LE: (0, 4), LD_TO_LE: (0, 4), ERR_PIC: (0, 4), ERR_TEXT: (0, 4),
+           ERR_PREEMPT: (0, 4)}
+_CLASSES = (x86_64.LOCAL, x86_64.ABS, x86_64.DATA, x86_64.FUNC, x86_64.PREEMPT)
+# sections holding these go to the loop: a TLS sequence's call relocation is skipped there
+_SEQUENCES = (elf.R_X86_64_TLSGD, elf.R_X86_64_TLSLD, elf.R_X86_64_GOTPC32_TLSDESC, elf.R_X86_64_TLSDESC_CALL)
+
+
+def _scan_arrays(np, mode, res, live, need, abs64_pre, allow_undefined):
+    """What the loop in scan() decides, per object with numpy: the needs of each symbol, RELATIVE and
+    symbolic R_X86_64_64 counts. A section with anything to report (an undefined symbol, an unknown
+    type, an action that is an error) or a TLS sequence is left to the loop, which names it in order.
+    -> (the sections done, RELATIVE relocations, whether the GOT's base is used)."""
+    from linkwrap.ld import rela
+    from linkwrap.ld.parse import InputSection
+    alive = live.alive
+    tables = live.tables
+    # gc's tables cover its candidates; an .eh_frame kept as parsed is read here
+    covered = {sec for t in tables.values() for sec in t.secs} if tables is not None else ()
+    by_obj = {}
+    frames = []
+    for sec in live.sections:
+        if not sec.flags & elf.SHF_ALLOC:
+            continue
+        if sec.__class__ is InputSection:
+            if sec.rela is not None and sec not in covered:
+                by_obj.setdefault(sec.file, []).append(sec)
+        elif sec.get_relocs():
+            frames.append(sec)          # gc's .eh_frame copy: its own list
+    work = []
+    for obj, secs in by_obj.items():
+        work.append((obj, rela.read(np, obj, secs, values=False), None))
+    if tables is not None:
+        for obj, t in tables.items():
+            work.append((obj, t, np.fromiter(map(alive.__contains__, t.secs), dtype=bool, count=len(t.secs))))
+    for sec in frames:
+        work.append((sec.file, rela.from_rows(np, sec, sec.get_relocs()), None))
+    out = x86_64.output_kind(mode)
+    known = np.zeros(64, dtype=bool)
+    seq = np.zeros(64, dtype=bool)
+    sized = np.zeros(64, dtype=bool)
+    gotbase = np.zeros(64, dtype=bool)
+    for t, r in RECIPES.items():
+        if t < 64:
+            known[t] = True
+            sized[t] = r.kind == "size"
+            gotbase[t] = r.kind in ("got64", "pltoff", "gotbase")
+    seq[list(_SEQUENCES)] = True
+    lut_bits = np.zeros(64 * 16, dtype=np.int64)
+    lut_eff = np.zeros(64 * 16, dtype=np.int8)
+    filled = set()
+    bound = not mode.shared
+    ifunc_type = elf.STT_GNU_IFUNC
+    done = set()
+    n_relative = 0
+    uses_got_base = False
+    get = need.get
+    for obj, t, live_secs in work:
+        syms = res.syms[obj]
+        nsec = len(t.secs)
+        typ = t.typ
+        small = typ < 64
+        typc = np.where(small, typ, 0)
+        rows = live_secs[t.seg] if live_secs is not None else np.ones(len(typ), dtype=bool)
+        slow = np.zeros(nsec, dtype=bool)
+        odd = rows & (~small | ~known[typc] | seq[typc])
+        if odd.any():
+            slow[t.seg[odd]] = True
+        nsym = len(syms)
+        seen = np.zeros(nsym, dtype=bool)
+        seen[t.sym[rows]] = True    # a scatter, not np.unique's sort
+        used = np.flatnonzero(seen).tolist()
+        undef = np.zeros(nsym, dtype=bool)
+        ifunc = np.zeros(nsym, dtype=bool)
+        pre = np.zeros(nsym, dtype=bool)
+        cls = np.zeros(nsym, dtype=np.int64)
+        other = []
+        loc = rela.local_symbols(np, obj)
+        if loc is not None and used:
+            # the locals defined in a section, from the symbol table: class LOCAL, an IFUNC or not
+            shndx, _, stype = loc
+            ks = np.array(used, dtype=np.int64)
+            lk = ks[ks < len(shndx)]
+            sh = shndx[lk]
+            plain = (sh > 0) & (sh < min(len(obj.sections), elf.SHN_ABS))
+            if plain.any():
+                # a local in a section parse did not keep has no section: the Symbols say
+                plain &= rela.sections_kept(np, obj)[np.where(plain, sh, 0)]
+            ifunc[lk[plain]] = stype[lk[plain]] == ifunc_type
+            used = np.concatenate([lk[~plain], ks[ks >= len(shndx)]]).tolist()
+        for k in used:
+            s = syms[k]
+            if s.section is not None and (bound or s.is_local) and not s.is_abs:
+                if s.type == ifunc_type:
+                    ifunc[k] = True         # class LOCAL, not preemptible, defined
+                continue
+            other.append(k)
+        for k in other:
+            s = syms[k]
+            if not s.is_local and not s.defined and s.strong_ref and not allow_undefined:
+                undef[k] = True
+                continue
+            p = not s.is_local and preemptible(s, mode)
+            pre[k] = p
+            ifunc[k] = s.is_ifunc
+            cls[k] = _CLASSES.index(x86_64.sym_class(s, p))
+        sym = t.sym
+        bad = rows & undef[sym]
+        if bad.any():
+            slow[t.seg[bad]] = True
+        writable = np.fromiter((s.flags & elf.SHF_WRITE for s in t.secs), dtype=np.int64, count=nsec)
+        combo = (typc * 8 + cls[sym]) * 2 + writable[t.seg]
+        for c in np.unique(combo[rows & ~slow[t.seg]]).tolist():
+            if c not in filled:
+                filled.add(c)
+                rtype = c >> 4
+                act = x86_64.action(RECIPES[rtype].kind, rtype, _CLASSES[(c >> 1) & 7], out, c & 1)
+                lut_bits[c], lut_eff[c] = _EFFECT.get(act, (0, 0))
+        eff = lut_eff[combo]
+        bad = rows & (eff == 4)
+        if bad.any():
+            slow[t.seg[bad]] = True
+        good = rows & ~slow[t.seg]
+        if not good.any():
+            continue
+        bits = lut_bits[combo] | np.where(ifunc[sym] & ~sized[typc], NEED_PLT, 0) | np.where(pre[sym], NEED_DYNSYM, 0)
+        n_relative += int(np.count_nonzero(good & (eff == 1)))
+        dyn = good & (eff == 2)
+        if dyn.any():
+            ks, counts = np.unique(sym[dyn], return_counts=True)
+            for k, n in zip(ks.tolist(), counts.tolist()):
+                s = syms[k]
+                abs64_pre[s] = abs64_pre.get(s, 0) + n
+        if not uses_got_base and (good & gotbase[typc]).any():
+            uses_got_base = True
+        has = good & (bits != 0)
+        if has.any():
+            for key in np.unique(sym[has].astype(np.int64) * 256 + bits[has]).tolist():
+                s = syms[key >> 8]
+                need[s] = get(s, 0) | (key & 0xFF)
+        done.update(s for s, sl, lv in zip(t.secs, slow.tolist(),
+                                           live_secs.tolist() if live_secs is not None else [True] * nsec)
+                    if lv and not sl)
+    return done, n_relative, uses_got_base

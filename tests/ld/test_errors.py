@@ -55,7 +55,10 @@ def test_truncated_archive_is_one_line(objs):
     assert lines[0].startswith("linkwrap-ld: libcut.a: truncated archive")
 
 
-def test_every_undefined_symbol_is_reported_with_its_object(objs, tmp_path):
+# scan's loop, or its arrays: a section with something to report goes to the loop, the lines in order
+@pytest.mark.parametrize("relocs", ["python", "bulk"])
+def test_every_undefined_symbol_is_reported_with_its_object(objs, tmp_path, relocs, monkeypatch):
+    monkeypatch.setenv("LINKWRAP_LD_RELOCS", relocs)
     (objs / "u.c").write_text("int f1(void); int f2(void);\nint main(void){return f1()+f2();}\n")
     (objs / "u2.c").write_text("int f3(void); int g(void){return f3();}\n")
     subprocess.run(["gcc", "-c", "u.c", "u2.c"], cwd=objs, check=True)
@@ -80,7 +83,9 @@ def test_duplicate_definition(objs):
     assert error_lines(r) == ["linkwrap-ld: d2.o: multiple definition of `dup'; d1.o: first defined here"]
 
 
-def test_pie_with_non_pic_object_names_the_relocation(objs, tmp_path):
+@pytest.mark.parametrize("relocs", ["python", "bulk"])
+def test_pie_with_non_pic_object_names_the_relocation(objs, tmp_path, relocs, monkeypatch):
+    monkeypatch.setenv("LINKWRAP_LD_RELOCS", relocs)
     (objs / "np.c").write_text("int x; int *p(void){return &x;}\nint main(void){return *p();}\n")
     subprocess.run(["gcc", "-fno-pic", "-mcmodel=small", "-c", "np.c"], cwd=objs, check=True)
     shim = corpus.shim_dir(str(tmp_path))
@@ -133,11 +138,16 @@ def _section_headers(data):
     return {name(h): (shoff + 64 * k, h) for k, h in enumerate(hdrs)}
 
 
+# python: relocations decoded into tuples per section; bulk: read as arrays per object (ld/rela.py) by gc
+# (with --gc-sections), scan and relocate -- the same line either way
+@pytest.mark.parametrize("relocs, extra", [("python", []), ("bulk", []), ("bulk", ["--gc-sections", "-e", "main"])])
 @pytest.mark.parametrize("field, value, message", [
     ("r_offset", 0x100000, "relocation at offset 0x100000 of section .text lies outside its"),
     ("r_sym", 0x7000, "relocation of section .text names symbol 28672, the symbol table has"),
 ])
-def test_a_relocation_outside_its_section_or_table_is_one_line(objs, field, value, message):
+def test_a_relocation_outside_its_section_or_table_is_one_line(objs, field, value, message, relocs, extra,
+                                                                monkeypatch):
+    monkeypatch.setenv("LINKWRAP_LD_RELOCS", relocs)
     import struct
     data = bytearray((objs / "h.o").read_bytes())
     _, rela = _section_headers(bytes(data))[".rela.text"]
@@ -147,7 +157,7 @@ def test_a_relocation_outside_its_section_or_table_is_one_line(objs, field, valu
         info, = struct.unpack_from("<Q", data, rela[4] + 8)
         struct.pack_into("<Q", data, rela[4] + 8, (value << 32) | (info & 0xFFFFFFFF))
     (objs / "bad.o").write_bytes(bytes(data))
-    r = run_ld(["-o", "out", "bad.o"], objs)
+    r = run_ld(["-o", "out", *extra, "bad.o"], objs)
     lines = error_lines(r)
     assert r.returncode == 1 and len(lines) == 1 and lines[0].startswith(f"linkwrap-ld: bad.o: {message}"), lines
 

@@ -60,7 +60,9 @@ def test_rust_debug_link_bulk_and_loop_write_the_same_bytes(rust_debug):
         with open(out, "rb") as f:
             outputs[mode] = f.read()
     assert stats["python"]["bulk"] == 0
-    assert stats["bulk"]["bulk"] == stats["bulk"]["non_loaded"] > 100_000
+    # loaded sections' relocations too: all but the few the bulk path leaves to the loop (TLS sequences)
+    assert stats["bulk"]["bulk"] > stats["bulk"]["non_loaded"] > 100_000
+    assert stats["bulk"]["one_by_one"] * 100 < stats["bulk"]["bulk"]
     assert outputs["python"] == outputs["bulk"]
     ref = str(root / "gnu")
     subprocess.run(["cc", *argv, "-o", ref], cwd=cwd, env=link_env, check=True)
@@ -123,7 +125,8 @@ def test_odd_debug_relocations_match_and_overflow_reports_the_same_line(tmp_path
         r = subprocess.run(["gcc", f"-B{shim}", "-no-pie", "odd.o", SMALL, "-o", out, "-Wl,--stats"],
                            cwd=tmp_path, capture_output=True, text=True, env=env(relocs))
         assert r.returncode == 0, r.stderr
-        assert stats_of(r.stderr)["bulk"] == 0      # R_X86_64_16: .debug_odd goes to the loop whole
+        st = stats_of(r.stderr)
+        assert st["one_by_one"] >= st["non_loaded"] > 0      # R_X86_64_16: .debug_odd goes to the loop whole
         assert ("(1 non-loaded sections the bulk path left to the loop)" in r.stderr) == (relocs == "bulk")
         with open(out, "rb") as f:
             outputs.append(f.read())

@@ -245,13 +245,19 @@ def test_64_concurrent_links_through_one_server(tmp_path, lw_home, client, serve
     assert not os.path.exists(tmp_path / ".linkwrap-tmp")
 
 
-def test_the_jobserver_reaches_the_linker(tmp_path, lw_home, client, server, standin):
+def jobserver(tmp_path, standin):
+    """A jobserver pipe holding one token, and the environment that names it to the build's links
+    (the stand-in linker writes what it finds to the returned log)."""
     r, w = os.pipe()
     os.set_inheritable(r, True)
     os.set_inheritable(w, True)
     os.write(w, b"+")
     log = tmp_path / "peek.log"
-    env = env_with(tmp_path, standin, PEEK_LOG=str(log), CARGO_MAKEFLAGS=f"-j --jobserver-auth={r},{w}")
+    return r, w, log, env_with(tmp_path, standin, PEEK_LOG=str(log), CARGO_MAKEFLAGS=f"-j --jobserver-auth={r},{w}")
+
+
+def test_the_jobserver_reaches_the_linker(tmp_path, lw_home, client, server, standin):
+    r, w, log, env = jobserver(tmp_path, standin)
     obj = c_object(tmp_path)
     done = subprocess.run([client, obj, "-o", "app"], cwd=tmp_path, env=env, capture_output=True, pass_fds=(r, w))
     assert done.returncode == 0, done.stderr
@@ -316,12 +322,7 @@ def _client_trace(client, tmp_path, env, out, **kw):
 
 
 def test_the_child_takes_the_fds_itself_or_the_client_sends_them(tmp_path, lw_home, client, standin):
-    r, w = os.pipe()
-    os.set_inheritable(r, True)
-    os.set_inheritable(w, True)
-    os.write(w, b"+")
-    log = tmp_path / "peek.log"
-    env = env_with(tmp_path, standin, PEEK_LOG=str(log), CARGO_MAKEFLAGS=f"-j --jobserver-auth={r},{w}")
+    r, w, log, env = jobserver(tmp_path, standin)
     for refused in (False, True):
         if refused:  # a server where pidfd_getfd is refused: the client is asked for its fds ('S')
             subprocess.run([sys.executable, "-c", NO_PIDFD_GETFD], check=True)
