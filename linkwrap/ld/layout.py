@@ -26,6 +26,7 @@ Linker-defined symbols (__init_array_start, _end, __start_SEC ...) get their
 values here.
 """
 from dataclasses import dataclass, replace
+from operator import attrgetter
 
 from linkwrap.ld import elf, x86_64
 from linkwrap.ld.diag import Unsupported
@@ -52,16 +53,24 @@ _RANKS = {
 }
 
 
-def output_name(sec) -> str:
+# each prefix above ends at the name's second dot: one dict lookup instead of a scan of the list
+# (a Rust debug link asks for 70k names), .data.rel.ro. the one prefix inside another
+_BY_PREFIX = dict(_PREFIX_MAP)
+
+
+def output_name(sec, _alloc=elf.SHF_ALLOC, _tls=elf.SHF_TLS) -> str:
     n = sec.name
-    if not sec.flags & elf.SHF_ALLOC:
+    f = sec.flags
+    if not f & _alloc:
         return n
-    if sec.flags & elf.SHF_TLS:
+    if f & _tls:
         return ".tbss" if sec.type == elf.SHT_NOBITS else ".tdata"
-    for prefix, out in _PREFIX_MAP:
-        if n.startswith(prefix):
-            return out
-    return n
+    out = _BY_PREFIX.get(n[:n.find(".", 1) + 1])
+    if out is None:
+        return n
+    if out == ".data" and n.startswith(".data.rel.ro."):
+        return ".data.rel.ro"
+    return out
 
 
 def _init_priority(sec):
@@ -202,6 +211,9 @@ class Layout:
         return elf.SHN_ABS
 
 
+_flags_of, _type_of, _align_of = attrgetter("flags"), attrgetter("type"), attrgetter("align")
+
+
 def compute(opts, mode, res, live, synth) -> Layout:
     osecs = {}
 
@@ -214,32 +226,39 @@ def compute(opts, mode, res, live, synth) -> Layout:
         return o
 
     merged_of = synth.merged_of
+    get = osecs.get
+    strip = opts.strip_debug or opts.strip_all
     for sec in live.sections:
         if sec in merged_of:
             continue              # its pieces are in a MergedSection
-        if opts.strip_debug and not sec.flags & elf.SHF_ALLOC and sec.name.startswith((".debug", ".zdebug")):
-            continue
-        if opts.strip_all and not sec.flags & elf.SHF_ALLOC and sec.name != ".comment":
-            continue
+        if strip and not sec.flags & elf.SHF_ALLOC:
+            if opts.strip_debug and sec.name.startswith((".debug", ".zdebug")):
+                continue
+            if opts.strip_all and sec.name != ".comment":
+                continue
         name = output_name(sec)
-        osec_for(name, sec).members.append(sec)
+        o = get(name)
+        if o is None:
+            o = osec_for(name, sec)
+        o.members.append(sec)
     for syn in synth.all:
         osec_for(syn.name, syn).members.append(syn)
 
     # merge flags/types, sort init/fini arrays by priority, place members
+    # (per distinct value, not per member: .text has tens of thousands of members in a Rust link)
+    kept_flags = (elf.SHF_ALLOC | elf.SHF_WRITE | elf.SHF_EXECINSTR | elf.SHF_TLS | elf.SHF_MERGE |
+                  elf.SHF_STRINGS)
     for o in osecs.values():
+        members = o.members
         if o.name in (".init_array", ".fini_array", ".preinit_array"):
-            o.members.sort(key=_init_priority)
+            members.sort(key=_init_priority)
         if o.name == ".bss":
-            o.members.sort(key=lambda m: m.file is None)   # commons and copies after input .bss
-        progbits = False
-        for m in o.members:
-            o.flags |= m.flags & (elf.SHF_ALLOC | elf.SHF_WRITE | elf.SHF_EXECINSTR | elf.SHF_TLS |
-                                  elf.SHF_MERGE | elf.SHF_STRINGS)
-            if m.type != elf.SHT_NOBITS:
-                progbits = True
-            o.align = max(o.align, m.align)
-        first = o.members[0]
+            members.sort(key=lambda m: m.file is None)   # commons and copies after input .bss
+        for f in set(map(_flags_of, members)):
+            o.flags |= f & kept_flags
+        progbits = any(t != elf.SHT_NOBITS for t in set(map(_type_of, members)))
+        o.align = max(o.align, max(map(_align_of, members)))
+        first = members[0]
         if first.file is None:
             o.flags |= first.flags & elf.SHF_INFO_LINK    # .rela.plt's sh_info names .got.plt
         o.type = first.type if first.type != elf.SHT_NOBITS or not progbits else elf.SHT_PROGBITS
@@ -250,10 +269,12 @@ def compute(opts, mode, res, live, synth) -> Layout:
             o.flags &= ~(elf.SHF_MERGE | elf.SHF_STRINGS)
             o.entsize = 0
         off = 0
-        offsets = o.offsets
-        for m in o.members:
-            off = elf.align_up(off, m.align)
-            offsets.append(off)
+        append = o.offsets.append
+        for m in members:
+            a = m.align
+            if a > 1:
+                off = (off + a - 1) & ~(a - 1)      # elf.align_up without a call per member
+            append(off)
             off += m.size if m.file is not None else m.size()
         o.size = off
         if first.file is None:

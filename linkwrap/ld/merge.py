@@ -7,20 +7,85 @@ the merged bytes, each distinct string stored once in order of first appearance.
 section does not end in a NUL (its last piece is kept whole, as the general loop does).
 
 Why: a Rust debug link has ~350k strings in .debug_str; the general loop (a dict lookup, an
-alignment and two appends per string, in Python) took ~0.35 s of it. Here one section's strings
-go through map/accumulate/compress: the per-string work stays in C.
+alignment and two appends per string, in Python) took ~0.35 s of it. Here the per-string work stays
+in C: one dict pass (setdefault, the one step that must hash each string), and the offsets either
+with map/accumulate/compress per section or, for large inputs, with numpy over the whole link.
 """
+import os
 from array import array
-from itertools import accumulate, compress, count
+from itertools import accumulate, chain, compress, count
 from operator import add, eq
 
+# from this many input bytes on, numpy computes the offsets (the Rust debug link's 19 MB .debug_str:
+# 0.56x [0.43, 0.72] of the per-section loop, benchmarks/bench_ld_output.py). Such a link imports
+# numpy anyway: its .debug_* refer to those ~75k strings and more with relocations, which
+# relocate_bulk applies with numpy from 100k on; alone, the import (~75 ms) pays from ~250k strings.
+NUMPY_FROM = 4 << 20
 
-def strings(sections):
+
+def strings(sections, use_numpy=None):
     """-> (bytes, {section: (piece offsets, their offsets in bytes)}) or None. The offsets are
-    array('q')s: 8 bytes each where a list of ints costs ~40 (350k pieces in a Rust debug link)."""
+    array('q')s: 8 bytes each where a list of ints costs ~40 (350k pieces in a Rust debug link).
+    use_numpy: None decides by size (NUMPY_FROM); both ways give the same result."""
+    total = 0
     for sec in sections:
         if sec.size and sec.bytes()[-1] != 0:
             return None
+        total += sec.size
+    if use_numpy is None:
+        # LINKWRAP_LD_MERGE=python|numpy (for tests) takes one way whatever the size
+        forced = os.environ.get("LINKWRAP_LD_MERGE")
+        use_numpy = forced == "numpy" if forced in ("python", "numpy") else total >= NUMPY_FROM
+    return _strings_numpy(sections) if use_numpy and _numpy() is not None else _strings(sections)
+
+
+def _numpy():
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
+
+
+def _strings_numpy(sections):
+    """The whole link's strings on one axis: ids (the first appearance of each piece's string) from
+    one dict pass, then each string's offset in the merged bytes by cumsum and a gather."""
+    import numpy as np
+    seen = {}               # string (without its NUL) -> id: its position among all strings seen
+    setdefault = seen.setdefault
+    ids = array("q")
+    lens = array("q")       # each piece's length without its NUL
+    counts = []
+    g = 0
+    for sec in sections:
+        parts = bytes(sec.bytes()).split(b"\0")
+        parts.pop()         # what follows the last NUL: nothing
+        ids.extend(map(setdefault, parts, count(g)))
+        lens.extend(map(len, parts))
+        counts.append(len(parts))
+        g += len(parts)
+    ids = np.frombuffer(ids, dtype=np.int64)
+    lens = np.frombuffer(lens, dtype=np.int64) + 1
+    # the sections end in NULs: each one's pieces fill it, so one cumsum gives every piece's start
+    # on the sections laid end to end
+    starts = np.cumsum(lens) - lens
+    first = ids == np.arange(g)
+    ulen = lens[first]
+    at = np.zeros(g, dtype=np.int64)
+    at[first] = np.cumsum(ulen) - ulen
+    outs = at[ids]
+    del at, ulen, first, ids, lens
+    pieces = {}
+    k = base = 0
+    for sec, m in zip(sections, counts):
+        pieces[sec] = (array("q", (starts[k:k + m] - base).tobytes()), array("q", outs[k:k + m].tobytes()))
+        k += m
+        base += sec.size
+    # the dict keeps first appearances in order: they are the merged bytes, NUL after each
+    return b"\0".join(chain(seen, (b"",))) if g else b"", pieces
+
+
+def _strings(sections):
     seen = {}               # string (without its NUL) -> id: its position among all strings seen
     out_of = {}             # id of a first appearance -> its offset in the merged bytes
     chunks = []

@@ -105,7 +105,9 @@ def create(opts, mode, res, live, needs, shared_exports=None) -> Synthetics:
     rela_plt = RelaPlt(plt, dynsym)
     out += [rela_dyn, rela_plt]
     if mode.dynamic:
-        present = {output_name(s) for s in live.sections}
+        # .dynamic asks only whether the init/fini arrays are there: no other name maps to them
+        arrays = (".preinit_array", ".init_array", ".fini_array")
+        present = {output_name(s) for s in live.sections if s.name.startswith(arrays)}
         init_fini = tuple(_defined(res, name) for name in (opts.init, opts.fini))
         dynamic = Dynamic(opts, mode, dynstr, res.needed, present,
                           {"plt": rela_plt.size() > 0, "rela": n_dyn > 0,

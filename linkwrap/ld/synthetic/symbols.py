@@ -2,10 +2,15 @@
 (.gnu.version, .gnu.version_r for what libraries define, .gnu.version_d for what a shared object
 defines)."""
 import struct
+from itertools import compress, repeat
+from operator import attrgetter, ne
 
 from linkwrap.ld import elf
 from linkwrap.ld.synthetic.base import _put, Synthetic
 from linkwrap.ld.synthetic.strings import StrTab
+
+
+_type_of = attrgetter("type")
 
 
 class SymTab(Synthetic):
@@ -23,14 +28,21 @@ class SymTab(Synthetic):
         strtab = self.link = StrTab()
         local, glob = [], []
         alive = live.alive
-        kinds = (elf.STT_NOTYPE, elf.STT_OBJECT, elf.STT_FUNC, elf.STT_TLS, elf.STT_GNU_IFUNC)
+        keep = local.append
+        kinds = frozenset((elf.STT_NOTYPE, elf.STT_OBJECT, elf.STT_FUNC, elf.STT_TLS, elf.STT_GNU_IFUNC))
+        file_type = elf.STT_FILE
+        not_section = repeat(elf.STT_SECTION)
         for obj in res.objects:
-            for s in res.syms[obj][1:obj.first_global]:
-                if s.type == elf.STT_FILE:
-                    local.append(s)
-                elif (s.type in kinds and s.name and not s.name.startswith(".L")
-                      and (s.is_abs or s.section in alive)):
-                    local.append(s)
+            seg = res.syms[obj][1:obj.first_global]
+            # section symbols (two thirds of a Rust object's locals) never go in: passed over in C
+            for s in compress(seg, map(ne, map(_type_of, seg), not_section)):
+                t = s.type
+                if t == file_type:
+                    keep(s)
+                elif t in kinds and (s.section in alive or s.is_abs):
+                    n = s.name
+                    if n and not n.startswith(".L"):
+                        keep(s)
         for s in res.symtab.values():
             if s.file is not None and s.section is not None and s.section not in alive:
                 continue      # a COMDAT loser's or gc's: not in the output
@@ -43,7 +55,7 @@ class SymTab(Synthetic):
                 glob.append(s)
         self.symbols = local + glob
         self.info = 1 + len(local)
-        self.names = [strtab.add(self._name(s)) for s in self.symbols]
+        self.names = strtab.add_all([s.name for s in local] + [self._name(s) for s in glob])
         self.strtab = strtab
         self.values = b""
 
@@ -55,37 +67,53 @@ class SymTab(Synthetic):
         return 24 * (1 + len(self.symbols))
 
     def finalize(self, lk):
-        out = bytearray(24)
+        out = bytearray(24 * (1 + len(self.symbols)))
+        pack_into = elf.SYM.pack_into
         bss = lk.synth.bss
+        osec_get = lk.osec_of.get
+        addr_get = lk.addr_of.get
+        file_type = elf.STT_FILE
+        file_info = (elf.STB_LOCAL << 4) | file_type
+        tls, ifunc, und = elf.STT_TLS, elf.STT_GNU_IFUNC, elf.SHN_UNDEF
+        nlocal = self.info - 1
+        pos = 0
         for k, (s, name) in enumerate(zip(self.symbols, self.names)):
-            bind = elf.STB_LOCAL if k + 1 < self.info else (s.bind if s.bind in (elf.STB_WEAK, elf.STB_GNU_UNIQUE)
-                                                            else elf.STB_GLOBAL)
-            other = s.visibility
-            if s.type == elf.STT_FILE:
-                out += elf.SYM.pack(name, (elf.STB_LOCAL << 4) | elf.STT_FILE, 0, elf.SHN_ABS, 0, 0)
+            pos += 24
+            stype = s.type
+            if stype == file_type:
+                pack_into(out, pos, name, file_info, 0, elf.SHN_ABS, 0, 0)
                 continue
-            value, shndx = 0, elf.SHN_UNDEF
-            if s.section is not None:
-                o = lk.osec_of.get(s.section)
+            sec = s.section
+            if sec is not None:
+                # most symbols: a section with an address (Layout.real_addr's first case, inline)
+                o = osec_get(sec)
                 if o is None:
-                    shndx = elf.SHN_ABS   # its section was stripped (-S): the symbol stays, as in GNU ld
+                    value, shndx = 0, elf.SHN_ABS   # its section was stripped (-S): kept, as in GNU ld
                 else:
-                    value, shndx = lk.real_addr(s), o.index
-            elif s in bss.placed:
-                value, shndx = lk.real_addr(s), lk.osec_of[bss].index
-            elif s.is_abs:
-                value, shndx = s.value, elf.SHN_ABS
-            elif s.linker_defined:
-                value = lk.real_addr(s)
-                shndx = lk.shndx_of_addr(value)
-            elif s.dso is not None:
-                value = lk.sym_addr(s) if s in lk.synth.canonical else 0
-            if shndx == elf.SHN_UNDEF:     # an import is as strong as the references to it
+                    a = addr_get(sec)
+                    value, shndx = a + s.value if a is not None else lk.real_addr(s), o.index
+            else:
+                value, shndx = 0, und
+                if s in bss.placed:
+                    value, shndx = lk.real_addr(s), lk.osec_of[bss].index
+                elif s.is_abs:
+                    value, shndx = s.value, elf.SHN_ABS
+                elif s.linker_defined:
+                    value = lk.real_addr(s)
+                    shndx = lk.shndx_of_addr(value)
+                elif s.dso is not None:
+                    value = lk.sym_addr(s) if s in lk.synth.canonical else 0
+            if k < nlocal:
+                bind = elf.STB_LOCAL
+            else:
+                bind = s.bind if s.bind in (elf.STB_WEAK, elf.STB_GNU_UNIQUE) else elf.STB_GLOBAL
+            if shndx == und:     # an import is as strong as the references to it
                 bind = elf.STB_GLOBAL if s.strong_ref else elf.STB_WEAK
-            if s.type == elf.STT_TLS and shndx != elf.SHN_UNDEF:
+            elif stype == tls:
                 value -= lk.tls_start       # a TLS symbol's value is its offset in the TLS segment
-            stype = s.type if s.type != elf.STT_GNU_IFUNC or s.dso is None else elf.STT_FUNC
-            out += elf.SYM.pack(name, (bind << 4) | stype, other, shndx, value & 0xFFFFFFFFFFFFFFFF, s.size)
+            if stype == ifunc and s.dso is not None:
+                stype = elf.STT_FUNC
+            pack_into(out, pos, name, (bind << 4) | stype, s.visibility, shndx, value & 0xFFFFFFFFFFFFFFFF, s.size)
         self.values = bytes(out)
 
     def write_to(self, buf, lk):
