@@ -38,6 +38,20 @@ def _flags(src):
     return first.split("lw-cflags:", 1)[1].split() if "lw-cflags:" in first else []
 
 
+def rust_debug_link(root):
+    """A small generated Rust debug link (benchmarks/genproject.py, 2 x 4) built under root:
+    (root, rustc's link arguments without -o and its value, the environment, the cwd)."""
+    import sys
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "benchmarks"))
+    import genproject
+    project = genproject.rust(str(root / "proj"), modules=2, funcs=4)
+    argv, link_env, cwd = genproject.rust_link(project, target_dir=str(root / "target"))
+    # rustc's own choice of rust-lld is not what these tests are about: the driver's ld, or the shim's
+    argv = [a for a in argv if a != "-fuse-ld=lld" and not a.endswith("/gcc-ld")]
+    out = argv.index("-o")
+    return root, argv[:out] + argv[out + 2:], {**os.environ, **link_env}, cwd
+
+
 def compile_case(case: str, work: str):
     """-> (driver, objects, archive or None). Objects are PIE-compatible (-fPIE, gcc's default)."""
     src_dir = os.path.join(CASES_DIR, case)

@@ -16,8 +16,6 @@ import pytest
 
 from . import corpus
 
-sys.path.insert(0, os.path.join(corpus.HERE, "..", "..", "benchmarks"))
-import genproject  # noqa: E402
 
 
 def env(mode):
@@ -38,13 +36,7 @@ def stats_of(stderr):
 
 @pytest.fixture(scope="module")
 def rust_debug(tmp_path_factory):
-    root = tmp_path_factory.mktemp("rust")
-    project = genproject.rust(str(root / "proj"), modules=2, funcs=4)
-    argv, link_env, cwd = genproject.rust_link(project, target_dir=str(root / "target"))
-    # rustc's own choice of rust-lld is not what this test is about: the driver's ld, or the shim's
-    argv = [a for a in argv if a != "-fuse-ld=lld" and not a.endswith("/gcc-ld")]
-    out = argv.index("-o")
-    return root, argv[:out] + argv[out + 2:], {**os.environ, **link_env}, cwd
+    return corpus.rust_debug_link(tmp_path_factory.mktemp("rust"))
 
 
 def test_rust_debug_link_bulk_and_loop_write_the_same_bytes(rust_debug):
