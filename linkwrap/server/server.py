@@ -155,6 +155,8 @@ def warm() -> None:
             importlib.import_module(name)
         except Exception:  # `from x import name` of a function, a module of another platform
             pass
+    from linkwrap.wrap import probe
+    probe._syscall()  # ~0.5 ms once here, not per link (output._exchange, probe's cachestat)
 
 def main() -> None:
     """`python -m linkwrap.server.server`: serve this world until idle; quiet, detached."""
