@@ -58,10 +58,12 @@ class NotDirect(Exception):
     """Why this link keeps the driver (a sentence for explain)."""
 
 
-def command(request, decision, link_path, environ=os.environ) -> list:
+def command(request, decision, link_path, environ=os.environ, lto_later=None) -> list:
     """The linker's own command line for this link, as the driver would have run it.
 
-    Raises NotDirect with the reason when the driver must run it.
+    Raises NotDirect with the reason when the driver must run it. lto_later, a list: the objects
+    to look into for LTO code are put there instead (lto_input()), for the caller to look while
+    the linker runs and stop it when one holds some (run.execute).
     """
     linker = decision.linker
     if linker is None:
@@ -77,9 +79,13 @@ def command(request, decision, link_path, environ=os.environ) -> list:
     skeleton, items, libdirs, output = split(body)
     if output is None:
         raise NotDirect("no -o")
-    for path in items:
-        if path[:1] != "-" and _has_lto(path, request.cwd):
-            raise NotDirect(f"{path} holds LTO code: the driver's plugin links it")
+    objects = [path for path in items if path[:1] != "-" and path.endswith(".o")]
+    if lto_later is not None:
+        lto_later += objects
+    else:
+        found = lto_input(objects, request.cwd)
+        if found is not None:
+            raise NotDirect(lto_reason(found))
     template = learn(request.driver, skeleton, environ)
     from linkwrap.wrap.linkers import shim_dir
     out = [os.path.join(shim_dir(linker), "ld")]
@@ -302,6 +308,18 @@ def parse_expansion(text, skeleton):
     if "-o" not in out or out[out.index("-o") + 1] != _OUT:
         return "the driver's line has no -o"
     return tuple(out)
+
+
+def lto_input(paths, cwd):
+    """The first of paths that holds LTO code, or None."""
+    for path in paths:
+        if _has_lto(path, cwd):
+            return path
+    return None
+
+
+def lto_reason(path) -> str:
+    return f"{path} holds LTO code: the driver's plugin links it"
 
 
 def _has_lto(path, cwd) -> bool:
