@@ -112,6 +112,13 @@ def split(args):
     i, n = 0, len(args)
     while i < n:
         a = args[i]
+        if a[:1] != "-":  # an input (most arguments): no option below starts otherwise
+            dot = a.rfind(".")
+            if dot > a.rfind("/") and a[dot + 1:] in _SOURCE_SUFFIXES:
+                raise NotDirect(f"{a} is compiled by the driver")
+            items.append(a)
+            i += 1
+            continue
         nxt = args[i + 1] if i + 1 < n else None
         if a == "-o" or (a.startswith("-o") and len(a) > 2):
             if a == "-o":
@@ -154,13 +161,8 @@ def split(args):
             pass  # the plugin's arguments are dropped anyway: one cached line serves both
         elif a.startswith(_DRIVER_ONLY) or a == "-":
             raise NotDirect(f"{a} is left to the driver")
-        elif a.startswith("-"):
-            skeleton.append(a)
         else:
-            dot = a.rfind(".")
-            if dot > a.rfind("/") and a[dot + 1:] in _SOURCE_SUFFIXES:
-                raise NotDirect(f"{a} is compiled by the driver")
-            items.append(a)
+            skeleton.append(a)
         i += 1
     if items:
         skeleton.append(_IN)
