@@ -354,8 +354,9 @@ def rehearse() -> None:
     those copies are made; the link then finds its pages its own. Nothing is written but the
     caches a link fills anyway (linkers, the driver's expansion), and nothing is linked."""
     try:
-        from linkwrap.wrap import args, direct, record
+        from linkwrap.wrap import args, direct, probe, record
         from linkwrap.wrap.choose import choose
+        probe.keep_mountinfo()  # a link reads the mount table again only if it changed
         # What settle() does with a client's request, on this process's own environment.
         env = dict(os.environ)
         _own_world()
@@ -912,7 +913,8 @@ def run_link(req, peer_pid, conn, reached=None, done=None):
     if req["name"] == "linkwrap-launch":
         argv = argv[1:] if argv[:1] == ["--"] else argv
         argv, driver = argv[1:], argv[0]
-    inv = invocation.Invocation(tuple(argv), driver, os.environ, req["cwd"], peer_pid, None, "server", reached)
+    # os.environ holds the same (settle()), but each read of it decodes: a dict is read in C.
+    inv = invocation.Invocation(tuple(argv), driver, req["env"], req["cwd"], peer_pid, None, "server", reached)
     output.defer()
     return pipeline.link(inv, answer)
 
