@@ -315,10 +315,15 @@ def spare(listener, notify_w, life_r, state) -> None:
             _own_world()
         except Exception:  # settle() then reads the client's cgroups, and sets every limit
             pass
+    _OWN["env"] = dict(os.environ)  # for settle(), which changes only what differs from it
     listener.setblocking(False)
+    # Every spare waits on the listener: with select() each connection wakes them all, and those that
+    # lose the accept() take CPU from the one that won. EPOLLEXCLUSIVE wakes one.
+    waiting = select.epoll()
+    waiting.register(listener.fileno(), select.EPOLLIN | getattr(select, "EPOLLEXCLUSIVE", 0))
+    waiting.register(life_r, select.EPOLLIN)
     while True:
-        ready, _, _ = select.select([listener, life_r], [], [])
-        if life_r in ready:
+        if any(fd == life_r for fd, _ in waiting.poll()):
             os._exit(0)  # the server is gone
         try:
             conn, _ = listener.accept()
@@ -329,6 +334,7 @@ def spare(listener, notify_w, life_r, state) -> None:
             continue
         break
     reached = time.perf_counter_ns()
+    waiting.close()
     listener.close()
     os.close(life_r)
     conn.setblocking(True)
@@ -691,19 +697,20 @@ def _refuse(conn, why) -> None:
 
 def parse_request(data: bytes) -> dict:
     """The client's payload: NUL-terminated fields (client.c's put_* calls, in order)."""
-    fields = data.split(b"\0")
-    it = iter(fields)
-    dec = os.fsdecode
-    version, name, cwd = dec(next(it)), dec(next(it)), dec(next(it))
+    # Decoded in one call, as os.fsdecode() would each field (a NUL is never part of a character):
+    # fsdecode is a Python function, and a request has a few hundred fields.
+    enc, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+    it = iter(data.decode(enc, errors).split("\0"))
+    version, name, cwd = next(it), next(it), next(it)
     umask = int(next(it))
     pairs = [int(next(it)) for _ in range(2 * int(next(it)))]
     limits = {which: (pairs[2 * which], pairs[2 * which + 1]) for which in range(len(pairs) // 2)}
-    cgroup = next(it)
-    argv = [dec(next(it)) for _ in range(int(next(it)))]
+    cgroup = next(it).encode(enc, errors)
+    argv = [next(it) for _ in range(int(next(it)))]
     env = {}
     for _ in range(int(next(it))):
-        k, _, v = next(it).partition(b"=")
-        env[dec(k)] = dec(v)
+        k, _, v = next(it).partition("=")
+        env[k] = v
     targets = [int(next(it)) for _ in range(int(next(it)))]
     return {"version": version, "name": name, "cwd": cwd, "argv": argv, "env": env, "fds": targets,
             "umask": umask, "limits": limits, "cgroup": cgroup}
@@ -746,10 +753,14 @@ def settle(req, peer_pid) -> None:
     """Become the client's link but for its fds: its cwd, environment, umask, limits and cgroups."""
     os.chdir(req["cwd"])
     env, want = os.environ, req["env"]
-    for k in [k for k in env if k not in want]:
+    # Compared with a plain copy of os.environ (spare()): each read of os.environ itself decodes.
+    own = _OWN.get("env")
+    if own is None:
+        own = dict(env)
+    for k in own.keys() - want.keys():
         del env[k]
     for k, v in want.items():  # the server's own environment came from a build's: most are alike
-        if env.get(k) != v:
+        if own.get(k) != v:
             env[k] = v
     os.umask(req["umask"])
     _same_limits(req["limits"])

@@ -212,6 +212,11 @@ _RENAMEAT2 = {"x86_64": 316, "aarch64": 276, "riscv64": 276}.get(os.uname().mach
 _AT_FDCWD, _RENAME_EXCHANGE = -100, 2
 
 
+def _can_exchange() -> bool:
+    from linkwrap.wrap import probe
+    return bool(probe._SYSCALL) and _RENAMEAT2 is not None
+
+
 def _exchange(new, old) -> bool:
     """Swap the names new and old atomically (renameat2 RENAME_EXCHANGE). -> False when not
     done (no old output, no such call here, a filesystem without it): then rename().
@@ -221,9 +226,9 @@ def _exchange(new, old) -> bool:
     exchange takes 0.015. GNU ld (unlink, then write) and mold (its old output renamed away and
     back) never rename over a file either. Only where the call is set up already (the server
     does it once): setting it up costs a link more than it saves."""
-    from linkwrap.wrap import probe
-    if not probe._SYSCALL or _RENAMEAT2 is None:
+    if not _can_exchange():
         return False
+    from linkwrap.wrap import probe
     syscall, c_long, _, _ = probe._SYSCALL[0]
     return syscall(c_long(_RENAMEAT2), c_long(_AT_FDCWD), os.fsencode(new), c_long(_AT_FDCWD),
                    os.fsencode(old), c_long(_RENAME_EXCHANGE)) == 0
@@ -255,6 +260,8 @@ def hold(plan) -> bool:
     (the server's child). -> True when commit() need not try again."""
     if _later is None or plan.work_dir is None or plan.final is None or plan.mode != FRESH:
         return False
+    if _can_exchange():
+        return False  # commit() swaps the old output into the work directory: no second name needed
     _hold_old(plan)
     return True
 
