@@ -22,6 +22,8 @@ input with LTO sections, plugin options), -v, -###, -print-*, -save-temps,
 -x, -specs, the caller's own -B, source files, a -### output that does not
 look as expected. A direct start that fails is run once more through the
 driver (pipeline.py), so an LTO archive, which is not looked into, still links.
+The objects are looked into for LTO code while the linker already runs, where
+its attempt can be thrown away whole (run.execute: lto_later).
 """
 import os
 
