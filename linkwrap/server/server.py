@@ -317,13 +317,9 @@ def spare(listener, notify_w, life_r, state) -> None:
             pass
     _OWN["env"] = dict(os.environ)  # for settle(), which changes only what differs from it
     listener.setblocking(False)
-    # Every spare waits on the listener: with select() each connection wakes them all, and those that
-    # lose the accept() take CPU from the one that won. EPOLLEXCLUSIVE wakes one.
-    waiting = select.epoll()
-    waiting.register(listener.fileno(), select.EPOLLIN | getattr(select, "EPOLLEXCLUSIVE", 0))
-    waiting.register(life_r, select.EPOLLIN)
     while True:
-        if any(fd == life_r for fd, _ in waiting.poll()):
+        ready, _, _ = select.select([listener, life_r], [], [])
+        if life_r in ready:
             os._exit(0)  # the server is gone
         try:
             conn, _ = listener.accept()
@@ -334,7 +330,6 @@ def spare(listener, notify_w, life_r, state) -> None:
             continue
         break
     reached = time.perf_counter_ns()
-    waiting.close()
     listener.close()
     os.close(life_r)
     conn.setblocking(True)
