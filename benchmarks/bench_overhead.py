@@ -22,10 +22,10 @@ forcing of its rust-lld taken out) with the same linker (linkwrap's -B shim, who
 each output's .comment is checked) and none of the flags linkwrap adds -- mold and wild fork, as
 they do for a user without linkwrap. `cc+flags` is the same with linkwrap's flags for the script
 (--no-fork, --threads=N), the baseline these figures were once taken against. The commands are
-interleaved (cc, cc+flags, script, client) after a warm-up; the figure is the per-round difference
-against cc: median, p90, and a 95 % confidence interval of the median (order statistics). A
-negative median is a link that is faster through linkwrap than without it. Not a test: figures
-for the notes (with `uptime`).
+interleaved (cc, cc+flags, script, client; each round in its own shuffled order) after a
+warm-up; the figure is the per-round difference against cc: median, p90, and a 95 % confidence
+interval of the median (order statistics). A negative median is a link that is faster through
+linkwrap than without it. Not a test: figures for the notes (with `uptime`).
 """
 import argparse
 import json
@@ -109,9 +109,16 @@ def bench_link(label, argv, cwd, env, linker, client, script, runs, work, baseli
     for name in ("cc", "client"):
         assert linked_by(outs[name], linker), f"{name} did not link {outs[name]} with {linker}"
     samples = {k: [] for k in cmds}
+    import random
+    order = random.Random(16)
     for _ in range(runs):
-        for name, cmd in cmds.items():
-            samples[name].append(timed(cmd, env, cwd))
+        # Each round in its own order: a link through the server leaves its child tidying at nice 19
+        # after the answer, and a forking linker leaves its worker freeing memory; the next command
+        # meets them. In a fixed (or rotated) order that would always be the same command.
+        names = list(cmds)
+        order.shuffle(names)
+        for name in names:
+            samples[name].append(timed(cmds[name], env, cwd))
     base = statistics.median(samples["cc"])
     print(f"{label:13s} cc {base:7.1f} ms")
     for name in [n for n in cmds if n != "cc"]:
