@@ -17,11 +17,15 @@ with and without linkwrap.
 against it, round by round: a comparison the machine's load cannot bias.
 
 Each link: rustc's own command line, captured with a recording linker while the objects are
-kept (-C save-temps). `cc` is run with exactly the command linkwrap's driver path would run
-(the same -B shim and added flags). The three commands are interleaved (cc, script, client)
-after a warm-up; the figure is the per-round difference against cc: median, p90, and a 95 %
-confidence interval of the median (order statistics). A negative median is a link that is
-faster through linkwrap than without it. Not a test: figures for the notes (with `uptime`).
+kept (-C save-temps). `cc` is the link without linkwrap: the caller's own arguments (rustc's
+forcing of its rust-lld taken out) with the same linker (linkwrap's -B shim, whose `ld` is it:
+each output's .comment is checked) and none of the flags linkwrap adds -- mold and wild fork, as
+they do for a user without linkwrap. `cc+flags` is the same with linkwrap's flags for the script
+(--no-fork, --threads=N), the baseline these figures were once taken against. The commands are
+interleaved (cc, cc+flags, script, client; each round in its own shuffled order) after a
+warm-up; the figure is the per-round difference against cc: median, p90, and a 95 % confidence
+interval of the median (order statistics). A negative median is a link that is faster through
+linkwrap than without it. Not a test: figures for the notes (with `uptime`).
 """
 import argparse
 import json
@@ -89,10 +93,12 @@ def bench_link(label, argv, cwd, env, linker, client, script, runs, work, baseli
     from linkwrap.wrap.choose import choose
     env = {**env, "LINKWRAP_LINKER": linker}
     req = args.parse(argv, environ=env, cwd=cwd)
-    decision = choose(req, env).decision
+    decision = choose(req, env).decision  # the script's: what the cc+flags column adds
     assert decision.linker and decision.linker.name == linker, decision
-    outs = {k: os.path.join(work, f"{label.split()[0]}-{k}") for k in ("cc", "script", "client", "baseline")}
-    cmds = {"cc": run.command(req, decision, outs["cc"]),
+    outs = {k: os.path.join(work, f"{label.split()[0]}-{k}")
+            for k in ("cc", "cc+flags", "script", "client", "baseline")}
+    cmds = {"cc": run.command(req, decision._replace(linker_flags=(), driver_flags=()), outs["cc"]),
+            "cc+flags": run.command(req, decision, outs["cc+flags"]),
             "script": [script, *args.with_output(argv, outs["script"])],
             "client": [client, *args.with_output(argv, outs["client"])]}
     if baseline:
@@ -100,16 +106,24 @@ def bench_link(label, argv, cwd, env, linker, client, script, runs, work, baseli
     for name in cmds:  # warm: page cache, linkwrap's caches, the server's first fork
         timed(cmds[name], env, cwd)
         timed(cmds[name], env, cwd)
+    for name in ("cc", "client"):
+        assert linked_by(outs[name], linker), f"{name} did not link {outs[name]} with {linker}"
     samples = {k: [] for k in cmds}
+    import random
+    order = random.Random(16)
     for _ in range(runs):
-        for name, cmd in cmds.items():
-            samples[name].append(timed(cmd, env, cwd))
+        # Each round in its own order: a link through the server leaves its child tidying at nice 19
+        # after the answer, and a forking linker leaves its worker freeing memory; the next command
+        # meets them. In a fixed (or rotated) order that would always be the same command.
+        names = list(cmds)
+        order.shuffle(names)
+        for name in names:
+            samples[name].append(timed(cmds[name], env, cwd))
     base = statistics.median(samples["cc"])
-    print(f"{label:13s} cc {base:7.1f} ms", end="")
-    for name in ("script", "client", "baseline")[:len(cmds) - 1]:
+    print(f"{label:13s} cc {base:7.1f} ms")
+    for name in [n for n in cmds if n != "cc"]:
         med, p90, (lo, hi) = median_ci([b - a for a, b in zip(samples["cc"], samples[name])])
-        print(f" | {name} {med:+6.1f} (p90 {p90:+6.1f}, 95% CI {lo:+.1f}..{hi:+.1f})", end="")
-    print()
+        print(f"{'':13s} {name:8s} {med:+6.1f} (p90 {p90:+6.1f}, 95% CI {lo:+.1f}..{hi:+.1f})")
     if baseline:
         med, p90, (lo, hi) = median_ci([b - a for a, b in zip(samples["baseline"], samples["client"])])
         print(f"{'':13s} client - baseline client, per round: median {med:+.1f} ms (p90 {p90:+.1f}, "
@@ -126,9 +140,28 @@ def bench_link(label, argv, cwd, env, linker, client, script, runs, work, baseli
         if own:
             print(f"{'':13s} {entry}: linkwrap's own time {statistics.median(own):.1f} ms median over "
                   f"{len(own)} links (start {'/'.join(sorted(starts))})")
-    for name in ("client", "baseline")[:len(cmds) - 2]:
+    # Their records' memory and CPU: the client's server forks mold and wild and reaps the worker,
+    # the script runs them with --no-fork; both figures must be the linker's own.
+    for name in [n for n in ("script", "client", "baseline") if n in cmds]:
+        got = db.open_store().execute("SELECT peak_rss_kb, user_ms + sys_ms, flags_added FROM links "
+                                      "WHERE output_path = ?", (outs[name],)).fetchall()
+        if got:
+            forks = "--no-fork" if "--no-fork" in (got[-1][2] or "") else "forking"
+            print(f"{'':13s} {name} records ({forks}): peak RSS {statistics.median(r[0] for r in got) / 1024:.1f} MiB, "
+                  f"user+sys {statistics.median(r[1] for r in got):.1f} ms (medians of {len(got)})")
+    for name in [n for n in ("client", "baseline") if n in cmds]:
         parts(name, outs[name], samples)
     breakdown(samples, req, decision, env, cwd, work)
+
+
+def linked_by(path, linker) -> bool:
+    """Whether path's .comment names linker (mold, wild and lld sign their outputs; GNU ld and gold
+    do not: for them nothing is checked)."""
+    sign = {"mold": b"mold ", "wild": b"Linker: Wild", "lld": b"Linker: LLD", "rust-lld": b"Linker: LLD"}.get(linker)
+    if sign is None:
+        return True
+    done = subprocess.run(["readelf", "-p", ".comment", path], capture_output=True)
+    return sign in done.stdout
 
 
 def parts(name, out, samples):

@@ -14,6 +14,8 @@ Output: rich tables; --json prints a stable object:
                 "learned": null | {"used", "exploring", "load_adjusted", "links", "explored", "failed",
                                     "candidates", "compiles"}},
    "start": {"how": "direct" | "driver", "why"},
+   "entry": {"point": "server" | "script", "why"}: the entry point a build's link reaches, whose
+            decision is shown (the server's child reaps a forking linker's worker: no --no-fork),
    "linkers": {name: {"path", "version"}}, "config": {"profile", "files"},
    "memory": {"predicted_kb", "source", "detail", "admission", "room_kb", "running_links"}}
   (plus "request.inputs", "request.inputs_gone": {"rustc_temporaries": count of inputs rustc
@@ -91,7 +93,9 @@ def explain(request, environ) -> dict:
     """The report as a plain dict (what --json prints). Raises ConfigError as config.load does."""
     from linkwrap.wrap import policy
     from linkwrap.wrap.choose import choose
-    choice = choose(request, environ)
+    entry = entry_dict(environ)
+    reaps = entry["point"] == "server"
+    choice = choose(request, environ, reaps=reaps)
     if choice.config_error is not None:
         raise choice.config_error  # the user's to fix: one line, exit 1 (and so does the link)
     settings, facts, found = choice.settings, choice.facts, choice.found
@@ -110,7 +114,7 @@ def explain(request, environ) -> dict:
         request = request._replace(output=linked_as)
         gone = OutputFacts(exists=False, **dict.fromkeys(f for f in OutputFacts._fields if f != "exists"))
         facts = facts._replace(output=gone)
-        decision = policy.decide(request, facts, found, settings)
+        decision = policy.decide(request, facts, found, settings, reaps=reaps)
         note = (f"Cargo links this binary as {linked_as} and deletes that file first: at link time there is "
                 "no output (shown below); this name is a hard link Cargo makes after the link")
     return {
@@ -124,6 +128,7 @@ def explain(request, environ) -> dict:
                          measured=measured_dict(choice.measured, decision),
                          learned=learned_dict(choice.learned, decision, compiles(request))),
         "start": start_dict(request, decision, environ),
+        "entry": entry,
         "linkers": {name: {"path": info.path, "version": _dotted(info.version)} for name, info in found.items()},
         "config": {"profile": getattr(settings, "profile", None), "files": list(getattr(settings, "files", ()))},
         "memory": memory_dict(choice),
@@ -259,6 +264,25 @@ def decision_dict(decision) -> dict:
         "write_mode": decision.write_mode,
         "reasons": list(decision.reasons),
     }
+
+
+def entry_dict(environ) -> dict:
+    """The entry point a link of a build reaches: the link server when this install's native client
+    is built (`linkwrap install` compiles it) and LINKWRAP_SERVER is not off, else the script (a
+    process per link; pip's console script is one too). Only the first link, which starts the
+    server, goes through the script then."""
+    if environ.get("LINKWRAP_SERVER") == "off":
+        return {"point": "script", "why": "LINKWRAP_SERVER=off"}
+    try:
+        from linkwrap.install import launcher
+        path = launcher.fast_script("linkwrap-cc", write=False)
+        with open(path, "rb") as f:
+            native = f.read(4) == b"\x7fELF"
+    except OSError:
+        native = False
+    if native:
+        return {"point": "server", "why": f"the native client {path} with the warm link server"}
+    return {"point": "script", "why": "no native client installed (`linkwrap install` builds one)"}
 
 
 def start_dict(request, decision, environ) -> dict:
@@ -501,10 +525,13 @@ def render(report) -> None:
               else "as the caller asked")
     console.print(f"[cyan]{label('linker')}[/cyan]{linker}", soft_wrap=True, highlight=False)
     flags = [f"-Wl,{f}" for f in d["flags"]] + d["driver_flags"]
-    start = report["start"]
-    for name, value in (("flags", " ".join(flags) or "none"), ("write mode", d["write_mode"]),
-                        ("started", f"directly ({start['why']})" if start["how"] == "direct"
-                         else f"through {req['driver']} ({start['why']})")):
+    start, entry = report["start"], report.get("entry")
+    rows = [("flags", " ".join(flags) or "none"), ("write mode", d["write_mode"]),
+            ("started", f"directly ({start['why']})" if start["how"] == "direct"
+             else f"through {req['driver']} ({start['why']})")]
+    if entry:
+        rows.append(("entry point", f"{entry['point']} ({entry['why']})"))
+    for name, value in rows:
         _hanging(console, Text(label(name), style="cyan"), value, markup=False)
 
     measured = d.get("measured")

@@ -17,8 +17,12 @@ Each link is served by a child forked ahead of it (a spare waiting in accept()).
      (whose pid finds the build), while a thread turns each byte the client sends
      into that signal for the link -- and the client's end of the socket closing
      (SIGKILL of the build, a CI timeout) into SIGTERM;
-  4. answers "X<status>", "K<signal>" or "D<argv>" (become the driver) and exits.
-Peak RSS and times stay the linker's own: the child reaps it with wait4.
+  4. answers "X<status>", "K<signal>" or "D<argv>" (become the driver), waits for what the link
+     left running (a forking linker's worker) and exits.
+Peak RSS and times stay the linker's own: the child reaps it with wait4. It is a child subreaper
+(_own_world), so mold's and wild's worker, orphaned when their first process exits, becomes its
+child too: they run without --no-fork here, and the worker's figures join the record after the
+answer (run.reap).
 
 The server lives in its own session, exits after IDLE_S without a link, when
 linkwrap's installed files change, or on `linkwrap server stop`. One server per
@@ -370,7 +374,7 @@ def rehearse() -> None:
         _same_limits(req["limits"])
         _cgroups("self")
         request = args.parse(["linkwrap-rehearsal.o", "-o", "linkwrap-rehearsal"], None, env, cwd=os.getcwd())
-        choice = choose(request, env)
+        choice = choose(request, env, reaps=_OWN.get("reaps", False))
         if choice.decision.linker is not None:
             try:
                 direct.command(request, choice.decision, request.output, env)
@@ -541,7 +545,8 @@ def child(conn, reached=None, known=None) -> None:
         else:
             reply = f"X{int(result)}\n".encode()
         _answer(conn, reply, req["fds"], done)
-    from linkwrap.wrap import output
+    from linkwrap.wrap import output, run
+    run.reap()  # an interrupted link's worker, stopped with it: nothing of the link outlives this child
     output.tidy()
     _note_imports(req["env"].get("LINKWRAP_TEST_IMPORTS"), known)
     os._exit(0)
@@ -801,6 +806,7 @@ def _dup_above(fd, floor):
 # This spare's own cgroups (/proc/self/cgroup as read) and resource limits, read before it
 # waits: a link compares the client's with them and changes only what differs.
 _OWN = {}
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def _own_world() -> None:
@@ -812,10 +818,15 @@ def _own_world() -> None:
     _OWN["limits"] = {which: resource.getrlimit(which) for which in range(top + 1)}
     try:
         import ctypes
-        call = ctypes.CDLL(None, use_errno=True).syscall
+        libc = ctypes.CDLL(None, use_errno=True)
+        call = libc.syscall
         call.restype = ctypes.c_long
         call.argtypes = (ctypes.c_long, ctypes.c_long, ctypes.c_long, ctypes.c_long)
         _OWN["syscall"] = call
+        # A forking linker's worker, orphaned when the linker's first process exits, is then
+        # reparented to this child rather than to init: its time and memory reach the record, and
+        # nothing of the link outlives the child (run.reap). Not inherited by the linker.
+        _OWN["reaps"] = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (ImportError, OSError, AttributeError):
         _OWN["syscall"] = None
 
@@ -885,7 +896,7 @@ def run_link(req, peer_pid, conn, reached=None, done=None):
     import _signal
     import fcntl
     import socket
-    from linkwrap.wrap import invocation, output, pipeline
+    from linkwrap.wrap import invocation, output, pipeline, run
     done = [] if done is None else done
 
     def heard(*_):
@@ -901,6 +912,10 @@ def run_link(req, peer_pid, conn, reached=None, done=None):
             data = b""
         for sig in data or b"\x0f":
             if sig in (1, 2, 15):
+                if _signal.getsignal(sig) == _signal.SIG_DFL:
+                    # No step of the link forwards it now (run.py does while the linker runs): this
+                    # child dies of it, and a forking linker's worker, its child by now, with it.
+                    run.kill_descendants(_signal.SIGKILL)
                 os.kill(os.getpid(), sig)
 
     def answer(status):
@@ -920,7 +935,8 @@ def run_link(req, peer_pid, conn, reached=None, done=None):
         argv = argv[1:] if argv[:1] == ["--"] else argv
         argv, driver = argv[1:], argv[0]
     # os.environ holds the same (settle()), but each read of it decodes: a dict is read in C.
-    inv = invocation.Invocation(tuple(argv), driver, req["env"], req["cwd"], peer_pid, None, "server", reached)
+    inv = invocation.Invocation(tuple(argv), driver, req["env"], req["cwd"], peer_pid, None, "server", reached,
+                                _OWN.get("reaps", False))
     output.defer()
     return pipeline.link(inv, answer)
 

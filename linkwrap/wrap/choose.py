@@ -25,10 +25,12 @@ Choice = record("Choice", "settings found facts decision config_error faults mem
                 (frozenset(),))
 
 
-def choose(request, environ, memory=True, later=False) -> Choice:
+def choose(request, environ, memory=True, later=False, reaps=False) -> Choice:
     """memory=False leaves the memory prediction to with_memory(), later=True the facts no choice
     depends on to probe.complete(): a link that admission does not hold back needs them only for its
-    record, learnt while its linker runs or after the answer (pipeline.py)."""
+    record, learnt while its linker runs or after the answer (pipeline.py). reaps: the process that
+    runs the link is a child subreaper that waits for a forking linker's worker after the answer
+    (the server's child, invocation.reaps), so mold and wild may fork (policy.decide)."""
     from linkwrap.errors import LinkwrapError
     from linkwrap.faults import describe
     from linkwrap.wrap import config, linkers, policy, probe
@@ -77,7 +79,7 @@ def choose(request, environ, memory=True, later=False) -> Choice:
         try:
             # Pure: which linker, which flags, how to write the output, and why.
             decision = policy.decide(request, facts, found, settings, measured, driver_ld(request, found, environ),
-                                     learned, failed)
+                                     learned, failed, reaps)
         except Exception as e:
             faults.append(("choosing a linker", e))
             decision = policy.as_asked(describe("choosing a linker", e))

@@ -20,7 +20,9 @@ class Invocation(record("Invocation", [
     "owner",       # str | None: owner tag of the link's private directory (None: this process's)
     "entry",       # "script" | "server": how the link reached linkwrap (recorded)
     "reached_ns",  # int | None: perf_counter_ns when the server took the link (None: the process start)
-])):
+    "reaps",       # bool: the process running the link is a child subreaper that waits for a forking
+                   # linker's worker after the answer (the server's child); the script must exit to answer
+], (False,))):
     __slots__ = ()
 
 

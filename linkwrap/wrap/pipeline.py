@@ -45,7 +45,7 @@ def link(inv, answer=None):
     # config → linkers → probe → policy; a fault in any of them means "as asked", with the reason.
     # What only the record needs (the memory prediction, the facts in probe.LATER) waits for the
     # linker's start or the answer, unless admission needs it now (below).
-    choice = choose(request, environ, memory=False, later=True)
+    choice = choose(request, environ, memory=False, later=True, reaps=inv.reaps)
     settings, facts, decision = choice.settings, choice.facts, choice.decision
     if settings is not None:
         faults.LOG_MAX_BYTES = int(settings.retention["max_log_kb"] * 1024)
@@ -96,22 +96,25 @@ def link(inv, answer=None):
         if not later:
             later.append(_complete(facts, request, environ))
 
+    reaps = inv.reaps
     try:
         try:
-            outcome = run.execute(request, decision, environ, owner=owner, meanwhile=meanwhile)
+            outcome = run.execute(request, decision, environ, owner=owner, meanwhile=meanwhile, reaps=reaps)
         except Exception as e:  # e.g. no room for the -B directory: link as asked
             decision = policy.as_asked(faults.note(f"running {_label(decision)}", e))
-            outcome = run.execute(request, decision, environ, owner=owner, meanwhile=meanwhile)
+            outcome = run.execute(request, decision, environ, owner=owner, meanwhile=meanwhile, reaps=reaps)
         if outcome.returncode != 0 and outcome.start == "direct":
             # What the driver's expansion cannot show (LTO code in an archive): the driver has the last word.
-            outcome = run.execute(request, decision, environ, direct=False, owner=owner, meanwhile=meanwhile)
+            outcome = run.execute(request, decision, environ, direct=False, owner=owner, meanwhile=meanwhile,
+                                  reaps=reaps)
         # A link fails only when the caller's own command fails: whatever linkwrap changed (the linker,
         # a flag) may be the cause, even of an "undefined symbol" (lld's -z start-stop-gc), so it is
         # always linked again as asked; learn.note keeps a linker that failed off this output.
         if outcome.returncode != 0 and decision.changes_anything and not _python_ld_without_fallback(decision, environ):
-            first = outcome
+            # A failed forking linker waited for its worker; anything left belongs to this attempt.
+            first = run.reap(outcome) if reaps else outcome
             decision = policy.as_asked(f"{_label(decision)} failed (exit {outcome.returncode}); linked as asked")
-            outcome = run.execute(request, decision, environ, owner=owner, meanwhile=meanwhile)
+            outcome = run.execute(request, decision, environ, owner=owner, meanwhile=meanwhile, reaps=reaps)
     except run.Interrupted as e:
         return invocation.Killed(e.signal)
     except Exception as e:
@@ -123,7 +126,7 @@ def link(inv, answer=None):
     run.write_through(outcome)
     facts = later[0] if later else _complete(facts, request, environ)  # nothing ran: learnt now
     memory = ended_ns = None
-    if ticket is not None:  # the next link may be waiting for this one's memory: let it go first
+    if ticket is not None and not reaps:  # the next link may be waiting for this one's memory: let it go first
         memory = _leave(ticket, choice, decision, request, outcome, facts)
     saving = outcome.returncode == 0 and (environ.get("LINKWRAP_SAVE") == "1" or
                                           getattr(settings, "save", "off") != "off")
@@ -146,6 +149,14 @@ def link(inv, answer=None):
             who.append(build.identify(environ, inv.caller_pid))
         ended_ns = time.perf_counter_ns()  # linkwrap's own time ends where the caller stops waiting
         answer(outcome.returncode)
+    if reaps:
+        # A forking linker's worker (mold, wild) outlived the first process, which ended once the output
+        # was complete; its time and memory come into the record now. The wall time stays the first
+        # process's: that is when the build could go on (as it does without linkwrap), and the worker
+        # only frees memory. The memory it held until now is the link's: admission lets go only now.
+        outcome = run.reap(outcome)
+        if ticket is not None:
+            memory = _leave(ticket, choice, decision, request, outcome, facts)
     if memory is None and ticket is None:
         # The prediction this link would have had (from the history before this link), for its record.
         choice = _predict(choice._replace(facts=facts), request)

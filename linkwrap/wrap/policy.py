@@ -46,6 +46,7 @@ def as_asked(reason: str) -> Decision:
 # gold needs --threads plus --thread-count, lld has no --no-fork.
 SINCE = {
     "--no-fork": {"mold": (1, 0), "wild": (0, 3)},
+    "--no-detach": {"mold": (2, 33)},         # with --detach (its default) came --separate-debug-file
     "--threads=": {"mold": (1, 1), "wild": (0, 2), "lld": (11,), "rust-lld": (11,)},
     "--mmap-output-file": {"wild": (0, 7)},   # mold 1.10 rejects it; lld's flipped meaning at 21
 }
@@ -67,7 +68,8 @@ MIN_CACHED_FRACTION = 0.5        # below this an in-place write first reads the 
 FUSE_LD = {"mold": "mold", "wild": "wild", "lld": "lld", "bfd": "bfd", "gold": "gold"}
 
 
-def decide(request, probe, linkers, config, measured=None, callers_ld=None, learned=None, failed=frozenset()) -> Decision:
+def decide(request, probe, linkers, config, measured=None, callers_ld=None, learned=None, failed=frozenset(),
+           reaps=False) -> Decision:
     """The linker, its flags and the write mode for one link, with reasons.
 
     measured: linkwrap.bench.measured.Measured, the replay results that apply to this link (None:
@@ -75,12 +77,15 @@ def decide(request, probe, linkers, config, measured=None, callers_ld=None, lear
     for links rustc did not force to rust-lld. learned: linkwrap.bench.learn.Learned, this output's
     own relinks (None: learning is off). failed: the linkers that failed on this output where the
     link as asked then passed (learn.evidence's memory, kept whether or not learning is on).
+    reaps: the process that runs the link waits for a forking linker's worker after it has
+    answered the build (the server's child, a child subreaper); else it cannot, and mold and wild
+    get --no-fork.
     """
     reasons = []
     info = choose_linker(request, linkers, config, reasons, probe, measured, callers_ld, learned, failed)
     if info is None:
         return Decision(None, (), (), FRESH, tuple(reasons))
-    flags = _flags(info, probe, reasons, _callers_flags(request))
+    flags = _flags(info, probe, reasons, _callers_flags(request), reaps)
     mode = write_mode(request, probe, info, config, reasons)
     driver_flags = ()
     if info.name == "wild":
@@ -448,7 +453,7 @@ _CALLERS_THREADS = ("--threads", "--no-threads", "--thread-count")
 _CALLERS_FORK = ("--fork", "--no-fork")
 
 
-def _flags(info, probe, reasons, callers=frozenset()) -> list:
+def _flags(info, probe, reasons, callers=frozenset(), reaps=False) -> list:
     flags = []
     if info.version is None and info.name in ("mold", "wild", "lld", "rust-lld"):
         reasons.append(f"{info.name}'s version is unknown: no version-gated flags")
@@ -457,11 +462,16 @@ def _flags(info, probe, reasons, callers=frozenset()) -> list:
     if name in SINCE["--no-fork"] and callers.intersection(_CALLERS_FORK):
         reasons.append(f"the command line says {'/'.join(sorted(callers.intersection(_CALLERS_FORK)))}: kept")
     elif name in SINCE["--no-fork"]:
-        if _has(info, "--no-fork"):
-            flags.append("--no-fork")
-            reasons.append(f"--no-fork: {name} forks by default, hiding its time and memory from the build")
-        else:
+        if not _has(info, "--no-fork"):
             reasons.append(f"{info.label} has no --no-fork (needs >= {_v(SINCE['--no-fork'][name])})")
+        elif not reaps:
+            flags.append("--no-fork")
+            reasons.append(f"--no-fork: {name} forks by default, and this entry point (a process per link) "
+                           "cannot wait for its worker: its time and memory would be lost")
+        elif not _fork_ends_with_output(info, callers, flags, reasons):
+            flags.append("--no-fork")
+        else:
+            reasons.append(f"{name} forks: its worker is reaped after the answer (time and memory stay honest)")
     cpus = probe.cpus
     if name in SINCE["--threads="] and callers.intersection(_CALLERS_THREADS):
         reasons.append(f"the command line sets {'/'.join(sorted(callers.intersection(_CALLERS_THREADS)))}: "
@@ -479,6 +489,25 @@ def _flags(info, probe, reasons, callers=frozenset()) -> list:
     if name == "wild":
         _wild_mmap(info, probe, reasons, flags)
     return flags
+
+
+def _fork_ends_with_output(info, callers, flags, reasons) -> bool:
+    """Whether the forking linker's first process ends only once every output is written (the
+    link's end, which the answer waits for). mold >= 2.33 with --separate-debug-file and --detach
+    (its default) lets it end before the debug file is written: --no-detach where the caller
+    said nothing, else (the caller's own --detach) False."""
+    if info.name != "mold" or "--separate-debug-file" not in callers:
+        return True
+    if "--no-detach" in callers:
+        return True
+    if "--detach" in callers:
+        reasons.append("--no-fork: the command line says --detach, so mold's first process would end "
+                       "before its separate debug file is written")
+        return False
+    if _has(info, "--no-detach"):
+        flags.append("--no-detach")
+        reasons.append("--no-detach: mold would end before its separate debug file is written")
+    return True
 
 
 def _wild_mmap(info, probe, reasons, flags):

@@ -2,8 +2,12 @@
 
 The driver is started with os.posix_spawn and reaped with os.wait4, which
 gives the rusage of the whole driver -> collect2 -> linker chain (the kernel
-keeps the maximum RSS over waited-for descendants). Forking linkers are run
-with --no-fork by the policy so that this figure is the linker's own.
+keeps the maximum RSS over waited-for descendants). mold and wild fork: their
+first process exits once the output is complete and a worker, which wait4
+never sees, frees the memory. Where the process running the link is a child
+subreaper (the server's child: reaps=True) the worker becomes its child and
+reap() adds its figures after the answer; elsewhere the policy gives them
+--no-fork so that the figure is the linker's own.
 
 The linker's stdout and stderr go to memfds, not pipes: nothing can deadlock,
 and when a failed attempt is retried as the caller asked, its messages can be
@@ -64,7 +68,8 @@ def command(request, decision, link_path) -> list:
     return [request.driver, f"-B{shim_dir(decision.linker)}", *body, *flags, *decision.driver_flags]
 
 
-def execute(request, decision, environ=os.environ, direct=True, owner=None, meanwhile=None) -> Outcome:
+def execute(request, decision, environ=os.environ, direct=True, owner=None, meanwhile=None,
+            reaps=False) -> Outcome:
     """Run the link for this decision and carry out its write mode.
 
     SIGINT, SIGTERM and SIGHUP that arrive while the linker runs are passed on
@@ -75,10 +80,12 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None, mean
     ninja interrupting a job) reaches the linker too, even when linkwrap cannot pass it on.
     direct=False keeps the driver even when the linker could be started directly; owner
     names the private directory (invocation.owner); meanwhile() is called once the linker has
-    started, before it is waited for (a fault in it is noted, never the link's).
+    started, before it is waited for (a fault in it is noted, never the link's). reaps: this
+    process is a child subreaper, so a forking linker's worker may already be its own child when
+    a signal comes: it is stopped too (reap() collects it).
     """
     plan = output_mod.prepare(request, decision.write_mode, owner)
-    forward = _Forward()
+    forward = _Forward(reaps)
     rsp = None
     held = []
     # A fresh output in a private directory: the linker starts before its objects are looked into
@@ -141,7 +148,7 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None, mean
         if rsp:
             _unlink(rsp)
     if vetoed:
-        return execute(request, decision, environ, direct=False, owner=owner, meanwhile=meanwhile)
+        return execute(request, decision, environ, direct=False, owner=owner, meanwhile=meanwhile, reaps=reaps)
     if error:
         result[0] = result[0] or 1
         result[6] += error.encode("utf-8", "surrogateescape")
@@ -179,10 +186,11 @@ _FORWARDED = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
 class _Forward:
     """While the linker runs: pass termination signals on, remember the first."""
 
-    def __init__(self):
+    def __init__(self, reaps=False):
         self.pid = None
         self.caught = None
         self.saved = {}
+        self.reaps = reaps
 
     def __enter__(self):
         for sig in _FORWARDED:
@@ -200,8 +208,9 @@ class _Forward:
         if self.caught is None:
             self.caught = sig
         if self.pid:
-            # A signal sent to the whole group reaches them anyway; a second one is harmless.
-            for pid in _tree(self.pid):
+            # A signal sent to the whole group reaches them anyway; a second one is harmless. A
+            # subreaper's own children include a forking linker's worker once its parent has exited.
+            for pid in (_tree(os.getpid())[1:] if self.reaps else _tree(self.pid)):
                 try:
                     os.kill(pid, sig)
                 except OSError:
@@ -294,23 +303,99 @@ def _stop(pid) -> None:
             pass
 
 
+# How long reap() waits for what a link left running (a forking linker's worker frees its memory in
+# tens of ms per GiB) before it kills it, and then for the killed processes to be gone.
+REAP_S = 10.0
+REAP_KILLED_S = 2.0
+
+
+def reap(outcome=None, bound_s=REAP_S):
+    """Wait for every child of this process (a child subreaper: orphaned descendants are its
+    children too), at most bound_s, then SIGKILL what is left. -> outcome with their figures
+    added: user and sys summed, peak RSS the highest (a forked worker's ru_maxrss is
+    max(its parent's RSS at the fork, its own peak): the real one). The wall time stays the
+    first process's: the build waits for it alone, and the output is complete when it exits.
+    outcome None: only the reaping (an interrupted link's leftovers)."""
+    user = sys_ = 0.0
+    peak = 0
+    deadline = time.monotonic() + bound_s
+    killed = False
+    while True:
+        try:
+            pid, _, ru = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            break  # ECHILD: nothing left
+        if pid:
+            user += ru.ru_utime * 1000
+            sys_ += ru.ru_stime * 1000
+            peak = max(peak, ru.ru_maxrss)
+            continue
+        left = deadline - time.monotonic()
+        if left <= 0:
+            if killed:
+                break  # unkillable for now (uninterruptible I/O): init reaps it once we exit
+            kill_descendants(_signal.SIGKILL)
+            killed = True
+            deadline = time.monotonic() + REAP_KILLED_S
+            continue
+        _wait_for_a_child(left)
+    if outcome is None or not (user or sys_ or peak):
+        return outcome
+    return outcome._replace(user_ms=outcome.user_ms + user, sys_ms=outcome.sys_ms + sys_,
+                            peak_rss_kb=max(outcome.peak_rss_kb, peak))
+
+
+def kill_descendants(sig) -> None:
+    """Send sig to every descendant of this process (whatever a link left running)."""
+    for p in _tree(os.getpid())[1:]:
+        try:
+            os.kill(p, sig)
+        except OSError:
+            pass
+
+
+def _wait_for_a_child(timeout) -> None:
+    """Until one of this process's children exits, or timeout seconds. Each child's pidfd is
+    readable once it has exited: no SIGCHLD handler, which another thread could take instead."""
+    import select
+    fds = []
+    try:
+        for p in _children(os.getpid()):  # not grandchildren: an exited one waits for its parent
+            try:
+                fds.append(os.pidfd_open(p))
+            except OSError:
+                pass  # gone since, or a kernel before 5.3
+        if fds:
+            select.select(fds, [], [], timeout)
+        else:
+            time.sleep(min(timeout, 0.002))
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 def _tree(pid) -> list:
     """pid and its descendants, parents first (the driver, collect2, the linker, its helpers)."""
     found, i = [pid], 0
     while i < len(found):
-        p = found[i]
+        found.extend(_children(found[i]))
         i += 1
-        try:
-            tasks = os.listdir(f"/proc/{p}/task")  # a child belongs to the thread that forked it
-        except OSError:
-            continue
-        for t in tasks:
-            try:
-                with open(f"/proc/{p}/task/{t}/children", "rb") as f:
-                    found.extend(int(c) for c in f.read().split())
-            except (OSError, ValueError):
-                pass
     return found
+
+
+def _children(pid) -> list:
+    out = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")  # a child belongs to the thread that forked it
+    except OSError:
+        return out
+    for t in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{t}/children", "rb") as f:
+                out.extend(int(c) for c in f.read().split())
+        except (OSError, ValueError):
+            pass
+    return out
 
 
 def _to_response_file(argv, work_dir=None, output_name=None):
@@ -352,7 +437,7 @@ def write_through(outcome) -> None:
             view = view[n:]
 
 
-__all__ = ["Outcome", "Interrupted", "execute", "command", "spawn", "write_through"]
+__all__ = ["Outcome", "Interrupted", "execute", "command", "spawn", "reap", "kill_descendants", "write_through"]
 
 
 def _rewound(fd) -> bytes:

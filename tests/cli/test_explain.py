@@ -394,6 +394,27 @@ def test_says_whether_the_linker_is_started_directly(tmp_path, lw_home):
     assert any(line.split()[:2] == ["started", "directly"] for line in done.stdout.splitlines()), done.stdout
 
 
+def test_shows_the_decision_of_the_installed_entry_point(tmp_path, lw_home):
+    """The server's child reaps mold's worker: no --no-fork there; the script (no native client, or
+    LINKWRAP_SERVER=off) keeps it. The reasons say which."""
+    data = explain("out", cwd=tmp_path)
+    assert data["entry"] == {"point": "script", "why": "no native client installed (`linkwrap install` builds one)"}
+    assert "--no-fork" in data["decision"]["flags"]
+    assert any("cannot wait for its worker" in r for r in data["decision"]["reasons"])
+    from linkwrap.install import launcher
+    client = launcher.fast_script("linkwrap-cc")  # what `linkwrap install` writes (this LINKWRAP_HOME's)
+    assert open(client, "rb").read(4) == b"\x7fELF"
+    data = explain("out", cwd=tmp_path)
+    assert data["entry"]["point"] == "server" and client in data["entry"]["why"]
+    assert "--no-fork" not in data["decision"]["flags"]
+    assert "mold forks: its worker is reaped after the answer (time and memory stay honest)" in \
+        data["decision"]["reasons"]
+    off = explain("out", cwd=tmp_path, env={"LINKWRAP_SERVER": "off"})
+    assert off["entry"] == {"point": "script", "why": "LINKWRAP_SERVER=off"} and "--no-fork" in off["decision"]["flags"]
+    text = linkwrap("explain", "out", cwd=tmp_path, env={"COLUMNS": "200"}).stdout
+    assert any(line.split()[:3] == ["entry", "point", "server"] for line in text.splitlines()), text
+
+
 def test_a_recorded_rustc_link_says_which_inputs_rustc_deleted_and_what_memory_figures_mean(tmp_path, lw_home):
     from conftest import script
     root = tmp_path / "app"

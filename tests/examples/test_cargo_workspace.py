@@ -68,7 +68,7 @@ def test_cargo_build_with_each_linker(workspace, tmp_path, lw_home, linker):
 
 def test_cargo_build_and_test_with_the_real_wild(workspace, tmp_path, lw_home, wild):
     """The real wild (conftest's fixture) links every kind of Cargo output, silently, and its
-    memory is recorded with --no-fork."""
+    memory is recorded (with --no-fork through the script, its worker reaped through the server)."""
     import json
     target = tmp_path / "target"
     env = wild.env(CARGO_TARGET_DIR=str(target), LINKWRAP_LINKER="wild")

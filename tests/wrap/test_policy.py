@@ -165,6 +165,40 @@ def test_flags_only_what_the_version_accepts(name, version, expected):
         assert has_reason(d, "version is unknown: no version-gated flags")
 
 
+@pytest.mark.parametrize("name, version", [("mold", (1, 0, 0)), ("mold", (1, 10, 1)), ("mold", (2, 42, 0)),
+                                           ("wild", (0, 3, 0)), ("wild", (0, 10, 0))])
+def test_a_forking_linker_forks_where_the_entry_point_reaps_its_worker(name, version):
+    """The server's child is a child subreaper: the worker's figures reach the record after the answer."""
+    req = args.parse(["main.o", "-o", "/w/app"], driver="cc", environ={}, cwd="/w")
+    reaping = policy.decide(req, probe(), {name: linker(name, version)}, settings(), reaps=True)
+    script = policy.decide(req, probe(), {name: linker(name, version)}, settings(), reaps=False)
+    assert "--no-fork" not in reaping.linker_flags and "--no-fork" in script.linker_flags
+    assert has_reason(reaping, f"{name} forks: its worker is reaped after the answer (time and memory stay honest)")
+    assert has_reason(script, "--no-fork: ") and has_reason(script, "cannot wait for its worker")
+    assert list(reaping.linker_flags) == [f for f in script.linker_flags if f != "--no-fork"]
+
+
+@pytest.mark.parametrize("version, extra, flags, why", [
+    # mold >= 2.33 with --separate-debug-file and --detach (its default) ends its first process before
+    # the debug file is written: --no-detach keeps the link's end the files' end.
+    ((2, 42, 0), [], ["--no-detach"], "--no-detach: mold would end before its separate debug file"),
+    ((2, 33, 0), [], ["--no-detach"], "--no-detach: mold would end before its separate debug file"),
+    ((2, 42, 0), ["-Wl,--no-detach"], [], "mold forks: its worker is reaped"),
+    ((2, 42, 0), ["-Wl,--detach"], ["--no-fork"], "--no-fork: the command line says --detach"),
+    # No --detach before 2.33 (nor --separate-debug-file: mold rejects it, and the link as asked says so).
+    ((2, 32, 0), [], [], "mold forks: its worker is reaped"),
+])
+def test_mold_with_a_separate_debug_file_ends_after_writing_it(version, extra, flags, why):
+    req = args.parse(["main.o", "-Wl,--separate-debug-file", *extra, "-o", "/w/app"], driver="cc", environ={},
+                     cwd="/w")
+    d = policy.decide(req, probe(), found(mold=version), settings(), reaps=True)
+    assert [f for f in d.linker_flags if not f.startswith("--threads=")] == flags
+    assert has_reason(d, why), d.reasons
+    # Through the script: --no-fork, which needs no --no-detach (no worker to end first).
+    script = policy.decide(req, probe(), found(mold=version), settings())
+    assert "--no-fork" in script.linker_flags and "--no-detach" not in script.linker_flags
+
+
 @pytest.mark.parametrize("name, version", [("mold", (1, 10, 1)), ("mold", (2, 40, 0)), ("lld", (16, 0, 6)),
                                            ("lld", (21, 1, 0)), ("rust-lld", (22, 1, 2)), ("bfd", (2, 40)),
                                            ("gold", (2, 40))])

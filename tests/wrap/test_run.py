@@ -54,6 +54,68 @@ def test_spawn_captures_output_status_and_rusage():
     assert wall > 0 and rss > 1000 and user + sys_ms >= 0
 
 
+# A forking "linker": the first process exits at once, its worker touches 200 MiB and exits later
+# (as mold's and wild's do once the output is complete). Real processes, real rusage.
+FORKING = textwrap.dedent("""
+    import os, sys
+    if os.fork():
+        os._exit(0)
+    data = bytearray(200 << 20)
+    for i in range(0, len(data), 4096):
+        data[i] = 1
+    if len(sys.argv) > 1:
+        os.kill(os.getpid(), 19)  # SIGSTOP: a worker that never ends by itself
+    os._exit(0)
+""")
+
+
+def in_a_subreaper(fn):
+    """fn() in a forked child that is a child subreaper (as the server's child is); -> what it returned."""
+    import ctypes
+    import marshal
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            assert ctypes.CDLL(None).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+            os.write(w, marshal.dumps(fn()))
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    return marshal.loads(data)
+
+
+def test_reap_adds_a_forked_workers_cpu_and_peak_rss_to_the_outcome():
+    def link():
+        code, wall, user, sys_ms, rss, out, err = run.spawn([sys.executable, "-c", FORKING], dict(os.environ))
+        first = run.Outcome(code, wall, user, sys_ms, rss, out, err, (), FRESH, None, None, "direct")
+        done = run.reap(first)
+        left = run._children(os.getpid())
+        return first.peak_rss_kb, done.peak_rss_kb, first.user_ms + first.sys_ms, done.user_ms + done.sys_ms, \
+            first.wall_ms == done.wall_ms, left
+    first_kb, reaped_kb, first_cpu, reaped_cpu, same_wall, left = in_a_subreaper(link)
+    # The worker's peak (the first process's ru_maxrss starts at this process's RSS: it may be high too).
+    assert reaped_kb > 200 << 10 and reaped_kb >= first_kb, (first_kb, reaped_kb)
+    # Its CPU: faulting in 200 MiB costs tens of ms of system time.
+    assert reaped_cpu > first_cpu + 10, (first_cpu, reaped_cpu)
+    assert same_wall and left == []
+
+
+def test_reap_kills_what_outlives_its_bound():
+    def link():
+        run.spawn([sys.executable, "-c", FORKING, "stop"], dict(os.environ))
+        worker = run._children(os.getpid())
+        assert len(worker) == 1  # the stopped worker, orphaned to this subreaper
+        run.reap(None, bound_s=0.5)
+        return worker[0], run._children(os.getpid()), os.path.exists(f"/proc/{worker[0]}")
+    worker, left, exists = in_a_subreaper(link)
+    assert left == [] and not exists, worker  # killed and reaped: no zombie either
+
+
 def test_meanwhile_runs_while_the_linker_runs(tmp_path):
     flag = tmp_path / "written-meanwhile"
     # The command waits (a bounded loop) for the file meanwhile writes: called only after the
