@@ -22,8 +22,6 @@ input with LTO sections, plugin options), -v, -###, -print-*, -save-temps,
 -x, -specs, the caller's own -B, source files, a -### output that does not
 look as expected. A direct start that fails is run once more through the
 driver (pipeline.py), so an LTO archive, which is not looked into, still links.
-The objects are looked into for LTO code while the linker already runs, where
-its attempt can be thrown away whole (run.execute: lto_later).
 """
 import os
 
@@ -60,12 +58,10 @@ class NotDirect(Exception):
     """Why this link keeps the driver (a sentence for explain)."""
 
 
-def command(request, decision, link_path, environ=os.environ, lto_later=None) -> list:
+def command(request, decision, link_path, environ=os.environ) -> list:
     """The linker's own command line for this link, as the driver would have run it.
 
-    Raises NotDirect with the reason when the driver must run it. lto_later, a list: the objects
-    to look into for LTO code are put there instead (lto_input()), for the caller to look while
-    the linker runs and stop it when one holds some (run.execute).
+    Raises NotDirect with the reason when the driver must run it.
     """
     linker = decision.linker
     if linker is None:
@@ -81,13 +77,9 @@ def command(request, decision, link_path, environ=os.environ, lto_later=None) ->
     skeleton, items, libdirs, output = split(body)
     if output is None:
         raise NotDirect("no -o")
-    objects = [path for path in items if path[:1] != "-" and path.endswith(".o")]
-    if lto_later is not None:
-        lto_later += objects
-    else:
-        found = lto_input(objects, request.cwd)
-        if found is not None:
-            raise NotDirect(lto_reason(found))
+    found = lto_input([path for path in items if path[:1] != "-" and path.endswith(".o")], request.cwd)
+    if found is not None:
+        raise NotDirect(lto_reason(found))
     template = learn(request.driver, skeleton, environ)
     from linkwrap.wrap.linkers import shim_dir
     out = [os.path.join(shim_dir(linker), "ld")]

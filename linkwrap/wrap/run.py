@@ -88,32 +88,17 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None, mean
     forward = _Forward(reaps)
     rsp = None
     held = []
-    # A fresh output in a private directory: the linker starts before its objects are looked into
-    # for LTO code, and one that holds some stops it (its attempt, all in that directory, is thrown
-    # away) and the driver links instead, as it would have from the start. Looking costs 4 syscalls
-    # an object, on a CPU the linker may not need.
-    lto = [] if direct and plan.mode == output_mod.FRESH and plan.work_dir is not None else None
-    vetoed = []
 
     def alongside():
-        if lto:
-            from linkwrap.wrap.direct import lto_input
-            found = lto_input(lto, request.cwd)
-            if found is not None:
-                vetoed.append(found)
-                _stop(forward.pid)
-                return
         # The old output's second name (output.hold) costs the commit nothing when made now.
         held.append(output_mod.hold(plan))
         if meanwhile is not None:
             meanwhile()
     try:
-        argv = direct_command(request, decision, plan.link_path, environ, lto) if direct else None
+        argv = direct_command(request, decision, plan.link_path, environ) if direct else None
         start = "driver" if argv is None else "direct"
         if argv is None:
             argv = command(request, decision, plan.link_path)
-            if lto:
-                lto.clear()  # the driver runs it: nothing to look for
         if request.used_response_file:
             rsp, argv = _to_response_file(argv, plan.work_dir, os.path.basename(plan.final or ""))
         with forward:
@@ -133,9 +118,7 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None, mean
             # Interrupted: FRESH keeps the old output untouched; IN_PLACE's is gone.
             output_mod.abort(plan, linker_ran=True)
             forward.die()
-        if vetoed:
-            output_mod.abort(plan, linker_ran=True)  # FRESH: the old output was never touched
-        elif forward.pid is None:  # nothing ran: leave the output as it was
+        if forward.pid is None:  # nothing ran: leave the output as it was
             output_mod.abort(plan, linker_ran=False)
             output_bytes = error = None
         else:
@@ -147,8 +130,6 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None, mean
     finally:
         if rsp:
             _unlink(rsp)
-    if vetoed:
-        return execute(request, decision, environ, direct=False, owner=owner, meanwhile=meanwhile, reaps=reaps)
     if error:
         result[0] = result[0] or 1
         result[6] += error.encode("utf-8", "surrogateescape")
@@ -163,11 +144,11 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None, mean
                    decision.linker.label if decision.linker else None, start)
 
 
-def direct_command(request, decision, link_path, environ=os.environ, lto_later=None):
+def direct_command(request, decision, link_path, environ=os.environ):
     """The linker's own command line (direct.py), or None: the driver runs this link."""
     from linkwrap.wrap import direct
     try:
-        return direct.command(request, decision, link_path, environ, lto_later)
+        return direct.command(request, decision, link_path, environ)
     except direct.NotDirect:
         return None
     except Exception as e:  # a fault of ours: the driver knows how to run it
@@ -282,25 +263,6 @@ def spawn(argv, env, forward=None, meanwhile=None):
     finally:
         os.close(out_fd)
         os.close(err_fd)
-
-
-def _stop(pid) -> None:
-    """End pid and everything it started: each is stopped before its children are listed (a
-    stopped process forks no more), then all are killed."""
-    stopped, todo = set(), [pid]
-    while todo:
-        for p in todo:
-            try:
-                os.kill(p, _signal.SIGSTOP)
-            except OSError:
-                pass
-            stopped.add(p)
-        todo = [p for p in _tree(pid) if p not in stopped]
-    for p in stopped:
-        try:
-            os.kill(p, _signal.SIGKILL)
-        except OSError:
-            pass
 
 
 # How long reap() waits for what a link left running (a forking linker's worker frees its memory in

@@ -146,37 +146,6 @@ def test_an_lto_object_linked_without_flto_still_links_through_the_driver(tmp_pa
     assert [(r["linker"], r["linker_start"], r["fell_back"]) for r in rows] == [("bfd", "driver", 0)]
 
 
-@pytest.mark.parametrize("linker", ["mold", "bfd"])
-def test_lto_code_found_while_the_linker_runs_stops_it_and_the_driver_links(tmp_path, lw_home, monkeypatch,
-                                                                           linker):
-    """The LTO check runs once the linker has started (run.execute): an object with GCC LTO code
-    stops it, its attempt leaves nothing, and the driver's plugin links what it would have."""
-    from linkwrap.wrap import run
-    (tmp_path / "f.c").write_text("int f(void){return 7;}\n")
-    (tmp_path / "m.c").write_text("int f(void);\nint main(void){return f();}\n")
-    subprocess.run(["cc", "-c", "m.c", "-o", "m.o"], cwd=tmp_path, check=True)
-    subprocess.run(["cc", "-flto", "-c", "f.c", "-o", "f.o"], cwd=tmp_path, check=True)
-    (tmp_path / "app").write_bytes(b"last good binary")
-    os.link(tmp_path / "app", tmp_path / "app-kept")
-    stopped = []
-    real_stop = run._stop
-    monkeypatch.setattr(run, "_stop", lambda pid: (stopped.append(pid), real_stop(pid)))
-    monkeypatch.chdir(tmp_path)  # the linker runs in the caller's directory
-    req = args.parse(["m.o", "f.o", "-o", "app"], "cc", cwd=str(tmp_path))
-    env = {**os.environ}
-    vetoed = run.execute(req, decision(linker), env)
-    assert len(stopped) == 1, "the linker was not started before the LTO code was found"
-    assert (vetoed.returncode, vetoed.start) == (0, "driver"), vetoed.stderr
-    assert "-B" in vetoed.command[1] and vetoed.stderr == b""
-    after_veto = (tmp_path / "app").read_bytes()
-    assert sorted(os.listdir(tmp_path)) == ["app", "app-kept", "f.c", "f.o", "lw-home", "m.c", "m.o"]
-    assert (tmp_path / "app-kept").read_bytes() == b"last good binary"
-    assert subprocess.run([str(tmp_path / "app")]).returncode == 7
-    driver = run.execute(req, decision(linker), env, direct=False)
-    assert driver.start == "driver" and len(stopped) == 1
-    assert (tmp_path / "app").read_bytes() == after_veto
-
-
 def test_clang_style_output_parses():
     text = ('clang version 16.0.6\nTarget: x86_64-pc-linux-gnu\nThread model: posix\nInstalledDir: /usr/bin\n'
             ' "/usr/bin/ld" "-pie" "--hash-style=both" "--eh-frame-hdr" "-m" "elf_x86_64" "-dynamic-linker" '
