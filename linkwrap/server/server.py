@@ -545,8 +545,11 @@ def child(conn, reached=None, known=None) -> None:
         else:
             reply = f"X{int(result)}\n".encode()
         _answer(conn, reply, req["fds"], done)
-    from linkwrap.wrap import output, run
-    run.reap()  # an interrupted link's worker, stopped with it: nothing of the link outlives this child
+    from linkwrap.wrap import invocation, output, run
+    # An interrupted link's worker was stopped with it: nothing of that link outlives this child. A
+    # link that ended was reaped by the pipeline; a worker still writing then is left to finish.
+    interrupted = isinstance(result, invocation.Killed)
+    run.reap(bound_s=run.REAP_S if interrupted else 0, kill=interrupted)
     output.tidy()
     _note_imports(req["env"].get("LINKWRAP_TEST_IMPORTS"), known)
     os._exit(0)

@@ -85,7 +85,8 @@ def decide(request, probe, linkers, config, measured=None, callers_ld=None, lear
     info = choose_linker(request, linkers, config, reasons, probe, measured, callers_ld, learned, failed)
     if info is None:
         return Decision(None, (), (), FRESH, tuple(reasons))
-    flags = _flags(info, probe, reasons, _callers_flags(request), reaps)
+    extra = tuple(config.extra_flags.get(info.name, ())) if config is not None else ()
+    flags = _flags(info, probe, reasons, _callers_flags(request), reaps, _names(extra))
     mode = write_mode(request, probe, info, config, reasons)
     driver_flags = ()
     if info.name == "wild":
@@ -95,7 +96,6 @@ def decide(request, probe, linkers, config, measured=None, callers_ld=None, lear
             reasons.append("wild writes in place only with more than one thread "
                            "(its single-thread path always unlinks)")
         driver_flags = _wild_driver_flags(info, request, reasons)
-    extra = tuple(config.extra_flags.get(info.name, ())) if config is not None else ()
     if extra:
         where = config.sources.get(f"linkers.{info.name}.extra_flags", "configuration")
         flags.extend(extra)
@@ -445,7 +445,11 @@ def _has(info, flag) -> bool:
 def _callers_flags(request) -> frozenset:
     """The caller's own linker flags, each without its value ("--threads=1" -> "--threads")."""
     from linkwrap.wrap.args import linker_flags
-    names = (f.split("=", 1)[0] for f in linker_flags(request.args))
+    return _names(linker_flags(request.args))
+
+
+def _names(flags) -> frozenset:
+    names = (f.split("=", 1)[0] for f in flags)
     return frozenset("-" + n if n[:1] == "-" and n[:2] != "--" else n for n in names)  # -threads = --threads
 
 
@@ -453,7 +457,9 @@ _CALLERS_THREADS = ("--threads", "--no-threads", "--thread-count")
 _CALLERS_FORK = ("--fork", "--no-fork")
 
 
-def _flags(info, probe, reasons, callers=frozenset(), reaps=False) -> list:
+def _flags(info, probe, reasons, callers=frozenset(), reaps=False, extra=frozenset()) -> list:
+    """The flags linkwrap adds for this linker; extra: the names of the configured extra_flags
+    (added after these: they can still change what a fork means)."""
     flags = []
     if info.version is None and info.name in ("mold", "wild", "lld", "rust-lld"):
         reasons.append(f"{info.name}'s version is unknown: no version-gated flags")
@@ -468,7 +474,7 @@ def _flags(info, probe, reasons, callers=frozenset(), reaps=False) -> list:
             flags.append("--no-fork")
             reasons.append(f"--no-fork: {name} forks by default, and this entry point (a process per link) "
                            "cannot wait for its worker: its time and memory would be lost")
-        elif not _fork_ends_with_output(info, callers, flags, reasons):
+        elif not _fork_ends_with_output(info, callers | extra, flags, reasons):
             flags.append("--no-fork")
         else:
             reasons.append(f"{name} forks: its worker is reaped after the answer (time and memory stay honest)")
@@ -495,7 +501,14 @@ def _fork_ends_with_output(info, callers, flags, reasons) -> bool:
     """Whether the forking linker's first process ends only once every output is written (the
     link's end, which the answer waits for). mold >= 2.33 with --separate-debug-file and --detach
     (its default) lets it end before the debug file is written: --no-detach where the caller
-    said nothing, else (the caller's own --detach) False."""
+    said nothing, else (the caller's own --detach) False. callers: the flags' names, the
+    configured extra_flags' included. A linker response file (-Wl,@file) is not read here: it may
+    hold either, so False."""
+    files = sorted(n for n in callers if n[:1] == "@")
+    if files:
+        reasons.append(f"--no-fork: the linker reads {files[0]}, which may make its first process end "
+                       "before every output is written")
+        return False
     if info.name != "mold" or "--separate-debug-file" not in callers:
         return True
     if "--no-detach" in callers:

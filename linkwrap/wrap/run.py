@@ -265,19 +265,22 @@ def spawn(argv, env, forward=None, meanwhile=None):
         os.close(err_fd)
 
 
-# How long reap() waits for what a link left running (a forking linker's worker frees its memory in
-# tens of ms per GiB) before it kills it, and then for the killed processes to be gone.
-REAP_S = 10.0
+# How long reap() waits for what a link left running. A forking linker's worker frees its memory in
+# tens of ms per GiB, but it may also write (mold >= 2.33's detached separate debug file): it is
+# never killed for being slow, only left to init once this process exits, as without linkwrap.
+REAP_S = 60.0
+# After an interruption the leftovers were sent SIGKILL: how long to wait for them to be gone.
 REAP_KILLED_S = 2.0
 
 
-def reap(outcome=None, bound_s=REAP_S):
+def reap(outcome=None, bound_s=REAP_S, kill=False):
     """Wait for every child of this process (a child subreaper: orphaned descendants are its
-    children too), at most bound_s, then SIGKILL what is left. -> outcome with their figures
-    added: user and sys summed, peak RSS the highest (a forked worker's ru_maxrss is
-    max(its parent's RSS at the fork, its own peak): the real one). The wall time stays the
-    first process's: the build waits for it alone, and the output is complete when it exits.
-    outcome None: only the reaping (an interrupted link's leftovers)."""
+    children too), at most bound_s. -> outcome with their figures added: user and sys summed,
+    peak RSS the highest (a forked worker's ru_maxrss is max(its parent's RSS at the fork, its
+    own peak): the real one). The wall time stays the first process's: the build waits for it
+    alone, and the output is complete when it exits. kill: an interrupted link's leftovers,
+    SIGKILLed at the bound and waited for REAP_KILLED_S more; otherwise what outlives the bound
+    keeps running. outcome None: only the reaping."""
     user = sys_ = 0.0
     peak = 0
     deadline = time.monotonic() + bound_s
@@ -294,8 +297,8 @@ def reap(outcome=None, bound_s=REAP_S):
             continue
         left = deadline - time.monotonic()
         if left <= 0:
-            if killed:
-                break  # unkillable for now (uninterruptible I/O): init reaps it once we exit
+            if killed or not kill:
+                break  # init reaps it once we exit (unkillable for now: uninterruptible I/O)
             kill_descendants(_signal.SIGKILL)
             killed = True
             deadline = time.monotonic() + REAP_KILLED_S

@@ -199,6 +199,25 @@ def test_mold_with_a_separate_debug_file_ends_after_writing_it(version, extra, f
     assert "--no-fork" in script.linker_flags and "--no-detach" not in script.linker_flags
 
 
+def test_configured_extra_flags_count_for_the_separate_debug_file():
+    # Added after linkwrap's own flags, they still change what mold's fork means.
+    req = args.parse(["main.o", "-o", "/w/app"], driver="cc", environ={}, cwd="/w")
+    cfg = settings(linkers={"mold": {"extra_flags": ["--separate-debug-file"]}})
+    d = policy.decide(req, probe(), found(mold=(2, 42, 0)), cfg, reaps=True)
+    assert "--no-detach" in d.linker_flags and "--no-fork" not in d.linker_flags, d.linker_flags
+    cfg = settings(linkers={"mold": {"extra_flags": ["--separate-debug-file", "--detach"]}})
+    d = policy.decide(req, probe(), found(mold=(2, 42, 0)), cfg, reaps=True)
+    assert "--no-fork" in d.linker_flags, d.linker_flags
+
+
+@pytest.mark.parametrize("name, version", [("mold", (1, 10, 1)), ("wild", (0, 8, 0))])
+def test_a_linker_response_file_keeps_a_forking_linker_from_forking(name, version):
+    # -Wl,@file is not read by the policy: it could hold --separate-debug-file and --detach.
+    req = args.parse(["main.o", "-Wl,@ld.rsp", "-o", "/w/app"], driver="cc", environ={}, cwd="/w")
+    d = policy.decide(req, probe(), found(**{name: version}), settings(), reaps=True)
+    assert "--no-fork" in d.linker_flags and has_reason(d, "--no-fork: the linker reads @ld.rsp"), d.reasons
+
+
 @pytest.mark.parametrize("name, version", [("mold", (1, 10, 1)), ("mold", (2, 40, 0)), ("lld", (16, 0, 6)),
                                            ("lld", (21, 1, 0)), ("rust-lld", (22, 1, 2)), ("bfd", (2, 40)),
                                            ("gold", (2, 40))])
