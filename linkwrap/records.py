@@ -6,6 +6,7 @@ interpreter linkwrap-cc runs (python -I -S, where site has not imported it),
 and namedtuple builds each class with exec(). Why not a frozen dataclass:
 `import dataclasses` costs ~16 ms (docs/design.md, "The hot path").
 """
+from _operator import itemgetter  # built in: `operator` is a module to import
 
 
 def record(name: str, fields, defaults=()) -> type:
@@ -50,5 +51,6 @@ def record(name: str, fields, defaults=()) -> type:
     namespace = {"__slots__": (), "_fields": fields, "__new__": __new__, "_replace": _replace,
                  "_asdict": _asdict, "__repr__": __repr__, "__getnewargs__": __getnewargs__}
     for index, field_name in enumerate(fields):
-        namespace[field_name] = property(lambda self, i=index: tuple.__getitem__(self, i), doc=field_name)
+        # itemgetter, not a lambda: a field read is then no Python call (~100 of them a link).
+        namespace[field_name] = property(itemgetter(index), doc=field_name)
     return type(name, (tuple,), namespace)

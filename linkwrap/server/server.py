@@ -159,6 +159,8 @@ def warm() -> None:
             importlib.import_module(name)
         except Exception:  # `from x import name` of a function, a module of another platform
             pass
+    from linkwrap.wrap import probe
+    probe._syscall()  # ~0.5 ms once here, not per link (output._exchange, probe's cachestat)
 
 def main() -> None:
     """`python -m linkwrap.server.server`: serve this world until idle; quiet, detached."""
@@ -317,6 +319,7 @@ def spare(listener, notify_w, life_r, state) -> None:
             _own_world()
         except Exception:  # settle() then reads the client's cgroups, and sets every limit
             pass
+    _OWN["env"] = dict(os.environ)  # for settle(), which changes only what differs from it
     listener.setblocking(False)
     while True:
         ready, _, _ = select.select([listener, life_r], [], [])
@@ -356,8 +359,9 @@ def rehearse() -> None:
     those copies are made; the link then finds its pages its own. Nothing is written but the
     caches a link fills anyway (linkers, the driver's expansion), and nothing is linked."""
     try:
-        from linkwrap.wrap import args, direct, record
+        from linkwrap.wrap import args, direct, probe, record
         from linkwrap.wrap.choose import choose
+        probe.keep_mountinfo()  # a link reads the mount table again only if it changed
         # What settle() does with a client's request, on this process's own environment.
         env = dict(os.environ)
         _own_world()
@@ -696,19 +700,20 @@ def _refuse(conn, why) -> None:
 
 def parse_request(data: bytes) -> dict:
     """The client's payload: NUL-terminated fields (client.c's put_* calls, in order)."""
-    fields = data.split(b"\0")
-    it = iter(fields)
-    dec = os.fsdecode
-    version, name, cwd = dec(next(it)), dec(next(it)), dec(next(it))
+    # Decoded in one call, as os.fsdecode() would each field (a NUL is never part of a character):
+    # fsdecode is a Python function, and a request has a few hundred fields.
+    enc, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+    it = iter(data.decode(enc, errors).split("\0"))
+    version, name, cwd = next(it), next(it), next(it)
     umask = int(next(it))
     pairs = [int(next(it)) for _ in range(2 * int(next(it)))]
     limits = {which: (pairs[2 * which], pairs[2 * which + 1]) for which in range(len(pairs) // 2)}
-    cgroup = next(it)
-    argv = [dec(next(it)) for _ in range(int(next(it)))]
+    cgroup = next(it).encode(enc, errors)
+    argv = [next(it) for _ in range(int(next(it)))]
     env = {}
     for _ in range(int(next(it))):
-        k, _, v = next(it).partition(b"=")
-        env[dec(k)] = dec(v)
+        k, _, v = next(it).partition("=")
+        env[k] = v
     targets = [int(next(it)) for _ in range(int(next(it)))]
     return {"version": version, "name": name, "cwd": cwd, "argv": argv, "env": env, "fds": targets,
             "umask": umask, "limits": limits, "cgroup": cgroup}
@@ -751,10 +756,14 @@ def settle(req, peer_pid) -> None:
     """Become the client's link but for its fds: its cwd, environment, umask, limits and cgroups."""
     os.chdir(req["cwd"])
     env, want = os.environ, req["env"]
-    for k in [k for k in env if k not in want]:
+    # Compared with a plain copy of os.environ (spare()): each read of os.environ itself decodes.
+    own = _OWN.get("env")
+    if own is None:
+        own = dict(env)
+    for k in own.keys() - want.keys():
         del env[k]
     for k, v in want.items():  # the server's own environment came from a build's: most are alike
-        if env.get(k) != v:
+        if own.get(k) != v:
             env[k] = v
     os.umask(req["umask"])
     _same_limits(req["limits"])
@@ -928,7 +937,8 @@ def run_link(req, peer_pid, conn, reached=None, done=None):
     if req["name"] == "linkwrap-launch":
         argv = argv[1:] if argv[:1] == ["--"] else argv
         argv, driver = argv[1:], argv[0]
-    inv = invocation.Invocation(tuple(argv), driver, os.environ, req["cwd"], peer_pid, None, "server", reached,
+    # os.environ holds the same (settle()), but each read of it decodes: a dict is read in C.
+    inv = invocation.Invocation(tuple(argv), driver, req["env"], req["cwd"], peer_pid, None, "server", reached,
                                 _OWN.get("reaps", False))
     output.defer()
     return pipeline.link(inv, answer)

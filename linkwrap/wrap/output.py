@@ -108,11 +108,13 @@ def prepare(request, write_mode, owner=None) -> Plan:
     owner = owner or owner_tag()
     work = None
     for _ in range(5):
-        top_fd = _open_top(top)
+        made = []
+        top_fd = _open_top(top, made)
         if top_fd is None:
             return _direct(final, st)
         try:
-            _sweep_fd(top_fd, owner)
+            if not made:  # made just now, it holds no dead link's directory: nothing to sweep
+                _sweep_fd(top_fd, owner)
             try:
                 os.mkdir(owner, 0o700, dir_fd=top_fd)
             except FileExistsError:
@@ -182,23 +184,54 @@ def commit(plan, ok: bool, held=False):
     if not ok:
         discard(plan)
         return False, None, None
-    if _later is not None and not held:
-        _hold_old(plan)
-    try:
-        os.rename(plan.link_path, plan.final)
-    except OSError as e:
-        discard(plan)
-        from linkwrap.errors import error_line
-        return False, None, error_line(f"cannot move the output into place: {plan.final}: {e.strerror}")
+    # In the server's child the old output's removal waits for tidy(): swapped with the new one, it
+    # stays in the work directory under the new one's name.
+    swapped = _later is not None and plan.mode == FRESH and _exchange(plan.link_path, plan.final)
+    if not swapped:
+        if _later is not None and not held:
+            _hold_old(plan)
+        try:
+            os.rename(plan.link_path, plan.final)
+        except OSError as e:
+            discard(plan)
+            from linkwrap.errors import error_line
+            return False, None, error_line(f"cannot move the output into place: {plan.final}: {e.strerror}")
     # Files the link made next to its output (<out>.map, <out>.time-trace, ...)
     # would have been created beside the real output: they go there too.
     keep = (os.path.basename(plan.final), os.path.dirname(plan.final))
     if _later is None:
         _remove_work_dir(plan.work_dir, keep=keep)
     else:
-        _move_kept(plan.work_dir, keep)
+        _move_kept(plan.work_dir, keep, swapped)
         _later.append(plan.work_dir)
     return True, _size(plan.final), None
+
+
+# renameat2(2)'s number where it is known; elsewhere commit() renames.
+_RENAMEAT2 = {"x86_64": 316, "aarch64": 276, "riscv64": 276}.get(os.uname().machine)
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
+
+
+def _can_exchange() -> bool:
+    from linkwrap.wrap import probe
+    return bool(probe._SYSCALL) and _RENAMEAT2 is not None
+
+
+def _exchange(new, old) -> bool:
+    """Swap the names new and old atomically (renameat2 RENAME_EXCHANGE). -> False when not
+    done (no old output, no such call here, a filesystem without it): then rename().
+
+    ext4 (auto_da_alloc) allocates a file's delayed blocks and starts their writeback when a
+    rename replaces another file, inside the rename: 0.28 ms for a new 4 MB file here, where the
+    exchange takes 0.015. GNU ld (unlink, then write) and mold (its old output renamed away and
+    back) never rename over a file either. Only where the call is set up already (the server
+    does it once): setting it up costs a link more than it saves."""
+    if not _can_exchange():
+        return False
+    from linkwrap.wrap import probe
+    syscall, c_long, _, _ = probe._SYSCALL[0]
+    return syscall(c_long(_RENAMEAT2), c_long(_AT_FDCWD), os.fsencode(new), c_long(_AT_FDCWD),
+                   os.fsencode(old), c_long(_RENAME_EXCHANGE)) == 0
 
 
 # Work directories whose removal waits for tidy(): a list in the server's child, which answers the
@@ -227,6 +260,8 @@ def hold(plan) -> bool:
     (the server's child). -> True when commit() need not try again."""
     if _later is None or plan.work_dir is None or plan.final is None or plan.mode != FRESH:
         return False
+    if _can_exchange():
+        return False  # commit() swaps the old output into the work directory: no second name needed
     _hold_old(plan)
     return True
 
@@ -246,15 +281,16 @@ def _hold_old(plan) -> None:
         pass  # no old output (a first link, Cargo's deps/), or no hard links here: freed in the rename
 
 
-def _move_kept(work, keep) -> None:
-    """Move the entries of work named keep[0]* to keep[1] (the link's files beside its output)."""
+def _move_kept(work, keep, swapped=False) -> None:
+    """Move the entries of work named keep[0]* to keep[1] (the link's files beside its output);
+    swapped: keep[0] itself is the old output (_exchange) and stays."""
     try:
         fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return
     try:
         for n in os.listdir(fd):
-            if n.startswith(keep[0]) and n != OLD:
+            if n.startswith(keep[0]) and n != OLD and not (swapped and n == keep[0]):
                 try:
                     os.rename(n, os.path.join(keep[1], n), src_dir_fd=fd)
                 except OSError:
@@ -312,12 +348,14 @@ def _private_parent(d) -> bool:
     return st.st_uid == 0 and not st.st_mode & 0o022 or not others_can_write(st)
 
 
-def _open_top(top):
-    """An fd of .linkwrap-tmp, made if missing; None unless it is a real directory,
-    this user's, that nobody else can write."""
+def _open_top(top, made=None):
+    """An fd of .linkwrap-tmp, made if missing (then True is appended to made); None unless
+    it is a real directory, this user's, that nobody else can write."""
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         os.mkdir(top, 0o700)
+        if made is not None:
+            made.append(True)
     except FileExistsError:
         pass
     except OSError:

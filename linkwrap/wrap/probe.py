@@ -121,6 +121,13 @@ def _read(path, limit=1 << 20):
     except OSError:
         return None
     try:
+        return _read_fd(fd, limit)
+    finally:
+        os.close(fd)
+
+
+def _read_fd(fd, limit=1 << 20):
+    try:
         chunks, total = [], 0
         while total < limit:
             chunk = os.read(fd, 65536)
@@ -131,8 +138,6 @@ def _read(path, limit=1 << 20):
         return b"".join(chunks).decode("utf-8", "surrogateescape")
     except OSError:
         return None
-    finally:
-        os.close(fd)
 
 
 # --- where the output goes -------------------------------------------------
@@ -170,7 +175,50 @@ class Mount:
 
 def read_mountinfo():
     """This process's mount table as text (proc(5)), or None when /proc is not there."""
+    if _MOUNTINFO:
+        # Kept (keep_mountinfo()): read again only when a mount came or went since. The table
+        # changes rarely; reading and parsing it is a tenth of a link's probe.
+        import select
+        fd, text, which = _MOUNTINFO
+        try:
+            st = os.fstat(fd)
+            ours = (st.st_dev, st.st_ino) == which
+        except OSError:
+            ours = False
+        if not ours:
+            # Its number was given to another file (the server's child puts the client's fds at
+            # their own numbers): that fd is not ours to read or close.
+            del _MOUNTINFO[:]
+            return _read("/proc/self/mountinfo", limit=16 << 20)
+        poll = select.poll()
+        poll.register(fd, select.POLLPRI)
+        if text is not None and not any(ev & (select.POLLPRI | select.POLLERR) for _, ev in poll.poll(0)):
+            return text
+        os.lseek(fd, 0, os.SEEK_SET)
+        text = _MOUNTINFO[1] = _read_fd(fd, limit=16 << 20)
+        return text
     return _read("/proc/self/mountinfo", limit=16 << 20)
+
+
+# [fd, text, (st_dev, st_ino)] of /proc/self/mountinfo in a process that keeps it open (keep_mountinfo()).
+_MOUNTINFO = []
+
+
+def keep_mountinfo() -> None:
+    """In this process from now on, read_mountinfo() reads the table again only after a mount
+    changed: poll() says so (POLLPRI) on an open mountinfo fd, once for each fd that has not
+    been told. For the server's spares, which open it before they wait (a forked child shares
+    its parent's fd and what it was told: each opens its own)."""
+    try:
+        fd = os.open("/proc/self/mountinfo", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return
+    if _MOUNTINFO:
+        read_mountinfo()  # closes nothing that is not its own
+        if _MOUNTINFO:
+            os.close(_MOUNTINFO[0])
+    st = os.fstat(fd)
+    _MOUNTINFO[:] = [fd, _read_fd(fd, limit=16 << 20), (st.st_dev, st.st_ino)]
 
 
 def mounts(text=None):
@@ -412,6 +460,8 @@ def cgroup_dirs(mountinfo, text=None):
         text = _read("/proc/self/cgroup")
     if not text:
         return None
+    if _CGROUP_DIRS and _CGROUP_DIRS[0] == text and _CGROUP_DIRS[1] is mountinfo:
+        return _CGROUP_DIRS[2]  # the same cgroups and the same (kept) mount table
     table = _lines_with(mountinfo, " - cgroup")  # cgroup and cgroup2 mounts only
     cpu, memory = [], []
     for line in text.splitlines():
@@ -433,7 +483,13 @@ def cgroup_dirs(mountinfo, text=None):
                 mount = _cgroup_mount(table, "cgroup", name)
                 if mount:
                     dirs += _walk_up(mount, path)
-    return CgroupDirs(cpu, memory)
+    found = CgroupDirs(cpu, memory)
+    _CGROUP_DIRS[:] = [text, mountinfo, found]
+    return found
+
+
+# The last cgroup_dirs() answer: [/proc/self/cgroup's text, the mount table's (by identity), answer].
+_CGROUP_DIRS = []
 
 
 def _cgroup_mount(table, fstype, controller):

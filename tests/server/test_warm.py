@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+import mounts
 from conftest import tool
 from linkrecords import c_object, db_rows
 
@@ -65,3 +66,19 @@ def test_a_link_served_by_a_child_imports_no_module(tmp_path, lw_home, client, s
     assert {r["linker_start"] for r in rows} == {want_start}
     if toml:
         assert all(r["prediction_source"] for r in rows)
+
+
+def test_a_mount_made_between_two_server_links_is_seen_by_the_second(tmp_path, lw_home, client, server):  # noqa: F811
+    """The spares keep the mount table they read before they wait (probe.keep_mountinfo()): a mount
+    made while they wait is seen by the link they serve."""
+    obj = c_object(tmp_path)
+    env = {**os.environ, "LINKWRAP_LINKER": "mold"}
+    out = tmp_path / "out"
+    out.mkdir()
+    assert _served(tmp_path, client, env, [client, obj, "-o", "out/hello"]) == []
+    with mounts.tmpfs_mount(out) as point:
+        assert _served(tmp_path, client, env, [client, obj, "-o", os.path.join(point, "hello")]) == []
+        assert subprocess.run([os.path.join(point, "hello")]).returncode == 0
+    rows = db_rows(lw_home)
+    assert [r["entry_point"] for r in rows] == ["server", "server"]
+    assert rows[0]["fs_type"] not in (None, "tmpfs") and rows[1]["fs_type"] == "tmpfs"

@@ -194,6 +194,22 @@ def test_a_driver_name_pointed_at_another_driver_is_learnt_anew(tmp_path, lw_hom
     assert "-lstdc++" in direct.command(req, decision("bfd"), "out", env)
 
 
+def test_a_drivers_real_path_is_the_kernels_name_for_it(tmp_path):
+    """direct._real: what os.path.realpath() and stat() say, through symlinked files and directories."""
+    (tmp_path / "real-bin").mkdir()
+    exe = tmp_path / "real-bin" / "gcc-12"
+    exe.write_text("#!/bin/sh\n")
+    os.symlink("real-bin", tmp_path / "bin")
+    os.symlink("gcc-12", tmp_path / "real-bin" / "gcc")
+    os.symlink(str(tmp_path / "bin" / "gcc"), tmp_path / "cc")
+    for path in (str(tmp_path / "cc"), str(tmp_path / "bin" / "gcc"), str(exe)):
+        real, st = direct._real(path)
+        assert real == os.path.realpath(path) == str(exe)
+        assert (st.st_dev, st.st_ino, st.st_mtime_ns) == (exe.stat().st_dev, exe.stat().st_ino, exe.stat().st_mtime_ns)
+    with pytest.raises(FileNotFoundError):
+        direct._real(str(tmp_path / "missing"))
+
+
 def test_a_hard_linked_copy_of_a_toolchain_is_learnt_anew(tmp_path, lw_home):
     """gcc finds its crt files and libgcc from where it really is: `cc` repointed from one toolchain
     tree to a hard-linked copy of it (cp -al: the same inode, size and mtime) expands into the copy."""

@@ -38,6 +38,38 @@ def test_fresh_plan_writes_in_a_private_directory_and_renames(tmp_path):
     assert debris(tmp_path) == []
 
 
+def test_in_the_servers_child_the_new_output_is_swapped_in_and_the_old_leaves_with_tidy(tmp_path,
+                                                                                      monkeypatch):
+    """Deferred removal (the server's child): one renameat2(RENAME_EXCHANGE) puts the new output
+    under its name and the old one in the work directory, where tidy() removes it; the link's
+    other files still go beside the output, the old output never does."""
+    from linkwrap.wrap import probe
+    probe._syscall()  # the server sets the call up before its children fork
+    monkeypatch.setattr(output, "_later", [])
+    out = tmp_path / "a.out"
+    out.write_bytes(b"old")
+    os.link(out, tmp_path / "b.out")
+    plan = output.prepare(request(["x.o", "-o", "a.out"], tmp_path), FRESH)
+    for name, data in (("a.out", b"new"), ("a.out.map", b"map")):
+        with open(os.path.join(plan.work_dir, name), "wb") as f:
+            f.write(data)
+    old_inode = os.stat(out).st_ino
+    assert output.commit(plan, True) == (True, 3, None)
+    assert read(out) == b"new" and read(tmp_path / "b.out") == b"old" and read(tmp_path / "a.out.map") == b"map"
+    assert os.listdir(plan.work_dir) == ["a.out"] and os.stat(plan.link_path).st_ino == old_inode
+    output.tidy()
+    assert read(tmp_path / "b.out") == b"old" and debris(tmp_path) == []
+    # A first link (no old output): nothing to swap with, renamed.
+    monkeypatch.setattr(output, "_later", [])
+    plan = output.prepare(request(["x.o", "-o", "c.out"], tmp_path), FRESH)
+    with open(plan.link_path, "wb") as f:
+        f.write(b"first")
+    assert output.commit(plan, True) == (True, 5, None)
+    assert read(tmp_path / "c.out") == b"first" and os.listdir(plan.work_dir) == []
+    output.tidy()
+    assert debris(tmp_path) == []
+
+
 def test_failed_fresh_link_removes_the_name_keeps_other_links(tmp_path):
     out = tmp_path / "a.out"
     out.write_bytes(b"old")

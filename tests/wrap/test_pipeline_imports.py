@@ -9,7 +9,7 @@ import linkwrap
 
 # A warm link (caches filled) that ends in a record, as `python -I -S -X importtime` lists it.
 BUDGET = frozenset("""
-    _abc _codecs _collections_abc _frozen_importlib_external _io _signal _stat abc codecs encodings
+    _abc _codecs _collections_abc _frozen_importlib_external _io _operator _signal _stat abc codecs encodings
     encodings.aliases encodings.utf_8 errno fcntl genericpath io marshal os posix posixpath resource stat
     time zipimport zlib
     linkwrap linkwrap.cache linkwrap.cc linkwrap.errors linkwrap.faults linkwrap.paths linkwrap.records
@@ -18,7 +18,7 @@ BUDGET = frozenset("""
     linkwrap.wrap.probe linkwrap.wrap.record linkwrap.wrap.run linkwrap.wrap.target
     linkwrap.wrap.admission linkwrap.wrap.predict linkwrap.wrap.invocation linkwrap.wrap.direct
     linkwrap.bench linkwrap.bench.measured linkwrap.bench.learn
-""".split())
+""".split())  # _operator: built in (no file), records' field getters (linkwrap/records.py)
 # Built in (no file to load), used only on some links: freeing a big old output, a warning's crc.
 SOMETIMES = frozenset({"_thread", "binascii"})
 # What the budget exists to keep out (measured costs in docs/design.md).

@@ -47,6 +47,31 @@ def test_names_the_filesystem_of_a_real_mount(tmp_path, fstype, options, expect_
         assert (facts.fs, facts.output.exists, facts.output.size) == (fstype, True, 4)
 
 
+def test_a_kept_mount_table_is_read_again_only_after_a_mount_changed(tmp_path, monkeypatch):
+    """keep_mountinfo() (the server's spares): the table is read again when poll() tells a mount
+    came or went, and given up when its fd number was given to another file."""
+    monkeypatch.setattr(probe, "_MOUNTINFO", [])
+    probe.keep_mountinfo()
+    fd = probe._MOUNTINFO[0]
+    kept = probe.read_mountinfo()
+    assert probe.read_mountinfo() is kept  # nothing changed: not read again
+    outside = snap(str(tmp_path / "a")).fs
+    with mounts.tmpfs_mount(tmp_path) as point:
+        assert snap(os.path.join(point, "a")).fs == "tmpfs"
+        assert probe.read_mountinfo() is not kept and f" {point} " in probe.read_mountinfo()
+    assert snap(os.path.join(point, "a")).fs == outside != "tmpfs"
+    assert f" {point} " not in probe.read_mountinfo()
+    r, w = os.pipe()
+    os.dup2(r, fd)  # as the server's child puts a client's jobserver fd at its own number
+    try:
+        assert probe.read_mountinfo() == probe._read("/proc/self/mountinfo") and probe._MOUNTINFO == []
+        os.write(w, b"+")
+        assert os.read(fd, 1) == b"+"  # the pipe was neither read nor closed
+    finally:
+        for f in (r, w, fd):
+            os.close(f)
+
+
 def test_a_mount_that_fails_fails_the_test(tmp_path):
     with pytest.raises(AssertionError, match="no_such_option"):
         with mounts.loop_mount(tmp_path, "ext4", "no_such_option"):
