@@ -203,7 +203,7 @@ def commit(plan, ok: bool, held=False):
         _remove_work_dir(plan.work_dir, keep=keep)
     else:
         _move_kept(plan.work_dir, keep, swapped)
-        _later.append(plan.work_dir)
+        _later.append((plan.work_dir, keep, swapped))
     return True, _size(plan.final), None
 
 
@@ -248,10 +248,15 @@ def defer() -> None:
 
 
 def tidy() -> None:
-    """Remove the work directories commit() left: the old output's last name goes with them."""
+    """Remove the work directories commit() left: the old output's last name goes with them.
+
+    What the link wrote there after its commit goes beside the output first: a forking linker's
+    worker may still write once its first process has ended (mold >= 2.33's detached separate
+    debug file, named after the output), and tidy() comes after the worker's reap."""
     global _later
     later, _later = _later or [], None
-    for work in later:
+    for work, keep, swapped in later:
+        _move_kept(work, keep, swapped)
         _remove_work_dir(work)
 
 

@@ -57,8 +57,13 @@ def test_in_the_servers_child_the_new_output_is_swapped_in_and_the_old_leaves_wi
     assert output.commit(plan, True) == (True, 3, None)
     assert read(out) == b"new" and read(tmp_path / "b.out") == b"old" and read(tmp_path / "a.out.map") == b"map"
     assert os.listdir(plan.work_dir) == ["a.out"] and os.stat(plan.link_path).st_ino == old_inode
+    # A file the link writes after its commit (a forking linker's worker: mold's detached debug file)
+    # goes beside the output too, when tidy() comes (after the worker's reap).
+    with open(os.path.join(plan.work_dir, "a.out.dbg"), "wb") as f:
+        f.write(b"late")
     output.tidy()
     assert read(tmp_path / "b.out") == b"old" and debris(tmp_path) == []
+    assert read(tmp_path / "a.out.dbg") == b"late"
     # A first link (no old output): nothing to swap with, renamed.
     monkeypatch.setattr(output, "_later", [])
     plan = output.prepare(request(["x.o", "-o", "c.out"], tmp_path), FRESH)
