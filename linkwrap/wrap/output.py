@@ -38,6 +38,7 @@ fds, never following a symlink, never touching what another user owns.
 Otherwise the linker writes the output itself, as it would unwrapped.
 """
 import os
+import stat  # already imported by os: free
 from linkwrap.records import record
 
 from linkwrap.wrap.policy import FRESH, IN_PLACE
@@ -187,6 +188,11 @@ def commit(plan, ok: bool, held=False):
     # In the server's child the old output's removal waits for tidy(): swapped with the new one, it
     # stays in the work directory under the new one's name.
     swapped = _later is not None and plan.mode == FRESH and _exchange(plan.link_path, plan.final)
+    if swapped and _is_dir(plan.link_path) and _exchange(plan.link_path, plan.final):
+        # A directory came to the output's name since prepare(): swapped back whole, it keeps its
+        # name and contents (tidy() would remove it with the work directory), and rename() below
+        # fails on it with one line, as it always did.
+        swapped = False
     if not swapped:
         if _later is not None and not held:
             _hold_old(plan)
@@ -205,6 +211,13 @@ def commit(plan, ok: bool, held=False):
         _move_kept(plan.work_dir, keep, swapped)
         _later.append((plan.work_dir, keep, swapped))
     return True, _size(plan.final), None
+
+
+def _is_dir(path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 # renameat2(2)'s number where it is known; elsewhere commit() renames.

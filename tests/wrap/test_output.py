@@ -75,6 +75,47 @@ def test_in_the_servers_child_the_new_output_is_swapped_in_and_the_old_leaves_wi
     assert debris(tmp_path) == []
 
 
+def test_a_directory_made_at_the_output_name_during_a_server_link_is_kept_whole(tmp_path, monkeypatch):
+    """The exchange would move a directory that came to the output's name since prepare() into the
+    work directory, and tidy() would remove it: it is swapped back, and the link fails with one
+    line as the rename always made it (EISDIR)."""
+    from linkwrap.wrap import probe
+    probe._syscall()
+    monkeypatch.setattr(output, "_later", [])
+    out = tmp_path / "a.out"
+    out.write_bytes(b"old")
+    plan = output.prepare(request(["x.o", "-o", "a.out"], tmp_path), FRESH)
+    with open(plan.link_path, "wb") as f:
+        f.write(b"new")
+    out.unlink()
+    out.mkdir()
+    (out / "precious.txt").write_bytes(b"keep me")
+    ok, size, error = output.commit(plan, True)
+    assert not ok and "cannot move the output into place" in error and "\n" == error[-1:] and error.count("\n") == 1
+    output.tidy()
+    assert read(out / "precious.txt") == b"keep me" and debris(tmp_path) == []
+
+
+def test_without_the_exchange_the_server_link_renames_over_a_second_name(tmp_path, monkeypatch):
+    """Where renameat2 is not known (another architecture): hold() gives the old output a second
+    name while the linker runs, commit() renames, tidy() removes the second name."""
+    monkeypatch.setattr(output, "_RENAMEAT2", None)
+    monkeypatch.setattr(output, "_later", [])
+    out = tmp_path / "a.out"
+    out.write_bytes(b"old")
+    os.link(out, tmp_path / "b.out")
+    plan = output.prepare(request(["x.o", "-o", "a.out"], tmp_path), FRESH)
+    assert output.hold(plan)
+    assert os.path.exists(os.path.join(plan.work_dir, output.OLD))
+    for name, data in (("a.out", b"new"), ("a.out.map", b"map")):
+        with open(os.path.join(plan.work_dir, name), "wb") as f:
+            f.write(data)
+    assert output.commit(plan, True, held=True) == (True, 3, None)
+    assert read(out) == b"new" and read(tmp_path / "b.out") == b"old" and read(tmp_path / "a.out.map") == b"map"
+    output.tidy()
+    assert read(tmp_path / "b.out") == b"old" and debris(tmp_path) == []
+
+
 def test_failed_fresh_link_removes_the_name_keeps_other_links(tmp_path):
     out = tmp_path / "a.out"
     out.write_bytes(b"old")
