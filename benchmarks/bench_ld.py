@@ -27,7 +27,9 @@ linkwrap.ld's own per-pass times (--time) for the large link: what dominates.
                                   # against the bulk (numpy) path, interleaved (what numpy buys)
 """
 import argparse
+import atexit
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -433,6 +435,7 @@ def main():
     a = ap.parse_args()
     if a.rust:
         root = tempfile.mkdtemp(prefix="bench-ld-")
+        atexit.register(shutil.rmtree, root, True)  # its inputs and outputs (up to ~1 GB) go with it
         if a.passes_vs:
             passes_vs(root, a.passes_vs, a.runs, a.files, a.funcs, (a.modules, a.rust_funcs))
         elif a.relocs_ab:
@@ -444,6 +447,7 @@ def main():
         parse_vs(a.parse_vs, a.runs)
         return
     root = tempfile.mkdtemp(prefix="bench-ld-")
+    atexit.register(shutil.rmtree, root, True)  # its inputs and outputs (up to ~1 GB) go with it
     if a.behaviours:
         print(f"behaviour corpus (load {' '.join(load())}):")
         c = behaviours_table(root)

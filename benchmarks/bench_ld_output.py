@@ -13,8 +13,10 @@ The other tree's modules must take this tree's records (true of a tree before a 
                                          [--modules 16 --rust-funcs 34]
 """
 import argparse
+import atexit
 import importlib.util
 import os
+import shutil
 import random
 import statistics
 import sys
@@ -50,6 +52,7 @@ def main():
     if not os.path.isdir(os.path.join(base, "linkwrap", "ld")):
         raise SystemExit(f"bench_ld_output: {a.baseline} holds no linkwrap/ld")
     root = tempfile.mkdtemp(prefix="bench-ld-output-")
+    atexit.register(shutil.rmtree, root, True)  # its inputs and outputs (up to ~1 GB) go with it
     argv, _, env, cwd, mb = bench_ld.rust_debug_link(root, a.modules, a.rust_funcs)
     ld_argv = bench_ld.record_rust_ld_args(root, argv, env, cwd)
     ld_argv[ld_argv.index("-o") + 1] = os.path.join(root, "out")

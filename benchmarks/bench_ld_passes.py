@@ -12,7 +12,9 @@ What it is for: a change to one pass shows in that pass's line, where the whole 
                                          [--modules 16 --rust-funcs 34]
 """
 import argparse
+import atexit
 import os
+import shutil
 import random
 import statistics
 import subprocess
@@ -58,6 +60,7 @@ def main():
     if not os.path.isdir(os.path.join(a.baseline, "linkwrap", "ld")):
         raise SystemExit(f"bench_ld_passes: {a.baseline} holds no linkwrap/ld")
     root = tempfile.mkdtemp(prefix="bench-ld-passes-")
+    atexit.register(shutil.rmtree, root, True)  # its inputs and outputs (up to ~1 GB) go with it
     argv, _, env, cwd, mb = bench_ld.rust_debug_link(root, a.modules, a.rust_funcs)
     ld_argv = bench_ld.record_rust_ld_args(root, argv, env, cwd)
     trees = {"this": TREE, "baseline": os.path.abspath(a.baseline)}

@@ -7,7 +7,9 @@ inputs (a cargo-like link with 120 inputs); the import cost of the record
 module is measured in fresh interpreters (which on this machine also pay the
 ~25 ms site .pth, subtracted by timing `import os` the same way).
 """
+import atexit
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -17,6 +19,7 @@ import time
 
 def main():
     home = tempfile.mkdtemp(prefix="bench-record-")
+    atexit.register(shutil.rmtree, home, True)  # its inputs and outputs (up to ~1 GB) go with it
     os.environ["LINKWRAP_HOME"] = home
     from linkwrap.wrap import args, policy, record
     from linkwrap.wrap.run import Outcome

@@ -8,8 +8,10 @@ LINKS_PER_BUILD links (default 20), spread over 4 projects (real directories wit
 Cargo.toml, so project_of walks and reads what it would). Medians of 5 runs each;
 print `uptime` beside the figures, the machine is shared.
 """
+import atexit
 import io
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -29,6 +31,7 @@ def main():
     n_builds = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     per_build = int(sys.argv[2]) if len(sys.argv) > 2 else 20
     root = tempfile.mkdtemp(prefix="bench-report-")
+    atexit.register(shutil.rmtree, root, True)  # its inputs and outputs (up to ~1 GB) go with it
     os.environ["LINKWRAP_HOME"] = os.path.join(root, "home")
     projects = []
     for p in range(4):
