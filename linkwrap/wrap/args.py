@@ -38,9 +38,34 @@ class ArgsError(UsageError):
     """An @response file could not be read: the command line's own fault (explain says it as an error)."""
 
 
+# This process's last parse() of a command line that reads no file (its key, its request): a server's
+# spare rehearsed the last link (server.rehearse()), and a build relinks the same output again and
+# again. What the answer depends on beyond argv and cwd -- the Cargo configuration and the variables
+# that name the driver -- is asked again every time (target.driver_for).
+_last = None
+
+
 def parse(argv, driver=None, environ=os.environ, cwd=None) -> LinkRequest:
     """Classify a cc driver command line; see the module docstring."""
+    global _last
     cwd = cwd or os.getcwd()
+    key = (tuple(argv), driver, cwd)
+    last = _last
+    if last is not None and last[0] == key:
+        request = last[1]
+        if driver is None:
+            from linkwrap.wrap import target as target_mod
+            found = target_mod.driver_for(request.target, cwd, environ)[0]
+            if found != request.driver:
+                request = request._replace(driver=found)
+        return request
+    request = _parse(argv, driver, environ, cwd)
+    if not request.used_response_file and not any(a.startswith("-B") for a in request.args):
+        _last = (key, request)  # -B and @file name files that may change: parsed anew each time
+    return request
+
+
+def _parse(argv, driver, environ, cwd) -> LinkRequest:
     used_response_file = any(a.startswith("@") for a in argv)
     expanded = expand_response_files(argv, cwd) if used_response_file else argv
     kept, removed = [], []
