@@ -77,19 +77,24 @@ def command(request, decision, link_path, environ=os.environ) -> list:
     if environ.get("LINKWRAP_DIRECT", "1") in ("0", "off", "no"):
         raise NotDirect("LINKWRAP_DIRECT=0")
     global _split
+    from linkwrap.wrap import args as args_mod
     # split() is a pure function of these: a server's spare rehearsed the same link (server.rehearse())
-    # and its link path (output.premake()), so the link finds the answer here.
-    key = (request.args, link_path, tuple(decision.linker_flags), tuple(decision.driver_flags))
+    # and its link path (output.premake()), so the link finds the answer here, but for the name of
+    # rustc's own directory (args.rustc_temp_dir()), new every link, which split() only passes on.
+    tmp = args_mod.rustc_temp_dir(request.args)
+    shape = args_mod.renamed(request.args, tmp, "\0") if tmp else request.args
+    key = (shape, link_path, tuple(decision.linker_flags), tuple(decision.driver_flags))
     if _split is not None and _split[0] == key:
-        parts = _split[1]
+        skeleton, items, libdirs, output = _split[1]
+        was = _split[2]
+        if was != tmp:
+            items, libdirs = list(args_mod.renamed(items, was, tmp)), list(args_mod.renamed(libdirs, was, tmp))
     else:
-        from linkwrap.wrap import args as args_mod
         body = args_mod.with_output(request.args, link_path) if link_path else list(request.args)
         body += [f"-Wl,{f}" for f in decision.linker_flags]
         body += list(decision.driver_flags)
-        parts = split(body)
-        _split = (key, parts)
-    skeleton, items, libdirs, output = parts
+        skeleton, items, libdirs, output = split(body)
+        _split = (key, (skeleton, items, libdirs, output), tmp)
     if output is None:
         raise NotDirect("no -o")
     found = lto_input([path for path in items if path[:1] != "-" and path.endswith(".o")], request.cwd)

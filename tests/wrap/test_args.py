@@ -151,3 +151,17 @@ def test_a_command_line_parsed_again_still_sees_the_cargo_configuration_and_its_
     (bdir / "ld").write_text("#!/bin/sh\n")
     (bdir / "ld").chmod(0o755)
     assert args.parse(["-Btools", "a.o", "-o", "x"], "cc", env, cwd=str(tmp_path)).own_linker
+
+
+def test_a_link_again_but_for_rustcs_own_directory_is_parsed_as_anew(tmp_path):
+    """rustc names a new directory for each link (its symbols.o, raw-dylibs): the kept answer is used
+    with that name put in, and is what parsing the new command line gives."""
+    def argv(tmp):
+        return ["-m64", f"{tmp_path}/deps/{tmp}/symbols.o", f"{tmp_path}/deps/app.app.rcgu.o",
+                "-L", f"{tmp_path}/deps/{tmp}/raw-dylibs", "-Wl,--as-needed", "-o", f"{tmp_path}/deps/app"]
+    env = {"CARGO_HOME": str(tmp_path / "no-cargo-home")}
+    first = args.parse(argv("rustcAAAAAA"), None, env, cwd=str(tmp_path))
+    assert args.rustc_temp_dir(argv("rustcAAAAAA")) == f"{tmp_path}/deps/rustcAAAAAA/"
+    again = args.parse(argv("rustcBBBBBB"), None, env, cwd=str(tmp_path))
+    assert args._last[1] is first and again == args._parse(argv("rustcBBBBBB"), None, env, str(tmp_path))
+    assert args.rustc_temp_dir(["x/symbols.o", "-o", "y"]) is None  # not rustc's: no new name to expect

@@ -139,6 +139,21 @@ def test_the_same_link_again_sees_an_lto_object_and_a_changed_driver(tmp_path, l
         direct.command(req, decision("bfd"), "x", env)
 
 
+def test_a_link_again_but_for_rustcs_own_directory_gets_the_line_it_would_get_anew(tmp_path, lw_home):
+    (tmp_path / "l.c").write_text("int main(void){return 0;}\n")
+    lines = []
+    for tmp in ("rustcAAAAAA", "rustcBBBBBB"):
+        (tmp_path / tmp / "raw-dylibs").mkdir(parents=True)
+        subprocess.run(["cc", "-c", "l.c", "-o", f"{tmp}/symbols.o"], cwd=tmp_path, check=True)
+        argv = [f"{tmp_path}/{tmp}/symbols.o", "-L", f"{tmp_path}/{tmp}/raw-dylibs", "-o", "x"]
+        req = args.parse(argv, "cc", cwd=str(tmp_path))
+        lines.append(direct.command(req, decision("bfd"), "x", dict(os.environ)))
+        assert direct._split[2] == f"{tmp_path}/rustcAAAAAA/"  # kept from the first, used renamed
+    direct._split = None  # the second line, computed without what the first link left
+    assert lines[1] == direct.command(req, decision("bfd"), "x", dict(os.environ)) != lines[0]
+    assert lines[1] == [a.replace("rustcAAAAAA", "rustcBBBBBB") for a in lines[0]]
+
+
 def test_lto_is_told_apart_in_gcc_llvm_and_rustc_objects(tmp_path):
     """GCC's LTO objects (.gnu.lto_ sections) and LLVM bitcode are the plugin's; LLVM's machine-code
     objects (clang's, rustc's), whose section names share the symbols' string table, are not."""
