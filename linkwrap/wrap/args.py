@@ -75,8 +75,11 @@ def parse(argv, driver=None, environ=os.environ, cwd=None) -> LinkRequest:
     if last is not None and last[0] == key:
         request, was = last[1], last[2]
         if was != tmp:  # the same link but for rustc's directory
+            one = (lambda s: s.replace(was, tmp) if s else s)
             request = request._replace(argv=tuple(argv), args=renamed(request.args, was, tmp),
-                                       inputs=renamed(request.inputs, was, tmp))
+                                       inputs=renamed(request.inputs, was, tmp),
+                                       removed=renamed(request.removed, was, tmp), output=one(request.output),
+                                       rust_lld=one(request.rust_lld), own_linker=one(request.own_linker))
         if driver is None:
             from linkwrap.wrap import target as target_mod
             found = target_mod.driver_for(request.target, cwd, environ)[0]

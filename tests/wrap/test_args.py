@@ -156,9 +156,10 @@ def test_a_command_line_parsed_again_still_sees_the_cargo_configuration_and_its_
 def test_a_link_again_but_for_rustcs_own_directory_is_parsed_as_anew(tmp_path):
     """rustc names a new directory for each link (its symbols.o, raw-dylibs): the kept answer is used
     with that name put in, and is what parsing the new command line gives."""
-    def argv(tmp):
+    def argv(tmp):  # anything may name it: the output and rustc's linker forcing too, here
         return ["-m64", f"{tmp_path}/deps/{tmp}/symbols.o", f"{tmp_path}/deps/app.app.rcgu.o",
-                "-L", f"{tmp_path}/deps/{tmp}/raw-dylibs", "-Wl,--as-needed", "-o", f"{tmp_path}/deps/app"]
+                f"-B{tmp_path}/deps/{tmp}/lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld", "-fuse-ld=lld",
+                "-L", f"{tmp_path}/deps/{tmp}/raw-dylibs", "-Wl,--as-needed", "-o", f"{tmp_path}/deps/{tmp}/app"]
     env = {"CARGO_HOME": str(tmp_path / "no-cargo-home")}
     first = args.parse(argv("rustcAAAAAA"), None, env, cwd=str(tmp_path))
     assert args.rustc_temp_dir(argv("rustcAAAAAA")) == f"{tmp_path}/deps/rustcAAAAAA/"
