@@ -113,6 +113,14 @@ FINE = [
     ("linkwrap/server/server.py", "_answer", [r"faults\.UNHEARD = True"], "before", PM.format("committed.locked")),
     ("linkwrap/server/server.py", "_answer", [r"^\s*for fd in fds:"], "before", PM.format("committed.nulled")),
 ]
+# --back-to-back: when spares are forked and ready, when a link's child has tidied
+SPARES = [
+    ("linkwrap/server/server.py", "serve", [r'^\s*state\["children"\]\.add\(pid\)'], "after",
+     "from linkwrap._timeline import mark; mark(f'forked:{pid}')"),
+    ("linkwrap/server/server.py", "spare", [r"^\s*touch\(\)", r"^\s*_OWN\[\"env\"\] = dict"], "after",
+     PM.format("ready")),
+    ("linkwrap/server/server.py", "child", [r"^\s*output\.tidy\(\)"], "after", PM.format("tidied")),
+]
 FINE_ORDER = ["t0", "client0", "connected", "sent", "accept", "accept.child", "accept.creds", "accept.recv", "accept.decoded", "parsed",
               "fds", "fds.settled", "taken", "taken.async", "pipeline", "chosen", "spawn", "exited", "exited.spawned",
               "committed", "committed.pipeline", "committed.locked", "committed.nulled", "answered", "answer", "t1"]
@@ -122,11 +130,11 @@ def _coarse(name):
     return name.split(".")[0]
 
 
-def instrument(tree, dest, fine=False):
+def instrument(tree, dest, fine=False, spares=False):
     shutil.copytree(tree, dest, ignore=shutil.ignore_patterns(".git", "*.egg-info", "__pycache__", "target"))
     with open(os.path.join(dest, "linkwrap", "_timeline.py"), "w") as f:
         f.write(PY_MARK)
-    for path, func, patterns, where, text in ANCHORS + (FINE if fine else []):
+    for path, func, patterns, where, text in ANCHORS + (FINE if fine else []) + (SPARES if spares else []):
         full = os.path.join(dest, path)
         lines = open(full).read().split("\n")
         lo, hi = 0, len(lines)
@@ -179,6 +187,58 @@ def p90(v):
     return s[min(len(s) - 1, int(len(s) * 0.9))]
 
 
+def back_to_back(opts, trees, cmds, ws):
+    """Each tree's link run opts.runs times in a row; then, per link, whether a spare was being
+    forked or rehearsing (from the parent's fork to the spare's wait) while the link was between its
+    accept and its answer, and the link's wall time and accept -> answered with and without."""
+    for n, (tree, copy, trace, client, sock) in enumerate(trees):
+        cmd, e = cmds[n]
+        time.sleep(1)
+        open(trace, "w").close()
+        ends = []
+        for _ in range(opts.runs):
+            ends.append(timed(cmd, e, ws))
+            if opts.gap_ms:
+                time.sleep(opts.gap_ms / 1000)
+        time.sleep(0.5)
+        events = [(int(ns), pid, mark) for pid, mark, ns, _f in (line.split() for line in open(trace))]
+        events.sort()
+        forked = {int(m.split(":")[1]): ns for ns, _p, m in events if m.startswith("forked:")}
+        ready = {int(p): ns for ns, p, m in events if m == "ready"}
+        busy = [(forked[p], ready.get(p, forked[p])) for p in forked]
+        tidying = {}
+        links = []
+        for ns, p, m in events:
+            if m == "accept":
+                links.append({"pid": p, "accept": ns})
+            elif links and m in ("answered", "tidied") and links[-1]["pid"] == p:
+                links[-1][m] = ns
+            elif m in ("answered", "tidied"):
+                for link in links:
+                    if link["pid"] == p:
+                        link[m] = ns
+        links = [x for x in links if "answered" in x][-len(ends):]
+        rows = {"meets a spare forked or rehearsing": [], "meets none": []}
+        tidy_rows = {"meets the previous link's tidying": [], "after it": []}
+        for i, (link, (t0, t1)) in enumerate(zip(links, ends)):
+            a, b = link["accept"], link["answered"]
+            hit = any(s < b and e > a for s, e in busy)
+            key = "meets a spare forked or rehearsing" if hit else "meets none"
+            rows[key].append(((t1 - t0) / 1e6, (b - a) / 1e6))
+            if i:
+                prev = links[i - 1].get("tidied")
+                tidy_rows["meets the previous link's tidying" if prev and prev > a else "after it"].append(
+                    ((t1 - t0) / 1e6, (b - a) / 1e6))
+        print(f"tree{n} {tree}: {len(links)} links back to back, {len(busy)} spares forked")
+        for title, group in (*rows.items(), *tidy_rows.items()):
+            if group:
+                walls = [w for w, _ in group]
+                inside = [x for _, x in group]
+                print(f"  {title:36s} n={len(group):3d}  wall median {statistics.median(walls):6.2f} p90 "
+                      f"{p90(walls):6.2f} | accept->answered median {statistics.median(inside):6.2f} p90 {p90(inside):6.2f}")
+    print(f"uptime after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trees", nargs="*", default=[ROOT])
@@ -187,6 +247,9 @@ def main():
     ap.add_argument("--linker", default="mold")
     ap.add_argument("--gap-ms", type=float, default=0, help="a pause after each command (default none: back to back)")
     ap.add_argument("--fine", action="store_true", help="finer marks inside the starred stages")
+    ap.add_argument("--back-to-back", action="store_true",
+                    help="links of one tree one after the other (no cc between): do they meet a spare being "
+                         "forked or rehearsing, and what does that cost them?")
     opts = ap.parse_args()
     import bench_overhead as bo
     work = tempfile.mkdtemp(prefix="timeline-")
@@ -195,7 +258,7 @@ def main():
     try:
         for n, tree in enumerate(opts.trees):
             copy = os.path.join(work, f"tree{n}")
-            instrument(os.path.abspath(tree), copy, opts.fine)
+            instrument(os.path.abspath(tree), copy, opts.fine, opts.back_to_back)
             trace = os.path.join(work, f"trace{n}")
             open(trace, "w").close()
             trees.append((tree, copy, trace, *start(copy, trace)))
@@ -218,6 +281,8 @@ def main():
                 timed(cmd, e, ws)
         print(f"uptime: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1/5/15 min load), {os.cpu_count()} CPUs; "
               f"{opts.link} link, {opts.linker}, {opts.runs} interleaved rounds")
+        if opts.back_to_back:
+            return back_to_back(opts, trees, cmds, ws)
         walls = {k: [] for k in cmds}
         rounds = {n: [] for n in range(len(trees))}
         order = random.Random(16)

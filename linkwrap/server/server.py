@@ -520,7 +520,7 @@ def _control(conn, state, notify_w=None) -> bool:
     """In a child: `linkwrap server status|stop` speak CONTROL first. -> True when it was that."""
     import socket
     try:
-        conn.settimeout(5)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _FIVE_S)  # the kernel's: no poll() per recv
         head = conn.recv(4, socket.MSG_PEEK)
     except OSError:
         return True
@@ -668,11 +668,12 @@ def _recv_exactly(conn, size, upto=0) -> bytes:
 
 def _structs():
     import struct
-    return struct.Struct("3i"), struct.Struct("<II"), struct.pack("ll", 10, 0), struct.pack("ll", 0, 0)
+    return (struct.Struct("3i"), struct.Struct("<II"), struct.pack("ll", 10, 0), struct.pack("ll", 5, 0),
+            struct.pack("ll", 0, 0))
 
 
-# SO_PEERCRED's struct ucred, the request's header, SO_RCVTIMEO's struct timeval of 10 s and of none
-_CREDS, _HEAD, _TEN_S, _NO_TIMEOUT = _structs()
+# SO_PEERCRED's struct ucred, the request's header, SO_RCVTIMEO's struct timeval of 10 s, 5 s and none
+_CREDS, _HEAD, _TEN_S, _FIVE_S, _NO_TIMEOUT = _structs()
 
 
 def _answer(conn, reply, fds, done) -> None:
@@ -1021,6 +1022,7 @@ def run_link(req, peer_pid, conn, reached=None, done=None):
     answered (_answer) as soon as its result is final. done: [] -> non-empty once answered."""
     import _signal
     import fcntl
+    import select
     import socket
     from linkwrap.wrap import invocation, output, pipeline, run
     done = [] if done is None else done
@@ -1030,6 +1032,8 @@ def run_link(req, peer_pid, conn, reached=None, done=None):
         build, a CI timeout) is SIGTERM. Runs in this (main) thread, between the link's steps."""
         if done:
             return  # answered: the client may go, and its signals no longer concern the link
+        if not select.select([conn], [], [], 0)[0]:
+            return  # nothing yet (the usual first call): no exception raised and caught for it
         try:
             data = conn.recv(64, socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):

@@ -418,6 +418,8 @@ __all__ = ["Outcome", "Interrupted", "execute", "command", "spawn", "reap", "kil
 
 def _rewound(fd) -> bytes:
     """What the linker wrote into its captured output file, from the start."""
+    if not os.fstat(fd).st_size:
+        return b""  # the usual case: the linker said nothing
     from linkwrap.cache import read_all
     os.lseek(fd, 0, os.SEEK_SET)
     return read_all(fd)
