@@ -109,6 +109,11 @@ FINE = [
     ("linkwrap/server/server.py", "child", [r"^\s*conn = take\(req, fds, conn\)"], "before", PM.format("fds.settled")),
     ("linkwrap/server/server.py", "run_link", [r"^\s*heard\(\)  # what came before"], "before", PM.format("taken.async")),
     ("linkwrap/wrap/run.py", "execute", [r"^\s*if rsp:  # before commit"], "before", PM.format("exited.spawned")),
+    ("linkwrap/wrap/run.py", "spawn", [r"^\s*code = os\.waitstatus_to_exitcode"], "before", PM.format("exited.wall")),
+    ("linkwrap/wrap/run.py", "execute", [r"^\s*result = list\(spawn\("], "after", PM.format("exited.result")),
+    ("linkwrap/wrap/output.py", "commit", [r"^\s*swapped = _later is not None"], "after", PM.format("exited.swapped")),
+    ("linkwrap/wrap/output.py", "commit", [r"^\s*_later\.append\(\(plan\.work_dir"], "after", PM.format("exited.kept")),
+    ("linkwrap/wrap/run.py", "execute", [r"^\s*return Outcome\(\*result"], "before", PM.format("exited.outcome")),
     ("linkwrap/wrap/pipeline.py", "link", [r"^\s*answer\(outcome\.returncode\)"], "before", PM.format("committed.pipeline")),
     ("linkwrap/server/server.py", "_answer", [r"faults\.UNHEARD = True"], "before", PM.format("committed.locked")),
     ("linkwrap/server/server.py", "_answer", [r"^\s*for fd in fds:"], "before", PM.format("committed.nulled")),
@@ -122,8 +127,8 @@ SPARES = [
     ("linkwrap/server/server.py", "child", [r"^\s*output\.tidy\(\)"], "after", PM.format("tidied")),
 ]
 FINE_ORDER = ["t0", "client0", "connected", "sent", "accept", "accept.child", "accept.creds", "accept.recv", "accept.decoded", "parsed",
-              "fds", "fds.settled", "taken", "taken.async", "pipeline", "chosen", "spawn", "exited", "exited.spawned",
-              "committed", "committed.pipeline", "committed.locked", "committed.nulled", "answered", "answer", "t1"]
+              "fds", "fds.settled", "taken", "taken.async", "pipeline", "chosen", "spawn", "exited", "exited.wall", "exited.result", "exited.spawned", "exited.swapped", "exited.kept",
+              "committed", "exited.outcome", "committed.pipeline", "committed.locked", "committed.nulled", "answered", "answer", "t1"]
 
 
 def _coarse(name):

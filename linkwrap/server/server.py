@@ -262,6 +262,7 @@ def _on_term(sig, frame):
 
 
 SPARES = 2  # children forked ahead, waiting in accept(): a link never waits for a fork
+FORK_AFTER_S = 0.005  # how long after a link's answer the next spare is forked, while one waits
 ANSWERED = 1 << 31  # on the notify pipe: pid | ANSWERED, the link of that child has answered
 CONTROLLED = 1 << 30  # on the notify pipe: pid | CONTROLLED, that child's connection was no link
 # The parent's figures, in a shared page every spare reads (its own copy is as old as its fork):
@@ -295,10 +296,16 @@ def serve(listener, stamp, path, dfd) -> None:
     last = time.monotonic()
     next_check = last + CHECK_S
     ino = os.stat(path).st_ino
+    answered = 0.0  # when the last link answered
     while True:
         # A spare forked (and rehearsing) while a link runs takes CPU from that link: while one is
-        # left, the next waits until no link is before its answer.
+        # left, the next waits until no link is before its answer, and FORK_AFTER_S more: the
+        # client's exit and what the build does next come first.
+        wait = 1.0
         while len(state["idle"]) < SPARES and (not state["busy"] or not state["idle"]):
+            if state["idle"] and time.monotonic() - answered < FORK_AFTER_S:
+                wait = max(0.0, answered + FORK_AFTER_S - time.monotonic())
+                break
             pid = os.fork()
             if pid == 0:
                 try:
@@ -314,7 +321,7 @@ def serve(listener, stamp, path, dfd) -> None:
             state["children"].add(pid)
             state["idle"].add(pid)
         try:
-            ready, _, _ = select.select([notify_r], [], [], 1.0)
+            ready, _, _ = select.select([notify_r], [], [], wait)
         except InterruptedError:
             ready = []
         now = time.monotonic()
@@ -324,6 +331,7 @@ def serve(listener, stamp, path, dfd) -> None:
                 word = int.from_bytes(data[i:i + 4], "little")
                 if word & ANSWERED:
                     state["busy"].discard(word & ~ANSWERED)
+                    answered = now
                     continue
                 if word & CONTROLLED:  # `linkwrap server status|stop`, counted as a link below first
                     state["busy"].discard(word & ~CONTROLLED)
