@@ -386,7 +386,8 @@ def spare(listener, notify_w, life_r, state) -> None:
         except Exception:  # settle() then reads the client's cgroups, and sets every limit
             pass
     _OWN["env"] = dict(os.environ)  # for settle(), which changes only what differs from it
-    touch()
+    if rehearsed:  # not while a link waits: its own page copies are fewer than touch()'s
+        touch()
     conn = _accept(listener, life_r, rehearsed)
     reached = time.perf_counter_ns()
     listener.close()
@@ -415,6 +416,7 @@ def _accept(listener, life_r, rehearsed):
         if select.select([listener], [], [], 0)[0]:
             continue  # another link came meanwhile
         rehearse()  # another spare took the link that was waiting, and no other waits: now
+        touch()
         rehearsed = True
     if _dies_with_the_server():
         listener.setblocking(True)
