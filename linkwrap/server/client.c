@@ -286,8 +286,30 @@ int main(int argc, char **argv) {
     char key[17], path[108];
     world_key(key);
 
-    /* The request is made before the connect: a spare wakes at the connect, and on a small
-     * machine it and the client would then share a CPU while the request is still being made. */
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(path, sizeof path, "/proc/self/fd/%d/s-%s", dir, key);
+    strcpy(sa.sun_path, path);
+    g_sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (g_sock < 0)
+        fallback("absent");
+    /* A full backlog or a server that stopped reading must not hang the build: connect and
+     * send give up after LW_TIMEOUT_S too. */
+    struct timeval tv = {LW_TIMEOUT_S, 0};
+    setsockopt(g_sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(g_sock, (struct sockaddr *)&sa, sizeof sa) != 0)
+        fallback(errno == EAGAIN || errno == EINPROGRESS ? "timeout" : "absent");
+    close(dir);
+    struct ucred cred;
+    socklen_t cl = sizeof cred;
+    if (getsockopt(g_sock, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cred.uid != geteuid())
+        fallback("another uid");
+#ifdef PR_SET_PTRACER
+    /* Under Yama's ptrace_scope 1 the server's children may then take our fds themselves
+     * (pidfd_getfd) instead of waiting for us to send them; elsewhere EINVAL, and nothing changes. */
+    prctl(PR_SET_PTRACER, (unsigned long)cred.pid, 0, 0, 0);
+#endif
+
+    /* Made once connected: the spare's wake-up, on a small machine its CPU's too, overlaps it. */
     int fds[3 + 16] = {0, 1, 2};
     int nfds = 3 + jobserver_fds(fds + 3, 16);
     char cwd[8192];
@@ -327,29 +349,6 @@ int main(int argc, char **argv) {
         put_num(fds[i]);
     uint32_t head[2] = {0x3343574cu /* "LWC3" */, (uint32_t)(len - 8)};
     memcpy(buf, head, sizeof head);
-
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(path, sizeof path, "/proc/self/fd/%d/s-%s", dir, key);
-    strcpy(sa.sun_path, path);
-    g_sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (g_sock < 0)
-        fallback("absent");
-    /* A full backlog or a server that stopped reading must not hang the build: connect and
-     * send give up after LW_TIMEOUT_S too. */
-    struct timeval tv = {LW_TIMEOUT_S, 0};
-    setsockopt(g_sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    if (connect(g_sock, (struct sockaddr *)&sa, sizeof sa) != 0)
-        fallback(errno == EAGAIN || errno == EINPROGRESS ? "timeout" : "absent");
-    close(dir);
-    struct ucred cred;
-    socklen_t cl = sizeof cred;
-    if (getsockopt(g_sock, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cred.uid != geteuid())
-        fallback("another uid");
-#ifdef PR_SET_PTRACER
-    /* Under Yama's ptrace_scope 1 the server's children may then take our fds themselves
-     * (pidfd_getfd) instead of waiting for us to send them; elsewhere EINVAL, and nothing changes. */
-    prctl(PR_SET_PTRACER, (unsigned long)cred.pid, 0, 0, 0);
-#endif
 
     /* The request goes at once, without the fds: fds queued on a socket nobody reads (a wedged
      * server) would keep the build's pipes open. The server's child answers 'T' when it took
