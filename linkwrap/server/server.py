@@ -205,11 +205,11 @@ def touch() -> None:
 
     A forked child's first write to a page of the server's copies it (~3 us here), and running a
     function writes to its objects (reference counts, the interpreter's warm-up counters in its
-    code): ~60 such copies between the accept and the linker's start and after its exit, each
-    on the link's path. A reference taken and dropped here copies those pages while no link
-    waits."""
+    code): ~80 such copies between the accept and the linker's start here, each on the link's
+    path. A reference taken and dropped here copies those pages while no link waits (~50 left)."""
     for _ in _TOUCHED:
         pass
+
 
 def main() -> None:
     """`python -m linkwrap.server.server`: serve this world until idle; quiet, detached."""
@@ -242,7 +242,7 @@ def main() -> None:
     stamp = installed_stamp()
     try:
         # The server's own wake-ups (a spare taken, a link answered) never preempt a link or its
-        # client on a busy machine: SCHED_BATCH waits for the running task's slice. Its children
+        # client on a busy machine: a SCHED_BATCH task woken waits for the running one. Its children
         # are forked back to SCHED_OTHER (SCHED_RESET_ON_FORK): a link runs as any process does.
         os.sched_setscheduler(0, os.SCHED_BATCH | os.SCHED_RESET_ON_FORK, os.sched_param(0))
     except (AttributeError, OSError):
