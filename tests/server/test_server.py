@@ -29,7 +29,8 @@ if "--version" not in sys.argv:
         import resource
         mask = os.umask(0)
         info = {{"cgroup": open("/proc/self/cgroup").read(), "makeflags": os.environ.get("CARGO_MAKEFLAGS"),
-                "umask": mask, "nofile": resource.getrlimit(resource.RLIMIT_NOFILE)}}
+                "umask": mask, "nofile": resource.getrlimit(resource.RLIMIT_NOFILE),
+                "policy": os.sched_getscheduler(0), "nice": os.getpriority(os.PRIO_PROCESS, 0)}}
         os.umask(mask)
         flags = info["makeflags"] or ""
         if "--jobserver-auth=" in flags:
@@ -243,6 +244,21 @@ def test_64_concurrent_links_through_one_server(tmp_path, lw_home, client, serve
     # child links through the script instead (never a hang): a few may.
     assert sum(r["entry_point"] == "server" for r in rows) >= 56, [r["entry_point"] for r in rows]
     assert not os.path.exists(tmp_path / ".linkwrap-tmp")
+    # The listener's O_NONBLOCK belongs to the file every spare shares: a spare that had set it
+    # blocking to wait would leave another's accept() blocked, or a third's raising.
+    assert _listener_flags(server) & os.O_NONBLOCK
+
+
+def _listener_flags(pid):
+    """The open-file flags of pid's listening Unix socket (__SO_ACCEPTCON in /proc/net/unix)."""
+    with open("/proc/net/unix") as f:
+        listening = {line.split()[6] for line in list(f)[1:] if int(line.split()[3], 16) & 0x10000}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        if target.startswith("socket:[") and target[8:-1] in listening:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                return int(f.read().split("flags:")[1].split()[0], 8)
+    raise AssertionError(f"no listening socket in process {pid}")
 
 
 def jobserver(tmp_path, standin):
@@ -265,6 +281,39 @@ def test_the_jobserver_reaches_the_linker(tmp_path, lw_home, client, server, sta
     assert seen["token"] == "+" and f"--jobserver-auth={r},{w}" in seen["makeflags"]
     assert os.read(r, 1) == b"+"  # given back through the build's own pipe
     assert entry_points(lw_home) == ["server"]
+
+
+def test_a_jobserver_on_fd_numbers_above_1023_reaches_the_linker_through_the_server(tmp_path, lw_home, client,
+                                                                                    server, standin):
+    """A build with many files open: the jobserver at 6 (where the child's connection may be: it is
+    then moved above the highest target) and at 1101. Nothing after that may select() on it."""
+    r, w, log, _ = jobserver(tmp_path, standin)
+    env = env_with(tmp_path, standin, PEEK_LOG=str(log), CARGO_MAKEFLAGS="-j --jobserver-auth=6,1101")
+    obj = c_object(tmp_path)
+    done = subprocess.run(["bash", "-c", f'ulimit -Sn 4096; exec 6<&{r} 1101>&{w}; exec "$@"', "bash", client, obj,
+                           "-o", "app"], cwd=tmp_path, env=env, capture_output=True, pass_fds=(r, w))
+    assert done.returncode == 0, done.stderr
+    (seen,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert seen["token"] == "+"
+    assert os.read(r, 1) == b"+"
+    assert entry_points(lw_home) == ["server"]  # served, not linked again by the script after a fault
+
+
+def test_the_linker_runs_at_the_clients_scheduling_policy_and_nice_not_the_servers(tmp_path, lw_home, client,
+                                                                                     server, standin):
+    """`nice cargo build`: its links too run niced; and whatever the server runs at stays its own."""
+    log = tmp_path / "peek.log"
+    env = env_with(tmp_path, standin, PEEK_LOG=str(log))
+    obj = c_object(tmp_path)
+    done = subprocess.run(["nice", "-n", "7", client, obj, "-o", "app"], cwd=tmp_path, env=env, capture_output=True)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(log.read_text().splitlines()[-1])
+    assert (seen["policy"], seen["nice"]) == (os.SCHED_OTHER, os.getpriority(os.PRIO_PROCESS, 0) + 7)
+    assert entry_points(lw_home) == ["server"]
+    done = subprocess.run([client, obj, "-o", "app2"], cwd=tmp_path, env=env, capture_output=True)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(log.read_text().splitlines()[-1])
+    assert (seen["policy"], seen["nice"]) == (os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0))
 
 
 def test_the_link_has_the_clients_umask_and_limits_not_the_servers(tmp_path, lw_home, client, server, standin):
@@ -468,7 +517,7 @@ def test_a_server_killed_mid_link_and_the_next_link(tmp_path, lw_home, client, s
 
 
 def test_the_spares_end_with_the_server_and_a_link_in_progress_answers(tmp_path, lw_home, client, server, standin):
-    """Spares wait in a blocking accept(): the kernel ends them with the server (PR_SET_PDEATHSIG),
+    """Spares wait for a connection watching the server's life pipe: they end with the server,
     never the child that took a link."""
     proc, linker, out = _hold(client, tmp_path, standin, lw_home)
     link_child = int(open(f"/proc/{linker}/stat").read().rsplit(")", 1)[1].split()[1])
