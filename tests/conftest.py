@@ -198,15 +198,20 @@ def _stop_link_servers_the_tests_started(tmp_path_factory):
     leaves no process behind (a user's own servers, elsewhere, are not touched)."""
     yield
     import signal as signals
-    base = str(tmp_path_factory.getbasetemp())
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    import pids
+    # os.sep: /tmp/pytest-of-root/pytest-5 is no prefix of a concurrent run's pytest-50
+    base = os.path.join(str(tmp_path_factory.getbasetemp()), "")
+
+    def ours(pid):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 if b"linkwrap.server.server" not in f.read():
-                    continue
+                    return False
             with open(f"/proc/{pid}/environ", "rb") as f:
                 env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
-            if env.get(b"LINKWRAP_HOME", b"").decode(errors="replace").startswith(base):
-                os.kill(int(pid), signals.SIGTERM)
         except (OSError, ValueError):
-            continue
+            return False
+        return env.get(b"LINKWRAP_HOME", b"").decode(errors="replace").startswith(base)
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if ours(pid):
+            pids.send((int(pid), None), signals.SIGTERM, still=ours)  # judged again once pinned by a pidfd

@@ -451,12 +451,15 @@ def test_sigkill_of_the_client_ends_the_link_and_cleans_up(tmp_path, lw_home, cl
 
 def test_a_server_killed_mid_link_and_the_next_link(tmp_path, lw_home, client, server, standin):
     proc, linker, out = _hold(client, tmp_path, standin, lw_home)
+    import pids
     link_child = int(open(f"/proc/{linker}/stat").read().rsplit(")", 1)[1].split()[1])  # the linker's parent
     assert link_child != server
+    # named by identity first: once the server has died, nothing of ours reaps these two
+    link_child, linker = pids.identity(link_child), pids.identity(linker)
     os.kill(server, signal.SIGKILL)
-    os.kill(link_child, signal.SIGKILL)
+    pids.send(link_child, signal.SIGKILL)
     os.waitpid(server, 0)
-    os.kill(linker, signal.SIGKILL)  # the held stand-in: as if the link had been in progress
+    pids.send(linker, signal.SIGKILL)  # the held stand-in: as if the link had been in progress
     # The client lost its server before an answer: it links again through the script, which completes.
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
