@@ -162,6 +162,48 @@ def test_linkwrap_server_status_and_stop(lw_home, server):
     assert "no link server running" in lw("server", "status").stdout
 
 
+# A supervisor (tini, a container's init, systemd --user): a child subreaper that started the server.
+# Its exit status says whether it was sent SIGTERM.
+SUPERVISOR = r"""
+import ctypes, signal, sys
+assert ctypes.CDLL(None).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+got = []
+signal.signal(signal.SIGTERM, lambda *_: got.append(1))
+from linkwrap.server.start import start_detached
+print(start_detached(), flush=True)
+sys.stdin.read()  # until the test is done
+sys.exit(15 if got else 0)
+"""
+
+
+def test_a_stop_taken_after_the_server_died_signals_no_other_process(tmp_path, lw_home, client):
+    """A server's child that took a `linkwrap server stop` told its parent to stop by getppid(): once the
+    server had died (killed, or gone idle meanwhile), that was whoever adopted the child -- init, or a
+    subreaper such as a supervisor or systemd --user, which SIGTERM ends. Only the server is told."""
+    import pids
+    from linkwrap.cli.server import server_control
+    sup = subprocess.Popen([sys.executable, "-c", SUPERVISOR], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        server = int(sup.stdout.readline())
+        wait_for(lambda: os.path.exists(socket_path(lw_home)), "the server's socket")
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.settimeout(60)
+        conn.connect(socket_path(lw_home))
+        assert conn.recv(1) == b"A"  # a child took the connection and waits for its first bytes
+        assert pids.send(pids.identity(server), signal.SIGKILL)
+        # dead, unreaped: its children were handed to the supervisor as it died
+        wait_for(lambda: pids.state(server) == "Z", "the server's death")
+        conn.sendall(server_control("stop"))
+        answer = b""
+        while chunk := conn.recv(4096):
+            answer += chunk
+        conn.close()
+    finally:
+        sup.stdin.close()
+    assert sup.wait(timeout=60) == 0, "the supervisor was sent SIGTERM"
+    assert answer.startswith(f"pid={server} ".encode()), answer  # the server's pid, not the adopter's
+
+
 def test_a_stale_socket_is_passed_by_and_replaced(tmp_path, lw_home, client):
     os.makedirs(os.path.dirname(socket_path(lw_home)), mode=0o700, exist_ok=True)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
