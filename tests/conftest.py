@@ -12,6 +12,11 @@ import pytest
 # would hand that to every process it starts, and the tests that interrupt a link would test nothing:
 # give the run the interpreter's usual handler, so children start with SIGINT's default again.
 signal.signal(signal.SIGINT, signal.default_int_handler)
+# Likewise SIGHUP, which a run under nohup starts with ignored: the tests that send it to a link then
+# waited for ever. A handler of the run's own still lets a hangup pass the run by, and what it starts
+# begins with SIGHUP's default again (exec resets a handler, not an ignored signal).
+if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, lambda *_: None)
 
 
 @pytest.fixture
