@@ -67,13 +67,19 @@ def send(ident, sig, still=None) -> bool:
 _KEEPER = r"""
 import os, sys
 pid, argv = int(sys.argv[1]), sys.argv[2:]
+LAST = "/proc/sys/kernel/ns_last_pid"
+with open(LAST) as f:
+    was = int(f.read())
 for _ in range(200):
-    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+    with open(LAST, "w") as f:
         f.write(str(pid - 1))
     child = os.fork()
     if child == 0:
         os.execvp(argv[0], argv)
     if child == pid:
+        if was > pid:  # the counter back where it was: only this one pid was given out again
+            with open(LAST, "w") as f:
+                f.write(str(was))
         print(child, flush=True)
         sys.stdin.read()  # until the test closes it
         try:
