@@ -197,12 +197,13 @@ _identity = pids.identity  # (pid, start time): a pid that is reused later is no
 
 def _stop_tree(root):
     """SIGSTOP root and every descendant, again until no new one appears. -> the group."""
-    stopped = []
+    stopped, seen = [], set()
     while True:
-        new = [p for p in [root, *descendants(root)] if p not in {q for q, _ in stopped}]
+        new = [p for p in [root, *descendants(root)] if p not in seen]
         if not new:
             return tuple(stopped)
         for p in new:
+            seen.add(p)  # gone before it could be stopped: not looked for again
             ident = _identity(p)
             if pids.send(ident, signal.SIGSTOP):
                 stopped.append(ident)
