@@ -19,7 +19,7 @@ def test_a_run_under_nohup_starts_its_processes_with_sighup_and_sigint_default(t
         "    assert not mask & (1 << 0) and not mask & (1 << 1), out.stdout\n")
     # this suite's conftest.py, loaded as a plugin, with nothing else of the suite
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "conftest",
-                           "-c", os.devnull, str(tmp_path / "test_inner.py")],
+                           "-c", os.devnull, "--basetemp", str(tmp_path / "basetemp"), str(tmp_path / "test_inner.py")],
                           cwd=tmp_path, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": HERE},
                           preexec_fn=lambda: [signal.signal(s, signal.SIG_IGN) for s in (signal.SIGHUP, signal.SIGINT)])
