@@ -4,10 +4,10 @@
  * client costs well under one. It connects to the server of this user and this
  * world (uid, cgroups, mount/pid/user namespaces and linkwrap install: the socket's
  * name is a hash of them, computed as server.py's world_key() does), sends at once
- * its argv, environment, working directory, umask, resource limits and cgroups, then,
- * once the server has said it took the connection ('A'), fds 0-2 and the jobserver's
- * as SCM_RIGHTS; it forwards SIGINT/SIGTERM/SIGHUP as one byte each, and exits with
- * the link's status or dies of its signal.
+ * its argv, environment, working directory, umask, resource limits and cgroups; the
+ * server's child takes fds 0-2 and the jobserver's from it ('T'), or asks for them
+ * ('S': sent as SCM_RIGHTS); it forwards SIGINT/SIGTERM/SIGHUP as one byte each, and
+ * exits with the link's status or dies of its signal.
  *
  * Whatever goes wrong before the server has taken the link (no server, a stale
  * socket, another uid, another version, a refusal, no answer in time) ends in
@@ -285,6 +285,7 @@ int main(int argc, char **argv) {
         fallback("absent");
     char key[17], path[108];
     world_key(key);
+
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     snprintf(path, sizeof path, "/proc/self/fd/%d/s-%s", dir, key);
     strcpy(sa.sun_path, path);
@@ -308,10 +309,7 @@ int main(int argc, char **argv) {
     prctl(PR_SET_PTRACER, (unsigned long)cred.pid, 0, 0, 0);
 #endif
 
-    /* The request goes at once, without the fds: fds queued on a socket nobody reads (a wedged
-     * server) would keep the build's pipes open. The server answers 'A' when it accepts (one
-     * that does not within LW_TIMEOUT_S is wedged: the script links), then 'T' when it took
-     * the fds from us itself (pidfd_getfd) or 'S' when we must send them; or 'F' or 'V'. */
+    /* Made once connected: the spare's wake-up, on a small machine its CPU's too, overlaps it. */
     int fds[3 + 16] = {0, 1, 2};
     int nfds = 3 + jobserver_fds(fds + 3, 16);
     char cwd[8192];
@@ -349,8 +347,13 @@ int main(int argc, char **argv) {
     put_num(nfds);
     for (int i = 0; i < nfds; i++)
         put_num(fds[i]);
-    uint32_t head[2] = {0x3243574cu /* "LWC2" */, (uint32_t)(len - 8)};
+    uint32_t head[2] = {0x3343574cu /* "LWC3" */, (uint32_t)(len - 8)};
     memcpy(buf, head, sizeof head);
+
+    /* The request goes at once, without the fds: fds queued on a socket nobody reads (a wedged
+     * server) would keep the build's pipes open. The server's child answers 'T' when it took
+     * the fds from us itself (pidfd_getfd) or 'S' when we must send them; or 'F' or 'V'. One
+     * that says nothing within LW_TIMEOUT_S is wedged: the script links. */
     for (size_t off2 = 0; off2 < len;) {
         ssize_t w = send(g_sock, buf + off2, len - off2, MSG_NOSIGNAL);
         if (w <= 0)
@@ -362,22 +365,14 @@ int main(int argc, char **argv) {
     char a = 0;
     if (recv(g_sock, &a, 1, 0) != 1)
         fallback("timeout");
-    if (a != 'A')
+    if (a != 'T' && a != 'S')
         fallback(a == 'V' ? "version" : "refused");
-    /* Accepted: from here on the link may take as long as it takes. */
+    /* Taken: from here on the link may take as long as it takes. */
     tv.tv_sec = 0;
     setsockopt(g_sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(g_sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    ssize_t got;
-    while ((got = recv(g_sock, &a, 1, 0)) < 0 && errno == EINTR)
-        ;
-    if (got != 1)
-        fallback("lost");
-    if (a != 'T' && a != 'S')
-        fallback(a == 'V' ? "version" : "refused");
     if (a == 'S')
         send_fds(fds, nfds);
-
 
     struct sigaction act = {.sa_handler = forward};
     sigemptyset(&act.sa_mask);
@@ -389,7 +384,8 @@ int main(int argc, char **argv) {
             sigaction(sigs[i], &act, NULL);
     }
 
-    /* The answer: "X<status>\n", "K<signal>\n", or "D" and a NUL-separated argv to exec. */
+    /* The answer: "X<status>\n", "K<signal>\n" (complete at the newline: no wait for the
+     * child's close), or "D" and a NUL-separated argv to exec (complete at the end). */
     len = 0;
     char chunk[4096];
     for (;;) {
@@ -400,6 +396,8 @@ int main(int argc, char **argv) {
             break;
         put(chunk, (size_t)r);
         len--; /* put() adds a NUL: keep the bytes as they came */
+        if ((buf[0] == 'X' || buf[0] == 'K') && memchr(buf, '\n', len))
+            break;
     }
     if (len == 0 && !g_caught)
         fallback("lost"); /* the server died during the link: link again, as before */

@@ -7,8 +7,8 @@ namespaces, linkwrap install (world_key()) -- so a client only ever reaches a
 server that sees the same files, the same processes and the same limits.
 
 Each link is served by a child forked ahead of it (a spare waiting in accept()). The child:
-  1. answers 'A' (alive) on accepting, checks the peer (SO_PEERCRED: our uid) and reads the
-     request the client sent at once; 'V' (another version) and 'F' send the client to the script;
+  1. checks the peer (SO_PEERCRED: our uid) and reads the request the client sent at once;
+     'V' (another version) and 'F' send the client to the script;
   2. takes the client's fds 0-2 and jobserver fds from it (pidfd_getfd: 'T'; where refused, 'S'
      and the client sends them), its environment, working directory, umask and resource limits,
      and joins its cgroups (memory limits and accounting stay the build's); the fds go to the
@@ -33,7 +33,7 @@ import sys
 
 IDLE_S = 15 * 60
 CHECK_S = 5.0
-MAGIC = 0x3243574C  # "LWC2", little-endian, as client.c sends it
+MAGIC = 0x3343574C  # "LWC3", little-endian, as client.c sends it (3: no "A" before "T")
 CONTROL = b"LWS1"
 MAX_FDS = 19
 
@@ -161,6 +161,55 @@ def warm() -> None:
             pass
     from linkwrap.wrap import probe
     probe._syscall()  # ~0.5 ms once here, not per link (output._exchange, probe's cachestat)
+    _TOUCHED.extend(_hand_off_objects())
+
+
+# The objects of the link's hand-off and answer (the modules below: their functions, code and
+# constants, classes), listed once in the server: a spare touches each before it waits (touch()).
+HAND_OFF = ("linkwrap.server.server", "linkwrap.wrap.run", "linkwrap.wrap.output", "linkwrap.wrap.pipeline",
+            "linkwrap.wrap.invocation", "linkwrap.faults", "linkwrap.records", "linkwrap.cache", "linkwrap.paths",
+            "socket", "os", "posixpath", "stat")
+_TOUCHED = []
+
+
+def _hand_off_objects() -> list:
+    import types
+    seen, out = set(), []
+
+    def add(o):
+        if id(o) not in seen:
+            seen.add(id(o))
+            out.append(o)
+            if isinstance(o, types.FunctionType):
+                add(o.__code__)
+                add(o.__defaults__)
+            elif isinstance(o, types.CodeType):
+                for k in o.co_consts:
+                    add(k)
+    for name in HAND_OFF:
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        add(module.__dict__)
+        for value in list(vars(module).values()):
+            add(value)
+            if isinstance(value, type) and value.__module__ == name:
+                add(value.__dict__)
+                for member in list(vars(value).values()):
+                    add(member)
+    return out
+
+
+def touch() -> None:
+    """In a spare, before it waits: take a reference to each object of the hand-off and the answer.
+
+    A forked child's first write to a page of the server's copies it (~3 us here), and running a
+    function writes to its objects (reference counts, the interpreter's warm-up counters in its
+    code): ~80 such copies between the accept and the linker's start here, each on the link's
+    path. A reference taken and dropped here copies those pages while no link waits (~50 left)."""
+    for _ in _TOUCHED:
+        pass
+
 
 def main() -> None:
     """`python -m linkwrap.server.server`: serve this world until idle; quiet, detached."""
@@ -191,6 +240,15 @@ def main() -> None:
     listener.listen(128)
     listener.setblocking(False)
     stamp = installed_stamp()
+    try:
+        # The server's own wake-ups (a spare taken, a link answered) never preempt a link or its
+        # client on a busy machine: a SCHED_BATCH task woken waits for the running one. Its children
+        # are forked back to SCHED_OTHER (SCHED_RESET_ON_FORK): a link runs as any process does.
+        os.sched_setscheduler(0, os.SCHED_BATCH | os.SCHED_RESET_ON_FORK, os.sched_param(0))
+    except (AttributeError, OSError):
+        pass
+    global _server_pid
+    _server_pid = os.getpid()
     os.ftruncate(lock, 0)
     os.write(lock, f"{os.getpid()} {__version__}\n".encode())
     serve(listener, stamp, path, dfd)
@@ -204,6 +262,7 @@ def _on_term(sig, frame):
 
 
 SPARES = 2  # children forked ahead, waiting in accept(): a link never waits for a fork
+FORK_AFTER_S = 0.005  # how long after a link's answer the next spare is forked, while one waits
 ANSWERED = 1 << 31  # on the notify pipe: pid | ANSWERED, the link of that child has answered
 CONTROLLED = 1 << 30  # on the notify pipe: pid | CONTROLLED, that child's connection was no link
 # The parent's figures, in a shared page every spare reads (its own copy is as old as its fork):
@@ -238,10 +297,16 @@ def serve(listener, stamp, path, dfd) -> None:
     last = time.monotonic()
     next_check = last + CHECK_S
     ino = os.stat(path).st_ino
+    answered = 0.0  # when the last link answered
     while True:
         # A spare forked (and rehearsing) while a link runs takes CPU from that link: while one is
-        # left, the next waits until no link is before its answer.
+        # left, the next waits until no link is before its answer, and FORK_AFTER_S more: the
+        # client's exit and what the build does next come first.
+        wait = 1.0
         while len(state["idle"]) < SPARES and (not state["busy"] or not state["idle"]):
+            if state["idle"] and time.monotonic() - answered < FORK_AFTER_S:
+                wait = max(0.0, answered + FORK_AFTER_S - time.monotonic())
+                break
             pid = os.fork()
             if pid == 0:
                 try:
@@ -257,7 +322,7 @@ def serve(listener, stamp, path, dfd) -> None:
             state["children"].add(pid)
             state["idle"].add(pid)
         try:
-            ready, _, _ = select.select([notify_r], [], [], 1.0)
+            ready, _, _ = select.select([notify_r], [], [], wait)
         except InterruptedError:
             ready = []
         now = time.monotonic()
@@ -267,6 +332,7 @@ def serve(listener, stamp, path, dfd) -> None:
                 word = int.from_bytes(data[i:i + 4], "little")
                 if word & ANSWERED:
                     state["busy"].discard(word & ~ANSWERED)
+                    answered = now
                     continue
                 if word & CONTROLLED:  # `linkwrap server status|stop`, counted as a link below first
                     state["busy"].discard(word & ~CONTROLLED)
@@ -301,7 +367,7 @@ def serve(listener, stamp, path, dfd) -> None:
 
 
 def spare(listener, notify_w, life_r, state) -> None:
-    """A child forked ahead, waiting for one connection: accept it, answer 'A', serve it."""
+    """A child forked ahead, waiting for one connection: accept it, serve it."""
     import gc
     import select
     import signal
@@ -321,34 +387,66 @@ def spare(listener, notify_w, life_r, state) -> None:
         except Exception:  # settle() then reads the client's cgroups, and sets every limit
             pass
     _OWN["env"] = dict(os.environ)  # for settle(), which changes only what differs from it
-    listener.setblocking(False)
-    while True:
-        ready, _, _ = select.select([listener, life_r], [], [])
-        if life_r in ready:
-            os._exit(0)  # the server is gone
-        try:
-            conn, _ = listener.accept()
-        except (BlockingIOError, InterruptedError):
-            if not rehearsed and not select.select([listener], [], [], 0)[0]:
-                rehearse()  # another spare took it, and no other link waits: now
-                rehearsed = True
-            continue
-        break
+    if rehearsed:  # not while a link waits: its own page copies are fewer than touch()'s
+        touch()
+    conn = _accept(listener, life_r, rehearsed)
     reached = time.perf_counter_ns()
     listener.close()
     os.close(life_r)
     conn.setblocking(True)
-    try:
-        # 'A': the server is alive (a client that does not hear it in client.c's LW_TIMEOUT_S
-        # takes it for wedged); the client's fds come only after it, its request before.
-        conn.send(b"A")
-    except OSError:
-        os._exit(0)
     os.write(notify_w, os.getpid().to_bytes(4, "little"))
     global _notify
     _notify = notify_w  # kept to say when the link has answered (_answer)
     if not _control(conn, state, notify_w):
         child(conn, reached, known)
+
+
+def _accept(listener, life_r, rehearsed):
+    """The next connection, for a spare. -> the accepted socket.
+
+    Blocked in accept() where the kernel ends this spare with the server (PR_SET_PDEATHSIG): the
+    kernel wakes one waiter per connection. select() wakes every spare, and on a small machine
+    the others' wake-ups take a CPU from the link being handed over."""
+    import select
+    listener.setblocking(False)
+    while not rehearsed:
+        try:
+            return listener.accept()[0]
+        except (BlockingIOError, InterruptedError):
+            pass
+        if select.select([listener], [], [], 0)[0]:
+            continue  # another link came meanwhile
+        rehearse()  # another spare took the link that was waiting, and no other waits: now
+        touch()
+        rehearsed = True
+    if _dies_with_the_server():
+        listener.setblocking(True)
+        conn = listener.accept()[0]
+        _OWN["prctl"](PR_SET_PDEATHSIG, 0, 0, 0, 0)  # the link it took outlives the server
+        return conn
+    while True:
+        ready, _, _ = select.select([listener, life_r], [], [])
+        if life_r in ready:
+            os._exit(0)  # the server is gone
+        try:
+            return listener.accept()[0]
+        except (BlockingIOError, InterruptedError):
+            continue
+
+
+PR_SET_PDEATHSIG = 1
+_server_pid = None  # in the server and its spares: the server's pid
+
+
+def _dies_with_the_server() -> bool:
+    """Have the kernel kill this process when its parent (the server) exits. -> False when it cannot."""
+    import signal
+    prctl = _OWN.get("prctl")
+    if prctl is None or prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        return False
+    if os.getppid() != _server_pid:
+        os._exit(0)  # it exited before that was set
+    return True
 
 
 def rehearse() -> None:
@@ -433,7 +531,7 @@ def _control(conn, state, notify_w=None) -> bool:
     """In a child: `linkwrap server status|stop` speak CONTROL first. -> True when it was that."""
     import socket
     try:
-        conn.settimeout(5)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _FIVE_S)  # the kernel's: no poll() per recv
         head = conn.recv(4, socket.MSG_PEEK)
     except OSError:
         return True
@@ -489,21 +587,23 @@ def installed_stamp():
 # --- the child: one link ---------------------------------------------------------
 
 def child(conn, reached=None, known=None) -> None:
-    """One link, for the client at conn (which has heard 'A' already), taken at reached (ns);
+    """One link, for the client at conn, taken at reached (ns);
     known: how many modules were imported then (LINKWRAP_TEST_IMPORTS: see _note_imports)."""
     import socket
-    import struct
+    # Blocking, bounded by the kernel (SO_RCVTIMEO): Python's own timeout would poll() before
+    # every recv and toggle O_NONBLOCK. The client is silent this long only when stuck or gone.
     conn.setblocking(True)
-    conn.settimeout(10)
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    peer_pid, peer_uid, _ = struct.unpack("3i", creds)
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _TEN_S)
+    peer_pid, peer_uid, _ = _CREDS.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CREDS.size))
     if peer_uid != os.geteuid():
         os._exit(0)  # not ours: say nothing
-    head = _recv_exactly(conn, 8)
-    magic, size = struct.unpack("<II", head)
+    data = _recv_exactly(conn, 8, 1 << 16)  # the client sent its whole request at once
+    magic, size = _HEAD.unpack_from(data)
     if magic != MAGIC or size > 64 << 20:
         _refuse(conn, b"V" if magic & 0xFFFFFF == MAGIC & 0xFFFFFF else b"F")  # "LWC<n>": another client
-    data = _recv_exactly(conn, size)
+    if len(data) > 8 + size:
+        _refuse(conn, b"F")  # nothing comes before our answer
+    data = (data if len(data) == 8 + size else data + _recv_exactly(conn, 8 + size - len(data)))[8:]
     try:
         req = parse_request(data)
     except (ValueError, IndexError, StopIteration):
@@ -546,8 +646,11 @@ def child(conn, reached=None, known=None) -> None:
         from linkwrap import faults
         faults.note("taking a link from the client", e)
         _refuse(conn, b"F")
-    _tidying.append(_tidying_file())  # after take(): no fd of the client's may land on it
-    conn.settimeout(None)
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _NO_TIMEOUT)
+    from linkwrap.wrap import run
+    # While the linker runs, not before it: the tidying lock's file (after take(): no fd of the
+    # client's may land on it) and /dev/null for the answer.
+    run.WHILE_LINKING.append(_ahead_of_the_answer)
     done = []
     result = run_link(req, peer_pid, conn, reached, done)
     if not done:  # Exec, Killed, a configuration error: answered at the end
@@ -569,10 +672,14 @@ def child(conn, reached=None, known=None) -> None:
     os._exit(0)
 
 
-def _recv_exactly(conn, size) -> bytes:
-    """size bytes from conn; the client gone or silent (conn's timeout) before them: exit quietly."""
-    data = bytearray()
+def _recv_exactly(conn, size, upto=0) -> bytes:
+    """size bytes from conn (upto: more, if they came with them); the client gone or silent
+    (conn's timeout) before them: exit quietly."""
     try:
+        data = conn.recv(max(size, upto))
+        if len(data) >= size:
+            return data
+        data = bytearray(data)
         while len(data) < size:
             chunk = conn.recv(min(1 << 20, size - len(data)))
             if not chunk:
@@ -581,6 +688,16 @@ def _recv_exactly(conn, size) -> bytes:
     except OSError:
         os._exit(0)
     return bytes(data)
+
+
+def _structs():
+    import struct
+    return (struct.Struct("3i"), struct.Struct("<II"), struct.pack("ll", 10, 0), struct.pack("ll", 5, 0),
+            struct.pack("ll", 0, 0))
+
+
+# SO_PEERCRED's struct ucred, the request's header, SO_RCVTIMEO's struct timeval of 10 s, 5 s and none
+_CREDS, _HEAD, _TEN_S, _FIVE_S, _NO_TIMEOUT = _structs()
 
 
 def _answer(conn, reply, fds, done) -> None:
@@ -595,7 +712,7 @@ def _answer(conn, reply, fds, done) -> None:
     # benchmark's pipe) would otherwise wait for them after the answer too.
     from linkwrap import faults
     faults.UNHEARD = True
-    null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    null = _null.pop() if _null else os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
     for fd in (0, 1, 2):
         os.dup2(null, fd, inheritable=False)
     os.close(null)
@@ -642,7 +759,16 @@ TIDYING = "tidying.lock"
 TIDYING_WAIT_S = 10.0
 
 
-_tidying = []  # TIDYING, opened ahead of the link (_tidying_file): between the result and the answer, only the lock
+_tidying = []  # TIDYING, opened ahead of the answer (_tidying_file): between the result and the answer, only the lock
+_null = []  # /dev/null, opened ahead of the answer
+
+
+def _ahead_of_the_answer() -> None:
+    """While the linker runs: what the answer needs opened (run.WHILE_LINKING)."""
+    if not _tidying:
+        _tidying.append(_tidying_file())
+    if not _null:
+        _null.append(os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC))
 
 
 def _tidying_file():
@@ -794,11 +920,18 @@ def take(req, fds, conn):
     """The client's fds at their own numbers. -> conn, moved above the fd numbers the link
     needs (a jobserver's may be any)."""
     import socket
+    global _notify
+    ours = [conn.fileno()] + ([_notify] if _notify is not None else [])
+    if not set(req["fds"]) & set(fds + ours):
+        # The usual case: no fd of ours, nor a received one, has a target's number.
+        for fd, target in zip(fds, req["fds"]):
+            os.dup2(fd, target, inheritable=True)
+            os.close(fd)
+        return conn
     # Received fds and the connection first go above every target and every received fd,
     # so that no dup2 overwrites one still needed.
-    global _notify
     floor = max(req["fds"] + fds + [conn.fileno()] + ([_notify] if _notify is not None else []))
-    moved = socket.socket(fileno=_dup_above(conn.fileno(), floor))
+    moved = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fileno=_dup_above(conn.fileno(), floor))
     conn.close()
     conn = moved
     floor = conn.fileno()
@@ -844,6 +977,7 @@ def _own_world() -> None:
         # reparented to this child rather than to init: its time and memory reach the record, and
         # nothing of the link outlives the child (run.reap). Not inherited by the linker.
         _OWN["reaps"] = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        _OWN["prctl"] = libc.prctl
     except (ImportError, OSError, AttributeError):
         _OWN["syscall"] = None
 
@@ -912,6 +1046,7 @@ def run_link(req, peer_pid, conn, reached=None, done=None):
     answered (_answer) as soon as its result is final. done: [] -> non-empty once answered."""
     import _signal
     import fcntl
+    import select
     import socket
     from linkwrap.wrap import invocation, output, pipeline, run
     done = [] if done is None else done
@@ -921,6 +1056,8 @@ def run_link(req, peer_pid, conn, reached=None, done=None):
         build, a CI timeout) is SIGTERM. Runs in this (main) thread, between the link's steps."""
         if done:
             return  # answered: the client may go, and its signals no longer concern the link
+        if not select.select([conn], [], [], 0)[0]:
+            return  # nothing yet (the usual first call): no exception raised and caught for it
         try:
             data = conn.recv(64, socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
@@ -945,7 +1082,7 @@ def run_link(req, peer_pid, conn, reached=None, done=None):
     fd = conn.fileno()
     fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
     fcntl.fcntl(fd, fcntl.F_SETSIG, sig)
-    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)
+    fcntl.fcntl(fd, fcntl.F_SETFL, os.O_ASYNC)  # and not O_NONBLOCK: conn blocks (child())
     heard()  # what came before
     argv, driver = req["argv"], None
     if req["name"] == "linkwrap-launch":

@@ -92,6 +92,12 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None, mean
     def alongside():
         # The old output's second name (output.hold) costs the commit nothing when made now.
         held.append(output_mod.hold(plan))
+        while WHILE_LINKING:
+            try:
+                WHILE_LINKING.pop()()
+            except Exception as e:  # it costs only what it was for: done again when needed
+                from linkwrap import faults
+                faults.note("working while the linker ran", e)
         if meanwhile is not None:
             meanwhile()
     try:
@@ -156,6 +162,11 @@ def direct_command(request, decision, link_path, environ=os.environ):
         faults.note("learning the driver's linker command", e)
         return None
 
+
+# What the entry point needs done before the answer but not before the linker's start (the
+# server's child: the files its answer needs, opened): called once, while the first attempt's
+# linker runs.
+WHILE_LINKING = []
 
 # posix_spawnp errors that mean the driver itself cannot be run (a shell's 127).
 _CANNOT_RUN = (errno.ENOENT, errno.EACCES, errno.ENOTDIR, errno.ENOEXEC)
@@ -442,6 +453,8 @@ __all__ = ["Outcome", "Interrupted", "execute", "command", "spawn", "reap", "kil
 
 def _rewound(fd) -> bytes:
     """What the linker wrote into its captured output file, from the start."""
+    if not os.fstat(fd).st_size:
+        return b""  # the usual case: the linker said nothing
     from linkwrap.cache import read_all
     os.lseek(fd, 0, os.SEEK_SET)
     return read_all(fd)

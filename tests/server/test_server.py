@@ -530,6 +530,31 @@ def test_a_server_killed_mid_link_and_the_next_link(tmp_path, lw_home, client, s
     assert entry_points(lw_home)[-1] == "script" and len(entry_points(lw_home)) == 2
 
 
+def test_the_spares_end_with_the_server_and_a_link_in_progress_answers(tmp_path, lw_home, client, server, standin):
+    """Spares wait in a blocking accept(): the kernel ends them with the server (PR_SET_PDEATHSIG),
+    never the child that took a link."""
+    proc, linker, out = _hold(client, tmp_path, standin, lw_home)
+    link_child = int(open(f"/proc/{linker}/stat").read().rsplit(")", 1)[1].split()[1])
+    spares = [p for p in _children(server) if p != link_child]
+    assert spares and link_child in _children(server)
+    os.kill(server, signal.SIGKILL)
+    os.waitpid(server, 0)
+    for pid in spares:
+        wait_for(lambda: _gone(pid), f"spare {pid}'s end with the server")
+    assert not _gone(link_child)
+    os.kill(linker, signal.SIGKILL)  # the stand-in's held attempt fails: the link is tried again as asked
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert entry_points(lw_home) == ["server"]  # answered by the child, not linked again by the script
+
+
+def _children(pid):
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        found += [int(c) for c in open(f"/proc/{pid}/task/{task}/children").read().split()]
+    return found
+
+
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "examples", "cargo-workspace")
 
 
@@ -601,7 +626,6 @@ def test_a_garbled_request_is_refused_and_the_server_goes_on(tmp_path, lw_home, 
     import struct
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(socket_path(lw_home))
-    assert s.recv(1) == b"A"
     s.sendall(struct.pack("<II", srv.MAGIC, 5) + b"0.1\0x")  # a payload that ends too soon
     assert s.recv(16) == b"F"
     s.close()
