@@ -293,7 +293,6 @@ def serve(listener, stamp, path, dfd) -> None:
     import mmap
     state = {"links": 0, "started": time.time(), "children": set(), "idle": set(), "busy": set(),
              "figures": mmap.mmap(-1, FIGURES)}
-    state["pid"] = os.getpid()  # for the children: once this process is gone, getppid() is another's
     last = time.monotonic()
     next_check = last + CHECK_S
     ino = os.stat(path).st_ino
@@ -543,11 +542,11 @@ def _control(conn, state, notify_w=None) -> bool:
         links, running, stopping = _figures(state, notify_w)
         if what == b"stop":
             state["figures"][16] = 1  # said to every status until the server is gone
-        conn.sendall(f"pid={state['pid']} version={__version__} install={install_id()} "
+        conn.sendall(f"pid={_server_pid} version={__version__} install={install_id()} "
                      f"links={links} running={running} "
                      f"started={int(state['started'])}{' stopping=1' if stopping else ''}\n".encode())
         if what == b"stop":
-            _signal_server(state["pid"], 15)
+            _signal_server(_server_pid, 15)
     except OSError:
         pass
     conn.close()

@@ -192,8 +192,8 @@ def _stop_after_the_servers_death(home):
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.settimeout(60)
         conn.connect(path)
-        assert conn.recv(1) == b"A"  # a child took the connection
-        # and told the server so (until then, the server's death makes it give up): it waits for a request
+        # a child took the connection and told the server so (until then, the server's death ends it):
+        # it waits for a request
         wait_for(lambda: " running=1" in (ask(path, "status") or ""), "the connection counted as running")
         assert pids.send(pids.identity(server), signal.SIGKILL)
         # dead, unreaped: its children were handed to the supervisor as it died
