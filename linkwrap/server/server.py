@@ -520,15 +520,28 @@ def _control(conn, state, notify_w=None) -> bool:
         links, running, stopping = _figures(state, notify_w)
         if what == b"stop":
             state["figures"][16] = 1  # said to every status until the server is gone
-        conn.sendall(f"pid={os.getppid()} version={__version__} install={install_id()} "
+        conn.sendall(f"pid={_server_pid} version={__version__} install={install_id()} "
                      f"links={links} running={running} "
                      f"started={int(state['started'])}{' stopping=1' if stopping else ''}\n".encode())
         if what == b"stop":
-            os.kill(os.getppid(), 15)
+            _signal_server(_server_pid, 15)
     except OSError:
         pass
     conn.close()
     return True
+
+
+def _signal_server(pid, sig) -> None:
+    """sig to the server, only while it is still this child's parent: once it has exited, the
+    child belongs to whoever adopted it (init, a subreaper such as a supervisor or systemd --user)
+    and the server's pid may be another process's."""
+    import _signal
+    fd = os.pidfd_open(pid)
+    try:
+        if os.getppid() == pid:  # read after the pidfd was taken: the pidfd is the server
+            _signal.pidfd_send_signal(fd, sig)
+    finally:
+        os.close(fd)
 
 
 def installed_stamp():

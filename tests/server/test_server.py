@@ -163,6 +163,66 @@ def test_linkwrap_server_status_and_stop(lw_home, server):
     assert "no link server running" in lw("server", "status").stdout
 
 
+# A supervisor (tini, a container's init, systemd --user): a child subreaper that started the server.
+# Its exit status says whether it was sent SIGTERM.
+SUPERVISOR = r"""
+import ctypes, signal, sys
+assert ctypes.CDLL(None).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+got = []
+signal.signal(signal.SIGTERM, lambda *_: got.append(1))
+from linkwrap.server.start import start_detached
+print(start_detached(), flush=True)
+sys.stdin.read()  # until the test is done
+sys.exit(15 if got else 0)
+"""
+
+
+def _stop_after_the_servers_death(home):
+    """A supervisor starts a server; a connection is taken by one of its children, the server is
+    killed, then the child is told to stop. -> (the child's answer, the supervisor's exit status,
+    the server's pid). The answer is empty when the child gave up first (it waits 5 s for a
+    request): the exchange was not made, and says nothing."""
+    import pids
+    from linkwrap.cli.server import ask, server_control
+    sup = subprocess.Popen([sys.executable, "-c", SUPERVISOR], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    answer = b""
+    try:
+        server = int(sup.stdout.readline())
+        path = socket_path(home)
+        wait_for(lambda: os.path.exists(path), "the server's socket")
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.settimeout(60)
+        conn.connect(path)
+        # a child took the connection and told the server so (until then, the server's death ends it):
+        # it waits for a request
+        wait_for(lambda: " running=1" in (ask(path, "status") or ""), "the connection counted as running")
+        assert pids.send(pids.identity(server), signal.SIGKILL)
+        # dead, unreaped: its children were handed to the supervisor as it died
+        wait_for(lambda: pids.state(server) == "Z", "the server's death")
+        try:
+            conn.sendall(server_control("stop"))
+            while chunk := conn.recv(4096):
+                answer += chunk
+        except OSError:
+            pass  # the child gave up waiting first
+        conn.close()
+    finally:
+        sup.stdin.close()
+    return answer, sup.wait(timeout=60), server
+
+
+def test_a_stop_taken_after_the_server_died_signals_no_other_process(tmp_path, lw_home, client):
+    """A server's child that took a `linkwrap server stop` told its parent to stop by getppid(): once the
+    server had died (killed, or gone idle meanwhile), that was whoever adopted the child -- init, or a
+    subreaper such as a supervisor or systemd --user, which SIGTERM ends. Only the server is told."""
+    for _ in range(3):  # a busy machine may keep this process from asking within the child's 5 s
+        answer, status, server = _stop_after_the_servers_death(lw_home)
+        assert status == 0, "the supervisor was sent SIGTERM"
+        if answer:
+            break
+    assert answer.startswith(f"pid={server} ".encode()), answer  # the server's pid, not the adopter's
+
+
 def test_a_stale_socket_is_passed_by_and_replaced(tmp_path, lw_home, client):
     os.makedirs(os.path.dirname(socket_path(lw_home)), mode=0o700, exist_ok=True)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -500,12 +560,15 @@ def test_sigkill_of_the_client_ends_the_link_and_cleans_up(tmp_path, lw_home, cl
 
 def test_a_server_killed_mid_link_and_the_next_link(tmp_path, lw_home, client, server, standin):
     proc, linker, out = _hold(client, tmp_path, standin, lw_home)
+    import pids
     link_child = int(open(f"/proc/{linker}/stat").read().rsplit(")", 1)[1].split()[1])  # the linker's parent
     assert link_child != server
+    # named by identity first: once the server has died, nothing of ours reaps these two
+    link_child, linker = pids.identity(link_child), pids.identity(linker)
     os.kill(server, signal.SIGKILL)
-    os.kill(link_child, signal.SIGKILL)
+    pids.send(link_child, signal.SIGKILL)
     os.waitpid(server, 0)
-    os.kill(linker, signal.SIGKILL)  # the held stand-in: as if the link had been in progress
+    pids.send(linker, signal.SIGKILL)  # the held stand-in: as if the link had been in progress
     # The client lost its server before an answer: it links again through the script, which completes.
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err

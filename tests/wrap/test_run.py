@@ -197,6 +197,19 @@ def test_handlers_are_put_back_after_the_link(tmp_path, lw_home, objs):
     assert {s: signal.getsignal(s) for s in before} == before
 
 
+def test_a_signal_after_the_linkers_end_reaches_no_process_that_got_its_pid(tmp_path):
+    """The handler that passes SIGTERM on stays installed after the linker was reaped (recording,
+    tidying): its pid is free then, and pids come round within a build. A stranger's process that
+    got it (a real one, at that very pid) must not be signalled."""
+    import pids
+    with run._Forward() as forward:
+        assert run.spawn(["true"], dict(os.environ), forward=forward)[0] == 0  # started, ended, reaped
+        with pids.stranger_at(forward.pid) as stranger:
+            os.kill(os.getpid(), signal.SIGTERM)  # to linkwrap alone, as a supervisor sends it
+            caught = forward.caught  # the handler has run: Python runs it before the next line
+            assert caught == signal.SIGTERM and stranger.alive()
+
+
 # --- interrupting linkwrap-cc ----------------------------------------------
 
 def start_big_link(linker, d, tmp_path, big_obj, **popen):
