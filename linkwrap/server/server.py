@@ -240,6 +240,8 @@ def main() -> None:
     listener.listen(128)
     listener.setblocking(False)
     stamp = installed_stamp()
+    global _server_pid
+    _server_pid = os.getpid()
     os.ftruncate(lock, 0)
     os.write(lock, f"{os.getpid()} {__version__}\n".encode())
     serve(listener, stamp, path, dfd)
@@ -529,6 +531,9 @@ def _control(conn, state, notify_w=None) -> bool:
         pass
     conn.close()
     return True
+
+
+_server_pid = None  # in the server and its children: the server's pid (a child's getppid() may be an adopter's)
 
 
 def _signal_server(pid, sig) -> None:
