@@ -70,6 +70,16 @@ pid, argv = int(sys.argv[1]), sys.argv[2:]
 LAST = "/proc/sys/kernel/ns_last_pid"
 with open(LAST) as f:
     was = int(f.read())
+
+
+def restore():  # the counter back where it was, unless others have moved it on since
+    with open(LAST) as f:
+        if int(f.read()) >= was:
+            return
+    with open(LAST, "w") as f:
+        f.write(str(was))
+
+
 for _ in range(200):
     with open(LAST, "w") as f:
         f.write(str(pid - 1))
@@ -77,9 +87,7 @@ for _ in range(200):
     if child == 0:
         os.execvp(argv[0], argv)
     if child == pid:
-        if was > pid:  # the counter back where it was: only this one pid was given out again
-            with open(LAST, "w") as f:
-                f.write(str(was))
+        restore()  # only this one pid was given out again
         print(child, flush=True)
         sys.stdin.read()  # until the test closes it
         try:
@@ -90,6 +98,7 @@ for _ in range(200):
         sys.exit(0)
     os.kill(child, 9)
     os.waitpid(child, 0)
+restore()
 sys.exit(3)
 """
 

@@ -541,7 +541,12 @@ def _signal_server(pid, sig) -> None:
     child belongs to whoever adopted it (init, a subreaper such as a supervisor or systemd --user)
     and the server's pid may be another process's."""
     import _signal
-    fd = os.pidfd_open(pid)
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:  # a kernel before 5.3, a seccomp filter: checked, then sent by pid
+        if os.getppid() == pid:
+            os.kill(pid, sig)
+        return
     try:
         if os.getppid() == pid:  # read after the pidfd was taken: the pidfd is the server
             _signal.pidfd_send_signal(fd, sig)

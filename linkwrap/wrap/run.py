@@ -16,6 +16,7 @@ kept out of the build log.
 import _signal  # not `signal`: that one imports enum (~3 ms)
 import errno
 import os
+import sys
 import time
 from linkwrap.records import record
 
@@ -185,6 +186,9 @@ class _Forward:
         self.reaps = reaps
 
     def __enter__(self):
+        entry = sys.modules.get("linkwrap.cc")  # the script's: a ^C it could not raise (in a finaliser)
+        if entry is not None and entry._LOST:
+            self.caught = _signal.SIGINT  # passed on as soon as the linker starts: the link stops
         for sig in _FORWARDED:
             try:
                 old = _signal.getsignal(sig)
@@ -355,18 +359,21 @@ def _signal_tree(pid, sig, root=True) -> None:
     signalled only if, read after that, it is still the child of the process it was found under:
     then the pidfd is that child. Every pidfd is taken before the first signal, so that no
     descendant is reparented by a kill of its parent while it is being checked."""
-    todo = [(os.getpid(), pid)] if root else [(pid, c) for c in _children(pid)]
-    pinned = []  # (pidfd, pid); pidfd None on a kernel before 5.3: checked, then sent by pid
+    me = os.getpid()
+    todo = [(me, pid)] if root else [(pid, c) for c in _children(pid)]
+    pinned = []  # (pidfd, pid); pidfd None where pidfds are missing: checked, then sent by pid
     try:
         while todo:
             parent, p = todo.pop(0)
             try:
                 fd = os.pidfd_open(p)
             except OSError as e:
-                if e.errno != errno.ENOSYS:
+                if e.errno == errno.ESRCH:
                     continue  # gone
-                fd = None
-            if _parent_of(p) != parent:
+                fd = None  # a kernel before 5.3, a seccomp filter's EPERM, no fd left: by pid
+            # A process whose parent ended meanwhile has come to this one (a subreaper, as the
+            # server's child is): a forking linker's worker once its first process exited.
+            if _parent_of(p) not in (parent, me):
                 if fd is not None:
                     os.close(fd)
                 continue
