@@ -30,6 +30,27 @@ def interruptible() -> None:
     import _signal
     if _signal.getsignal(_signal.SIGINT) == _signal.SIG_DFL:
         _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+        sys.unraisablehook = _keep_interrupt
+
+
+_LOST = []  # a ^C that fell where Python could not raise it
+
+
+def _keep_interrupt(unraisable) -> None:
+    """A ^C raised where Python cannot pass an exception on (importlib's weakref callback that drops
+    a module lock, while the link path imports; a __del__) would be printed ("Exception ignored
+    in …") and lost: kept instead, it is raised by interrupted(), once the link path is imported.
+    (Sent again from here, it is raised in this hook at once: another place that cannot raise.)"""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        _LOST.append(1)
+    else:
+        sys.__unraisablehook__(unraisable)
+
+
+def interrupted() -> None:
+    """Raise KeyboardInterrupt for a ^C that fell in a finaliser since interruptible()."""
+    if _LOST:
+        raise KeyboardInterrupt
 
 
 def die_of_sigint():
@@ -84,6 +105,7 @@ def _run(argv, driver) -> None:
             _exec_driver(argv, driver)
         interruptible()
         from linkwrap.wrap.pipeline import main as link
+        interrupted()
         code = link(argv, driver=driver)
         quiet_sigint()  # the link is over: a late ^C is a quiet death, not a traceback
     except Exception as e:

@@ -12,6 +12,11 @@ import pytest
 # would hand that to every process it starts, and the tests that interrupt a link would test nothing:
 # give the run the interpreter's usual handler, so children start with SIGINT's default again.
 signal.signal(signal.SIGINT, signal.default_int_handler)
+# Likewise SIGHUP, which a run under nohup starts with ignored: the tests that send it to a link then
+# waited for ever. A handler of the run's own still lets a hangup pass the run by, and what it starts
+# begins with SIGHUP's default again (exec resets a handler, not an ignored signal).
+if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, lambda *_: None)
 
 
 @pytest.fixture
@@ -210,15 +215,20 @@ def _stop_link_servers_the_tests_started(tmp_path_factory):
     leaves no process behind (a user's own servers, elsewhere, are not touched)."""
     yield
     import signal as signals
-    base = str(tmp_path_factory.getbasetemp())
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    import pids
+    # os.sep: /tmp/pytest-of-root/pytest-5 is no prefix of a concurrent run's pytest-50
+    base = os.path.join(str(tmp_path_factory.getbasetemp()), "")
+
+    def ours(pid):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 if b"linkwrap.server.server" not in f.read():
-                    continue
+                    return False
             with open(f"/proc/{pid}/environ", "rb") as f:
                 env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
-            if env.get(b"LINKWRAP_HOME", b"").decode(errors="replace").startswith(base):
-                os.kill(int(pid), signals.SIGTERM)
         except (OSError, ValueError):
-            continue
+            return False
+        return env.get(b"LINKWRAP_HOME", b"").decode(errors="replace").startswith(base)
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if ours(pid):
+            pids.send((int(pid), None), signals.SIGTERM, still=ours)  # judged again once pinned by a pidfd

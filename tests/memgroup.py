@@ -16,6 +16,8 @@ import signal
 import subprocess
 import time
 
+import pids
+
 V1_ROOT = "/sys/fs/cgroup/memory"
 V2_ROOT = "/sys/fs/cgroup"
 _names = itertools.count()
@@ -59,6 +61,20 @@ class Group:
     def procs(self):
         return [int(p) for p in _read(os.path.join(self.path, "cgroup.procs")).split()]
 
+    def holds(self, pid) -> bool:
+        """The process with this pid is in the group now."""
+        want = self.path[len(V2_ROOT if self.v2 else V1_ROOT):]
+        try:
+            with open(f"/proc/{pid}/cgroup") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            return False
+        for line in lines:
+            _, controllers, path = line.split(":", 2)
+            if (controllers == "") if self.v2 else ("memory" in controllers.split(",")):
+                return path == want
+        return False
+
 
 def _root():
     if os.path.exists(os.path.join(V1_ROOT, "memory.limit_in_bytes")):
@@ -97,10 +113,8 @@ def memory_cgroup(limit_kb=None):
             if not procs:
                 break
             for pid in procs:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                # still in the group once pinned: never a process that got a listed pid since
+                pids.send((pid, None), signal.SIGKILL, still=group.holds)
             time.sleep(0.05)
         for _ in range(100):
             try:

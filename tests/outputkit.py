@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+import pids
 from conftest import comment_mark, machine_linkers, script, tool
 from linkwrap.wrap import args, linkers
 from linkwrap.wrap.policy import Decision
@@ -191,36 +192,28 @@ def stop_mid_write(d, proc, timeout=60, allow_end=False):
     raise AssertionError("no output appeared")
 
 
-def _identity(pid):
-    """(pid, start time): a pid that is reused later is not mistaken for this process."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return pid, int(f.read().rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return pid, None
+_identity = pids.identity  # (pid, start time): a pid that is reused later is not mistaken for this process
 
 
 def _stop_tree(root):
     """SIGSTOP root and every descendant, again until no new one appears. -> the group."""
-    stopped = []
+    stopped, seen = [], set()
     while True:
-        new = [p for p in [root, *descendants(root)] if p not in {q for q, _ in stopped}]
+        new = [p for p in [root, *descendants(root)] if p not in seen]
         if not new:
             return tuple(stopped)
         for p in new:
-            try:
-                os.kill(p, signal.SIGSTOP)
-                stopped.append(_identity(p))
-            except OSError:
-                pass
+            seen.add(p)  # gone before it could be stopped: not looked for again
+            ident = _identity(p)
+            if pids.send(ident, signal.SIGSTOP):
+                stopped.append(ident)
 
 
 def signal_group(group, sig):
-    for pid, _ in (g for g in group if _alive(g)):
-        try:
-            os.kill(pid, sig)
-        except OSError:
-            pass
+    """sig to those of the group still running (by pidfd: never to a process that got one's pid since)."""
+    for ident in group:
+        if _alive(ident):
+            pids.send(ident, sig)
 
 
 def the_linker(root_pid):

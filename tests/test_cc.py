@@ -2,6 +2,7 @@
 import os
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -86,6 +87,67 @@ def interrupted_starts(argv, cwd, env):
         outcomes.append((p.returncode, err))
         delay += 0.0005
     return outcomes
+
+
+def test_a_ctrl_c_that_falls_in_a_finaliser_is_not_lost(tmp_path, lw_home, hello_obj):
+    """A ^C handled while Python runs a weakref callback or __del__ (importlib's _get_module_lock
+    callback, while the link path imports) cannot be raised there: Python printed "Exception
+    ignored in ..." and the link ran on. It must still end the link, quietly, of SIGINT."""
+    import signal
+    code = textwrap.dedent(f"""
+        import os, sys, types
+        import linkwrap.wrap.pipeline as pipeline
+
+        class Late:
+            def __del__(self):
+                os.kill(os.getpid(), 2)  # the ^C, handled before this finaliser returns
+                sum(range(1000))
+
+        class Importing(types.ModuleType):
+            @property
+            def main(self):  # what the link path's import runs: here, a finaliser
+                Late()
+                return pipeline.main
+
+        sys.modules["linkwrap.wrap.pipeline"] = Importing("linkwrap.wrap.pipeline")
+        sys.argv = ["linkwrap-cc", {str(hello_obj)!r}, "-o", "prog"]
+        from linkwrap.cc import main
+        main()
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "LINKWRAP_SERVER": "off"})
+    assert (done.returncode, done.stderr) == (-signal.SIGINT, "")
+    assert not (tmp_path / "prog").exists()
+
+
+def test_a_ctrl_c_that_falls_in_a_finaliser_later_on_the_link_path_stops_the_link(tmp_path, lw_home, hello_obj):
+    """The same ^C, in a finaliser after the link path's imports (a lazy import, a __del__) and
+    before the linker starts: the link stops as soon as it has started, and dies quietly of SIGINT."""
+    import signal
+    code = textwrap.dedent(f"""
+        import os, sys
+        from linkwrap.wrap import run
+
+        class Late:
+            def __del__(self):
+                os.kill(os.getpid(), 2)  # the ^C, handled before this finaliser returns
+                sum(range(1000))
+
+        command = run.direct_command
+
+        def direct_command(*a, **k):
+            Late()
+            return command(*a, **k)
+
+        run.direct_command = direct_command
+        sys.argv = ["linkwrap-cc", {str(hello_obj)!r}, "-o", "prog"]
+        from linkwrap.cc import main
+        main()
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "LINKWRAP_SERVER": "off", "LINKWRAP_LINKER": "mold"})
+    assert (done.returncode, done.stderr) == (-signal.SIGINT, "")
+    assert not (tmp_path / "prog").exists()
 
 
 @pytest.mark.parametrize("which", ["native client", "script"])

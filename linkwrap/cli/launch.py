@@ -7,11 +7,12 @@ def run_verbatim(argv) -> int:
         from linkwrap.cli.main import verbatim_help
         sys.stdout.write(verbatim_help("launch"))
         return 0
-    from linkwrap.cc import interruptible, launch_usage
+    from linkwrap.cc import interruptible, interrupted, launch_usage
     usage = launch_usage(argv, "linkwrap launch")
     if usage is not None:
         return usage
     argv = argv[1:] if argv[:1] == ["--"] else argv
     interruptible()
     from linkwrap.wrap.pipeline import main as link
+    interrupted()
     return link(argv[1:], driver=argv[0])

@@ -240,13 +240,6 @@ def main() -> None:
     listener.listen(128)
     listener.setblocking(False)
     stamp = installed_stamp()
-    try:
-        # The server's own wake-ups (a spare taken, a link answered) never preempt a link or its
-        # client on a busy machine: a SCHED_BATCH task woken waits for the running one. Its children
-        # are forked back to SCHED_OTHER (SCHED_RESET_ON_FORK): a link runs as any process does.
-        os.sched_setscheduler(0, os.SCHED_BATCH | os.SCHED_RESET_ON_FORK, os.sched_param(0))
-    except (AttributeError, OSError):
-        pass
     global _server_pid
     _server_pid = os.getpid()
     os.ftruncate(lock, 0)
@@ -422,12 +415,13 @@ def spare(listener, notify_w, life_r, state) -> None:
 def _accept(listener, life_r, rehearsed, last=None):
     """The next connection, for a spare. -> the accepted socket.
 
-    Blocked in accept() where the kernel ends this spare with the server (PR_SET_PDEATHSIG): the
-    kernel wakes one waiter per connection. select() wakes every spare, and on a small machine
-    the others' wake-ups take a CPU from the link being handed over."""
+    The listener stays non-blocking in every process: its flag belongs to the one open file that
+    the server and all its spares share, so a spare that set it blocking would make another's
+    accept() block (without its watch on the server's life) or a third's raise. Each spare waits in
+    its own epoll with EPOLLEXCLUSIVE: the kernel wakes one waiter per connection, where select()
+    woke every spare and, on a small machine, the others' wake-ups took a CPU from the link being
+    handed over. The life pipe in the same epoll ends a spare whose server is gone."""
     import select
-    import signal
-    listener.setblocking(False)
     while not rehearsed:
         try:
             return listener.accept()[0]
@@ -438,45 +432,22 @@ def _accept(listener, life_r, rehearsed, last=None):
         rehearse(last)  # another spare took the link that was waiting, and no other waits: now
         touch()
         rehearsed = True
-    if _dies_with_the_server():
-        listener.setblocking(True)
-        conn = listener.accept()[0]
-        _OWN["prctl"](PR_SET_PDEATHSIG, 0, 0, 0, 0)  # the link it took outlives the server
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        return conn
-    while True:
-        ready, _, _ = select.select([listener, life_r], [], [])
-        if life_r in ready:
-            _server_gone()
-        try:
-            return listener.accept()[0]
-        except (BlockingIOError, InterruptedError):
-            continue
+    waiting = select.epoll(2)
+    try:
+        waiting.register(listener.fileno(), select.EPOLLIN | getattr(select, "EPOLLEXCLUSIVE", 0))
+        waiting.register(life_r, select.EPOLLIN)
+        while True:
+            if any(fd == life_r for fd, _ in waiting.poll()):
+                _server_gone()  # the server is gone
+            try:
+                return listener.accept()[0]
+            except (BlockingIOError, InterruptedError):
+                continue  # another spare was woken too (EPOLLEXCLUSIVE wakes one or more)
+    finally:
+        waiting.close()
 
 
-PR_SET_PDEATHSIG = 1
-_server_pid = None  # in the server and its spares: the server's pid
-
-
-def _dies_with_the_server() -> bool:
-    """Have the kernel end this process when its parent (the server) exits. -> False when it cannot.
-
-    With SIGTERM, caught (_server_gone): the spare takes the private directory it made ahead
-    (output.premake()) with it; the handler runs when the signal interrupts accept()."""
-    import signal
-    prctl = _OWN.get("prctl")
-    if prctl is None:
-        return False
-    signal.signal(signal.SIGTERM, _server_gone)
-    if prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        return False
-    if os.getppid() != _server_pid:
-        _server_gone()  # it exited before that was set
-    return True
-
-
-def _server_gone(*_) -> None:
+def _server_gone() -> None:
     """A spare whose server has gone: its premade directory goes with it, then the spare."""
     try:
         from linkwrap.wrap import output
@@ -652,15 +623,36 @@ def _control(conn, state, notify_w=None) -> bool:
         links, running, stopping = _figures(state, notify_w)
         if what == b"stop":
             state["figures"][16] = 1  # said to every status until the server is gone
-        conn.sendall(f"pid={os.getppid()} version={__version__} install={install_id()} "
+        conn.sendall(f"pid={_server_pid} version={__version__} install={install_id()} "
                      f"links={links} running={running} "
                      f"started={int(state['started'])}{' stopping=1' if stopping else ''}\n".encode())
         if what == b"stop":
-            os.kill(os.getppid(), 15)
+            _signal_server(_server_pid, 15)
     except OSError:
         pass
     conn.close()
     return True
+
+
+_server_pid = None  # in the server and its children: the server's pid (a child's getppid() may be an adopter's)
+
+
+def _signal_server(pid, sig) -> None:
+    """sig to the server, only while it is still this child's parent: once it has exited, the
+    child belongs to whoever adopted it (init, a subreaper such as a supervisor or systemd --user)
+    and the server's pid may be another process's."""
+    import _signal
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:  # a kernel before 5.3, a seccomp filter: checked, then sent by pid
+        if os.getppid() == pid:
+            os.kill(pid, sig)
+        return
+    try:
+        if os.getppid() == pid:  # read after the pidfd was taken: the pidfd is the server
+            _signal.pidfd_send_signal(fd, sig)
+    finally:
+        os.close(fd)
 
 
 def installed_stamp():
@@ -989,7 +981,7 @@ PIDFD_GETFD = 438  # the same number on every architecture (added after the tabl
 
 
 def settle(req, peer_pid) -> None:
-    """Become the client's link but for its fds: its cwd, environment, umask, limits and cgroups."""
+    """Become the client's link but for its fds: its cwd, environment, umask, limits, priority and cgroups."""
     os.chdir(req["cwd"])
     env, want = os.environ, req["env"]
     # Compared with a plain copy of os.environ (spare()): each read of os.environ itself decodes.
@@ -1003,6 +995,16 @@ def settle(req, peer_pid) -> None:
             env[k] = v
     os.umask(req["umask"])
     _same_limits(req["limits"])
+    try:
+        # `nice cargo build`: its links run at its priority, not at the server's (that of whichever
+        # build started it). Going back up may be refused (RLIMIT_NICE): the link then runs as the server.
+        policy, nice = os.sched_getscheduler(peer_pid), os.getpriority(os.PRIO_PROCESS, peer_pid)
+        if policy != os.sched_getscheduler(0) and policy in (os.SCHED_OTHER, os.SCHED_BATCH, os.SCHED_IDLE):
+            os.sched_setscheduler(0, policy, os.sched_param(0))
+        if nice != os.getpriority(os.PRIO_PROCESS, 0):
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
+    except OSError:
+        pass
     if req["cgroup"] != _OWN.get("cgroup"):  # the world key matched, but the server may have moved
         join_cgroups(peer_pid)
     import _signal
@@ -1073,7 +1075,6 @@ def _own_world() -> None:
         # reparented to this child rather than to init: its time and memory reach the record, and
         # nothing of the link outlives the child (run.reap). Not inherited by the linker.
         _OWN["reaps"] = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-        _OWN["prctl"] = libc.prctl
     except (ImportError, OSError, AttributeError):
         _OWN["syscall"] = None
 
@@ -1152,7 +1153,9 @@ def run_link(req, peer_pid, conn, reached=None, done=None):
         build, a CI timeout) is SIGTERM. Runs in this (main) thread, between the link's steps."""
         if done:
             return  # answered: the client may go, and its signals no longer concern the link
-        if not select.select([conn], [], [], 0)[0]:
+        ready = select.poll()  # not select(): after take() the connection's fd may be above 1023
+        ready.register(conn, select.POLLIN)
+        if not ready.poll(0):
             return  # nothing yet (the usual first call): no exception raised and caught for it
         try:
             data = conn.recv(64, socket.MSG_DONTWAIT)

@@ -16,6 +16,7 @@ kept out of the build log.
 import _signal  # not `signal`: that one imports enum (~3 ms)
 import errno
 import os
+import sys
 import time
 from linkwrap.records import record
 
@@ -185,6 +186,9 @@ class _Forward:
         self.reaps = reaps
 
     def __enter__(self):
+        entry = sys.modules.get("linkwrap.cc")  # the script's: a ^C it could not raise (in a finaliser)
+        if entry is not None and entry._LOST:
+            self.caught = _signal.SIGINT  # passed on as soon as the linker starts: the link stops
         for sig in _FORWARDED:
             try:
                 old = _signal.getsignal(sig)
@@ -202,11 +206,10 @@ class _Forward:
         if self.pid:
             # A signal sent to the whole group reaches them anyway; a second one is harmless. A
             # subreaper's own children include a forking linker's worker once its parent has exited.
-            for pid in (_tree(os.getpid())[1:] if self.reaps else _tree(self.pid)):
-                try:
-                    os.kill(pid, sig)
-                except OSError:
-                    pass
+            if self.reaps:
+                kill_descendants(sig)
+            else:
+                _signal_tree(self.pid, sig)  # after its wait4 the pid is free: then nothing is sent
 
     def started(self, pid):
         self.pid = pid
@@ -323,11 +326,7 @@ def reap(outcome=None, bound_s=REAP_S, kill=False):
 
 def kill_descendants(sig) -> None:
     """Send sig to every descendant of this process (whatever a link left running)."""
-    for p in _tree(os.getpid())[1:]:
-        try:
-            os.kill(p, sig)
-        except OSError:
-            pass
+    _signal_tree(os.getpid(), sig, root=False)
 
 
 def _wait_for_a_child(timeout) -> None:
@@ -350,13 +349,56 @@ def _wait_for_a_child(timeout) -> None:
             os.close(fd)
 
 
-def _tree(pid) -> list:
-    """pid and its descendants, parents first (the driver, collect2, the linker, its helpers)."""
-    found, i = [pid], 0
-    while i < len(found):
-        found.extend(_children(found[i]))
-        i += 1
-    return found
+def _signal_tree(pid, sig, root=True) -> None:
+    """sig to pid (a child of this process; root=False: not to pid itself) and its descendants (the
+    driver, collect2, the linker, its helpers), parents first.
+
+    A pid names a process only until it is reaped, and pids come round (pid_max 32768, a build
+    forks thousands): a pid listed here whose process ended since may already be another
+    process's, which must never get the signal. So each is pinned with a pidfd first and
+    signalled only if, read after that, it is still the child of the process it was found under:
+    then the pidfd is that child. Every pidfd is taken before the first signal, so that no
+    descendant is reparented by a kill of its parent while it is being checked."""
+    me = os.getpid()
+    todo = [(me, pid)] if root else [(pid, c) for c in _children(pid)]
+    pinned = []  # (pidfd, pid); pidfd None where pidfds are missing: checked, then sent by pid
+    try:
+        while todo:
+            parent, p = todo.pop(0)
+            try:
+                fd = os.pidfd_open(p)
+            except OSError as e:
+                if e.errno == errno.ESRCH:
+                    continue  # gone
+                fd = None  # a kernel before 5.3, a seccomp filter's EPERM, no fd left: by pid
+            # A process whose parent ended meanwhile has come to this one (a subreaper, as the
+            # server's child is): a forking linker's worker once its first process exited.
+            if _parent_of(p) not in (parent, me):
+                if fd is not None:
+                    os.close(fd)
+                continue
+            pinned.append((fd, p))
+            todo.extend((p, c) for c in _children(p))
+        for fd, p in pinned:
+            try:
+                if fd is None:
+                    os.kill(p, sig)
+                else:
+                    _signal.pidfd_send_signal(fd, sig)
+            except OSError:
+                pass  # ended meanwhile
+    finally:
+        for fd, _ in pinned:
+            if fd is not None:
+                os.close(fd)
+
+
+def _parent_of(pid):
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _children(pid) -> list:

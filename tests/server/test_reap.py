@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 
+import pids
 from conftest import script, tool
 from linkrecords import c_object, db_rows
 from tests.server.test_server import client, env_with, no_link_debris, server, wait_for  # noqa: F401 (fixtures)
@@ -129,9 +130,10 @@ def test_an_interrupted_forking_link_leaves_no_linker_process(tmp_path, lw_home,
     held = None
     try:
         held = wait_for(lambda: _mold_worker(tmp_path), "mold's worker waiting for its input")
+        held = [pids.identity(p) for p in held]  # signalled at the end only if still these processes
         proc.send_signal(sig)
         assert proc.wait() == -sig
-        for pid in held:
+        for pid, _ in held:
             wait_for(lambda: not os.path.exists(f"/proc/{pid}"), f"mold process {pid} gone and reaped")
         wait_for(lambda: no_link_debris(tmp_path), "the private directory's removal")
         assert out.read_bytes() == b"the last good binary"
@@ -139,11 +141,8 @@ def test_an_interrupted_forking_link_leaves_no_linker_process(tmp_path, lw_home,
     finally:
         proc.kill()
         proc.wait()
-        for pid in held or ():
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        for ident in held or ():
+            pids.send(ident, signal.SIGKILL)  # gone and reaped when the test passed: its pid may be another's
 
 
 def test_a_failed_forking_link_through_the_server_fails_as_before(tmp_path, lw_home, client, server):  # noqa: F811

@@ -29,7 +29,8 @@ if "--version" not in sys.argv:
         import resource
         mask = os.umask(0)
         info = {{"cgroup": open("/proc/self/cgroup").read(), "makeflags": os.environ.get("CARGO_MAKEFLAGS"),
-                "umask": mask, "nofile": resource.getrlimit(resource.RLIMIT_NOFILE)}}
+                "umask": mask, "nofile": resource.getrlimit(resource.RLIMIT_NOFILE),
+                "policy": os.sched_getscheduler(0), "nice": os.getpriority(os.PRIO_PROCESS, 0)}}
         os.umask(mask)
         flags = info["makeflags"] or ""
         if "--jobserver-auth=" in flags:
@@ -175,6 +176,66 @@ def test_linkwrap_server_status_and_stop(lw_home, server):
     assert "no link server running" in lw("server", "status").stdout
 
 
+# A supervisor (tini, a container's init, systemd --user): a child subreaper that started the server.
+# Its exit status says whether it was sent SIGTERM.
+SUPERVISOR = r"""
+import ctypes, signal, sys
+assert ctypes.CDLL(None).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+got = []
+signal.signal(signal.SIGTERM, lambda *_: got.append(1))
+from linkwrap.server.start import start_detached
+print(start_detached(), flush=True)
+sys.stdin.read()  # until the test is done
+sys.exit(15 if got else 0)
+"""
+
+
+def _stop_after_the_servers_death(home):
+    """A supervisor starts a server; a connection is taken by one of its children, the server is
+    killed, then the child is told to stop. -> (the child's answer, the supervisor's exit status,
+    the server's pid). The answer is empty when the child gave up first (it waits 5 s for a
+    request): the exchange was not made, and says nothing."""
+    import pids
+    from linkwrap.cli.server import ask, server_control
+    sup = subprocess.Popen([sys.executable, "-c", SUPERVISOR], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    answer = b""
+    try:
+        server = int(sup.stdout.readline())
+        path = socket_path(home)
+        wait_for(lambda: os.path.exists(path), "the server's socket")
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.settimeout(60)
+        conn.connect(path)
+        # a child took the connection and told the server so (until then, the server's death ends it):
+        # it waits for a request
+        wait_for(lambda: " running=1" in (ask(path, "status") or ""), "the connection counted as running")
+        assert pids.send(pids.identity(server), signal.SIGKILL)
+        # dead, unreaped: its children were handed to the supervisor as it died
+        wait_for(lambda: pids.state(server) == "Z", "the server's death")
+        try:
+            conn.sendall(server_control("stop"))
+            while chunk := conn.recv(4096):
+                answer += chunk
+        except OSError:
+            pass  # the child gave up waiting first
+        conn.close()
+    finally:
+        sup.stdin.close()
+    return answer, sup.wait(timeout=60), server
+
+
+def test_a_stop_taken_after_the_server_died_signals_no_other_process(tmp_path, lw_home, client):
+    """A server's child that took a `linkwrap server stop` told its parent to stop by getppid(): once the
+    server had died (killed, or gone idle meanwhile), that was whoever adopted the child -- init, or a
+    subreaper such as a supervisor or systemd --user, which SIGTERM ends. Only the server is told."""
+    for _ in range(3):  # a busy machine may keep this process from asking within the child's 5 s
+        answer, status, server = _stop_after_the_servers_death(lw_home)
+        assert status == 0, "the supervisor was sent SIGTERM"
+        if answer:
+            break
+    assert answer.startswith(f"pid={server} ".encode()), answer  # the server's pid, not the adopter's
+
+
 def test_a_stale_socket_is_passed_by_and_replaced(tmp_path, lw_home, client):
     os.makedirs(os.path.dirname(socket_path(lw_home)), mode=0o700, exist_ok=True)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -256,6 +317,21 @@ def test_64_concurrent_links_through_one_server(tmp_path, lw_home, client, serve
     # child links through the script instead (never a hang): a few may.
     assert sum(r["entry_point"] == "server" for r in rows) >= 56, [r["entry_point"] for r in rows]
     assert no_link_debris(tmp_path)
+    # The listener's O_NONBLOCK belongs to the file every spare shares: a spare that had set it
+    # blocking to wait would leave another's accept() blocked, or a third's raising.
+    assert _listener_flags(server) & os.O_NONBLOCK
+
+
+def _listener_flags(pid):
+    """The open-file flags of pid's listening Unix socket (__SO_ACCEPTCON in /proc/net/unix)."""
+    with open("/proc/net/unix") as f:
+        listening = {line.split()[6] for line in list(f)[1:] if int(line.split()[3], 16) & 0x10000}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        if target.startswith("socket:[") and target[8:-1] in listening:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                return int(f.read().split("flags:")[1].split()[0], 8)
+    raise AssertionError(f"no listening socket in process {pid}")
 
 
 def jobserver(tmp_path, standin):
@@ -278,6 +354,39 @@ def test_the_jobserver_reaches_the_linker(tmp_path, lw_home, client, server, sta
     assert seen["token"] == "+" and f"--jobserver-auth={r},{w}" in seen["makeflags"]
     assert os.read(r, 1) == b"+"  # given back through the build's own pipe
     assert entry_points(lw_home) == ["server"]
+
+
+def test_a_jobserver_on_fd_numbers_above_1023_reaches_the_linker_through_the_server(tmp_path, lw_home, client,
+                                                                                    server, standin):
+    """A build with many files open: the jobserver at 6 (where the child's connection may be: it is
+    then moved above the highest target) and at 1101. Nothing after that may select() on it."""
+    r, w, log, _ = jobserver(tmp_path, standin)
+    env = env_with(tmp_path, standin, PEEK_LOG=str(log), CARGO_MAKEFLAGS="-j --jobserver-auth=6,1101")
+    obj = c_object(tmp_path)
+    done = subprocess.run(["bash", "-c", f'ulimit -Sn 4096; exec 6<&{r} 1101>&{w}; exec "$@"', "bash", client, obj,
+                           "-o", "app"], cwd=tmp_path, env=env, capture_output=True, pass_fds=(r, w))
+    assert done.returncode == 0, done.stderr
+    (seen,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert seen["token"] == "+"
+    assert os.read(r, 1) == b"+"
+    assert entry_points(lw_home) == ["server"]  # served, not linked again by the script after a fault
+
+
+def test_the_linker_runs_at_the_clients_scheduling_policy_and_nice_not_the_servers(tmp_path, lw_home, client,
+                                                                                     server, standin):
+    """`nice cargo build`: its links too run niced; and whatever the server runs at stays its own."""
+    log = tmp_path / "peek.log"
+    env = env_with(tmp_path, standin, PEEK_LOG=str(log))
+    obj = c_object(tmp_path)
+    done = subprocess.run(["nice", "-n", "7", client, obj, "-o", "app"], cwd=tmp_path, env=env, capture_output=True)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(log.read_text().splitlines()[-1])
+    assert (seen["policy"], seen["nice"]) == (os.SCHED_OTHER, os.getpriority(os.PRIO_PROCESS, 0) + 7)
+    assert entry_points(lw_home) == ["server"]
+    done = subprocess.run([client, obj, "-o", "app2"], cwd=tmp_path, env=env, capture_output=True)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(log.read_text().splitlines()[-1])
+    assert (seen["policy"], seen["nice"]) == (os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0))
 
 
 def test_the_link_has_the_clients_umask_and_limits_not_the_servers(tmp_path, lw_home, client, server, standin):
@@ -464,12 +573,15 @@ def test_sigkill_of_the_client_ends_the_link_and_cleans_up(tmp_path, lw_home, cl
 
 def test_a_server_killed_mid_link_and_the_next_link(tmp_path, lw_home, client, server, standin):
     proc, linker, out = _hold(client, tmp_path, standin, lw_home)
+    import pids
     link_child = int(open(f"/proc/{linker}/stat").read().rsplit(")", 1)[1].split()[1])  # the linker's parent
     assert link_child != server
+    # named by identity first: once the server has died, nothing of ours reaps these two
+    link_child, linker = pids.identity(link_child), pids.identity(linker)
     os.kill(server, signal.SIGKILL)
-    os.kill(link_child, signal.SIGKILL)
+    pids.send(link_child, signal.SIGKILL)
     os.waitpid(server, 0)
-    os.kill(linker, signal.SIGKILL)  # the held stand-in: as if the link had been in progress
+    pids.send(linker, signal.SIGKILL)  # the held stand-in: as if the link had been in progress
     # The client lost its server before an answer: it links again through the script, which completes.
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
@@ -481,7 +593,7 @@ def test_a_server_killed_mid_link_and_the_next_link(tmp_path, lw_home, client, s
 
 
 def test_the_spares_end_with_the_server_and_a_link_in_progress_answers(tmp_path, lw_home, client, server, standin):
-    """Spares wait in a blocking accept(): the kernel ends them with the server (PR_SET_PDEATHSIG),
+    """Spares wait for a connection watching the server's life pipe: they end with the server,
     never the child that took a link."""
     proc, linker, out = _hold(client, tmp_path, standin, lw_home)
     link_child = int(open(f"/proc/{linker}/stat").read().rsplit(")", 1)[1].split()[1])

@@ -197,6 +197,57 @@ def test_handlers_are_put_back_after_the_link(tmp_path, lw_home, objs):
     assert {s: signal.getsignal(s) for s in before} == before
 
 
+def test_a_signal_after_the_linkers_end_reaches_no_process_that_got_its_pid(tmp_path):
+    """The handler that passes SIGTERM on stays installed after the linker was reaped (recording,
+    tidying): its pid is free then, and pids come round within a build. A stranger's process that
+    got it (a real one, at that very pid) must not be signalled."""
+    import pids
+    with run._Forward() as forward:
+        assert run.spawn(["true"], dict(os.environ), forward=forward)[0] == 0  # started, ended, reaped
+        with pids.stranger_at(forward.pid) as stranger:
+            os.kill(os.getpid(), signal.SIGTERM)  # to linkwrap alone, as a supervisor sends it
+            caught = forward.caught  # the handler has run: Python runs it before the next line
+            assert caught == signal.SIGTERM and stranger.alive()
+
+
+# Run in a process of its own: a child subreaper, as the server's child is. Its child `sh` (M)
+# starts a worker (W) and waits; M is listed, then ends, and W comes to this process -- between the
+# walk's listing of M's children and W's check, the window a forking linker's worker passes through.
+REPARENTED = r"""
+import ctypes, errno, os, signal, subprocess, sys, time
+from linkwrap.wrap import run
+assert ctypes.CDLL(None).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+m = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!; read x"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+w = int(m.stdout.readline())
+listed = run._children
+
+def children(pid):
+    found = listed(pid)
+    if pid == m.pid:
+        m.stdin.close()  # M ends; W is this process's now
+        m.wait()
+        while run._parent_of(w) != os.getpid():
+            time.sleep(0.01)
+    return found
+
+run._children = children
+if sys.argv[1] == "eperm":  # a seccomp filter refusing pidfd_open (older container profiles)
+    def refused(pid, flags=0):
+        raise OSError(errno.EPERM, "refused")
+    os.pidfd_open = refused
+    run._children = listed
+run.kill_descendants(signal.SIGTERM)
+print(os.waitpid(w, 0)[1] == signal.SIGTERM if sys.argv[1] == "reparented" else
+      (m.wait(), os.waitpid(w, 0)[1]) == (-signal.SIGTERM, signal.SIGTERM))
+"""
+
+
+@pytest.mark.parametrize("case", ["reparented", "eperm"])
+def test_every_descendant_is_signalled_a_reparented_worker_and_without_pidfds_too(case):
+    done = subprocess.run([sys.executable, "-c", REPARENTED, case], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout.strip()) == (0, "True"), done.stderr
+
+
 # --- interrupting linkwrap-cc ----------------------------------------------
 
 def start_big_link(linker, d, tmp_path, big_obj, **popen):
