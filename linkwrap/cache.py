@@ -66,3 +66,25 @@ def read_all(fd) -> bytes:
         if not b:
             return b"".join(chunks)
         chunks.append(b)
+
+
+def stamp(path):
+    """What says that a file or directory changed (followed through symlinks); None when missing."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def stamps(paths) -> tuple:
+    """((path, stamp), ...) for unchanged() to check later."""
+    return tuple((p, stamp(p)) for p in paths)
+
+
+def unchanged(stamped) -> bool:
+    """Whether every path of stamps() is as it was (an entry made or removed changes a directory)."""
+    for path, was in stamped:
+        if stamp(path) != was:
+            return False
+    return True

@@ -31,6 +31,18 @@ def lw_home(tmp_path, monkeypatch):
     stop_servers(home)
 
 
+@pytest.fixture(autouse=True)
+def _forget_memos():
+    """Each test starts as a new process would: without what an earlier test's links kept in memory
+    (a server's spare keeps them between the links it rehearses and serves; args, direct, linkers)."""
+    from linkwrap.wrap import args, config, direct, linkers, output, probe
+    args._last = config._last = direct._split = linkers._last = None
+    probe._FS_LAST.clear()
+    direct._lines.clear()
+    output.drop_premade()
+    yield
+
+
 def stop_servers(home):
     """Stop the link servers a test's links started (the native entry point starts one when none runs)."""
     run = os.path.join(str(home), "run")

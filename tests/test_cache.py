@@ -1,4 +1,7 @@
-"""The marshal caches: atomic, and anything odd reads as empty."""
+"""The marshal caches: atomic, and anything odd reads as empty; the stamps memos are checked by."""
+import os
+import time
+
 from linkwrap import cache
 
 
@@ -19,3 +22,38 @@ def test_corrupt_or_unwritable_cache_costs_nothing_but_the_cache(lw_home):
         cache.store("t.marshal", {"format": 1})  # does not raise
     finally:
         (lw_home / "cache").chmod(0o700)
+
+
+COARSE = getattr(time, "CLOCK_REALTIME_COARSE", 5)  # Linux's number; Python names it not
+
+
+def _after(path):
+    """Once the kernel's coarse clock, which stamps files, has moved past path's change time: a change
+    within the same tick keeps every time the same (a stamp tells it only from the next tick on)."""
+    ctime = os.stat(path).st_ctime_ns
+    while time.clock_gettime_ns(COARSE) <= ctime:
+        os.sched_yield()
+
+
+def test_stamps_tell_a_file_changed_made_or_removed_even_with_its_size_and_mtime_put_back(tmp_path):
+    from linkwrap.cache import stamps, unchanged
+    f, d, later = tmp_path / "linkwrap.toml", tmp_path / "bin", tmp_path / "later"
+    f.write_text("prefer = ['lld']\n")
+    d.mkdir()
+    kept = stamps([str(f), str(d), str(later)])
+    assert unchanged(kept)
+    st = f.stat()
+    _after(f)
+    f.write_text("prefer = ['bfd']\n")  # the same size
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # the same mtime: the change time differs
+    assert not unchanged(kept)
+    kept = stamps([str(f), str(d), str(later)])
+    _after(d)
+    (d / "mold").write_text("")  # an entry made in a directory
+    assert not unchanged(kept)
+    kept = stamps([str(f), str(d), str(later)])
+    later.write_text("")  # what was missing is there
+    assert not unchanged(kept)
+    kept = stamps([str(f), str(d), str(later)])
+    f.unlink()
+    assert not unchanged(kept)

@@ -283,9 +283,14 @@ def serve(listener, stamp, path, dfd) -> None:
     gc.freeze()  # the children's collector then never touches (and copies) the server's objects
     notify_r, notify_w = os.pipe()
     life_r, life_w = os.pipe()
+    # The children's hand-off of their link's request (hand_off()): datagrams, each whole or none,
+    # however many children send at once; a pipe would interleave requests longer than PIPE_BUF.
+    import socket
+    heard_r, heard_w = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    heard_r.setblocking(False)
     import mmap
     state = {"links": 0, "started": time.time(), "children": set(), "idle": set(), "busy": set(),
-             "figures": mmap.mmap(-1, FIGURES)}
+             "figures": mmap.mmap(-1, FIGURES), "last": None, "handoff": heard_w}
     last = time.monotonic()
     next_check = last + CHECK_S
     ino = os.stat(path).st_ino
@@ -305,6 +310,7 @@ def serve(listener, stamp, path, dfd) -> None:
                     os.close(notify_r)
                     os.close(life_w)
                     os.close(dfd)
+                    heard_r.close()
                     spare(listener, notify_w, life_r, state)
                 except BaseException as e:  # the client links again through the script
                     from linkwrap import faults
@@ -314,10 +320,13 @@ def serve(listener, stamp, path, dfd) -> None:
             state["children"].add(pid)
             state["idle"].add(pid)
         try:
-            ready, _, _ = select.select([notify_r], [], [], wait)
+            ready, _, _ = select.select([notify_r, heard_r], [], [], wait)
         except InterruptedError:
             ready = []
         now = time.monotonic()
+        if heard_r in ready:
+            _last_request(heard_r, state)
+            ready.remove(heard_r)
         if ready:
             data = os.read(notify_r, 4096)
             for i in range(0, len(data) - 3, 4):
@@ -368,11 +377,18 @@ def spare(listener, notify_w, life_r, state) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_DFL)
     known = len(sys.modules)  # dicts keep their order: what this link imports comes after
+    global _handoff
+    _handoff = state.get("handoff")
+    if _handoff is not None:
+        st = os.fstat(_handoff.fileno())
+        _OWN["handoff"] = (st.st_dev, st.st_ino)
+        from linkwrap.wrap import pipeline
+        pipeline.HANDOFF = hand_off
     # A link already waiting (a burst took every spare) is served at once, its page copies made
     # as it runs: a rehearsal first would keep it waiting ~3.5 ms more (rehearse()).
     rehearsed = not select.select([listener], [], [], 0)[0]
     if rehearsed:
-        rehearse()  # reads this spare's own cgroups and limits too (_own_world)
+        rehearse(state.get("last"))  # reads this spare's own cgroups and limits too (_own_world)
     else:
         try:
             _own_world()
@@ -381,7 +397,7 @@ def spare(listener, notify_w, life_r, state) -> None:
     _OWN["env"] = dict(os.environ)  # for settle(), which changes only what differs from it
     if rehearsed:  # not while a link waits: its own page copies are fewer than touch()'s
         touch()
-    conn = _accept(listener, life_r, rehearsed)
+    conn = _accept(listener, life_r, rehearsed, state.get("last"))
     reached = time.perf_counter_ns()
     listener.close()
     os.close(life_r)
@@ -391,9 +407,12 @@ def spare(listener, notify_w, life_r, state) -> None:
     _notify = notify_w  # kept to say when the link has answered (_answer)
     if not _control(conn, state, notify_w):
         child(conn, reached, known)
+    else:
+        from linkwrap.wrap import output
+        output.drop_premade()
 
 
-def _accept(listener, life_r, rehearsed):
+def _accept(listener, life_r, rehearsed, last=None):
     """The next connection, for a spare. -> the accepted socket.
 
     The listener stays non-blocking in every process: its flag belongs to the one open file that
@@ -410,7 +429,7 @@ def _accept(listener, life_r, rehearsed):
             pass
         if select.select([listener], [], [], 0)[0]:
             continue  # another link came meanwhile
-        rehearse()  # another spare took the link that was waiting, and no other waits: now
+        rehearse(last)  # another spare took the link that was waiting, and no other waits: now
         touch()
         rehearsed = True
     waiting = select.epoll(2)
@@ -419,7 +438,7 @@ def _accept(listener, life_r, rehearsed):
         waiting.register(life_r, select.EPOLLIN)
         while True:
             if any(fd == life_r for fd, _ in waiting.poll()):
-                os._exit(0)  # the server is gone
+                _server_gone()  # the server is gone
             try:
                 return listener.accept()[0]
             except (BlockingIOError, InterruptedError):
@@ -428,14 +447,27 @@ def _accept(listener, life_r, rehearsed):
         waiting.close()
 
 
-def rehearse() -> None:
-    """In a spare, before it waits: make the link's decisions once for a stand-in link.
+def _server_gone() -> None:
+    """A spare whose server has gone: its premade directory goes with it, then the spare."""
+    try:
+        from linkwrap.wrap import output
+        output.drop_premade()
+    finally:
+        os._exit(0)
+
+
+def rehearse(last=None) -> None:
+    """In a spare, before it waits: make the link's decisions once, for the last link this server
+    served (last: its hand_off() datagram), else for a stand-in link.
 
     A forked child writes to the server's pages as it runs (reference counts, the interpreter's
     specialised bytecode, the allocator's free lists): each first write copies a page, ~460 of them
     in a link's decisions, ~2 ms of a link's CPU on this machine kind. Done here, while no link waits,
-    those copies are made; the link then finds its pages its own. Nothing is written but the
-    caches a link fills anyway (linkers, the driver's expansion), and nothing is linked."""
+    those copies are made; the link then finds its pages its own. A build links the same outputs
+    again and again (the edit-build loop, `cargo test`), so the last real link also walks the paths
+    the next one will: its ~60 arguments, its configuration files, its linkers, its output's
+    directory. Nothing is written but the caches a link fills anyway (linkers, the driver's
+    expansion), and nothing is linked."""
     try:
         from linkwrap.wrap import args, direct, probe, record
         from linkwrap.wrap.choose import choose
@@ -451,18 +483,87 @@ def rehearse() -> None:
         os.environ.update(req["env"])
         _same_limits(req["limits"])
         _cgroups("self")
-        request = args.parse(["linkwrap-rehearsal.o", "-o", "linkwrap-rehearsal"], None, env, cwd=os.getcwd())
-        choice = choose(request, env, reaps=_OWN.get("reaps", False))
+        argv, driver, cwd = ["linkwrap-rehearsal.o", "-o", "linkwrap-rehearsal"], None, os.getcwd()
+        real = False
+        if last is not None:
+            try:
+                argv, driver, cwd, env = _last_link(last)
+                real = True
+            except (ValueError, TypeError, EOFError):
+                pass
+        request = args.parse(argv, driver, env, cwd=cwd)
+        # As pipeline.link() makes them, then what only the record needs.
+        choice = choose(request, env, memory=False, later=True, reaps=_OWN.get("reaps", False))
+        # The private directory the link will need, made now (output.prepare() takes it); never for
+        # the stand-in, whose directory is the server's working directory (a build's source tree).
+        from linkwrap.wrap import output
+        work = output.premake(request.output) if real else None
+        link_path = os.path.join(work, os.path.basename(request.output)) if work else request.output
         if choice.decision.linker is not None:
             try:
-                direct.command(request, choice.decision, request.output, env)
+                direct.command(request, choice.decision, link_path, env)
             except direct.NotDirect:
                 pass
+        from linkwrap.wrap.choose import with_memory
+        choice = with_memory(choice._replace(facts=probe.complete(choice.facts, request, env)), request)
         from linkwrap.wrap.run import Outcome
         outcome = Outcome(0, 1.0, 1.0, 1.0, 1, b"", b"", ("ld",), choice.decision.write_mode, 1, None, "direct")
         record.encode(record.make(request, choice.facts, choice.decision, outcome, started_ns=0, environ=env))
     except Exception:  # a rehearsal only: the link itself says what fails
         pass
+
+
+# In a child: the server's end of the hand-off (hand_off()), and its inode, by which it is known
+# still to be that socket (take() may have put one of the client's fds at its number).
+_handoff = None
+
+
+def hand_off(inv) -> None:
+    """While the linker runs: tell the server this link's request (what the next spare rehearses).
+
+    The caller-independent parts only: arguments, driver, working directory, environment."""
+    global _handoff
+    sock, _handoff = _handoff, None  # once a link, a retry's second start included
+    if sock is None:
+        return
+    import marshal
+    import socket
+    try:
+        if not _same_socket(sock):
+            return
+        sock.send(marshal.dumps((tuple(inv.argv), inv.driver, inv.cwd, dict(inv.environ))), socket.MSG_DONTWAIT)
+    except (OSError, ValueError):
+        pass  # too big, or the server gone: the next spare rehearses an older link
+
+
+def _same_socket(sock) -> bool:
+    import stat
+    try:
+        st = os.fstat(sock.fileno())
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISSOCK(st.st_mode) and (st.st_dev, st.st_ino) == _OWN.get("handoff")
+
+
+def _last_request(sock, state) -> None:
+    """In the server: keep the newest request its children handed off, for the spares it forks."""
+    while True:
+        try:
+            state["last"] = sock.recv(1 << 20)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            return
+
+
+def _last_link(data):
+    """(argv, driver, cwd, environ) of a hand_off() datagram; ValueError when it is none."""
+    import marshal
+    argv, driver, cwd, env = marshal.loads(data)
+    if not (isinstance(argv, tuple) and all(isinstance(a, str) for a in argv) and isinstance(cwd, str)
+            and (driver is None or isinstance(driver, str)) and isinstance(env, dict)):
+        raise ValueError("not a link's request")
+    return list(argv), driver, cwd, env
 
 
 def _reap(state):

@@ -38,9 +38,61 @@ class ArgsError(UsageError):
     """An @response file could not be read: the command line's own fault (explain says it as an error)."""
 
 
+# This process's last parse() of a command line that reads no file (its key, its request, rustc's
+# temporary directory in it): a server's spare rehearsed the last link (server.rehearse()), and a build
+# relinks the same output again and again. What the answer depends on beyond argv and cwd -- the Cargo
+# configuration and the variables that name the driver -- is asked again every time (driver_for).
+_last = None
+
+
+def rustc_temp_dir(argv):
+    """The directory rustc made for this link alone (`<out dir>/rustcXXXXXX/`, its symbols.o's and
+    raw-dylibs'), with its slash; None when there is none. Its name is new every link, and nothing
+    parse() or direct.split() decide depends on it: a link again but for that name is the same link."""
+    for a in argv:
+        if a[-10:] == "/symbols.o":
+            d = a[:-9]
+            if d[d.rfind("/", 0, -1) + 1:].startswith("rustc"):
+                return d
+            return None
+    return None
+
+
+def renamed(strings, old, new) -> tuple:
+    """strings with the directory old (rustc_temp_dir()) named new."""
+    if old == new or old is None:
+        return tuple(strings)
+    return tuple(a.replace(old, new) if old in a else a for a in strings)
+
+
 def parse(argv, driver=None, environ=os.environ, cwd=None) -> LinkRequest:
     """Classify a cc driver command line; see the module docstring."""
+    global _last
     cwd = cwd or os.getcwd()
+    tmp = rustc_temp_dir(argv)
+    key = (renamed(argv, tmp, "\0") if tmp else tuple(argv), driver, cwd)
+    last = _last
+    if last is not None and last[0] == key:
+        request, was = last[1], last[2]
+        if was != tmp:  # the same link but for rustc's directory
+            one = (lambda s: s.replace(was, tmp) if s else s)
+            request = request._replace(argv=tuple(argv), args=renamed(request.args, was, tmp),
+                                       inputs=renamed(request.inputs, was, tmp),
+                                       removed=renamed(request.removed, was, tmp), output=one(request.output),
+                                       rust_lld=one(request.rust_lld), own_linker=one(request.own_linker))
+        if driver is None:
+            from linkwrap.wrap import target as target_mod
+            found = target_mod.driver_for(request.target, cwd, environ)[0]
+            if found != request.driver:
+                request = request._replace(driver=found)
+        return request
+    request = _parse(argv, driver, environ, cwd)
+    if not request.used_response_file and not any(a.startswith("-B") for a in request.args):
+        _last = (key, request, tmp)  # -B and @file name files that may change: parsed anew each time
+    return request
+
+
+def _parse(argv, driver, environ, cwd) -> LinkRequest:
     used_response_file = any(a.startswith("@") for a in argv)
     expanded = expand_response_files(argv, cwd) if used_response_file else argv
     kept, removed = [], []

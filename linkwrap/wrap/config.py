@@ -76,6 +76,7 @@ def load(request=None, environ=None, profile=None) -> Config:
     which wins over LINKWRAP_PROFILE and the output path. Raises ConfigError for
     a malformed or unreadable file and for an unknown LINKWRAP_LINKER.
     """
+    global _last
     environ = os.environ if environ is None else environ
     cwd = getattr(request, "cwd", None) or os.getcwd()
     output = getattr(request, "output", None)
@@ -85,6 +86,14 @@ def load(request=None, environ=None, profile=None) -> Config:
     cache = []  # the marshal cache, read once per load (only when a file exists)
     user = paths.user_config_file()
     project, _, project_why = _search(cwd)
+    # The same files, found the same way, not changed since (content, owner, mode: the change time):
+    # the same Config (a server's spare loaded it for the link it rehearsed).
+    key = (cwd, profile, profile_source, user, project, project_why, environ.get("LINKWRAP_LINKER"))
+    last = _last
+    if last is not None and last[0] == key and cache_mod.unchanged(last[1]):
+        return last[2]
+    watched = (user, os.path.dirname(user), project) if project else (user, os.path.dirname(user))
+    stamps = cache_mod.stamps(watched)
     ignored = []
     for kind, path in (("user file", user), ("project file", project)):
         if not path or (kind == "project file" and user and _same_file(path, user)):
@@ -102,7 +111,13 @@ def load(request=None, environ=None, profile=None) -> Config:
         for name in profile_tables(profile):
             if name in table.get("profile", {}):
                 layers.append((f"{label} [profile.{name}]", table["profile"][name]))
-    return merge(layers, environ, profile, profile_source, tuple(files), tuple(ignored))
+    config = merge(layers, environ, profile, profile_source, tuple(files), tuple(ignored))
+    _last = (key, stamps, config)
+    return config
+
+
+# This process's last load(): (its key, the stamps of its files, its Config).
+_last = None
 
 
 def merge(layers, environ, profile=None, profile_source=DEFAULT, files=(), ignored=()) -> Config:

@@ -54,6 +54,12 @@ _SOURCE_SUFFIXES = frozenset("c cc cp cpp cxx c++ C CPP i ii m mi mm M mii s S s
                              "F FOR FTN F90 F95 F03 F08 go d di ads adb h hh hpp hxx H tcc rs".split())
 
 
+# This process's last split() (its key, its result), and the lines learn() found, by key: the cache
+# file read once, not per link (the key names the driver's file by inode, size and mtime).
+_split = None
+_lines = {}
+
+
 class NotDirect(Exception):
     """Why this link keeps the driver (a sentence for explain)."""
 
@@ -70,11 +76,25 @@ def command(request, decision, link_path, environ=os.environ) -> list:
         raise NotDirect("linkwrap's own linker is started through the driver")
     if environ.get("LINKWRAP_DIRECT", "1") in ("0", "off", "no"):
         raise NotDirect("LINKWRAP_DIRECT=0")
+    global _split
     from linkwrap.wrap import args as args_mod
-    body = args_mod.with_output(request.args, link_path) if link_path else list(request.args)
-    body += [f"-Wl,{f}" for f in decision.linker_flags]
-    body += list(decision.driver_flags)
-    skeleton, items, libdirs, output = split(body)
+    # split() is a pure function of these: a server's spare rehearsed the same link (server.rehearse())
+    # and its link path (output.premake()), so the link finds the answer here, but for the name of
+    # rustc's own directory (args.rustc_temp_dir()), new every link, which split() only passes on.
+    tmp = args_mod.rustc_temp_dir(request.args)
+    shape = args_mod.renamed(request.args, tmp, "\0") if tmp else request.args
+    key = (shape, link_path, tuple(decision.linker_flags), tuple(decision.driver_flags))
+    if _split is not None and _split[0] == key:
+        skeleton, items, libdirs, output = _split[1]
+        was = _split[2]
+        if was != tmp:
+            items, libdirs = list(args_mod.renamed(items, was, tmp)), list(args_mod.renamed(libdirs, was, tmp))
+    else:
+        body = args_mod.with_output(request.args, link_path) if link_path else list(request.args)
+        body += [f"-Wl,{f}" for f in decision.linker_flags]
+        body += list(decision.driver_flags)
+        skeleton, items, libdirs, output = split(body)
+        _split = (key, (skeleton, items, libdirs, output), tmp)
     if output is None:
         raise NotDirect("no -o")
     found = lto_input([path for path in items if path[:1] != "-" and path.endswith(".o")], request.cwd)
@@ -179,15 +199,20 @@ def learn(driver, skeleton, environ=os.environ) -> tuple:
     real, st = _real(path)
     key = "\0".join((real, f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}", *skeleton, "\0",
                      *(f"{k}={environ.get(k, '')}" for k in _ENV_KEYS)))
-    cache = _load()
-    lines = cache.setdefault("lines", {})
-    hit = lines.get(key)
+    hit = _lines.get(key)
     if hit is None:
-        hit = _expand(path, skeleton, environ)
-        if len(lines) >= _MAX_ENTRIES:
-            lines.clear()  # drivers and flag sets change rarely: a full cache is stale
-        lines[key] = hit
-        _store(cache)
+        cache = _load()
+        lines = cache.setdefault("lines", {})
+        hit = lines.get(key)
+        if hit is None:
+            hit = _expand(path, skeleton, environ)
+            if len(lines) >= _MAX_ENTRIES:
+                lines.clear()  # drivers and flag sets change rarely: a full cache is stale
+            lines[key] = hit
+            _store(cache)
+        if len(_lines) >= _MAX_ENTRIES:
+            _lines.clear()
+        _lines[key] = hit
     if isinstance(hit, str):
         raise NotDirect(hit)
     return hit

@@ -36,12 +36,37 @@ NAMES = ("mold", "wild", "lld", "rust-lld", "bfd", "gold", "python")
 _CACHE_FORMAT = 5  # 5: lld is the newest of ld.lld and ld.lld-NN
 
 
+# This process's last discover() for a link: (its key, the stamps of what it depends on, its answer).
+# A server's spare found the linkers for the link it rehearsed (server.rehearse()); the link then
+# needs only the stat() calls that say nothing changed: PATH's directories (a linker installed or
+# removed), the linkers themselves (upgraded: another version), where the Python linker is looked for.
+_last = None
+
+
 def discover(request=None, environ=os.environ) -> dict:
     """{name: LinkerInfo} for every linker found. Never raises for a missing one.
 
     A cross link (request.target another machine's) gets that target's GNU ld and gold
     (`aarch64-linux-gnu-ld.bfd`: the host's know only the host) and never the Python linker
     (x86-64 only); mold, wild and lld link for several machines with one binary."""
+    global _last
+    if request is None:  # the commands: rust-lld may come from `rustc --print sysroot`
+        return _discover(request, environ)
+    key = (environ.get("PATH", os.defpath), request.target, request.driver, request.rust_lld)
+    last = _last
+    if last is not None and last[0] == key and cache_mod.unchanged(last[1]):
+        return dict(last[2])
+    found = _discover(request, environ)
+    import sys
+    watched = [d for d in key[0].split(os.pathsep) if d] + [info.path for info in found.values()]
+    watched += [os.path.dirname(os.path.abspath(sys.argv[0])), os.path.dirname(sys.executable)]
+    if request.rust_lld:
+        watched.append(request.rust_lld)
+    _last = (key, cache_mod.stamps(watched), found)
+    return dict(found)
+
+
+def _discover(request, environ) -> dict:
     path_dirs = [d for d in environ.get("PATH", os.defpath).split(os.pathsep) if d]
     cache = _load_cache()
     prefix = ""

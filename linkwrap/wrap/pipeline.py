@@ -13,6 +13,11 @@ from linkwrap.wrap import args, invocation, policy, record, run
 from linkwrap.wrap.choose import choose, with_memory
 
 
+# In a server's child: called with the Invocation while its linker runs, to hand the request to the
+# server, whose next spares rehearse it (server.hand_off()). None elsewhere.
+HANDOFF = None
+
+
 def main(argv, driver=None, environ=os.environ) -> int:
     """The link this process was started for; exec and dying of a signal happen here."""
     return invocation.act(link(invocation.current(argv, driver, environ)))
@@ -95,6 +100,8 @@ def link(inv, answer=None):
             who.append(build.identify(environ, inv.caller_pid))
         if not later:
             later.append(_complete(facts, request, environ))
+        if HANDOFF is not None:
+            HANDOFF(inv)
 
     reaps = inv.reaps
     try:

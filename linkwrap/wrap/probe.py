@@ -309,10 +309,14 @@ def filesystem(directory, mountinfo):
         name = fs_from_statfs(directory)
         return (name, None) if name else None
     st = os.stat(directory)
+    if _FS_LAST and _FS_LAST[0] == st.st_dev and _FS_LAST[1] is mountinfo:
+        return _FS_LAST[2]  # the one mount of that device in the same (kept) table: a server's spare's
     dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
     same_dev = _mounts_of_device(mountinfo, dev)
     if len(same_dev) == 1:
         found = same_dev[0]
+        _FS_LAST[:] = [st.st_dev, mountinfo, (found.fstype, _merge_options(found.options, found.super_options))]
+        return _FS_LAST[2]
     else:
         # Bind mounts share a device; btrfs subvolumes have their own: the
         # longest mount point holding the real path decides (last mounted wins).
@@ -323,6 +327,10 @@ def filesystem(directory, mountinfo):
     if found is None:
         return None
     return found.fstype, _merge_options(found.options, found.super_options)
+
+
+# (device, the mount table's text, the answer) of the last filesystem() whose device has one mount.
+_FS_LAST = []
 
 
 def _longest_prefix(table, path):

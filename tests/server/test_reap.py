@@ -10,7 +10,7 @@ import pytest
 import pids
 from conftest import script, tool
 from linkrecords import c_object, db_rows
-from tests.server.test_server import client, env_with, server, wait_for  # noqa: F401 (fixtures)
+from tests.server.test_server import client, env_with, no_link_debris, server, wait_for  # noqa: F401 (fixtures)
 
 BIG_MIB = 128
 
@@ -135,7 +135,7 @@ def test_an_interrupted_forking_link_leaves_no_linker_process(tmp_path, lw_home,
         assert proc.wait() == -sig
         for pid, _ in held:
             wait_for(lambda: not os.path.exists(f"/proc/{pid}"), f"mold process {pid} gone and reaped")
-        wait_for(lambda: not os.path.exists(tmp_path / ".linkwrap-tmp"), "the private directory's removal")
+        wait_for(lambda: no_link_debris(tmp_path), "the private directory's removal")
         assert out.read_bytes() == b"the last good binary"
         assert db_rows(lw_home) == []  # an interrupted link leaves no record
     finally:

@@ -9,7 +9,7 @@ import threading
 
 from linkrecords import c_object, db_rows
 
-from tests.server.test_server import client, env_with, server, wait_for  # noqa: F401 (fixtures)
+from tests.server.test_server import client, env_with, no_link_debris, server, wait_for  # noqa: F401 (fixtures)
 from startstop import ITEMS_C, MAIN_C
 
 SAY = '#include <stdio.h>\nint main(void){{puts("{}");return 0;}}\n'
@@ -52,7 +52,7 @@ def test_the_client_returns_before_the_record_and_readers_wait_for_it(tmp_path, 
     reader.join(60)
     assert [r["entry_point"] for r in rows] == ["server", "server"]
     assert rows[1]["exit_status"] == 0 and rows[1]["overhead_ms"] >= 0
-    assert not (tmp_path / ".linkwrap-tmp").exists()
+    assert no_link_debris(tmp_path)
     assert os.stat(tmp_path / "app-kept").st_nlink == 1
     assert subprocess.run([str(tmp_path / "app-kept")], capture_output=True).stdout == b"old\n"
 
@@ -67,7 +67,7 @@ def test_a_relink_through_the_server_frees_the_old_output_after_answering(tmp_pa
         assert subprocess.run([str(tmp_path / "app")], capture_output=True).stdout == f"v{i}\n".encode()
     assert len(db_rows(lw_home)) == 3
     assert os.stat(tmp_path / "app").st_nlink == 1
-    assert not (tmp_path / ".linkwrap-tmp").exists()
+    assert no_link_debris(tmp_path)
 
 
 def test_a_warning_after_the_answer_is_kept_for_a_link_that_can_say_it(tmp_path, lw_home, client,  # noqa: F811
@@ -79,7 +79,7 @@ def test_a_warning_after_the_answer_is_kept_for_a_link_that_can_say_it(tmp_path,
     obj = c_object(tmp_path, "v", SAY.format("v"))
     done = subprocess.run([client, obj, "-o", "app"], cwd=tmp_path, env=env, capture_output=True, timeout=120)
     assert (done.returncode, done.stderr) == (0, b"")
-    wait_for(lambda: not (tmp_path / ".linkwrap-tmp").exists(), "the child's tidying")
+    wait_for(lambda: no_link_debris(tmp_path), "the child's tidying")
     assert not [n for n in os.listdir(lw_home) if n.startswith(".warned-")]
     done = subprocess.run([linkwrap_cc, obj, "-o", "app"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0 and done.stderr.count("linkwrap: warning: cannot record links") == 1, done.stderr

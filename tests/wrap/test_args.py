@@ -123,3 +123,46 @@ def test_compiles_says_what_the_driver_itself_would_compile(tmp_path):
         # names (-fresolution=/tmp/ccXXXXXX.res) begin with cc1 one time in 62.
         proper = re.search(r'^ "?[^" ]*/cc1(plus)?"?( |$)', plan, re.M) is not None
         assert args.compiles(argv) == proper, (argv, plan)
+
+
+def test_a_command_line_parsed_again_still_sees_the_cargo_configuration_and_its_files(tmp_path):
+    """parse() keeps its last answer in memory (a server's spare parsed the link it rehearsed): the
+    driver Cargo's configuration names is asked again, and an @file or a -B directory is read again."""
+    triple = f"{os.uname().machine}-unknown-linux-gnu"
+    argv = ["m.o", "-L", f"/sysroot/lib/rustlib/{triple}/lib", "-o", "m"]
+    env = {"CARGO_HOME": str(tmp_path / "no-cargo-home")}
+    first = args.parse(argv, None, env, cwd=str(tmp_path))
+    assert args.parse(list(argv), None, env, cwd=str(tmp_path)) is first and first.driver == "cc"
+    config = tmp_path / ".cargo" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(f'[target.{triple}]\nlinker = "linkwrap-cc"  '
+                      f'# linkwrap (ID: x) replaced: "linker = \\"/opt/my/cc\\""\n')
+    assert args.parse(argv, None, env, cwd=str(tmp_path)).driver == "/opt/my/cc"
+    assert args.parse(argv, None, {**env, "LINKWRAP_CC_" + triple.upper().replace("-", "_"): "their-cc"},
+                      cwd=str(tmp_path)).driver == "their-cc"
+    rsp = tmp_path / "args"
+    rsp.write_text("a.o -o out\n")
+    assert args.parse(["@args"], "cc", env, cwd=str(tmp_path)).args == ("a.o", "-o", "out")
+    rsp.write_text("b.o -o out\n")
+    assert args.parse(["@args"], "cc", env, cwd=str(tmp_path)).args == ("b.o", "-o", "out")
+    bdir = tmp_path / "tools"
+    bdir.mkdir()
+    assert args.parse(["-Btools", "a.o", "-o", "x"], "cc", env, cwd=str(tmp_path)).own_linker is None
+    (bdir / "ld").write_text("#!/bin/sh\n")
+    (bdir / "ld").chmod(0o755)
+    assert args.parse(["-Btools", "a.o", "-o", "x"], "cc", env, cwd=str(tmp_path)).own_linker
+
+
+def test_a_link_again_but_for_rustcs_own_directory_is_parsed_as_anew(tmp_path):
+    """rustc names a new directory for each link (its symbols.o, raw-dylibs): the kept answer is used
+    with that name put in, and is what parsing the new command line gives."""
+    def argv(tmp):  # anything may name it: the output and rustc's linker forcing too, here
+        return ["-m64", f"{tmp_path}/deps/{tmp}/symbols.o", f"{tmp_path}/deps/app.app.rcgu.o",
+                f"-B{tmp_path}/deps/{tmp}/lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld", "-fuse-ld=lld",
+                "-L", f"{tmp_path}/deps/{tmp}/raw-dylibs", "-Wl,--as-needed", "-o", f"{tmp_path}/deps/{tmp}/app"]
+    env = {"CARGO_HOME": str(tmp_path / "no-cargo-home")}
+    first = args.parse(argv("rustcAAAAAA"), None, env, cwd=str(tmp_path))
+    assert args.rustc_temp_dir(argv("rustcAAAAAA")) == f"{tmp_path}/deps/rustcAAAAAA/"
+    again = args.parse(argv("rustcBBBBBB"), None, env, cwd=str(tmp_path))
+    assert args._last[1] is first and again == args._parse(argv("rustcBBBBBB"), None, env, str(tmp_path))
+    assert args.rustc_temp_dir(["x/symbols.o", "-o", "y"]) is None  # not rustc's: no new name to expect

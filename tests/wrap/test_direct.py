@@ -117,6 +117,43 @@ def test_an_object_with_gcc_lto_code_keeps_the_driver(tmp_path, lw_home):
                           dict(os.environ))
 
 
+def test_the_same_link_again_sees_an_lto_object_and_a_changed_driver(tmp_path, lw_home):
+    """command() keeps its last split and the lines it learnt in memory (a server's spare computed
+    them for the link it rehearsed): an input recompiled with -flto, or the driver's file changed
+    between two links with the same command line, is still seen."""
+    (tmp_path / "l.c").write_text("int main(void){return 0;}\n")
+    subprocess.run(["cc", "-c", "l.c", "-o", "l.o"], cwd=tmp_path, check=True)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    driver = bindir / "mycc"
+    driver.write_text(f'#!/bin/sh\nexec {tool("gcc")} "$@"\n')
+    driver.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
+    req = args.parse(["l.o", "-o", "x"], "mycc", env, cwd=str(tmp_path))
+    line = direct.command(req, decision("bfd"), "x", env)
+    assert direct.command(req, decision("bfd"), "x", env) == line and "--defsym=memo=1" not in line
+    driver.write_text(f'#!/bin/sh\nexec {tool("gcc")} -Wl,--defsym=memo=1 "$@"\n')  # another size, mtime
+    assert "--defsym=memo=1" in direct.command(req, decision("bfd"), "x", env)
+    subprocess.run(["cc", "-flto", "-c", "l.c", "-o", "l.o"], cwd=tmp_path, check=True)
+    with pytest.raises(direct.NotDirect, match="LTO"):
+        direct.command(req, decision("bfd"), "x", env)
+
+
+def test_a_link_again_but_for_rustcs_own_directory_gets_the_line_it_would_get_anew(tmp_path, lw_home):
+    (tmp_path / "l.c").write_text("int main(void){return 0;}\n")
+    lines = []
+    for tmp in ("rustcAAAAAA", "rustcBBBBBB"):
+        (tmp_path / tmp / "raw-dylibs").mkdir(parents=True)
+        subprocess.run(["cc", "-c", "l.c", "-o", f"{tmp}/symbols.o"], cwd=tmp_path, check=True)
+        argv = [f"{tmp_path}/{tmp}/symbols.o", "-L", f"{tmp_path}/{tmp}/raw-dylibs", "-o", "x"]
+        req = args.parse(argv, "cc", cwd=str(tmp_path))
+        lines.append(direct.command(req, decision("bfd"), "x", dict(os.environ)))
+        assert direct._split[2] == f"{tmp_path}/rustcAAAAAA/"  # kept from the first, used renamed
+    direct._split = None  # the second line, computed without what the first link left
+    assert lines[1] == direct.command(req, decision("bfd"), "x", dict(os.environ)) != lines[0]
+    assert lines[1] == [a.replace("rustcAAAAAA", "rustcBBBBBB") for a in lines[0]]
+
+
 def test_lto_is_told_apart_in_gcc_llvm_and_rustc_objects(tmp_path):
     """GCC's LTO objects (.gnu.lto_ sections) and LLVM bitcode are the plugin's; LLVM's machine-code
     objects (clang's, rustc's), whose section names share the symbols' string table, are not."""

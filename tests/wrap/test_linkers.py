@@ -163,3 +163,27 @@ def test_a_link_rustc_did_not_make_never_runs_rustc(tmp_path, lw_home):
     request = args.parse(["hello.o", "-o", "hello"], environ=env, cwd=str(tmp_path))
     assert "rust-lld" not in linkers.discover(request, env)
     assert not log.exists()
+
+
+def test_a_links_linkers_kept_in_memory_are_found_again_when_anything_changed(tmp_path, lw_home):
+    """A server's spare keeps what it found for the link it rehearsed (discover's memo): a linker
+    installed, replaced by another version or removed is still seen by the next link."""
+    from linkwrap.wrap import args
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    log = tmp_path / "calls.log"
+    env = {"PATH": str(bindir)}
+    request = args.parse(["x.o", "-o", "x"], "cc", env, cwd=str(tmp_path))
+    assert "mold" not in linkers.discover(request, env)
+    _recording_stand_in(bindir / "mold", log)
+    assert linkers.discover(request, env)["mold"].version == (9, 9, 9)
+    kept = linkers._last
+    assert linkers.discover(request, env)["mold"].version == (9, 9, 9)
+    assert linkers._last is kept and log.read_text().splitlines() == ["--version"]  # from memory
+    replaced = tmp_path / "mold.new"
+    _recording_stand_in(replaced, log)
+    replaced.write_text(replaced.read_text().replace("9.9.9", "9.10.0"))
+    os.rename(replaced, bindir / "mold")  # as a package manager installs it
+    assert linkers.discover(request, env)["mold"].version == (9, 10, 0)
+    (bindir / "mold").unlink()
+    assert "mold" not in linkers.discover(request, env)

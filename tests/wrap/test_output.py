@@ -8,6 +8,7 @@ output's .comment which linker really wrote it.
 import hashlib
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -608,3 +609,71 @@ def test_outputs_named_like_linkwraps_own_files_link_as_plain_cc(tmp_path, lw_ho
         assert proc.returncode == 0 and proc.stderr == ""
         assert subprocess.run([str(tmp_path / name)], capture_output=True, text=True).stdout == "hello\n"
         os.unlink(tmp_path / name)
+
+
+# --- the private directory a server's spare makes ahead (output.premake) ------------------------
+
+def _link_to(plan, data=b"new"):
+    with open(plan.link_path, "wb") as f:
+        f.write(data)
+    return output.commit(plan, True)
+
+
+def test_a_spares_premade_directory_is_the_link_that_lands_there(tmp_path):
+    out = tmp_path / "a.out"
+    out.write_bytes(b"old")
+    made = output.premake(str(out))
+    assert made and os.path.isdir(made) and os.listdir(made) == []
+    output.defer()  # as the server's child does before its link
+    plan = output.prepare(request(["x.o", "-o", "a.out"], tmp_path), FRESH)
+    assert plan.work_dir == made and plan.link_path == os.path.join(made, "a.out")
+    assert _link_to(plan)[0] and read(out) == b"new"
+    output.tidy()
+    assert debris(tmp_path) == []
+
+
+def test_a_premade_directory_elsewhere_costs_the_link_nothing_and_goes_after_it(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    made = output.premake(str(tmp_path / "a" / "x"))
+    assert made and made.startswith(str(tmp_path / "a" / ".linkwrap-tmp"))
+    output.defer()
+    plan = output.prepare(request(["x.o", "-o", "b/x"], tmp_path), FRESH)
+    assert os.path.dirname(plan.work_dir) == str(tmp_path / "b" / ".linkwrap-tmp")
+    assert _link_to(plan)[0] and read(tmp_path / "b" / "x") == b"new"
+    output.tidy()  # after the answer: the wrong guess is gone too
+    assert debris(tmp_path / "a") == [] and debris(tmp_path / "b") == []
+
+
+def test_a_premade_directory_replaced_or_made_a_symlink_is_not_taken(tmp_path):
+    out = tmp_path / "a.out"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for change in ("recreated", "symlink"):
+        made = output.premake(str(out))
+        if change == "recreated":  # `rm -rf`, then the same names again, one that others can write
+            output._remove_work_dir(made)
+            os.makedirs(made, mode=0o700)
+            os.chmod(made, 0o777)
+        else:  # something else under that name: never written through
+            os.rmdir(made)
+            os.symlink(elsewhere, made)
+        output.defer()
+        plan = output.prepare(request(["x.o", "-o", "a.out"], tmp_path), FRESH)
+        # Made anew (the same name: the owner's), never the thing found there taken or followed.
+        st = os.lstat(plan.work_dir)
+        assert stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o700
+        assert _link_to(plan, change.encode())[0] and read(out) == change.encode()
+        output.tidy()
+        assert debris(tmp_path) == [] and os.listdir(elsewhere) == []
+
+
+def test_a_premade_directory_goes_with_the_spare_and_none_is_made_where_others_write(tmp_path):
+    made = output.premake(str(tmp_path / "a.out"))
+    assert os.path.isdir(made)
+    output.drop_premade()
+    assert debris(tmp_path) == []
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    assert output.premake(str(shared / "a.out")) is None and debris(shared) == []

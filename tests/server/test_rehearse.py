@@ -1,0 +1,98 @@
+"""The hand-off of a link's request to the server, and the spare's rehearsal of it (server.hand_off,
+server.rehearse): the next spare makes the last link's decisions before its own link comes, and keeps
+what is pure (args, linkers, the direct line) and the private directory beside the output."""
+import json
+import os
+import socket
+
+from linkrecords import c_object
+from linkwrap.server import server as srv
+from linkwrap.wrap import invocation
+
+
+def _invocation(tmp_path, argv, env):
+    return invocation.Invocation(tuple(argv), None, env, str(tmp_path), os.getpid(), None, "server", None, False)
+
+
+def _handing_off():
+    """(the server's end, the child's end) of a hand-off, the child's known by its inode as spare() does."""
+    heard, told = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    heard.setblocking(False)
+    st = os.fstat(told.fileno())
+    srv._OWN["handoff"] = (st.st_dev, st.st_ino)
+    srv._handoff = told
+    return heard, told
+
+
+def test_a_childs_request_reaches_the_server_whole_once_per_link(tmp_path):
+    heard, told = _handing_off()
+    env = {"PATH": os.environ["PATH"], **{f"CARGO_VAR_{i}": "x" * 100 for i in range(200)}}  # > PIPE_BUF
+    argv = ["a.o", "-o", "out", *[f"-Wl,--defsym=s{i}=0" for i in range(100)]]
+    srv.hand_off(_invocation(tmp_path, argv, env))
+    srv.hand_off(_invocation(tmp_path, ["b.o", "-o", "again"], env))  # a retry's second start: not again
+    state = {"last": None}
+    srv._last_request(heard, state)
+    assert srv._last_link(state["last"]) == (argv, None, str(tmp_path), env)
+    heard.close()
+    told.close()
+
+
+def test_a_hand_off_whose_fd_number_went_to_a_clients_fd_sends_nothing(tmp_path):
+    """take() puts the client's fds at their own numbers: one may land on the hand-off's."""
+    heard, told = _handing_off()
+    r, w = os.pipe()
+    os.dup2(w, told.fileno())  # the client's pipe now has that number
+    srv.hand_off(_invocation(tmp_path, ["a.o", "-o", "out"], {}))
+    state = {"last": None}
+    srv._last_request(heard, state)
+    os.close(w)
+    told.close()  # the pipe's last write end, at the hand-off's number
+    assert state["last"] is None and os.read(r, 64) == b""  # nothing was written to the client's pipe
+    os.close(r)
+    heard.close()
+
+
+def _rehearsed(last):
+    """In a forked spare: rehearse(last), then what it kept. -> dict."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            srv.rehearse(last)
+            from linkwrap.wrap import args, direct, output
+            kept = {"args": args._last[0] if args._last else None,
+                    "split_path": direct._split[0][1] if direct._split else None,
+                    "premade": output._premade[4] if output._premade else None}
+            if output._premade:
+                kept["premade_empty"] = os.listdir(output._premade[4]) == []
+            output.drop_premade()
+            os.write(w, json.dumps(kept).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
+def test_the_spare_rehearses_the_last_link_and_keeps_what_it_found(tmp_path, lw_home):
+    obj = c_object(tmp_path)
+    env = {**os.environ, "LINKWRAP_LINKER": "mold"}
+    argv = [obj, "-o", "app"]
+    import marshal
+    kept = _rehearsed(marshal.dumps((tuple(argv), None, str(tmp_path), env)))
+    assert kept["args"] == [argv, None, str(tmp_path)]
+    assert kept["premade"].startswith(str(tmp_path / ".linkwrap-tmp") + "/") and kept["premade_empty"]
+    assert kept["split_path"] == os.path.join(kept["premade"], "app")  # the link's own path: the same
+    assert not os.path.exists(tmp_path / ".linkwrap-tmp")  # the spare took it with it
+
+
+def test_no_last_link_or_a_garbled_one_rehearses_the_stand_in_and_makes_nothing(tmp_path, lw_home, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the server's working directory: a build's source tree, perhaps
+    for last in (None, b"garbage", __import__("marshal").dumps(("not", "a", "link", 1))):
+        kept = _rehearsed(last)
+        assert kept["args"] == [["linkwrap-rehearsal.o", "-o", "linkwrap-rehearsal"], None, str(tmp_path)]
+        assert kept["premade"] is None
+    assert os.listdir(tmp_path) == ["lw-home"]
