@@ -59,10 +59,20 @@ def rustc_temp_dir(argv):
 
 
 def renamed(strings, old, new) -> tuple:
-    """strings with the directory old (rustc_temp_dir()) named new."""
+    """strings with the directory old (rustc_temp_dir()) named new where an argument names it: at
+    its start, or after an option's own letters (`-L`, `-Wl,-rpath,`). Anywhere else (`lib<old>`,
+    `/elsewhere/<old>`) it is part of another name, kept as it is (and so in the key: that link must
+    come again exactly for the kept answer to serve)."""
     if old == new or old is None:
         return tuple(strings)
-    return tuple(a.replace(old, new) if old in a else a for a in strings)
+    return tuple(_renamed(a, old, new) for a in strings)
+
+
+def _renamed(a, old, new):
+    i = a.find(old)
+    if i < 0 or (i and (a[0] != "-" or "/" in a[:i])):
+        return a
+    return a[:i] + new + a[i + len(old):]
 
 
 def parse(argv, driver=None, environ=os.environ, cwd=None) -> LinkRequest:
@@ -70,22 +80,31 @@ def parse(argv, driver=None, environ=os.environ, cwd=None) -> LinkRequest:
     global _last
     cwd = cwd or os.getcwd()
     tmp = rustc_temp_dir(argv)
+    if tmp and tmp.rstrip("/").rsplit("/", 1)[-1] in cwd:
+        tmp = None  # a path relative to cwd could name it too: only the very same link is the same
     key = (renamed(argv, tmp, "\0") if tmp else tuple(argv), driver, cwd)
     last = _last
     if last is not None and last[0] == key:
         request, was = last[1], last[2]
-        if was != tmp:  # the same link but for rustc's directory
-            one = (lambda s: s.replace(was, tmp) if s else s)
+        paths = (request.output, request.rust_lld, request.own_linker)
+        if was != tmp and (any(was in a for a in argv)
+                           or any(s and was in s and _renamed(s, was, tmp) == s for s in paths)):
+            # An argument names the kept link's directory for itself, or a path made from one holds
+            # it elsewhere than at its start (a relative -o under it): parsed anew.
+            last = None
+        elif was != tmp:  # the same link but for rustc's directory
+            output, rust_lld, own_linker = (_renamed(s, was, tmp) if s else s for s in paths)
             request = request._replace(argv=tuple(argv), args=renamed(request.args, was, tmp),
                                        inputs=renamed(request.inputs, was, tmp),
-                                       removed=renamed(request.removed, was, tmp), output=one(request.output),
-                                       rust_lld=one(request.rust_lld), own_linker=one(request.own_linker))
-        if driver is None:
-            from linkwrap.wrap import target as target_mod
-            found = target_mod.driver_for(request.target, cwd, environ)[0]
-            if found != request.driver:
-                request = request._replace(driver=found)
-        return request
+                                       removed=renamed(request.removed, was, tmp), output=output,
+                                       rust_lld=rust_lld, own_linker=own_linker)
+        if last is not None:
+            if driver is None:
+                from linkwrap.wrap import target as target_mod
+                found = target_mod.driver_for(request.target, cwd, environ)[0]
+                if found != request.driver:
+                    request = request._replace(driver=found)
+            return request
     request = _parse(argv, driver, environ, cwd)
     if not request.used_response_file and not any(a.startswith("-B") for a in request.args):
         _last = (key, request, tmp)  # -B and @file name files that may change: parsed anew each time

@@ -84,7 +84,8 @@ def command(request, decision, link_path, environ=os.environ) -> list:
     tmp = args_mod.rustc_temp_dir(request.args)
     shape = args_mod.renamed(request.args, tmp, "\0") if tmp else request.args
     key = (shape, link_path, tuple(decision.linker_flags), tuple(decision.driver_flags))
-    if _split is not None and _split[0] == key:
+    if _split is not None and _split[0] == key and (_split[2] == tmp or not any(_split[2] in a for a in request.args)):
+        # (an argument that still names the kept link's rustc directory names it for itself: split anew)
         skeleton, items, libdirs, output = _split[1]
         was = _split[2]
         if was != tmp:

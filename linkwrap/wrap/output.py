@@ -170,6 +170,11 @@ def premake(final, owner=None):
     d, base = os.path.split(final)
     if base in ("", "-", TMP_DIR) or not _private_parent(d or "."):
         return None
+    try:
+        if not stat.S_ISREG(os.lstat(final).st_mode) and not stat.S_ISLNK(os.lstat(final).st_mode):
+            return None  # /dev/null, a FIFO, a directory: prepare() makes no private directory for them
+    except OSError:
+        pass  # no output yet: the usual first link
     owner = owner or owner_tag()
     top = os.path.join(d, TMP_DIR)
     work = _make_work(top, owner)
@@ -191,8 +196,6 @@ def _take_premade(d, top, owner):
     if made is None or made[0] != d or made[3] != owner:
         return None
     _premade = None
-    if _later:  # this link's now: commit() hands it to tidy() as the link's own
-        _later[:] = [entry for entry in _later if entry[0] != made[4]]
     try:
         top_st, work_st = os.lstat(top), os.lstat(made[4])
     except OSError:
@@ -200,7 +203,9 @@ def _take_premade(d, top, owner):
     if (top_st.st_dev, top_st.st_ino) != made[1] or (work_st.st_dev, work_st.st_ino) != made[2] \
             or not stat.S_ISDIR(top_st.st_mode) or not stat.S_ISDIR(work_st.st_mode) \
             or not _owned(top_st) or not _owned(work_st) or work_st.st_uid != os.geteuid():
-        return None
+        return None  # not taken: tidy() still removes it (_later)
+    if _later:  # this link's now: commit() hands it to tidy() as the link's own
+        _later[:] = [entry for entry in _later if entry[0] != made[4]]
     return made[4]
 
 

@@ -166,3 +166,20 @@ def test_a_link_again_but_for_rustcs_own_directory_is_parsed_as_anew(tmp_path):
     again = args.parse(argv("rustcBBBBBB"), None, env, cwd=str(tmp_path))
     assert args._last[1] is first and again == args._parse(argv("rustcBBBBBB"), None, env, str(tmp_path))
     assert args.rustc_temp_dir(["x/symbols.o", "-o", "y"]) is None  # not rustc's: no new name to expect
+
+
+def test_a_kept_request_never_renames_rustcs_directory_in_the_cwd_or_in_another_name(tmp_path):
+    """The same link but for rustc's directory is served from the kept request with the new name
+    put in -- only where an argument names that directory, never in the working directory (a
+    project under a directory named rustcA: its output stayed there) or in another path."""
+    cwd = tmp_path / "rustcA" / "proj"
+    cwd.mkdir(parents=True)
+    for a, b in ((["main.o", "rustcA/symbols.o", "-o", "app"], ["main.o", "rustcB/symbols.o", "-o", "app"]),
+                 (["main.o", f"{tmp_path}/d/rustcA/symbols.o", f"/x{tmp_path}/d/rustcA/y.o", "-o", "app"],
+                  ["main.o", f"{tmp_path}/d/rustcB/symbols.o", f"/x{tmp_path}/d/rustcA/y.o", "-o", "app"])):
+        args._last = None
+        args.parse(a, "cc", {}, cwd=str(cwd))
+        kept = args.parse(b, "cc", {}, cwd=str(cwd))
+        args._last = None
+        assert kept == args.parse(b, "cc", {}, cwd=str(cwd))
+        assert kept.output == str(cwd / "app")

@@ -677,3 +677,15 @@ def test_a_premade_directory_goes_with_the_spare_and_none_is_made_where_others_w
     shared.mkdir()
     shared.chmod(0o1777)
     assert output.premake(str(shared / "a.out")) is None and debris(shared) == []
+
+
+def test_no_premade_directory_beside_an_output_that_is_not_a_file(tmp_path):
+    """/dev/null, a FIFO: prepare() makes no private directory for them, so premake() neither (as
+    root, one was left in /dev while the server lived)."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    (tmp_path / "dir").mkdir()
+    for final in (fifo, tmp_path / "dir"):
+        assert output.premake(str(final)) is None
+    assert debris(tmp_path) == []
+
