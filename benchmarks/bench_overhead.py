@@ -297,6 +297,8 @@ def main():
         assert open(client, "rb").read(4) == b"\x7fELF", "the native client did not compile"
         server = start.start_detached()
         baseline = other_tree(opts.baseline) if opts.baseline else None
+        if baseline:
+            print(f"baseline: {os.path.abspath(opts.baseline)} ({baseline[0]})")
         print(f"uptime: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f} (1/5/15 min load), "
               f"{os.cpu_count()} CPUs; linker {opts.linker}; {opts.runs} interleaved rounds")
         try:
@@ -328,10 +330,11 @@ def main():
                 ask(baseline[1], "stop")
 
 
-def other_tree(tree):
+def other_tree(tree, **extra_env):
     """The native client of the linkwrap at tree, written into this LINKWRAP_HOME, and its server
-    started: -> (client, socket path). Its socket is its own (the install is part of the key)."""
-    env = {**os.environ, "PYTHONPATH": os.path.abspath(tree)}
+    started (with extra_env): -> (client, socket path). Its socket is its own (the install is part
+    of the key)."""
+    env = {**os.environ, "PYTHONPATH": os.path.abspath(tree), **extra_env}
     code = ("import os; from linkwrap.install import launcher; from linkwrap.server import start, server as s; "
             "print(launcher.fast_script('linkwrap-cc')); start.start_detached(); "
             "print(os.path.join(s.run_dir(), s.socket_name(s.world_key())))")
@@ -341,7 +344,6 @@ def other_tree(tree):
     deadline = time.monotonic() + 60
     while not os.path.exists(sock) and time.monotonic() < deadline:
         time.sleep(0.1)
-    print(f"baseline: {os.path.abspath(tree)} ({client})")
     return client, sock
 
 

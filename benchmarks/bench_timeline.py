@@ -165,17 +165,8 @@ def instrument(tree, dest, fine=False, spares=False):
 
 def start(tree, trace):
     """Compile tree's client into this LINKWRAP_HOME and start its server: -> (client, socket)."""
-    env = {**os.environ, "PYTHONPATH": tree, "LW_TRACE": trace}
-    code = ("import os; from linkwrap.install import launcher; from linkwrap.server import start, server as s; "
-            "print(launcher.fast_script('linkwrap-cc')); start.start_detached(); "
-            "print(os.path.join(s.run_dir(), s.socket_name(s.world_key())))")
-    client, sock = subprocess.run([sys.executable, "-c", code], env=env, cwd=tree, check=True,
-                                  capture_output=True, text=True).stdout.split("\n")[:2]
-    assert open(client, "rb").read(4) == b"\x7fELF", f"the native client of {tree} did not compile"
-    deadline = time.monotonic() + 60
-    while not os.path.exists(sock) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return client, sock
+    from bench_overhead import other_tree
+    return other_tree(tree, LW_TRACE=trace)
 
 
 def timed(cmd, env, cwd):
