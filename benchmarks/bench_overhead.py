@@ -190,7 +190,7 @@ def parts(name, out, samples):
 def breakdown(samples, req, decision, env, cwd, work, rounds=15):
     """linkwrap's work split by stage, timed in this process on the same link."""
     med = statistics.median
-    from linkwrap.wrap import choose as choose_mod, invocation, output, pipeline, run
+    from linkwrap.wrap import invocation, output, pipeline, run
     times = {}
 
     def timing(mod, name, label):

@@ -11,11 +11,11 @@ Each link is served by a child forked ahead of it (a spare waiting in accept()).
      'V' (another version) and 'F' send the client to the script;
   2. takes the client's fds 0-2 and jobserver fds from it (pidfd_getfd: 'T'; where refused, 'S'
      and the client sends them), its environment, working directory, umask and resource limits,
-     and joins its cgroups (memory limits and accounting stay the build's); the fds go to the
-     same numbers;
+     its nice and scheduling policy, and joins its cgroups (memory limits and accounting stay the
+     build's); the fds go to the same numbers;
   3. runs pipeline.link() for an Invocation naming the client
-     (whose pid finds the build), while a thread turns each byte the client sends
-     into that signal for the link -- and the client's end of the socket closing
+     (whose pid finds the build), while signal-driven I/O on the socket (F_SETSIG) turns each byte
+     the client sends into that signal for the link -- and the client's end of the socket closing
      (SIGKILL of the build, a CI timeout) into SIGTERM;
   4. answers "X<status>", "K<signal>" or "D<argv>" (become the driver), waits for what the link
      left running (a forking linker's worker) and exits.
