@@ -1,4 +1,4 @@
-"""The warm link server: the link path imported once, a forked child per link.
+"""The warm link server: the link path imported once, children forked ahead, each serving links.
 
 A link through the script pays Python's start and imports (~10 ms) every time;
 the server pays them once. The native client (client.c) connects to a per-user
@@ -18,7 +18,8 @@ Each link is served by a child forked ahead of it (a spare waiting in accept()).
      the client sends into that signal for the link -- and the client's end of the socket closing
      (SIGKILL of the build, a CI timeout) into SIGTERM;
   4. answers "X<status>", "K<signal>" or "D<argv>" (become the driver), waits for what the link
-     left running (a forking linker's worker) and exits.
+     left running (a forking linker's worker), and then waits for the next link itself when it can be
+     put back exactly as it waited for this one (_back()): else it exits.
 Peak RSS and times stay the linker's own: the child reaps it with wait4. It is a child subreaper
 (_own_world), so mold's and wild's worker, orphaned when their first process exits, becomes its
 child too: they run without --no-fork here, and the worker's figures join the record after the
@@ -446,7 +447,10 @@ def spare(listener, notify_w, life_r, state) -> None:
         child(conn, reached, known)  # returns only when this process is back as it waited (_back())
         rehearsed = True
         known = len(sys.modules)
-        os.write(_notify, (os.getpid() | READY).to_bytes(4, "little"))
+        try:
+            os.write(_notify, (os.getpid() | READY).to_bytes(4, "little"))
+        except OSError:  # the server is gone
+            _server_gone()
 
 
 def _accept(listener, life_r, rehearsed, last=None):
@@ -724,7 +728,7 @@ def child(conn, reached=None, known=None) -> None:
     conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _TEN_S)
     peer_pid, peer_uid, _ = _CREDS.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CREDS.size))
     if peer_uid != os.geteuid():
-        os._exit(0)  # not ours: say nothing
+        _quit()  # not ours: say nothing
     data = _recv_exactly(conn, 8, 1 << 16)  # the client sent its whole request at once
     magic, size = _HEAD.unpack_from(data)
     if magic != MAGIC or size > 64 << 20:
@@ -756,7 +760,7 @@ def child(conn, reached=None, known=None) -> None:
     try:
         conn.sendall(b"S" if fds is None else b"T")
     except OSError:
-        os._exit(0)  # the client is gone
+        _quit()  # the client is gone
     try:
         settle(req, peer_pid)
     except Exception as e:
@@ -767,7 +771,7 @@ def child(conn, reached=None, known=None) -> None:
         try:
             mark, fds, _, _ = socket.recv_fds(conn, 1, MAX_FDS)
         except OSError:
-            os._exit(0)  # the client is gone
+            _quit()  # the client is gone
         if mark != b"R" or len(fds) != len(req["fds"]):
             _refuse(conn, b"F")
     try:
@@ -822,10 +826,10 @@ def _recv_exactly(conn, size, upto=0) -> bytes:
         while len(data) < size:
             chunk = conn.recv(min(1 << 20, size - len(data)))
             if not chunk:
-                os._exit(0)
+                _quit()
             data += chunk
     except OSError:
-        os._exit(0)
+        _quit()
     return bytes(data)
 
 
@@ -987,8 +991,13 @@ def _refuse(conn, why) -> None:
         conn.sendall(why)
     except OSError:
         pass
+    _quit()
+
+
+def _quit() -> None:
+    """Exit without serving the link: the private directory made ahead for it goes too."""
     from linkwrap.wrap import output
-    output.drop_premade()  # made ahead by this child for a link it does not serve
+    output.drop_premade()
     os._exit(0)
 
 
@@ -1030,7 +1039,7 @@ def fds_of(pid, targets, conn):
     try:
         # Still connected, so pid is still the client (not a pid reused since it died).
         if select.select([conn], [], [], 0)[0] and conn.recv(1, socket.MSG_PEEK) == b"":
-            os._exit(0)
+            _quit()
         for fd in targets:
             copy = syscall(PIDFD_GETFD, pidfd, fd, 0)
             if copy < 0:

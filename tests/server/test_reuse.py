@@ -132,6 +132,15 @@ def test_sequential_links_are_served_by_the_children_already_there(tmp_path, lw_
     for note in noted:
         assert set(note[1:]) <= MEMOS, set(note[1:]) - MEMOS
     assert no_link_debris(tmp_path)
+    # The server's figures count links, not processes; every child ends with the server, and the
+    # private directories they made ahead beside the output with them.
+    from linkwrap.cli.server import ask
+    status = ask(socket_path(lw_home), "status")
+    assert " links=5 " in status and " running=0 " in status, status
+    stop_servers(lw_home)
+    for c in set(children):
+        wait_for(lambda: _gone(c), f"child {c}'s end with the server")
+    wait_for(lambda: not os.path.exists(tmp_path / ".linkwrap-tmp"), "the children's directories' removal")
 
 
 def test_a_reused_child_gives_the_next_link_nothing_of_the_last(tmp_path, lw_home, client, server, peek):
