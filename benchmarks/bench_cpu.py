@@ -62,9 +62,18 @@ def tree_cpu_ms(pid) -> float:
 
 
 def server_pid(sock) -> int:
-    """The pid a server writes into its socket's lock file ("<pid> <version>")."""
-    with open(sock + ".lock") as f:
-        return int(f.read().split()[0])
+    """The pid a server writes into its socket's lock file ("<pid> <version>") once it listens."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with open(sock + ".lock") as f:
+                words = f.read().split()
+        except FileNotFoundError:
+            words = []
+        if words:
+            return int(words[0])
+        time.sleep(0.05)
+    sys.exit(f"no server at {sock} within 60 s")
 
 
 def programs(d, n):
@@ -152,9 +161,6 @@ def main():
         assert open(client, "rb").read(4) == b"\x7fELF", "the native client did not compile"
         KEEP.add(start.start_detached())
         sock = os.path.join(srv.run_dir(), srv.socket_name(srv.world_key()))
-        deadline = time.monotonic() + 60
-        while not os.path.exists(sock + ".lock") and time.monotonic() < deadline:
-            time.sleep(0.05)
         trees = {"client": (client, sock)}
         if opts.baseline:
             trees["baseline"] = other_tree(opts.baseline)
