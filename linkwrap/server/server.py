@@ -1245,8 +1245,8 @@ def _back(req, done) -> bool:
     premade directories (tidy() ended them), pipeline.HANDOFF and _handoff (re-armed), faults'
     LOG_MAX_BYTES and UNHEARD, linkwrap.cc's _LOST, _tidying and _null (empty: the answer took
     them), the tidying lock (let go: this link's record is written). Checked, else exit: no child
-    left (a forking linker's worker: the next link's record must not take it in), the same signal
-    mask and fds (none of the link's left open), LINKS_PER_CHILD, GROWTH_KB. Kept, as checked
+    left (a forking linker's worker: the next link's record must not take it in), the same cgroups,
+    signal mask and fds (none of the link's left open), LINKS_PER_CHILD, GROWTH_KB. Kept, as checked
     before each use: the memos of args, config, linkers, direct and probe (docs/design.md)."""
     import _signal
     import gc
@@ -1299,6 +1299,10 @@ def _back(req, done) -> bool:
                 os.close(fd)
         del _tidying[:], _null[:]
         probe.read_mountinfo()  # forgets the kept table if a client's fd took its number
+        _LINK["why"] = "the cgroups"
+        with open("/proc/self/cgroup", "rb") as f:
+            if f.read() != _OWN.get("cgroup"):  # moved from outside: settle() compares with it
+                return False
         _LINK["why"] = "the signal mask, fds or memory"
         if (_signal.pthread_sigmask(_signal.SIG_BLOCK, ()) != _KEPT["mask"] or _open_fds() != _KEPT["fds"]
                 or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - _KEPT["rss_kb"] > GROWTH_KB):
