@@ -13,8 +13,8 @@ import pytest
 from conftest import stop_servers, tool
 from linkrecords import c_object, db_rows
 from linkwrap.server import start
-from tests.server.test_server import (_gone, _hold, client, env_with, no_link_debris, server,  # noqa: F401
-                                      socket_path, standin, wait_for)
+from tests.server.test_server import (_children, _gone, _hold, client, env_with, memory_cgroups,  # noqa: F401
+                                      no_link_debris, server, server_pid, socket_path, standin, wait_for)
 
 PEEK = r'''#!{python}
 # A STAND-IN for mold (not mold): notes what the linker sees, then runs the real mold.
@@ -260,3 +260,61 @@ def test_a_child_exits_at_its_bound_of_links_and_links_go_on(tmp_path, lw_home, 
         if n == 2:
             wait_for(lambda: _gone(c), f"the exit of child {c} at its bound")
     assert [r["entry_point"] for r in db_rows(lw_home)] == ["server"] * 7
+
+
+RENICE = """
+import os
+from linkwrap.server import server
+may = server._may_renice(0)
+os.nice(19)
+try:
+    os.setpriority(os.PRIO_PROCESS, 0, 0)
+    back = True
+except PermissionError:
+    back = False
+print(may, back)
+"""
+
+
+@pytest.mark.parametrize("privileged", [False, True])
+def test_a_child_knows_whether_it_may_go_back_from_nice_19(privileged):
+    """Without CAP_SYS_NICE (an unprivileged server: setpriv drops it from root here) and with
+    RLIMIT_NICE 0 going back from the tidying's nice 19 is refused: a child that could not go back
+    tidies at its own priority instead (server._answer), and _may_renice() says which it is."""
+    drop = [] if privileged else [tool("setpriv"), "--bounding-set=-sys_nice", "--inh-caps=-sys_nice"]
+    done = subprocess.run([tool("prlimit"), "--nice=0", *drop, sys.executable, "-c", RENICE], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(privileged)] * 2
+
+
+def test_a_child_that_joined_the_clients_cgroup_is_not_reused(tmp_path, lw_home, client, peek, memory_cgroups):
+    """The server started from the build's group A, then moved to S; its spares forked after that are
+    in S: a child joins A for its link, cannot leave it exactly, and exits after it."""
+    a, s = memory_cgroups["A"], memory_cgroups["S"]
+    in_a = f"echo $$ > {a}/cgroup.procs && exec \"$@\""
+    subprocess.run(["sh", "-c", in_a, "sh", sys.executable, "-c",
+                    "from linkwrap.server.start import start_detached; start_detached()"], check=True)
+    run = os.path.join(str(lw_home), "run")
+    pid = wait_for(lambda: os.path.isdir(run) and server_pid(lw_home), "the server's lock")
+    try:
+        with open(os.path.join(s, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+        first = set(_children(pid))
+        for c in first:  # the spares forked in A: the server forks others, in S
+            os.kill(c, signal.SIGKILL)
+        wait_for(lambda: len(set(_children(pid)) - first) >= 2, "two spares forked in S")
+        env = peek_env(tmp_path, peek)
+        obj = c_object(tmp_path)
+        for i in range(2):
+            done = subprocess.run(["sh", "-c", in_a, "sh", client, obj, "-o", f"app{i}"], cwd=tmp_path, env=env,
+                                  capture_output=True)
+            assert done.returncode == 0, done.stderr
+            info = seen(tmp_path)[-1]
+            child = served_by(info, pid)
+            assert child not in first
+            wait_for(lambda: _gone(child), "the exit of the child that joined the client's cgroup")
+        assert [r["entry_point"] for r in db_rows(lw_home)] == ["server", "server"]
+    finally:
+        stop_servers(lw_home)
+        wait_for(lambda: not os.path.exists(f"/proc/{pid}"), "the server's exit")
