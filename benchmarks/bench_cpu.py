@@ -76,6 +76,27 @@ def server_pid(sock) -> int:
     sys.exit(f"no server at {sock} within 60 s")
 
 
+def gone(pids, bound_s=30) -> None:
+    """Wait until the servers and their children have ended: a spare's last act may be to remove
+    the private directory it made beside the last output, in this benchmark's directory."""
+    deadline = time.monotonic() + bound_s
+    pids = set(pids)
+    while time.monotonic() < deadline:
+        alive = set()
+        for p in os.listdir("/proc"):
+            if p.isdigit():
+                try:
+                    with open(f"/proc/{p}/stat") as f:
+                        v = f.read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                if int(p) in pids and v[0] != "Z" or int(v[1]) in pids:
+                    alive.add(int(p))
+        if not alive:
+            return
+        time.sleep(0.05)
+
+
 def programs(d, n):
     os.makedirs(d, exist_ok=True)
     for i in range(n):
@@ -191,6 +212,7 @@ def main():
             from linkwrap.cli.server import ask
             for _, s in trees.values():
                 ask(s, "stop")
+            gone(pids.values())
         med = statistics.median
         print("per link (ms, medians over rounds): CPU (- cc's) | linker's own CPU | linkwrap's own CPU | wall")
         for name, rows in figures.items():
