@@ -318,3 +318,43 @@ def test_a_child_that_joined_the_clients_cgroup_is_not_reused(tmp_path, lw_home,
     finally:
         stop_servers(lw_home)
         wait_for(lambda: not os.path.exists(f"/proc/{pid}"), "the server's exit")
+
+
+def test_a_reused_childs_memos_see_what_changed_between_its_links(tmp_path, lw_home, client, server, standin):
+    """Children that served a link serve the next ones (another holds a link open): what each kept
+    from its last link -- the configuration, the linkers found, the direct line -- is checked again
+    before each use, as a spare's rehearsal is (tests/server/test_current.py)."""
+    from tests.server.test_current import HI, _env
+    held = tmp_path / "held"
+    held.mkdir()
+    proc, linker, _ = _hold(client, held, standin, lw_home)
+    try:
+        (tmp_path / ".git").mkdir()
+        toml = tmp_path / "linkwrap.toml"
+        toml.write_text('prefer = ["wild", "lld"]\n')
+        bindir = tmp_path / "bin"
+        bindir.mkdir()
+        obj = c_object(tmp_path, body=HI)
+        env = {**_env(tmp_path, bindir), "LINKWRAP_TEST_STATE": str(tmp_path / "state.log")}
+        changes = [lambda: None,
+                   lambda: os.symlink(tool("wild"), bindir / "wild"),  # a linker installed
+                   lambda: toml.write_text('prefer = ["bfd"]\n'),  # the configuration edited
+                   lambda: subprocess.run(["cc", "-flto", "-c", "hello.c", "-o", "hello.o"], cwd=tmp_path,
+                                          check=True)]  # an input with LTO code: the driver's
+        for i, change in enumerate(changes):
+            change()
+            done = subprocess.run([client, obj, "-o", "hello"], cwd=tmp_path, env=env, capture_output=True)
+            assert (done.returncode, done.stderr) == (0, b"")
+            wait_for(lambda: len(notes(tmp_path)) > i, "the child back waiting")
+        # Served by the one child left and the spare forked while it linked, in turn: each served a
+        # link with what it kept from an earlier one, changed since.
+        served = [n[0] for n in notes(tmp_path)]
+        assert len(served) == 4 and max(served.count(c) for c in served) >= 2, notes(tmp_path)
+        assert all(n[1:2] != ["exits:"] for n in notes(tmp_path))
+        rows = sorted((r for r in db_rows(lw_home) if r["output_path"] == str(tmp_path / "hello")),
+                      key=lambda r: (r["started_utc"], r["id"]))
+        assert [(r["linker"], r["linker_start"]) for r in rows] == [
+            ("lld", "direct"), ("wild", "direct"), ("bfd", "direct"), ("bfd", "driver")]
+    finally:
+        os.kill(linker, signal.SIGKILL)  # the held link fails, and is linked again as asked
+        proc.communicate(timeout=300)
