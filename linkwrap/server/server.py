@@ -1255,7 +1255,7 @@ def _back(req, done) -> bool:
     from linkwrap.wrap import output, pipeline, probe, run
     global _handoff
     try:
-        _LINK["why"] = "a child left"
+        _LINK["why"] = "a child left"  # what stopped it, for the tests' notes (LINKWRAP_TEST_STATE)
         try:
             os.waitpid(-1, os.WNOHANG)
             return False  # a child left, running or just ended
