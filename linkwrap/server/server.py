@@ -1,4 +1,4 @@
-"""The warm link server: the link path imported once, a forked child per link.
+"""The warm link server: the link path imported once, children forked ahead, each serving links.
 
 A link through the script pays Python's start and imports (~10 ms) every time;
 the server pays them once. The native client (client.c) connects to a per-user
@@ -18,7 +18,8 @@ Each link is served by a child forked ahead of it (a spare waiting in accept()).
      the client sends into that signal for the link -- and the client's end of the socket closing
      (SIGKILL of the build, a CI timeout) into SIGTERM;
   4. answers "X<status>", "K<signal>" or "D<argv>" (become the driver), waits for what the link
-     left running (a forking linker's worker) and exits.
+     left running (a forking linker's worker), and then waits for the next link itself when it can be
+     put back exactly as it waited for this one (_back()): else it exits.
 Peak RSS and times stay the linker's own: the child reaps it with wait4. It is a child subreaper
 (_own_world), so mold's and wild's worker, orphaned when their first process exits, becomes its
 child too: they run without --no-fork here, and the worker's figures join the record after the
@@ -256,11 +257,20 @@ def _on_term(sig, frame):
 
 SPARES = 2  # children forked ahead, waiting in accept(): a link never waits for a fork
 FORK_AFTER_S = 0.005  # how long after a link's answer the next spare is forked, while one waits
-ANSWERED = 1 << 31  # on the notify pipe: pid | ANSWERED, the link of that child has answered
+ANSWERED = 1 << 31  # on the notify pipe: pid | ANSWERED, the link of that child has answered; it exits
 CONTROLLED = 1 << 30  # on the notify pipe: pid | CONTROLLED, that child's connection was no link
+AGAIN = 1 << 29  # pid | AGAIN: answered, and it means to serve the next link (then READY, or ANSWERED: it exits)
+READY = 1 << 28  # pid | READY: waiting for a connection again, as a spare
 # The parent's figures, in a shared page every spare reads (its own copy is as old as its fork):
-# links (8 bytes), running (4), the last child whose CONTROLLED word was counted out (4), stopping (1).
+# links (8 bytes), running (4), the last child whose CONTROLLED word was counted out (4), stopping (1),
+# at 20: the children waiting or coming back to wait (4).
 FIGURES = 32
+# A child that served a link serves the next one when it can be put back exactly as it waited
+# (_back()): no fork, no rehearsal, no exit per link, and a process warm from a real link. Bounded:
+# LINKS_PER_CHILD links, GROWTH_KB more peak RSS than it had waiting for its first, and no more
+# children waiting than SPARES and one per CPU (the rest exit after their link).
+LINKS_PER_CHILD = 100
+GROWTH_KB = 64 << 10
 _notify = None  # in a child: the notify pipe's write end
 
 
@@ -290,20 +300,29 @@ def serve(listener, stamp, path, dfd) -> None:
     heard_r.setblocking(False)
     import mmap
     state = {"links": 0, "started": time.time(), "children": set(), "idle": set(), "busy": set(),
-             "figures": mmap.mmap(-1, FIGURES), "last": None, "handoff": heard_w}
+             "returning": set(), "figures": mmap.mmap(-1, FIGURES), "last": None, "handoff": heard_w,
+             "per_child": _links_per_child()}
     last = time.monotonic()
     next_check = last + CHECK_S
     ino = os.stat(path).st_ino
     answered = 0.0  # when the last link answered
+    pending = False  # a connection waits, and no spare did
     while True:
         # A spare forked (and rehearsing) while a link runs takes CPU from that link: while one is
         # left, the next waits until no link is before its answer, and FORK_AFTER_S more: the
-        # client's exit and what the build does next come first.
+        # client's exit and what the build does next come first. A child coming back (AGAIN)
+        # counts as waiting: it will be in a few ms, without a fork -- unless a connection waits
+        # while none does (it tidies at nice 19, behind a busy build): then one is forked now.
         wait = 1.0
-        while len(state["idle"]) < SPARES and (not state["busy"] or not state["idle"]):
-            if state["idle"] and time.monotonic() - answered < FORK_AFTER_S:
-                wait = max(0.0, answered + FORK_AFTER_S - time.monotonic())
-                break
+        while True:
+            waiting = len(state["idle"]) + len(state["returning"])
+            if not (pending and not state["idle"]):
+                if waiting >= SPARES or (state["busy"] and waiting):
+                    break
+                if waiting and time.monotonic() - answered < FORK_AFTER_S:
+                    wait = max(0.0, answered + FORK_AFTER_S - time.monotonic())
+                    break
+            pending = False
             pid = os.fork()
             if pid == 0:
                 try:
@@ -320,20 +339,34 @@ def serve(listener, stamp, path, dfd) -> None:
             state["children"].add(pid)
             state["idle"].add(pid)
         try:
-            ready, _, _ = select.select([notify_r, heard_r], [], [], wait)
+            ready, _, _ = select.select([notify_r, heard_r] + ([] if state["idle"] else [listener]), [], [], wait)
         except InterruptedError:
             ready = []
         now = time.monotonic()
         if heard_r in ready:
             _last_request(heard_r, state)
             ready.remove(heard_r)
+        if listener in ready:
+            pending = True
+            ready.remove(listener)
         if ready:
             data = os.read(notify_r, 4096)
             for i in range(0, len(data) - 3, 4):
                 word = int.from_bytes(data[i:i + 4], "little")
                 if word & ANSWERED:
                     state["busy"].discard(word & ~ANSWERED)
+                    state["returning"].discard(word & ~ANSWERED)
                     answered = now
+                    continue
+                if word & AGAIN:
+                    state["busy"].discard(word & ~AGAIN)
+                    state["returning"].add(word & ~AGAIN)
+                    answered = now
+                    continue
+                if word & READY:
+                    if word & ~READY in state["returning"]:  # not one reaped meanwhile
+                        state["returning"].discard(word & ~READY)
+                        state["idle"].add(word & ~READY)
                     continue
                 if word & CONTROLLED:  # `linkwrap server status|stop`, counted as a link below first
                     state["busy"].discard(word & ~CONTROLLED)
@@ -397,19 +430,27 @@ def spare(listener, notify_w, life_r, state) -> None:
     _OWN["env"] = dict(os.environ)  # for settle(), which changes only what differs from it
     if rehearsed:  # not while a link waits: its own page copies are fewer than touch()'s
         touch()
-    conn = _accept(listener, life_r, rehearsed, state.get("last"))
-    reached = time.perf_counter_ns()
-    listener.close()
-    os.close(life_r)
-    conn.setblocking(True)
-    os.write(notify_w, os.getpid().to_bytes(4, "little"))
     global _notify
     _notify = notify_w  # kept to say when the link has answered (_answer)
-    if not _control(conn, state, notify_w):
-        child(conn, reached, known)
-    else:
-        from linkwrap.wrap import output
-        output.drop_premade()
+    _KEPT.update(listener=listener, life=life_r, handoff=_handoff, figures=state.get("figures"),
+                 per_child=state.get("per_child", LINKS_PER_CHILD))
+    _keep()
+    while True:
+        conn = _accept(_KEPT["listener"], _KEPT["life"], rehearsed, state.get("last"))
+        reached = time.perf_counter_ns()
+        conn.setblocking(True)
+        os.write(_notify, os.getpid().to_bytes(4, "little"))
+        if _control(conn, state, _notify):
+            from linkwrap.wrap import output
+            output.drop_premade()
+            return
+        child(conn, reached, known)  # returns only when this process is back as it waited (_back())
+        rehearsed = True
+        known = len(sys.modules)
+        try:
+            os.write(_notify, (os.getpid() | READY).to_bytes(4, "little"))
+        except OSError:  # the server is gone
+            _server_gone()
 
 
 def _accept(listener, life_r, rehearsed, last=None):
@@ -574,18 +615,21 @@ def _reap(state):
             state["children"].clear()
             state["idle"].clear()
             state["busy"].clear()
+            state["returning"].clear()
             return
         if pid == 0:
             return
         state["children"].discard(pid)
         state["idle"].discard(pid)  # a spare that died before taking a link
         state["busy"].discard(pid)
+        state["returning"].discard(pid)
 
 
 def _publish(state, controlled=None) -> None:
     """The parent's figures into the shared page the spares answer `status` from."""
     fig = state["figures"]
     fig[0:12] = state["links"].to_bytes(8, "little") + len(state["busy"]).to_bytes(4, "little")
+    fig[20:24] = (len(state["idle"]) + len(state["returning"])).to_bytes(4, "little")
     if controlled is not None:
         fig[12:16] = controlled.to_bytes(4, "little")
 
@@ -684,7 +728,7 @@ def child(conn, reached=None, known=None) -> None:
     conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _TEN_S)
     peer_pid, peer_uid, _ = _CREDS.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CREDS.size))
     if peer_uid != os.geteuid():
-        os._exit(0)  # not ours: say nothing
+        _quit()  # not ours: say nothing
     data = _recv_exactly(conn, 8, 1 << 16)  # the client sent its whole request at once
     magic, size = _HEAD.unpack_from(data)
     if magic != MAGIC or size > 64 << 20:
@@ -696,6 +740,8 @@ def child(conn, reached=None, known=None) -> None:
         req = parse_request(data)
     except (ValueError, IndexError, StopIteration):
         _refuse(conn, b"F")
+    _LINK.clear()
+    before = _module_state() if req["env"].get("LINKWRAP_TEST_STATE") else None
     from linkwrap import __version__
     if req["version"] != __version__:
         _refuse(conn, b"V")
@@ -714,7 +760,7 @@ def child(conn, reached=None, known=None) -> None:
     try:
         conn.sendall(b"S" if fds is None else b"T")
     except OSError:
-        os._exit(0)  # the client is gone
+        _quit()  # the client is gone
     try:
         settle(req, peer_pid)
     except Exception as e:
@@ -725,7 +771,7 @@ def child(conn, reached=None, known=None) -> None:
         try:
             mark, fds, _, _ = socket.recv_fds(conn, 1, MAX_FDS)
         except OSError:
-            os._exit(0)  # the client is gone
+            _quit()  # the client is gone
         if mark != b"R" or len(fds) != len(req["fds"]):
             _refuse(conn, b"F")
     try:
@@ -735,6 +781,9 @@ def child(conn, reached=None, known=None) -> None:
         faults.note("taking a link from the client", e)
         _refuse(conn, b"F")
     conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _NO_TIMEOUT)
+    # Served again after this link only if settle() changed nothing that cannot go back exactly.
+    _LINK["again"] = (not _LINK.get("changed") and _KEPT.get("fds") is not None
+                      and _KEPT["links"] + 1 < _KEPT["per_child"])
     from linkwrap.wrap import run
     # While the linker runs, not before it: the tidying lock's file (after take(): no fd of the
     # client's may land on it) and /dev/null for the answer.
@@ -757,6 +806,12 @@ def child(conn, reached=None, known=None) -> None:
     run.reap(bound_s=run.REAP_S if interrupted else 0, kill=interrupted)
     output.tidy()
     _note_imports(req["env"].get("LINKWRAP_TEST_IMPORTS"), known)
+    if _LINK.get("again") and not isinstance(result, (invocation.Exec, invocation.Killed)) and _back(req, done):
+        _note_state(req["env"].get("LINKWRAP_TEST_STATE"), before)
+        return  # the next link's (spare())
+    if _LINK.get("again"):
+        _tell(ANSWERED)  # it said AGAIN: not coming back after all, the server forks another
+        _note_state(req["env"].get("LINKWRAP_TEST_STATE"), None, _LINK.get("why"))
     os._exit(0)
 
 
@@ -771,10 +826,10 @@ def _recv_exactly(conn, size, upto=0) -> bytes:
         while len(data) < size:
             chunk = conn.recv(min(1 << 20, size - len(data)))
             if not chunk:
-                os._exit(0)
+                _quit()
             data += chunk
     except OSError:
-        os._exit(0)
+        _quit()
     return bytes(data)
 
 
@@ -819,26 +874,39 @@ def _answer(conn, reply, fds, done) -> None:
     except OSError:
         pass
     conn.close()
-    _tell_answered()
+    again = _LINK["again"] = bool(_LINK.get("again")) and reply[:1] == b"X" and _room()
+    _tell(AGAIN if again else ANSWERED)
+    if again and not _KEPT.get("renice"):
+        # Nice 19 could not be undone here (RLIMIT_NICE, no CAP_SYS_NICE): the tidying runs at this
+        # process's own priority, and the next link is served without a fork and a rehearsal.
+        return
     try:
         # What is left (the record, the memory history, removing the private directory) must
         # not take a CPU from a live link: the weight of nice 19 is 1.5 % of a link's. Not
         # SCHED_IDLE, whose 0.3 % could hold the spool's lock for seconds behind a busy build.
         os.nice(19)
+        _LINK["niced"] = True
     except OSError:
         pass
 
 
-def _tell_answered() -> None:
-    """Tell the server this link has answered: it may fork the next spare now."""
-    global _notify
-    if _notify is not None:
+def _tell(word) -> None:
+    """Tell the server this link has answered (ANSWERED: it may fork the next spare now; AGAIN:
+    this child will wait for the next link itself), once a link."""
+    if _notify is not None and not _LINK.get("told", 0) & word:
+        _LINK["told"] = _LINK.get("told", 0) | word
         try:
-            os.write(_notify, (os.getpid() | ANSWERED).to_bytes(4, "little"))
-            os.close(_notify)
+            os.write(_notify, (os.getpid() | word).to_bytes(4, "little"))
         except OSError:
             pass
-        _notify = None
+
+
+def _room() -> bool:
+    """Fewer children wait (or come back to wait) than SPARES and one per CPU: room for this one."""
+    figures = _KEPT.get("figures")
+    if figures is None:
+        return True
+    return int.from_bytes(figures[20:24], "little") < SPARES + (os.cpu_count() or 1)
 
 
 # Links that answered and still write their records hold a shared flock on this file in the state
@@ -923,6 +991,13 @@ def _refuse(conn, why) -> None:
         conn.sendall(why)
     except OSError:
         pass
+    _quit()
+
+
+def _quit() -> None:
+    """Exit without serving the link: the private directory made ahead for it goes too."""
+    from linkwrap.wrap import output
+    output.drop_premade()
     os._exit(0)
 
 
@@ -964,7 +1039,7 @@ def fds_of(pid, targets, conn):
     try:
         # Still connected, so pid is still the client (not a pid reused since it died).
         if select.select([conn], [], [], 0)[0] and conn.recv(1, socket.MSG_PEEK) == b"":
-            os._exit(0)
+            _quit()
         for fd in targets:
             copy = syscall(PIDFD_GETFD, pidfd, fd, 0)
             if copy < 0:
@@ -994,18 +1069,25 @@ def settle(req, peer_pid) -> None:
         if own.get(k) != v:
             env[k] = v
     os.umask(req["umask"])
-    _same_limits(req["limits"])
+    # What cannot be put back exactly after the link (a lowered hard limit, a priority given up, a
+    # cgroup left): noted, and this child then serves no other link (_back()).
+    changed = _LINK.setdefault("changed", [])
+    if _same_limits(req["limits"]):
+        changed.append("limits")
     try:
         # `nice cargo build`: its links run at its priority, not at the server's (that of whichever
         # build started it). Going back up may be refused (RLIMIT_NICE): the link then runs as the server.
         policy, nice = os.sched_getscheduler(peer_pid), os.getpriority(os.PRIO_PROCESS, peer_pid)
         if policy != os.sched_getscheduler(0) and policy in (os.SCHED_OTHER, os.SCHED_BATCH, os.SCHED_IDLE):
+            changed.append("policy")
             os.sched_setscheduler(0, policy, os.sched_param(0))
         if nice != os.getpriority(os.PRIO_PROCESS, 0):
+            changed.append("nice")
             os.setpriority(os.PRIO_PROCESS, 0, nice)
     except OSError:
         pass
     if req["cgroup"] != _OWN.get("cgroup"):  # the world key matched, but the server may have moved
+        changed.append("cgroups")
         join_cgroups(peer_pid)
     import _signal
     for sig in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP, _signal.SIGCHLD):
@@ -1016,11 +1098,12 @@ def settle(req, peer_pid) -> None:
 
 def take(req, fds, conn):
     """The client's fds at their own numbers. -> conn, moved above the fd numbers the link
-    needs (a jobserver's may be any)."""
+    needs (a jobserver's may be any), as is each fd this process keeps for its next links
+    (_KEPT["fds"]: the listener, the life and notify pipes, the hand-off...) that has one of them."""
     import socket
-    global _notify
-    ours = [conn.fileno()] + ([_notify] if _notify is not None else [])
-    if not set(req["fds"]) & set(fds + ours):
+    kept = set(_KEPT.get("fds") or ()) | ({_notify} if _notify is not None else set())
+    targets = set(req["fds"])
+    if not targets & (set(fds) | kept | {conn.fileno()}):
         # The usual case: no fd of ours, nor a received one, has a target's number.
         for fd, target in zip(fds, req["fds"]):
             os.dup2(fd, target, inheritable=True)
@@ -1028,15 +1111,14 @@ def take(req, fds, conn):
         return conn
     # Received fds and the connection first go above every target and every received fd,
     # so that no dup2 overwrites one still needed.
-    floor = max(req["fds"] + fds + [conn.fileno()] + ([_notify] if _notify is not None else []))
+    floor = max(req["fds"] + fds + [conn.fileno()] + list(kept))
     moved = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fileno=_dup_above(conn.fileno(), floor))
     conn.close()
     conn = moved
     floor = conn.fileno()
-    if _notify is not None:
-        notify = _dup_above(_notify, floor)
-        os.close(_notify)
-        _notify = floor = notify
+    for fd in sorted(kept & targets):
+        floor = _dup_above(fd, floor)
+        _renumber(fd, floor)
     high = [_dup_above(fd, floor) for fd in fds]
     for fd in fds:
         os.close(fd)
@@ -1049,6 +1131,241 @@ def take(req, fds, conn):
 def _dup_above(fd, floor):
     import fcntl
     return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor + 1)
+
+
+# --- the child again: the next link ----------------------------------------------
+
+# In a child: what it keeps from one link to the next, and how it was while it waited for its
+# first (_keep()). The fds, all close-on-exec (no linker may inherit the listening socket):
+# "listener", "life" (the server's life pipe), "handoff" (hand_off()'s socket), "cwd" (a directory
+# fd of its working directory), "stdio" ([(a copy of fd 0, 1, 2, its inheritable flag)]) and
+# "fds", the set of every fd it holds but the kept mount table's (probe: opened again when lost).
+_KEPT = {}
+# In a child, for the link it serves: "changed" (what settle() changed that cannot go back),
+# "again" (it will serve the next link), "niced", "told" (the words sent to the server).
+_LINK = {}
+
+
+def _links_per_child() -> int:
+    """LINKS_PER_CHILD, or fewer when the server's environment says so (the tests' bound)."""
+    try:
+        return max(1, int(os.environ.get("LINKWRAP_TEST_LINKS_PER_CHILD") or LINKS_PER_CHILD))
+    except ValueError:
+        return LINKS_PER_CHILD
+
+
+def _keep() -> None:
+    """In a spare, before it waits: what _back() puts back after each link, as it is now."""
+    import _signal
+    import resource
+    from linkwrap import faults
+    try:
+        _KEPT["cwd"] = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        _KEPT["stdio"] = [(_dup_above(fd, 2), os.get_inheritable(fd)) for fd in (0, 1, 2)]
+        mask = os.umask(0o077)
+        os.umask(mask)
+        _KEPT.update(umask=mask, nice=os.getpriority(os.PRIO_PROCESS, 0), policy=os.sched_getscheduler(0),
+                     signals={sig: _signal.getsignal(sig) for sig in (  # those settle(), run_link() set
+                         _signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP, _signal.SIGCHLD, _signal.SIGRTMIN + 1)},
+                     mask=_signal.pthread_sigmask(_signal.SIG_BLOCK, ()), log_max=faults.LOG_MAX_BYTES,
+                     links=0, rss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+        _KEPT["renice"] = _may_renice(_KEPT["nice"])
+        _KEPT["fds"] = _open_fds()
+    except (OSError, ValueError):  # fd 0, 1 or 2 closed, /proc missing: one link per child, as before
+        _KEPT["fds"] = None
+
+
+def _may_renice(nice) -> bool:
+    """Whether this process may go back from nice 19 to nice (RLIMIT_NICE, CAP_SYS_NICE)."""
+    import resource
+    soft = resource.getrlimit(resource.RLIMIT_NICE)[0]
+    if soft == resource.RLIM_INFINITY or 20 - nice <= soft:
+        return True
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"CapEff:"):
+                    return bool(int(line.split()[1], 16) >> 23 & 1)  # CAP_SYS_NICE
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
+def _open_fds() -> set:
+    """This process's open fds above 2 (0-2 are the link's, then its own again: _KEPT["stdio"]),
+    but the kept mount table's (probe.keep_mountinfo())."""
+    import fcntl
+    from linkwrap.wrap import probe
+    out = set()
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            fcntl.fcntl(int(name), fcntl.F_GETFD)  # closed by now: the listing's own
+        except OSError:
+            continue
+        if int(name) > 2:
+            out.add(int(name))
+    if probe._MOUNTINFO:
+        out.discard(probe._MOUNTINFO[0])
+    return out
+
+
+def _renumber(old, new) -> None:
+    """take() moved a kept fd from old to new: what names it follows, and old is closed."""
+    import socket
+    global _notify, _handoff
+    if _notify == old:
+        _notify = new
+    for key in ("listener", "handoff"):
+        sock = _KEPT.get(key)
+        if sock is not None and sock.fileno() == old:
+            moved = socket.socket(sock.family, sock.type, sock.proto, fileno=new)
+            if _handoff is sock:
+                _handoff = moved
+            _KEPT[key] = moved
+            sock.detach()
+    for key in ("life", "cwd"):
+        if _KEPT.get(key) == old:
+            _KEPT[key] = new
+    if _KEPT.get("stdio"):
+        _KEPT["stdio"] = [(new if copy == old else copy, inheritable) for copy, inheritable in _KEPT["stdio"]]
+    if _KEPT.get("fds") is not None:
+        _KEPT["fds"].discard(old)
+        _KEPT["fds"].add(new)
+    os.close(old)
+
+
+def _back(req, done) -> bool:
+    """After a link that answered with an exit status: this process put back exactly as it waited
+    for its first link (_keep()), for the next. -> False when anything cannot be: it then exits.
+
+    Put back: fds 0-2 (the spare's own; the client's were let go at the answer, its jobserver fds
+    closed), the working directory, os.environ (keys deleted, changed or added by settle()), the
+    umask, the signal dispositions settle() and run_link() set, the priority (nice 19 after the
+    answer), and the per-link state of the modules: run.WHILE_LINKING, output's deferred and
+    premade directories (tidy() ended them), pipeline.HANDOFF and _handoff (re-armed), faults'
+    LOG_MAX_BYTES and UNHEARD, linkwrap.cc's _LOST, _tidying and _null (empty: the answer took
+    them), the tidying lock (let go: this link's record is written). Checked, else exit: no child
+    left (a forking linker's worker: the next link's record must not take it in), the same cgroups,
+    signal mask and fds (none of the link's left open), LINKS_PER_CHILD, GROWTH_KB. Kept, as checked
+    before each use: the memos of args, config, linkers, direct and probe (docs/design.md)."""
+    import _signal
+    import gc
+    import resource
+    from linkwrap import faults
+    from linkwrap.wrap import output, pipeline, probe, run
+    global _handoff
+    try:
+        _LINK["why"] = "a child left"  # what stopped it, for the tests' notes (LINKWRAP_TEST_STATE)
+        try:
+            os.waitpid(-1, os.WNOHANG)
+            return False  # a child left, running or just ended
+        except ChildProcessError:
+            pass
+        for hold in done:
+            if hold is not None:
+                os.close(hold)  # the tidying lock: this link's record and history are written
+        del done[:]
+        for f in (sys.stdout, sys.stderr):
+            if f is not None:
+                try:
+                    f.flush()  # what Python kept of a print goes where the link's fds are: /dev/null
+                except (OSError, ValueError):
+                    pass
+        for fd, (copy, inheritable) in enumerate(_KEPT["stdio"]):
+            os.dup2(copy, fd, inheritable=inheritable)
+        os.fchdir(_KEPT["cwd"])
+        env, own = os.environ, _OWN["env"]
+        now = dict(env)
+        for k in now.keys() - own.keys():
+            del env[k]
+        for k, v in own.items():
+            if now.get(k) != v:
+                env[k] = v
+        os.umask(_KEPT["umask"])
+        for sig, how in _KEPT["signals"].items():
+            _signal.signal(sig, how)
+        run.WHILE_LINKING.clear()
+        output.tidy()  # done already: _later None, and the premade directory taken or removed
+        output.drop_premade()
+        pipeline.HANDOFF = hand_off
+        _handoff = _KEPT.get("handoff")
+        faults.LOG_MAX_BYTES = _KEPT["log_max"]
+        faults.UNHEARD = False
+        entry = sys.modules.get("linkwrap.cc")
+        if entry is not None:
+            del entry._LOST[:]
+        for fd in _tidying + _null:
+            if fd is not None:
+                os.close(fd)
+        del _tidying[:], _null[:]
+        probe.read_mountinfo()  # forgets the kept table if a client's fd took its number
+        _LINK["why"] = "the cgroups"
+        with open("/proc/self/cgroup", "rb") as f:
+            if f.read() != _OWN.get("cgroup"):  # moved from outside: settle() compares with it
+                return False
+        _LINK["why"] = "the signal mask, fds or memory"
+        if (_signal.pthread_sigmask(_signal.SIG_BLOCK, ()) != _KEPT["mask"] or _open_fds() != _KEPT["fds"]
+                or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - _KEPT["rss_kb"] > GROWTH_KB):
+            return False
+        if not probe._MOUNTINFO:
+            probe.keep_mountinfo()
+        gc.collect()  # the link's cycles: the collector is off in the spares (serve())
+        if _LINK.get("niced"):
+            os.setpriority(os.PRIO_PROCESS, 0, _KEPT["nice"])
+        _LINK["why"] = "the priority"
+        if (os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0)) != (_KEPT["nice"], _KEPT["policy"]):
+            return False
+        _KEPT["links"] += 1
+        _premake(req)
+        return True
+    except Exception as e:
+        _LINK["why"] = repr(e)
+        return False
+
+
+def _premake(req) -> None:
+    """The private directory the next link of the same output will need, made now (output.premake)."""
+    from linkwrap.wrap import args, output
+    last = args._last  # this link's request, when its parse was kept (no @file, no -B)
+    if last is not None and last[0][2] == req["cwd"] and last[1].output:
+        output.premake(last[1].output)
+
+
+def _module_state() -> dict:
+    """For the tests (LINKWRAP_TEST_STATE): what each of linkwrap's module-level names holds, and
+    the process's environment, working directory, umask and priority."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    out = {"os.environ": (0, repr(sorted(os.environ.items()))), "os.getcwd": (0, os.getcwd()), "os.umask": (0, mask),
+           "os.getpriority": (0, os.getpriority(os.PRIO_PROCESS, 0))}  # the fds: _back() checks them
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] != "linkwrap" or module is None:
+            continue
+        for key, value in list(vars(module).items()):
+            if isinstance(value, (list, bytearray)):  # appended to per link, or not
+                out[f"{name}.{key}"] = (id(value), len(value))
+            elif isinstance(value, (dict, set)):
+                out[f"{name}.{key}"] = (id(value), repr(value))
+            elif not key.startswith("__"):
+                out[f"{name}.{key}"] = (id(value), None)
+    return out
+
+
+def _note_state(path, before, why=None) -> None:
+    """For the tests: append the module-level names a link left changed (after _back()) to path, or
+    why this child could not serve another link."""
+    if not path:
+        return
+    if before is not None:
+        after = _module_state()
+        changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    else:
+        changed = ["exits:", str(why)]
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, (f"{os.getpid()} " + " ".join(changed) + "\n").encode())
+    finally:
+        os.close(fd)
 
 
 # This spare's own cgroups (/proc/self/cgroup as read) and resource limits, read before it
@@ -1079,13 +1396,17 @@ def _own_world() -> None:
         _OWN["syscall"] = None
 
 
-def _same_limits(limits) -> None:
-    """The client's resource limits ({resource: (soft, hard)}, -1 unlimited) where they differ."""
+def _same_limits(limits) -> bool:
+    """The client's resource limits ({resource: (soft, hard)}, -1 unlimited) where they differ.
+    -> True when one was set."""
     import resource
     own = _OWN.get("limits", {})
+    changed = False
     for which, want in limits.items():
         if own.get(which) != want:
+            changed = True
             resource.setrlimit(which, want)
+    return changed
 
 
 def join_cgroups(pid) -> None:

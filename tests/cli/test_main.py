@@ -90,7 +90,8 @@ def test_piped_output_fits_80_columns_and_json_numbers_are_rounded(tmp_path, lw_
 INTERNAL = {"LINKWRAP_BUILD_ID": "linkwrap run's build, for its links", "LINKWRAP_BUILD_CWD": "the same",
             "LINKWRAP_SIGINT": "the entry script to linkwrap.cc", "LINKWRAP_SERVER_FALLBACK": "client.c to cc.py",
             "LINKWRAP_LD_RELOCS": "a switch of the linker's benchmarks (linkwrap/ld/relocate_bulk.py)",
-            "LINKWRAP_LD_MERGE": "a switch of the linker's tests (linkwrap/ld/merge.py)"}
+            "LINKWRAP_LD_MERGE": "a switch of the linker's tests (linkwrap/ld/merge.py)",
+            "LINKWRAP_TEST_LINKS_PER_CHILD": "the server tests' bound of links per child (server.py)"}
 
 
 def test_every_variable_linkwrap_reads_is_in_the_environment_list():
