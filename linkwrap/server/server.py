@@ -267,10 +267,10 @@ READY = 1 << 28  # pid | READY: waiting for a connection again, as a spare
 FIGURES = 32
 # A child that served a link serves the next one when it can be put back exactly as it waited
 # (_back()): no fork, no rehearsal, no exit per link, and a process warm from a real link. Bounded:
-# LINKS_PER_CHILD links, GROWTH_KB more peak RSS than it had waiting for its first, and no more
+# LINKS_PER_CHILD links, RSS_SLACK_KB more RSS than it had waiting for its first, and no more
 # children waiting than SPARES and one per CPU (the rest exit after their link).
 LINKS_PER_CHILD = 100
-GROWTH_KB = 64 << 10
+RSS_SLACK_KB = 4 << 10  # how much bigger than it waited for its first link a child may serve again
 _notify = None  # in a child: the notify pipe's write end
 
 
@@ -1164,11 +1164,12 @@ def _keep() -> None:
         _KEPT["stdio"] = [(_dup_above(fd, 2), os.get_inheritable(fd)) for fd in (0, 1, 2)]
         mask = os.umask(0o077)
         os.umask(mask)
+        _clear_peak()  # the rehearsal's peak is not the first linker's either
         _KEPT.update(umask=mask, nice=os.getpriority(os.PRIO_PROCESS, 0), policy=os.sched_getscheduler(0),
                      signals={sig: _signal.getsignal(sig) for sig in (  # those settle(), run_link() set
                          _signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP, _signal.SIGCHLD, _signal.SIGRTMIN + 1)},
                      mask=_signal.pthread_sigmask(_signal.SIG_BLOCK, ()), log_max=faults.LOG_MAX_BYTES,
-                     links=0, rss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+                     links=0, rss_kb=_rss_kb(), peak_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
         _KEPT["renice"] = _may_renice(_KEPT["nice"])
         _KEPT["fds"] = _open_fds()
     except (OSError, ValueError):  # fd 0, 1 or 2 closed, /proc missing: one link per child, as before
@@ -1246,7 +1247,7 @@ def _back(req, done) -> bool:
     LOG_MAX_BYTES and UNHEARD, linkwrap.cc's _LOST, _tidying and _null (empty: the answer took
     them), the tidying lock (let go: this link's record is written). Checked, else exit: no child
     left (a forking linker's worker: the next link's record must not take it in), the same cgroups,
-    signal mask and fds (none of the link's left open), LINKS_PER_CHILD, GROWTH_KB. Kept, as checked
+    signal mask and fds (none of the link's left open), LINKS_PER_CHILD, RSS_SLACK_KB. Kept, as checked
     before each use: the memos of args, config, linkers, direct and probe (docs/design.md)."""
     import _signal
     import gc
@@ -1304,12 +1305,22 @@ def _back(req, done) -> bool:
             if f.read() != _OWN.get("cgroup"):  # moved from outside: settle() compares with it
                 return False
         _LINK["why"] = "the signal mask, fds or memory"
-        if (_signal.pthread_sigmask(_signal.SIG_BLOCK, ()) != _KEPT["mask"] or _open_fds() != _KEPT["fds"]
-                or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - _KEPT["rss_kb"] > GROWTH_KB):
+        if _signal.pthread_sigmask(_signal.SIG_BLOCK, ()) != _KEPT["mask"] or _open_fds() != _KEPT["fds"]:
             return False
         if not probe._MOUNTINFO:
             probe.keep_mountinfo()
         gc.collect()  # the link's cycles: the collector is off in the spares (serve())
+        # A linker started with posix_spawn shares this process's memory until its exec, and the
+        # kernel folds that memory's peak into the linker's ru_maxrss: the next link's record would
+        # carry this one's memory (a 4 MB response file parsed here: tens of MB). So the child serves
+        # again only as big as it waited for its first link (RSS_SLACK_KB; freed memory given back
+        # first), and with its peak reset to that.
+        _LINK["why"] = "its memory"
+        if _rss_kb() - _KEPT["rss_kb"] > RSS_SLACK_KB and (not _trim() or _rss_kb() - _KEPT["rss_kb"] > RSS_SLACK_KB):
+            return False
+        _LINK["why"] = "the peak RSS"
+        if not _clear_peak() and resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > _KEPT["peak_kb"] + RSS_SLACK_KB:
+            return False
         if _LINK.get("niced"):
             os.setpriority(os.PRIO_PROCESS, 0, _KEPT["nice"])
         _LINK["why"] = "the priority"
@@ -1321,6 +1332,42 @@ def _back(req, done) -> bool:
     except Exception as e:
         _LINK["why"] = repr(e)
         return False
+
+
+def _rss_kb() -> int:
+    """This process's resident memory now (kB), from /proc/self/statm."""
+    with open("/proc/self/statm", "rb") as f:
+        return int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+
+
+def _trim() -> bool:
+    """Give the C allocator's free memory back to the system (glibc's malloc_trim). -> False where
+    there is no such call."""
+    try:
+        import ctypes
+        return bool(ctypes.CDLL(None).malloc_trim(0)) or True
+    except (OSError, AttributeError):
+        return False
+
+
+def _clear_peak() -> bool:
+    """Reset this process's peak RSS to its RSS now. -> False where it cannot be (Linux < 4.0).
+
+    A linker started with posix_spawn shares this process's memory until its exec, and the kernel
+    folds the old memory's peak into the new program's: a linker's ru_maxrss is at least this
+    process's peak. Without the reset, one big link (a 4 MB response file parsed here) would be the
+    peak in the records, and the memory history, of every later link this child serves."""
+    try:
+        fd = os.open("/proc/self/clear_refs", os.O_WRONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        os.write(fd, b"5")  # 5: reset the peak resident set size
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _premake(req) -> None:

@@ -358,3 +358,34 @@ def test_a_reused_childs_memos_see_what_changed_between_its_links(tmp_path, lw_h
     finally:
         os.kill(linker, signal.SIGKILL)  # the held link fails, and is linked again as asked
         proc.communicate(timeout=300)
+
+
+def test_a_big_links_memory_is_not_the_record_of_a_later_link(tmp_path, lw_home, client, server, peek):
+    """A linker's ru_maxrss takes in the memory of the process that spawned it (posix_spawn: its
+    memory until the exec). After a link whose response file made its child some 20 MB bigger, that
+    child serves again only once it is back to its size, with its peak reset (server._back()), or
+    exits: no later link records the big link's memory as its own."""
+    env = peek_env(tmp_path, peek)
+    link(client, tmp_path, env, "small-first")
+    small = [r["peak_rss_kb"] for r in db_rows(lw_home)][-1]
+    wait_for(lambda: len(notes(tmp_path)) == 1, "the first link's child back waiting")
+    rsp = tmp_path / "big.rsp"
+    # ~60 000 arguments (2 MB): parsing and recording them makes the child tens of MB bigger.
+    rsp.write_text(c_object(tmp_path) + "\n" +
+                   "\n".join(f"-Wl,--defsym=linkwrap_test_symbol_{i}=0" for i in range(60_000)))
+    done = subprocess.run([client, f"@{rsp}", "-o", "big"], cwd=tmp_path, env=env, capture_output=True)
+    assert done.returncode == 0, done.stderr
+    wait_for(lambda: len(notes(tmp_path)) == 2, "the big link's child back waiting, or gone")
+    child = notes(tmp_path)[-1]
+    outs = [f"after-{i}" for i in range(8)]
+    if child[1:2] == ["exits:"]:
+        assert " ".join(child[2:]) == "its memory", child
+        for out in outs[:4]:
+            link(client, tmp_path, env, out)
+        after = [os.path.basename(b) for b in outs[:4]]
+    else:  # served again: by the child that linked the big one
+        b, _ = until_served_by(int(child[0]), client, tmp_path, env, server, outs)
+        after = [os.path.basename(b["output"])]
+    peaks = {os.path.basename(r["output_path"]): r["peak_rss_kb"] for r in db_rows(lw_home)}
+    assert peaks["big"] > small + (15 << 10), (small, peaks["big"])  # the child's growth is in the big link's
+    assert all(peaks[out] < small + (5 << 10) for out in after), (small, {out: peaks[out] for out in after})
