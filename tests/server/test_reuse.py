@@ -14,7 +14,8 @@ from conftest import stop_servers, tool
 from linkrecords import c_object, db_rows
 from linkwrap.server import start
 from tests.server.test_server import (_children, _gone, _hold, client, env_with, memory_cgroups,  # noqa: F401
-                                      no_link_debris, server, server_pid, socket_path, standin, wait_for)
+                                      mold_standin, no_link_debris, server, server_moved_from_a_to_s, socket_path,
+                                      standin, wait_for)
 
 PEEK = r'''#!{python}
 # A STAND-IN for mold (not mold): notes what the linker sees, then runs the real mold.
@@ -63,11 +64,7 @@ MEMOS = {"linkwrap.server.server._KEPT", "linkwrap.server.server._LINK", "linkwr
 
 @pytest.fixture
 def peek(tmp_path):
-    d = tmp_path / "peek-bin"
-    d.mkdir()
-    (d / "mold").write_text(PEEK.format(python=sys.executable, mold=tool("mold")))
-    (d / "mold").chmod(0o755)
-    return d
+    return mold_standin(tmp_path / "peek-bin", PEEK)
 
 
 def peek_env(tmp_path, peek, **extra):
@@ -291,15 +288,8 @@ def test_a_child_knows_whether_it_may_go_back_from_nice_19(privileged):
 def test_a_child_that_joined_the_clients_cgroup_is_not_reused(tmp_path, lw_home, client, peek, memory_cgroups):
     """The server started from the build's group A, then moved to S; its spares forked after that are
     in S: a child joins A for its link, cannot leave it exactly, and exits after it."""
-    a, s = memory_cgroups["A"], memory_cgroups["S"]
-    in_a = f"echo $$ > {a}/cgroup.procs && exec \"$@\""
-    subprocess.run(["sh", "-c", in_a, "sh", sys.executable, "-c",
-                    "from linkwrap.server.start import start_detached; start_detached()"], check=True)
-    run = os.path.join(str(lw_home), "run")
-    pid = wait_for(lambda: os.path.isdir(run) and server_pid(lw_home), "the server's lock")
+    pid, in_a = server_moved_from_a_to_s(lw_home, memory_cgroups)
     try:
-        with open(os.path.join(s, "cgroup.procs"), "w") as f:
-            f.write(str(pid))
         first = set(_children(pid))
         for c in first:  # the spares forked in A: the server forks others, in S
             os.kill(c, signal.SIGKILL)

@@ -61,9 +61,13 @@ def client(lw_home):
 
 @pytest.fixture
 def standin(tmp_path):
-    d = tmp_path / "standin-bin"
+    return mold_standin(tmp_path / "standin-bin", STANDIN)
+
+
+def mold_standin(d, script):
+    """A directory holding `mold`: script (a template of {python} and {mold}, the real one)."""
     d.mkdir()
-    (d / "mold").write_text(STANDIN.format(python=sys.executable, mold=tool("mold")))
+    (d / "mold").write_text(script.format(python=sys.executable, mold=tool("mold")))
     (d / "mold").chmod(0o755)
     return d
 
@@ -499,16 +503,9 @@ def _rmdir(path):
 
 def test_a_link_runs_in_the_clients_memory_cgroup_not_the_servers(tmp_path, lw_home, client, standin,
                                                                    memory_cgroups):
-    a, s = memory_cgroups["A"], memory_cgroups["S"]
-    in_a = f"echo $$ > {a}/cgroup.procs && exec \"$@\""
-    # The server is started from the build's group A (its socket is keyed on it), then moved to S.
-    subprocess.run(["sh", "-c", in_a, "sh", sys.executable, "-c",
-                    "from linkwrap.server.start import start_detached; start_detached()"], check=True)
-    run = os.path.join(str(lw_home), "run")
-    pid = wait_for(lambda: os.path.isdir(run) and server_pid(lw_home), "the server's lock")
+    a = memory_cgroups["A"]
+    pid, in_a = server_moved_from_a_to_s(lw_home, memory_cgroups)
     try:
-        with open(os.path.join(s, "cgroup.procs"), "w") as f:
-            f.write(str(pid))
         assert _memory_cgroup(pid).endswith("/S")
         log = tmp_path / "peek.log"
         obj = c_object(tmp_path)
@@ -524,6 +521,24 @@ def test_a_link_runs_in_the_clients_memory_cgroup_not_the_servers(tmp_path, lw_h
     finally:
         stop_servers(lw_home)
         wait_for(lambda: not os.path.exists(f"/proc/{pid}"), "the server's exit")
+
+
+def server_moved_from_a_to_s(lw_home, memory_cgroups):
+    """A server started from the build's memory cgroup A (its socket is keyed on it), then moved
+    to S. -> (its pid, a `sh -c` script that runs its arguments in A)."""
+    a, s = memory_cgroups["A"], memory_cgroups["S"]
+    in_a = f"echo $$ > {a}/cgroup.procs && exec \"$@\""
+    subprocess.run(["sh", "-c", in_a, "sh", sys.executable, "-c",
+                    "from linkwrap.server.start import start_detached; start_detached()"], check=True)
+    run = os.path.join(str(lw_home), "run")
+    pid = wait_for(lambda: os.path.isdir(run) and server_pid(lw_home), "the server's lock")
+    try:
+        with open(os.path.join(s, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+    except BaseException:
+        stop_servers(lw_home)
+        raise
+    return pid, in_a
 
 
 def _hold(client, tmp_path, standin, lw_home):
