@@ -1327,7 +1327,9 @@ def _back(req, done) -> bool:
         if (os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0)) != (_KEPT["nice"], _KEPT["policy"]):
             return False
         _KEPT["links"] += 1
-        _premake(req)
+        # Nothing made ahead for the next link (output.premake): the caller may remove the output's
+        # directory as soon as it has the answer (make clean, CMake's try_compile), and a directory
+        # made in it then failed that removal ("Directory not empty") one time in ten.
         return True
     except Exception as e:
         _LINK["why"] = repr(e)
@@ -1368,14 +1370,6 @@ def _clear_peak() -> bool:
         return False
     finally:
         os.close(fd)
-
-
-def _premake(req) -> None:
-    """The private directory the next link of the same output will need, made now (output.premake)."""
-    from linkwrap.wrap import args, output
-    last = args._last  # this link's request, when its parse was kept (no @file, no -B)
-    if last is not None and last[0][2] == req["cwd"] and last[1].output:
-        output.premake(last[1].output)
 
 
 def _module_state() -> dict:

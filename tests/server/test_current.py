@@ -69,42 +69,41 @@ def test_a_linker_installed_and_removed_between_server_links_is_seen(tmp_path, l
 HI = '#include <stdio.h>\nint main(void){puts("hi");return 0;}\n'
 
 
-def _ppid(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
+def _back_waiting(env, links):
+    """Wait until the children of the first `links` links are back waiting, or gone (their notes:
+    LINKWRAP_TEST_STATE, which env sets)."""
+    path = env["LINKWRAP_TEST_STATE"]
+    wait_for(lambda: os.path.exists(path) and len(open(path).read().splitlines()) >= links,
+             "the child of the last link back waiting")
 
 
-def _premade_by_spares(directory, server):
-    """The private directories waiting spares of that server made ahead in directory (output.premake)."""
-    top = os.path.join(str(directory), ".linkwrap-tmp")
-    names = os.listdir(top) if os.path.isdir(top) else []
-    return [n for n in names if _ppid(int(n.split("-")[0])) == server and not os.listdir(os.path.join(top, n))]
+def _left(directory):
+    """What links left in directory's .linkwrap-tmp (private directories)."""
+    top = directory / ".linkwrap-tmp"
+    return os.listdir(top) if top.exists() else []
 
 
-def test_the_next_spare_rehearses_the_last_link_and_makes_its_directory_ahead(tmp_path, lw_home, client,  # noqa: F811
-                                                                              server):  # noqa: F811
-    env = env_with(tmp_path)
+def test_a_link_leaves_nothing_beside_its_output_while_the_server_lives(tmp_path, lw_home, client,  # noqa: F811
+                                                                          server):  # noqa: F811
+    env = env_with(tmp_path, LINKWRAP_TEST_STATE=str(tmp_path / "state.log"))
     obj = c_object(tmp_path, body=HI)
     _link(client, tmp_path, env, obj)
-    # A spare forked after the answer rehearsed this link (its request handed to the server while the
-    # linker ran), and made the private directory a link to the same output needs.
-    wait_for(lambda: _premade_by_spares(tmp_path, server), "a spare's directory beside the last output")
+    _back_waiting(env, 1)
+    # The child that served it waits for the next link with what it kept, and made nothing ahead
+    # beside the output: the caller may remove that directory as soon as it has the answer.
+    assert _left(tmp_path) == []
     _link(client, tmp_path, env, obj)
     assert [r["linker_start"] for r in db_rows(lw_home)] == ["direct", "direct"]
     stop_servers(lw_home)
-    # The spares take theirs with them.
-    wait_for(lambda: not os.path.exists(tmp_path / ".linkwrap-tmp"), "the spares' directories' removal")
+    wait_for(lambda: _left(tmp_path) == [], "nothing of the links' left beside the output")
 
 
 def test_an_input_recompiled_with_lto_between_two_server_links_keeps_the_driver(tmp_path, lw_home, client,  # noqa: F811
                                                                                 server):  # noqa: F811
-    env = env_with(tmp_path)
+    env = env_with(tmp_path, LINKWRAP_TEST_STATE=str(tmp_path / "state.log"))
     obj = c_object(tmp_path, body=HI)
     _link(client, tmp_path, env, obj)
-    wait_for(lambda: _premade_by_spares(tmp_path, server), "a spare that rehearsed the link")
+    _back_waiting(env, 1)  # a process that kept this link's answers waits: they must not hold now
     subprocess.run(["cc", "-flto", "-c", "hello.c", "-o", "hello.o"], cwd=tmp_path, check=True)
     _link(client, tmp_path, env, obj)
     rows = sorted(db_rows(lw_home), key=lambda r: (r["started_utc"], r["id"]))
@@ -113,7 +112,7 @@ def test_an_input_recompiled_with_lto_between_two_server_links_keeps_the_driver(
 
 def test_a_mount_made_over_the_output_directory_between_two_server_links_is_seen(tmp_path, lw_home, client,  # noqa: F811
                                                                                  server):  # noqa: F811
-    env = env_with(tmp_path)
+    env = env_with(tmp_path, LINKWRAP_TEST_STATE=str(tmp_path / "state.log"))
     obj = c_object(tmp_path, body=HI)
     out = tmp_path / "tmpfs" / "hello"
     out.parent.mkdir()
@@ -124,14 +123,10 @@ def test_a_mount_made_over_the_output_directory_between_two_server_links_is_seen
         assert subprocess.run([str(out)], capture_output=True).stdout == b"hi\n"
 
     link_there()
-    wait_for(lambda: _premade_by_spares(out.parent, server), "a spare that rehearsed the link")
+    _back_waiting(env, 1)  # a process that kept this link's filesystem waits: it must not hold now
     with mounts.tmpfs_mount(tmp_path):
         link_there()
         stop_servers(lw_home)
-        wait_for(lambda: not os.path.exists(out.parent / ".linkwrap-tmp"), "the spares' directories' removal")
+        wait_for(lambda: not os.path.exists(out.parent / ".linkwrap-tmp"), "nothing left beside the output")
     rows = sorted(db_rows(lw_home), key=lambda r: (r["started_utc"], r["id"]))
     assert rows[1]["fs_type"] == "tmpfs" != rows[0]["fs_type"]
-    # The directory a spare had made beside the first output, hidden by the mount when that spare
-    # went: its owner is gone, and the next link there removes it.
-    subprocess.run([client, obj, "-o", str(out)], cwd=tmp_path, env=env, check=True)
-    wait_for(lambda: not os.path.exists(out.parent / ".linkwrap-tmp"), "the dead spare's directory swept")

@@ -379,3 +379,19 @@ def test_a_big_links_memory_is_not_the_record_of_a_later_link(tmp_path, lw_home,
     peaks = {os.path.basename(r["output_path"]): r["peak_rss_kb"] for r in db_rows(lw_home)}
     assert peaks["big"] > small + (15 << 10), (small, peaks["big"])  # the child's growth is in the big link's
     assert all(peaks[out] < small + (5 << 10) for out in after), (small, {out: peaks[out] for out in after})
+
+
+def test_the_outputs_directory_can_go_as_soon_as_the_link_has_answered(tmp_path, lw_home, client, server):
+    """`make clean`, CMake's try_compile: the caller removes the output's directory straight after
+    the link. A reused child made nothing there after its answer (it made the next link's private
+    directory ahead once: `rm -rf` then failed one time in ten with "Directory not empty")."""
+    obj = c_object(tmp_path)
+    env = env_with(tmp_path)
+    for i in range(40):
+        out = tmp_path / "build"
+        out.mkdir()
+        done = subprocess.run(["sh", "-c", f'"$0" {obj} -o build/app && rm -rf build', client], cwd=tmp_path,
+                              env=env, capture_output=True)
+        assert (done.returncode, done.stderr) == (0, b""), (i, done.stderr)
+        assert not out.exists(), i
+    assert [r["entry_point"] for r in db_rows(lw_home)] == ["server"] * 40
