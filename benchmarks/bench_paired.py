@@ -19,7 +19,6 @@ The machine's 1-minute load is printed with every replay. Not a test: figures.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 

@@ -202,7 +202,6 @@ def back_to_back(opts, trees, cmds, ws):
         forked = {int(m.split(":")[1]): ns for ns, _p, m in events if m.startswith("forked:")}
         ready = {int(p): ns for ns, p, m in events if m == "ready"}
         busy = [(forked[p], ready.get(p, forked[p])) for p in forked]
-        tidying = {}
         links = []
         for ns, p, m in events:
             if m == "accept":

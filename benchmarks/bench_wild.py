@@ -35,7 +35,7 @@ import genproject  # noqa: E402
 import mounts  # noqa: E402  (tests/mounts.py: mkfs + loop mounts, always unmounted)
 
 from linkwrap.wrap import args as args_mod, linkers, policy, probe, run  # noqa: E402
-from linkwrap.wrap.policy import FRESH, Decision  # noqa: E402
+from linkwrap.wrap.policy import FRESH  # noqa: E402
 
 LINKERS = ("wild", "rust-lld", "mold", "lld")
 
