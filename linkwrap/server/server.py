@@ -441,8 +441,6 @@ def spare(listener, notify_w, life_r, state) -> None:
         conn.setblocking(True)
         os.write(_notify, os.getpid().to_bytes(4, "little"))
         if _control(conn, state, _notify):
-            from linkwrap.wrap import output
-            output.drop_premade()
             return
         child(conn, reached, known)  # returns only when this process is back as it waited (_back())
         rehearsed = True
@@ -489,12 +487,8 @@ def _accept(listener, life_r, rehearsed, last=None):
 
 
 def _server_gone() -> None:
-    """A spare whose server has gone: its premade directory goes with it, then the spare."""
-    try:
-        from linkwrap.wrap import output
-        output.drop_premade()
-    finally:
-        os._exit(0)
+    """A spare whose server has gone ends."""
+    os._exit(0)
 
 
 def rehearse(last=None) -> None:
@@ -525,24 +519,20 @@ def rehearse(last=None) -> None:
         _same_limits(req["limits"])
         _cgroups("self")
         argv, driver, cwd = ["linkwrap-rehearsal.o", "-o", "linkwrap-rehearsal"], None, os.getcwd()
-        real = False
         if last is not None:
             try:
                 argv, driver, cwd, env = _last_link(last)
-                real = True
             except (ValueError, TypeError, EOFError):
                 pass
         request = args.parse(argv, driver, env, cwd=cwd)
         # As pipeline.link() makes them, then what only the record needs.
         choice = choose(request, env, memory=False, later=True, reaps=_OWN.get("reaps", False))
-        # The private directory the link will need, made now (output.prepare() takes it); never for
-        # the stand-in, whose directory is the server's working directory (a build's source tree).
-        from linkwrap.wrap import output
-        work = output.premake(request.output) if real else None
-        link_path = os.path.join(work, os.path.basename(request.output)) if work else request.output
+        # Nothing is made beside the output ahead of the link: after an answer the caller may be
+        # removing that directory (make clean, CMake's try_compile), and a directory made in it then
+        # fails its rm -rf. The direct line is split for the output's own name, then.
         if choice.decision.linker is not None:
             try:
-                direct.command(request, choice.decision, link_path, env)
+                direct.command(request, choice.decision, request.output, env)
             except direct.NotDirect:
                 pass
         from linkwrap.wrap.choose import with_memory
@@ -995,9 +985,7 @@ def _refuse(conn, why) -> None:
 
 
 def _quit() -> None:
-    """Exit without serving the link: the private directory made ahead for it goes too."""
-    from linkwrap.wrap import output
-    output.drop_premade()
+    """Exit without serving the link."""
     os._exit(0)
 
 
@@ -1243,7 +1231,7 @@ def _back(req, done) -> bool:
     closed), the working directory, os.environ (keys deleted, changed or added by settle()), the
     umask, the signal dispositions settle() and run_link() set, the priority (nice 19 after the
     answer), and the per-link state of the modules: run.WHILE_LINKING, output's deferred and
-    premade directories (tidy() ended them), pipeline.HANDOFF and _handoff (re-armed), faults'
+    directories (tidy() ended them), pipeline.HANDOFF and _handoff (re-armed), faults'
     LOG_MAX_BYTES and UNHEARD, linkwrap.cc's _LOST, _tidying and _null (empty: the answer took
     them), the tidying lock (let go: this link's record is written). Checked, else exit: no child
     left (a forking linker's worker: the next link's record must not take it in), the same cgroups,
@@ -1286,8 +1274,7 @@ def _back(req, done) -> bool:
         for sig, how in _KEPT["signals"].items():
             _signal.signal(sig, how)
         run.WHILE_LINKING.clear()
-        output.tidy()  # done already: _later None, and the premade directory taken or removed
-        output.drop_premade()
+        output.tidy()  # done already: _later None
         pipeline.HANDOFF = hand_off
         _handoff = _KEPT.get("handoff")
         faults.LOG_MAX_BYTES = _KEPT["log_max"]
@@ -1327,9 +1314,9 @@ def _back(req, done) -> bool:
         if (os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0)) != (_KEPT["nice"], _KEPT["policy"]):
             return False
         _KEPT["links"] += 1
-        # Nothing made ahead for the next link (output.premake): the caller may remove the output's
-        # directory as soon as it has the answer (make clean, CMake's try_compile), and a directory
-        # made in it then failed that removal ("Directory not empty") one time in ten.
+        # Nothing made ahead for the next link: the caller may remove the output's directory as soon
+        # as it has the answer (make clean, CMake's try_compile), and a directory made in it then
+        # failed that removal ("Directory not empty") one time in ten.
         return True
     except Exception as e:
         _LINK["why"] = repr(e)

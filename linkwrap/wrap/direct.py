@@ -78,9 +78,9 @@ def command(request, decision, link_path, environ=os.environ) -> list:
         raise NotDirect("LINKWRAP_DIRECT=0")
     global _split
     from linkwrap.wrap import args as args_mod
-    # split() is a pure function of these: a server's spare rehearsed the same link (server.rehearse())
-    # and its link path (output.premake()), so the link finds the answer here, but for the name of
-    # rustc's own directory (args.rustc_temp_dir()), new every link, which split() only passes on.
+    # split() is a pure function of these: a server's child that served the same link (or a spare
+    # that rehearsed it) finds the answer here, but for the name of rustc's own directory
+    # (args.rustc_temp_dir()), new every link, which split() only passes on.
     tmp = args_mod.rustc_temp_dir(request.args)
     shape = args_mod.renamed(request.args, tmp, "\0") if tmp else request.args
     key = (shape, link_path, tuple(decision.linker_flags), tuple(decision.driver_flags))

@@ -110,7 +110,7 @@ def prepare(request, write_mode, owner=None) -> Plan:
         return _direct(final, st)
     top = os.path.join(d, TMP_DIR)
     owner = owner or owner_tag()
-    work = _take_premade(d, top, owner) or _make_work(top, owner)
+    work = _make_work(top, owner)
     if work is None:
         return _direct(final, st)
     link_path = os.path.join(work, base)
@@ -150,71 +150,6 @@ def _make_work(top, owner):
         finally:
             os.close(top_fd)
     return None
-
-
-# A server's spare makes the private directory of the link it will serve ahead, beside the output of
-# the last link it rehearsed (premake()): two mkdir()s in the link's path cost ~0.2-0.5 ms in a
-# forked child here, against ~15 us in a loop. (directory, its .linkwrap-tmp's and the work
-# directory's (dev, ino), owner, work directory), or None.
-_premade = None
-
-
-def premake(final, owner=None):
-    """In a spare, before it waits: the private directory a link to final would get. -> its path, or
-    None (no place for one). The link takes it when its output is in the same directory (prepare());
-    otherwise it goes after the answer (defer(), tidy()) or with the spare (drop_premade())."""
-    global _premade
-    drop_premade()
-    if not final:
-        return None
-    d, base = os.path.split(final)
-    if base in ("", "-", TMP_DIR) or not _private_parent(d or "."):
-        return None
-    try:
-        if not stat.S_ISREG(os.lstat(final).st_mode) and not stat.S_ISLNK(os.lstat(final).st_mode):
-            return None  # /dev/null, a FIFO, a directory: prepare() makes no private directory for them
-    except OSError:
-        pass  # no output yet: the usual first link
-    owner = owner or owner_tag()
-    top = os.path.join(d, TMP_DIR)
-    work = _make_work(top, owner)
-    if work is None:
-        return None
-    try:
-        top_st, work_st = os.lstat(top), os.lstat(work)
-    except OSError:
-        return None
-    _premade = (d, (top_st.st_dev, top_st.st_ino), (work_st.st_dev, work_st.st_ino), owner, work)
-    return work
-
-
-def _take_premade(d, top, owner):
-    """The spare's premade directory when it is this link's and still the one made (lstat: never
-    followed, the same inodes, ours, nobody else's to write), else None."""
-    global _premade
-    made = _premade
-    if made is None or made[0] != d or made[3] != owner:
-        return None
-    _premade = None
-    try:
-        top_st, work_st = os.lstat(top), os.lstat(made[4])
-    except OSError:
-        return None
-    if (top_st.st_dev, top_st.st_ino) != made[1] or (work_st.st_dev, work_st.st_ino) != made[2] \
-            or not stat.S_ISDIR(top_st.st_mode) or not stat.S_ISDIR(work_st.st_mode) \
-            or not _owned(top_st) or not _owned(work_st) or work_st.st_uid != os.geteuid():
-        return None  # not taken: tidy() still removes it (_later)
-    if _later:  # this link's now: commit() hands it to tidy() as the link's own
-        _later[:] = [entry for entry in _later if entry[0] != made[4]]
-    return made[4]
-
-
-def drop_premade() -> None:
-    """Remove the spare's premade directory (the spare exits, or serves no link)."""
-    global _premade
-    made, _premade = _premade, None
-    if made is not None:
-        _remove_work_dir(made[4])
 
 
 def _free_in_background(path):
@@ -330,10 +265,6 @@ def defer() -> None:
     """From now on, committed links leave their work directory (and the old output) to tidy()."""
     global _later
     _later = []
-    if _premade is not None:
-        # Removed after the answer unless this link takes it (prepare()): a link elsewhere, or none.
-        # "/" begins no name: tidy() moves nothing out of it.
-        _later.append((_premade[4], ("/", _premade[0]), False))
 
 
 def tidy() -> None:
@@ -419,7 +350,9 @@ def abort(plan, linker_ran: bool) -> None:
 
 def _remove_work_dir(work, keep=None):
     top = os.path.dirname(work)
-    fd = _open_top(top)
+    # Never made here: after the answer the caller may be removing the output's directory (make
+    # clean, CMake's try_compile), and a .linkwrap-tmp made again then fails its rm -rf.
+    fd = _open_existing(top)
     if fd is None:
         return
     try:

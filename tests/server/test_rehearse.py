@@ -60,13 +60,10 @@ def _rehearsed(last):
         try:
             os.close(r)
             srv.rehearse(last)
-            from linkwrap.wrap import args, direct, output
+            from linkwrap.wrap import args, direct
             kept = {"args": args._last[0] if args._last else None,
                     "split_path": direct._split[0][1] if direct._split else None,
-                    "premade": output._premade[4] if output._premade else None}
-            if output._premade:
-                kept["premade_empty"] = os.listdir(output._premade[4]) == []
-            output.drop_premade()
+                    "output": args._last[1].output if args._last else None}
             os.write(w, json.dumps(kept).encode())
         finally:
             os._exit(0)
@@ -84,9 +81,9 @@ def test_the_spare_rehearses_the_last_link_and_keeps_what_it_found(tmp_path, lw_
     import marshal
     kept = _rehearsed(marshal.dumps((tuple(argv), None, str(tmp_path), env)))
     assert kept["args"] == [argv, None, str(tmp_path)]
-    assert kept["premade"].startswith(str(tmp_path / ".linkwrap-tmp") + "/") and kept["premade_empty"]
-    assert kept["split_path"] == os.path.join(kept["premade"], "app")  # the link's own path: the same
-    assert not os.path.exists(tmp_path / ".linkwrap-tmp")  # the spare took it with it
+    assert kept["split_path"] == kept["output"]  # split for the output's own name
+    # Nothing made beside the output: after an answer the caller may be removing that directory.
+    assert not os.path.exists(tmp_path / ".linkwrap-tmp")
 
 
 def test_no_last_link_or_a_garbled_one_rehearses_the_stand_in_and_makes_nothing(tmp_path, lw_home, monkeypatch):
@@ -94,5 +91,4 @@ def test_no_last_link_or_a_garbled_one_rehearses_the_stand_in_and_makes_nothing(
     for last in (None, b"garbage", __import__("marshal").dumps(("not", "a", "link", 1))):
         kept = _rehearsed(last)
         assert kept["args"] == [["linkwrap-rehearsal.o", "-o", "linkwrap-rehearsal"], None, str(tmp_path)]
-        assert kept["premade"] is None
     assert os.listdir(tmp_path) == ["lw-home"]

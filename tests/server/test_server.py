@@ -84,16 +84,9 @@ def wait_for(cond, what, timeout=60):
 
 
 def no_link_debris(directory):
-    """Nothing of a link is left in directory's .linkwrap-tmp: at most the empty private directory a
-    waiting spare made ahead for the next link (output.premake()), named after that live spare."""
+    """Nothing of a link is left in directory's .linkwrap-tmp (nothing is made there ahead)."""
     top = os.path.join(str(directory), ".linkwrap-tmp")
-    if not os.path.exists(top):
-        return True
-    for name in os.listdir(top):
-        path = os.path.join(top, name)
-        if os.listdir(path) or not os.path.exists(f"/proc/{name.split('-')[0]}"):
-            return False
-    return True
+    return not os.path.exists(top) or os.listdir(top) == []
 
 
 def socket_path(home):

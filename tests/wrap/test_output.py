@@ -611,56 +611,28 @@ def test_outputs_named_like_linkwraps_own_files_link_as_plain_cc(tmp_path, lw_ho
         os.unlink(tmp_path / name)
 
 
-# --- the private directory a server's spare makes ahead (output.premake) ------------------------
-
 def _link_to(plan, data=b"new"):
     with open(plan.link_path, "wb") as f:
         f.write(data)
     return output.commit(plan, True)
 
 
-def test_a_spares_premade_directory_is_the_link_that_lands_there(tmp_path):
-    out = tmp_path / "a.out"
-    out.write_bytes(b"old")
-    made = output.premake(str(out))
-    assert made and os.path.isdir(made) and os.listdir(made) == []
-    output.defer()  # as the server's child does before its link
-    plan = output.prepare(request(["x.o", "-o", "a.out"], tmp_path), FRESH)
-    assert plan.work_dir == made and plan.link_path == os.path.join(made, "a.out")
-    assert _link_to(plan)[0] and read(out) == b"new"
-    output.tidy()
-    assert debris(tmp_path) == []
-
-
-def test_a_premade_directory_elsewhere_costs_the_link_nothing_and_goes_after_it(tmp_path):
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    made = output.premake(str(tmp_path / "a" / "x"))
-    assert made and made.startswith(str(tmp_path / "a" / ".linkwrap-tmp"))
-    output.defer()
-    plan = output.prepare(request(["x.o", "-o", "b/x"], tmp_path), FRESH)
-    assert os.path.dirname(plan.work_dir) == str(tmp_path / "b" / ".linkwrap-tmp")
-    assert _link_to(plan)[0] and read(tmp_path / "b" / "x") == b"new"
-    output.tidy()  # after the answer: the wrong guess is gone too
-    assert debris(tmp_path / "a") == [] and debris(tmp_path / "b") == []
-
-
-def test_a_premade_directory_replaced_or_made_a_symlink_is_not_taken(tmp_path):
+def test_a_private_directorys_name_recreated_or_made_a_symlink_is_made_anew(tmp_path):
+    """What stands under this process's private directory's name (an earlier one removed and made
+    again by someone, one that others can write; a symlink) is never taken or followed."""
     out = tmp_path / "a.out"
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
+    name = tmp_path / output.TMP_DIR / output.owner_tag()
     for change in ("recreated", "symlink"):
-        made = output.premake(str(out))
-        if change == "recreated":  # `rm -rf`, then the same names again, one that others can write
-            output._remove_work_dir(made)
-            os.makedirs(made, mode=0o700)
-            os.chmod(made, 0o777)
-        else:  # something else under that name: never written through
-            os.rmdir(made)
-            os.symlink(elsewhere, made)
+        os.makedirs(name.parent, mode=0o700, exist_ok=True)
+        if change == "recreated":
+            os.mkdir(name, 0o700)
+            os.chmod(name, 0o777)
+        else:
+            os.symlink(elsewhere, name)
         output.defer()
         plan = output.prepare(request(["x.o", "-o", "a.out"], tmp_path), FRESH)
-        # Made anew (the same name: the owner's), never the thing found there taken or followed.
         st = os.lstat(plan.work_dir)
         assert stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o700
         assert _link_to(plan, change.encode())[0] and read(out) == change.encode()
@@ -668,24 +640,23 @@ def test_a_premade_directory_replaced_or_made_a_symlink_is_not_taken(tmp_path):
         assert debris(tmp_path) == [] and os.listdir(elsewhere) == []
 
 
-def test_a_premade_directory_goes_with_the_spare_and_none_is_made_where_others_write(tmp_path):
-    made = output.premake(str(tmp_path / "a.out"))
-    assert os.path.isdir(made)
-    output.drop_premade()
-    assert debris(tmp_path) == []
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    shared.chmod(0o1777)
-    assert output.premake(str(shared / "a.out")) is None and debris(shared) == []
-
-
-def test_no_premade_directory_beside_an_output_that_is_not_a_file(tmp_path):
-    """/dev/null, a FIFO: prepare() makes no private directory for them, so premake() neither (as
-    root, one was left in /dev while the server lived)."""
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-    (tmp_path / "dir").mkdir()
-    for final in (fifo, tmp_path / "dir"):
-        assert output.premake(str(final)) is None
-    assert debris(tmp_path) == []
-
+def test_tidy_after_the_caller_removed_the_outputs_directory_makes_nothing_there(tmp_path, monkeypatch):
+    """`make clean`, CMake's try_compile: the caller removes the output's directory as soon as it
+    has the answer, while the server's child is still to tidy. tidy() must make nothing there, not
+    even for an instant: a .linkwrap-tmp made between rm -rf's last unlink and its rmdir failed that
+    rmdir ("Directory not empty")."""
+    import shutil
+    d = tmp_path / "build"
+    d.mkdir()
+    (d / "a.out").write_bytes(b"old")
+    output.defer()  # as the server's child does before its link
+    plan = output.prepare(request(["x.o", "-o", "build/a.out"], tmp_path), FRESH)
+    assert _link_to(plan)[0]
+    shutil.rmtree(d / output.TMP_DIR)  # the caller's rm -rf, up to its last rmdir
+    os.unlink(d / "a.out")
+    made = []
+    real_mkdir = os.mkdir
+    monkeypatch.setattr(os, "mkdir", lambda path, *a, **k: made.append(path) or real_mkdir(path, *a, **k))
+    output.tidy()
+    assert made == [] and os.listdir(d) == []
+    d.rmdir()
