@@ -5,6 +5,7 @@ import json
 import os
 import socket
 
+from forked import in_a_fork
 from linkrecords import c_object
 from linkwrap.server import server as srv
 from linkwrap.wrap import invocation
@@ -54,24 +55,13 @@ def test_a_hand_off_whose_fd_number_went_to_a_clients_fd_sends_nothing(tmp_path)
 
 def _rehearsed(last):
     """In a forked spare: rehearse(last), then what it kept. -> dict."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(r)
-            srv.rehearse(last)
-            from linkwrap.wrap import args, direct
-            kept = {"args": args._last[0] if args._last else None,
-                    "split_path": direct._split[0][1] if direct._split else None,
-                    "output": args._last[1].output if args._last else None}
-            os.write(w, json.dumps(kept).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    with os.fdopen(r, "rb") as f:
-        data = f.read()
-    os.waitpid(pid, 0)
-    return json.loads(data)
+    def rehearse():
+        srv.rehearse(last)
+        from linkwrap.wrap import args, direct
+        return json.dumps({"args": args._last[0] if args._last else None,
+                           "split_path": direct._split[0][1] if direct._split else None,
+                           "output": args._last[1].output if args._last else None})
+    return json.loads(in_a_fork(rehearse))
 
 
 def test_the_spare_rehearses_the_last_link_and_keeps_what_it_found(tmp_path, lw_home):

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from conftest import script
+from forked import in_a_fork
 from linkwrap.wrap import args, linkers, run
 from linkwrap.wrap.policy import FRESH, IN_PLACE, Decision, as_asked
 from outputkit import (LINKERS, signal_group, STATIC, _group_alive, big_obj, debris, env_for, fuse, lw_cc,  # noqa: F401
@@ -69,26 +70,6 @@ FORKING = textwrap.dedent("""
 """)
 
 
-def in_a_subreaper(fn):
-    """fn() in a forked child that is a child subreaper (as the server's child is); -> what it returned."""
-    import ctypes
-    import marshal
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(r)
-            assert ctypes.CDLL(None).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
-            os.write(w, marshal.dumps(fn()))
-        finally:
-            os._exit(0)
-    os.close(w)
-    with os.fdopen(r, "rb") as f:
-        data = f.read()
-    os.waitpid(pid, 0)
-    return marshal.loads(data)
-
-
 def test_reap_adds_a_forked_workers_cpu_and_peak_rss_to_the_outcome():
     def link():
         code, wall, user, sys_ms, rss, out, err = run.spawn([sys.executable, "-c", FORKING], dict(os.environ))
@@ -97,7 +78,7 @@ def test_reap_adds_a_forked_workers_cpu_and_peak_rss_to_the_outcome():
         left = run._children(os.getpid())
         return first.peak_rss_kb, done.peak_rss_kb, first.user_ms + first.sys_ms, done.user_ms + done.sys_ms, \
             first.wall_ms == done.wall_ms, left
-    first_kb, reaped_kb, first_cpu, reaped_cpu, same_wall, left = in_a_subreaper(link)
+    first_kb, reaped_kb, first_cpu, reaped_cpu, same_wall, left = in_a_fork(link, subreaper=True)
     # The worker's peak (the first process's ru_maxrss starts at this process's RSS: it may be high too).
     assert reaped_kb > 200 << 10 and reaped_kb >= first_kb, (first_kb, reaped_kb)
     # Its CPU: faulting in 200 MiB costs tens of ms of system time.
@@ -112,7 +93,7 @@ def test_reap_kills_what_outlives_its_bound_when_told():
         assert len(worker) == 1  # the stopped worker, orphaned to this subreaper
         run.reap(None, bound_s=0.5, kill=True)
         return worker[0], run._children(os.getpid()), os.path.exists(f"/proc/{worker[0]}")
-    worker, left, exists = in_a_subreaper(link)
+    worker, left, exists = in_a_fork(link, subreaper=True)
     assert left == [] and not exists, worker  # killed and reaped: no zombie either
 
 
@@ -128,7 +109,7 @@ def test_reap_leaves_a_slow_worker_running():
             os.kill(p, 9)
         run.reap(None, bound_s=5, kill=True)
         return worker, alive
-    worker, alive = in_a_subreaper(link)
+    worker, alive = in_a_fork(link, subreaper=True)
     assert alive == worker and len(worker) == 1
 
 
