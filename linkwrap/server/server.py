@@ -1334,9 +1334,10 @@ def _trim() -> bool:
     there is no such call."""
     try:
         import ctypes
-        return bool(ctypes.CDLL(None).malloc_trim(0)) or True
+        ctypes.CDLL(None).malloc_trim(0)  # its result says only whether memory was given back
     except (OSError, AttributeError):
         return False
+    return True
 
 
 def _clear_peak() -> bool:
