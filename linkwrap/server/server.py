@@ -1057,10 +1057,12 @@ def settle(req, peer_pid) -> None:
         if own.get(k) != v:
             env[k] = v
     os.umask(req["umask"])
-    # What cannot be put back exactly after the link (a lowered hard limit, a priority given up, a
-    # cgroup left): noted, and this child then serves no other link (_back()).
+    # What cannot be put back exactly after the link (a hard limit this process may not raise
+    # again, a priority it may not take back, a scheduling policy, a cgroup left): noted, and this
+    # child then serves no other link. The rest _back() puts back: a server started by a niced
+    # build, or by one with other limits, must not lose its children's reuse to every other build.
     changed = _LINK.setdefault("changed", [])
-    if _same_limits(req["limits"]):
+    if _same_limits(req["limits"]) and not _limits_go_back():
         changed.append("limits")
     try:
         # `nice cargo build`: its links run at its priority, not at the server's (that of whichever
@@ -1070,7 +1072,10 @@ def settle(req, peer_pid) -> None:
             changed.append("policy")
             os.sched_setscheduler(0, policy, os.sched_param(0))
         if nice != os.getpriority(os.PRIO_PROCESS, 0):
-            changed.append("nice")
+            # A lower priority than the one it waited at is taken back only where nice 19 is (the
+            # tidying's: _may_renice); a higher one is always given up.
+            if nice > _KEPT.get("nice", 0) and not _KEPT.get("renice"):
+                changed.append("nice")
             os.setpriority(os.PRIO_PROCESS, 0, nice)
     except OSError:
         pass
@@ -1170,14 +1175,7 @@ def _may_renice(nice) -> bool:
     soft = resource.getrlimit(resource.RLIMIT_NICE)[0]
     if soft == resource.RLIM_INFINITY or 20 - nice <= soft:
         return True
-    try:
-        with open("/proc/self/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"CapEff:"):
-                    return bool(int(line.split()[1], 16) >> 23 & 1)  # CAP_SYS_NICE
-    except (OSError, ValueError, IndexError):
-        pass
-    return False
+    return _capable(23)  # CAP_SYS_NICE
 
 
 def _open_fds() -> set:
@@ -1235,7 +1233,8 @@ def _back(req, done) -> bool:
     LOG_MAX_BYTES and UNHEARD, linkwrap.cc's _LOST, _tidying and _null (empty: the answer took
     them), the tidying lock (let go: this link's record is written). Checked, else exit: no child
     left (a forking linker's worker: the next link's record must not take it in), the same cgroups,
-    signal mask and fds (none of the link's left open), LINKS_PER_CHILD, RSS_SLACK_KB. Kept, as checked
+    signal mask and fds (none of the link's left open), LINKS_PER_CHILD, RSS_SLACK_KB; the resource
+    limits and the priority the client's link had are set back (settle() noted where they cannot be). Kept, as checked
     before each use: the memos of args, config, linkers, direct and probe (docs/design.md)."""
     import _signal
     import gc
@@ -1308,9 +1307,13 @@ def _back(req, done) -> bool:
         _LINK["why"] = "the peak RSS"
         if not _clear_peak() and resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > _KEPT["peak_kb"] + RSS_SLACK_KB:
             return False
-        if _LINK.get("niced"):
-            os.setpriority(os.PRIO_PROCESS, 0, _KEPT["nice"])
+        _LINK["why"] = "the limits"
+        for which, want in _OWN.get("limits", {}).items():  # the client's (settle()), if they differed
+            if resource.getrlimit(which) != want:
+                resource.setrlimit(which, want)
         _LINK["why"] = "the priority"
+        if os.getpriority(os.PRIO_PROCESS, 0) != _KEPT["nice"]:  # the tidying's nice 19, or the client's
+            os.setpriority(os.PRIO_PROCESS, 0, _KEPT["nice"])
         if (os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0)) != (_KEPT["nice"], _KEPT["policy"]):
             return False
         _KEPT["links"] += 1
@@ -1436,6 +1439,32 @@ def _same_limits(limits) -> bool:
             changed = True
             resource.setrlimit(which, want)
     return changed
+
+
+def _limits_go_back() -> bool:
+    """Whether the limits this process waited with (_OWN) can be set again after the client's:
+    a hard limit the client lowered is raised again only with CAP_SYS_RESOURCE."""
+    import resource
+    own = _OWN.get("limits")
+    if own is None:  # not read (_own_world failed): settle() set every limit, with nothing to go back to
+        return False
+    for which, (_, hard) in own.items():
+        now = resource.getrlimit(which)[1]
+        if hard != now and (hard == resource.RLIM_INFINITY or (now != resource.RLIM_INFINITY and hard > now)):
+            return _capable(24)  # CAP_SYS_RESOURCE
+    return True
+
+
+def _capable(bit) -> bool:
+    """Whether this process has the capability numbered bit in its effective set."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"CapEff:"):
+                    return bool(int(line.split()[1], 16) >> bit & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
 
 
 def join_cgroups(pid) -> None:

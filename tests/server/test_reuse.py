@@ -185,24 +185,103 @@ def test_a_reused_child_gives_the_next_link_nothing_of_the_last(tmp_path, lw_hom
     os.close(w)
 
 
-@pytest.mark.parametrize("how", ["nice", "limits"])
-def test_a_child_that_took_another_nice_or_limits_is_not_reused(tmp_path, lw_home, client, server, peek, how):
+# How a build can differ from the server's: a lower priority, a lower soft or hard limit.
+OTHER_WORLD = {"nice": ["nice", "-n", "5"],
+               "soft limit": ["sh", "-c", 'ulimit -Sn {low} && exec "$@"', "sh"],
+               "hard limit": ["sh", "-c", 'ulimit -n {low} && exec "$@"', "sh"]}
+
+
+@pytest.mark.parametrize("how", list(OTHER_WORLD))
+def test_a_child_that_took_another_nice_or_limits_serves_the_next_link_as_its_own(tmp_path, lw_home, client,
+                                                                                   server, peek, how):
+    """A `nice`d build, or one with other limits: its link runs with them, and its child, set back,
+    serves later links with the server's own (as root, which may raise a hard limit again and take
+    a priority back: _limits_go_back() and _may_renice() say where that is refused)."""
     import resource
     env = peek_env(tmp_path, peek)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wrap = {"nice": ["nice", "-n", "5"], "limits": ["sh", "-c", f'ulimit -Sn {min(soft, 4096) - 9}; exec "$@"', "sh"]}
+    low = min(soft, 4096) - 9
+    wrap = [w.format(low=low) for w in OTHER_WORLD[how]]
     obj = c_object(tmp_path)
-    done = subprocess.run([*wrap[how], client, obj, "-o", "app-a"], cwd=tmp_path, env=env, capture_output=True)
+    done = subprocess.run([*wrap, client, obj, "-o", "app-a"], cwd=tmp_path, env=env, capture_output=True)
     assert done.returncode == 0, done.stderr
     a = seen(tmp_path)[-1]
-    assert (a["nice"], a["nofile"]) != (os.getpriority(os.PRIO_PROCESS, server), [soft, hard])
+    own = (os.getpriority(os.PRIO_PROCESS, server), [soft, hard])
+    assert (a["nice"], a["nofile"]) == {"nice": (own[0] + 5, own[1]), "soft limit": (own[0], [low, hard]),
+                                        "hard limit": (own[0], [low, low])}[how]  # the build's, in its link
     child = served_by(a, server)
-    wait_for(lambda: _gone(child), "the exit of the child whose link changed what cannot go back")
-    for i in range(3):
-        link(client, tmp_path, env, f"app-b{i}")
+    from linkwrap.server import server as srv
+    if how == "hard limit" and not srv._capable(24):
+        # No CAP_SYS_RESOURCE (so in some containers, even as root): it cannot be raised again,
+        # and the child exits after that link; later links have the server's limits all the same.
+        wait_for(lambda: _gone(child), "the exit of the child whose link lowered a hard limit")
+        link(client, tmp_path, env, "app-b")
         b = seen(tmp_path)[-1]
         assert served_by(b, server) != child
-        assert (b["nice"], b["nofile"]) == (os.getpriority(os.PRIO_PROCESS, server), [soft, hard])
+    else:
+        b, _ = until_served_by(child, client, tmp_path, env, server, [f"app-b{i}" for i in range(6)])
+    assert (b["nice"], b["nofile"]) == own  # the server's again
+
+
+@pytest.fixture
+def niced_server(lw_home, client):
+    """A server started by a build at nice +5 (the first link of a `nice cargo build`)."""
+    code = "from linkwrap.server import start; print(start.start_detached())"
+    done = subprocess.run(["nice", "-n", "5", sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    wait_for(lambda: os.path.exists(socket_path(lw_home)), "the server's socket")
+    yield int(done.stdout.split()[-1])
+    stop_servers(lw_home)
+
+
+def test_a_niced_servers_children_serve_the_links_of_builds_at_another_nice(tmp_path, lw_home, client,
+                                                                              niced_server, peek):
+    """Each link runs at its build's priority where the child may take it (CAP_SYS_NICE or RLIMIT_NICE;
+    else at the server's), and goes back to the server's after: the children are reused (before,
+    every link of such a server took a fresh child)."""
+    from linkwrap.server import server as srv
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    assert os.getpriority(os.PRIO_PROCESS, niced_server) == min(19, mine + 5)
+    env = peek_env(tmp_path, peek)
+    for i in range(5):
+        link(client, tmp_path, env, f"app{i}")
+    infos = seen(tmp_path)
+    children = [served_by(info, niced_server) for info in infos]
+    assert len(set(children)) < len(children), children
+    may = srv._may_renice(mine)  # whether nice +5 may go back to mine (the child takes the build's)
+    assert {info["nice"] for info in infos} == {mine if may else min(19, mine + 5)}
+
+
+LIMITS_BACK = """
+import resource, sys
+from linkwrap.server import server
+server._own_world()
+own = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(own[0], 512), 512 if sys.argv[1] == "hard" else own[1]))
+may = server._limits_go_back()
+try:
+    resource.setrlimit(resource.RLIMIT_NOFILE, own)
+    back = True
+except (ValueError, OSError):
+    back = False
+print(may, back)
+"""
+
+
+@pytest.mark.parametrize("privileged", [False, True])
+@pytest.mark.parametrize("lowered", ["soft", "hard"])
+def test_a_child_knows_whether_its_limits_can_go_back(privileged, lowered):
+    """A hard limit the client lowered is raised again only with CAP_SYS_RESOURCE (setpriv drops it;
+    some containers' root has none): _limits_go_back() says what setrlimit() then does, and
+    without it the child exits after that link (settle() notes "limits")."""
+    drop = [] if privileged else [tool("setpriv"), "--bounding-set=-sys_resource", "--inh-caps=-sys_resource"]
+    done = subprocess.run([*drop, sys.executable, "-c", LIMITS_BACK, lowered], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    may, back = done.stdout.split()
+    assert may == back
+    if lowered == "soft":
+        assert may == "True"
+    elif not privileged:
+        assert may == "False"
 
 
 def test_a_forking_linkers_worker_is_the_records_of_its_own_link_only(tmp_path, lw_home, client, server, peek):
