@@ -21,10 +21,13 @@ kept (-C save-temps). `cc` is the link without linkwrap: the caller's own argume
 forcing of its rust-lld taken out) with the same linker (linkwrap's -B shim, whose `ld` is it:
 each output's .comment is checked) and none of the flags linkwrap adds -- mold and wild fork, as
 they do for a user without linkwrap. `cc+flags` is the same with linkwrap's flags for the script
-(--no-fork, --threads=N), the baseline these figures were once taken against. The commands are
+(--no-fork, --threads=N), the baseline these figures were once taken against. `cc again` is `cc`
+once more in the same round: its row is the noise floor, what a difference of two runs of one
+command looks like on this machine (its p90 is the smallest p90 any other row can have). The commands are
 interleaved (cc, cc+flags, script, client; each round in its own shuffled order) after a
 warm-up; the figure is the per-round difference against cc: median, p90, and a 95 % confidence
-interval of the median (order statistics). A negative median is a link that is faster through
+interval of the median (order statistics); then the shift of the tail itself, each command's p90
+minus cc's, with a 95 % bootstrap interval. A negative median is a link that is faster through
 linkwrap than without it. Not a test: figures for the notes (with `uptime`).
 """
 import argparse
@@ -88,6 +91,26 @@ def median_ci(values):
     return statistics.median(s), s[min(n - 1, int(n * 0.9))], (s[lo], s[hi - 1 if hi > lo else hi])
 
 
+def p90(values):
+    s = sorted(values)
+    return s[min(len(s) - 1, int(len(s) * 0.9))]
+
+
+def p90_shift(base, other, resamples=2000):
+    """p90(other) - p90(base), and a 95 % bootstrap interval (rounds resampled in pairs): how much
+    slower the slow links are. The p90 of the per-round differences above is, on a noisy machine,
+    mostly the two runs' own spread (see `cc again`); this compares the tails themselves."""
+    import random
+    rng = random.Random(90)
+    pairs = list(zip(base, other))
+    shifts = []
+    for _ in range(resamples):
+        pick = [rng.choice(pairs) for _ in pairs]
+        shifts.append(p90([b for _, b in pick]) - p90([a for a, _ in pick]))
+    shifts.sort()
+    return p90(other) - p90(base), (shifts[int(resamples * 0.025)], shifts[int(resamples * 0.975) - 1])
+
+
 def bench_link(label, argv, cwd, env, linker, client, script, runs, work, baseline=None):
     from linkwrap.wrap import args, run
     from linkwrap.wrap.choose import choose
@@ -96,8 +119,9 @@ def bench_link(label, argv, cwd, env, linker, client, script, runs, work, baseli
     decision = choose(req, env).decision  # the script's: what the cc+flags column adds
     assert decision.linker and decision.linker.name == linker, decision
     outs = {k: os.path.join(work, f"{label.split()[0]}-{k}")
-            for k in ("cc", "cc+flags", "script", "client", "baseline")}
+            for k in ("cc", "cc again", "cc+flags", "script", "client", "baseline")}
     cmds = {"cc": run.command(req, decision._replace(linker_flags=(), driver_flags=()), outs["cc"]),
+            "cc again": run.command(req, decision._replace(linker_flags=(), driver_flags=()), outs["cc again"]),
             "cc+flags": run.command(req, decision, outs["cc+flags"]),
             "script": [script, *args.with_output(argv, outs["script"])],
             "client": [client, *args.with_output(argv, outs["client"])]}
@@ -123,7 +147,9 @@ def bench_link(label, argv, cwd, env, linker, client, script, runs, work, baseli
     print(f"{label:13s} cc {base:7.1f} ms")
     for name in [n for n in cmds if n != "cc"]:
         med, p90, (lo, hi) = median_ci([b - a for a, b in zip(samples["cc"], samples[name])])
-        print(f"{'':13s} {name:8s} {med:+6.1f} (p90 {p90:+6.1f}, 95% CI {lo:+.1f}..{hi:+.1f})")
+        q, (qlo, qhi) = p90_shift(samples["cc"], samples[name])
+        print(f"{'':13s} {name:8s} {med:+6.1f} (p90 {p90:+6.1f}, 95% CI {lo:+.1f}..{hi:+.1f}; "
+              f"its p90 - cc's p90 {q:+.1f}, 95% CI {qlo:+.1f}..{qhi:+.1f})")
     if baseline:
         med, p90, (lo, hi) = median_ci([b - a for a, b in zip(samples["baseline"], samples["client"])])
         print(f"{'':13s} client - baseline client, per round: median {med:+.1f} ms (p90 {p90:+.1f}, "
@@ -179,9 +205,6 @@ def parts(name, out, samples):
     linker = [r[2] for r in rows]
     rest = [c - a - b - d for c, a, b, d in zip(samples[name], setup, own, linker)]
     med = statistics.median
-
-    def p90(v):
-        return sorted(v)[min(len(v) - 1, int(len(v) * 0.9))]
     print(f"{'':13s} {name}, median/p90 (ms): exec+connect+answer+exit {med(rest):.1f}/{p90(rest):.1f} | "
           f"hand-off+child setup {med(setup):.1f}/{p90(setup):.1f} | linkwrap to the answer "
           f"{med(own):.1f}/{p90(own):.1f} | linker {med(linker):.1f} (cc {med(samples['cc']):.1f}: driver hop + linker)")
