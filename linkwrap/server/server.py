@@ -875,7 +875,6 @@ def _answer(conn, reply, fds, done) -> None:
         # not take a CPU from a live link: the weight of nice 19 is 1.5 % of a link's. Not
         # SCHED_IDLE, whose 0.3 % could hold the spool's lock for seconds behind a busy build.
         os.nice(19)
-        _LINK["niced"] = True
     except OSError:
         pass
 
@@ -1135,7 +1134,8 @@ def _dup_above(fd, floor):
 # "fds", the set of every fd it holds but the kept mount table's (probe: opened again when lost).
 _KEPT = {}
 # In a child, for the link it serves: "changed" (what settle() changed that cannot go back),
-# "again" (it will serve the next link), "niced", "told" (the words sent to the server).
+# "again" (it will serve the next link), "why" (what stopped it, for the tests), "told" (the words
+# sent to the server).
 _LINK = {}
 
 
@@ -1249,6 +1249,12 @@ def _back(req, done) -> bool:
             return False  # a child left, running or just ended
         except ChildProcessError:
             pass
+        # The client's limits (settle()), first: a tiny RLIMIT_NOFILE or RLIMIT_AS of its would
+        # fail the checks below for this child's own work.
+        _LINK["why"] = "the limits"
+        for which, want in _OWN.get("limits", {}).items():
+            if resource.getrlimit(which) != want:
+                resource.setrlimit(which, want)
         for hold in done:
             if hold is not None:
                 os.close(hold)  # the tidying lock: this link's record and history are written
@@ -1307,10 +1313,6 @@ def _back(req, done) -> bool:
         _LINK["why"] = "the peak RSS"
         if not _clear_peak() and resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > _KEPT["peak_kb"] + RSS_SLACK_KB:
             return False
-        _LINK["why"] = "the limits"
-        for which, want in _OWN.get("limits", {}).items():  # the client's (settle()), if they differed
-            if resource.getrlimit(which) != want:
-                resource.setrlimit(which, want)
         _LINK["why"] = "the priority"
         if os.getpriority(os.PRIO_PROCESS, 0) != _KEPT["nice"]:  # the tidying's nice 19, or the client's
             os.setpriority(os.PRIO_PROCESS, 0, _KEPT["nice"])
@@ -1456,8 +1458,13 @@ def _limits_go_back() -> bool:
 
 
 def _capable(bit) -> bool:
-    """Whether this process has the capability numbered bit in its effective set."""
+    """Whether this process has the capability numbered bit in its effective set, in the initial
+    user namespace: the kernel checks a hard limit's raising and a priority's taking there, and in
+    another (rootless podman, `unshare -r`) every capability shows in CapEff."""
     try:
+        with open("/proc/self/uid_map", "rb") as f:
+            if f.read().split() != [b"0", b"0", b"4294967295"]:
+                return False
         with open("/proc/self/status", "rb") as f:
             for line in f:
                 if line.startswith(b"CapEff:"):
