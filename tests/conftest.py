@@ -112,6 +112,17 @@ def hello_obj(tmp_path):
     return tmp_path / "hello.o"
 
 
+@pytest.fixture
+def big_hello_obj(tmp_path):
+    """hello.o as hello_obj's, with a constant array that makes it no small link (linkrecords.not_small):
+    for tests of the static order that is not the small links'."""
+    from linkrecords import not_small
+    src = tmp_path / "hello.c"
+    src.write_text(not_small('#include <stdio.h>\nint main(void){puts("hello");return 0;}\n'))
+    subprocess.run(["cc", "-c", str(src), "-o", str(tmp_path / "hello.o")], check=True)
+    return tmp_path / "hello.o"
+
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

@@ -32,11 +32,18 @@ def cc_link(argv, cwd, env=None):
                           env={**os.environ, **(env or {})})
 
 
-def c_object(directory, name="hello", body='int main(void){return 0;}\n'):
-    """A compiled C object in directory; -> its path."""
+def not_small(body):
+    """C source body with a constant array that makes its object more than probe.SMALL_INPUT_BYTES:
+    a link of it is no small link (docs/policy.md 1.3), whose order a test of another rule expects."""
+    from linkwrap.wrap.probe import SMALL_INPUT_BYTES
+    return body + f"const char linkwrap_test_pad[{SMALL_INPUT_BYTES}] = {{1}};\n"
+
+
+def c_object(directory, name="hello", body='int main(void){return 0;}\n', big=False):
+    """A compiled C object in directory (big: not_small()); -> its path."""
     src = os.path.join(str(directory), f"{name}.c")
     with open(src, "w") as f:
-        f.write(body)
+        f.write(not_small(body) if big else body)
     obj = os.path.join(str(directory), f"{name}.o")
     subprocess.run(["cc", "-c", src, "-o", obj], check=True)
     return obj

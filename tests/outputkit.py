@@ -73,6 +73,8 @@ def written_by(path) -> str:
     text = subprocess.run(["readelf", "-p", ".comment", str(path)], capture_output=True, text=True).stdout
     if "mold" in text:
         return "mold"
+    if "Linker: Wild" in text:
+        return "wild"
     if comment_mark("lld") in text:
         return "lld"
     if "LLD" in text:

@@ -14,7 +14,7 @@ rests on, and why.
 """
 from linkwrap.records import record
 
-from linkwrap.wrap.probe import CACHE_PROBE_MIN_BYTES
+from linkwrap.wrap.probe import CACHE_PROBE_MIN_BYTES, SMALL_INPUT_BYTES
 
 IN_PLACE = "in-place"  # the linker may overwrite the existing inode: every hard link sees the new binary
 FRESH = "fresh"        # a new inode: the old one, and every other name for it, stays untouched
@@ -161,10 +161,21 @@ def choose_linker(request, linkers, config, reasons, probe=None, measured=None, 
         if pick is not None:
             reasons.append(measured_reason(pick, linkers, measured))
             return linkers[pick[0].linker]
-        taught = learned_pick(prefer, linkers, forbid | unfit, learned)
-        if taught is not None:
-            reasons.append(taught[1])
-            return linkers[taught[0]]
+        if default is None and probe is not None and getattr(probe, "small_inputs", None):
+            # A small link whose caller's own linker is GNU ld (or gold): there mold and lld are
+            # slower than it, alone and more so beside the build's other links, so they go after it;
+            # nor is such a link explored (its relinks would pay tens of ms to save a few).
+            slower = [n for n in prefer if n in SLOWER_WHEN_SMALL]
+            if any(n in linkers for n in slower):
+                prefer = tuple(n for n in prefer if n not in SLOWER_WHEN_SMALL) + tuple(slower)
+                reasons.append(f"a small link (under {SMALL_INPUT_BYTES >> 10} KiB of inputs): "
+                               f"{' and '.join(n for n in slower if n in linkers)} after GNU ld, which links it "
+                               "faster (docs/policy.md 1.3)")
+        else:
+            taught = learned_pick(prefer, linkers, forbid | unfit, learned)
+            if taught is not None:
+                reasons.append(taught[1])
+                return linkers[taught[0]]
     order = ", ".join(prefer)
     skipped = []
     for name in prefer:
@@ -196,6 +207,10 @@ def choose_linker(request, linkers, config, reasons, probe=None, measured=None, 
 # link through linkwrap is never slower than without it (rust-lld beat mold 1.15x on a real Rust
 # link here, mold beat rust-lld 0.83x on a generated one: shared/reference/measurements.md).
 FAST = ("mold", "wild", "lld", "rust-lld")
+# ...but not on a small link (probe.small_inputs): there these took longer than GNU ld here, alone
+# (mold 1.02-1.07x, lld 1.4-1.6x) and eight at a time on 2 CPUs (mold 1.06-1.28x, lld 1.4-1.65x),
+# while wild took 0.5-0.55x (benchmarks/bench_small.py, docs/policy.md 1.3).
+SLOWER_WHEN_SMALL = ("mold", "lld", "rust-lld")
 MIN_MEASURED_RUNS = 3   # fewer timed runs give no confidence interval worth the name
 
 

@@ -50,7 +50,8 @@ class Probe(record("Probe", [
     "jobserver",        # bool: CARGO_MAKEFLAGS or MAKEFLAGS carries a jobserver
     "mem_used_mb",      # int | None: what the limiting cgroup holds that reclaim cannot take back
     "mem_group",        # str | None: the cgroup directory whose memory limit applies
-])):
+    "small_inputs",     # bool | None: few input files, under SMALL_INPUT_BYTES together (small_inputs())
+], defaults=(None,))):
     """Facts about the machine and the output path, each possibly None."""
     __slots__ = ()
 
@@ -78,7 +79,7 @@ def snapshot(request, environ=None, later=False) -> Probe:
                      output=(_try(output_facts, path) or UNKNOWN_OUTPUT) if path else UNKNOWN_OUTPUT,
                      input_bytes=None, cpus=_try(cpus, cgroups), mem_available_mb=None,
                      mem_limit_mb=group[0] >> 20 if group else None, thp=None, jobserver=None, mem_used_mb=None,
-                     mem_group=group[1] if group else None)
+                     mem_group=group[1] if group else None, small_inputs=_try(small_inputs, request))
     used_kb = _try(group_used_kb, group[1]) if group else None
     return Probe(
         fs=fs_name,
@@ -94,6 +95,7 @@ def snapshot(request, environ=None, later=False) -> Probe:
         jobserver=bool(_try(jobserver, environ)),
         mem_used_mb=used_kb >> 10 if used_kb is not None else None,
         mem_group=group[1] if group else None,
+        small_inputs=_try(small_inputs, request),
     )
 
 
@@ -445,6 +447,74 @@ def input_bytes(request):
         except OSError:
             pass
     return total
+
+
+# A link reads at most this many input files of at most this many bytes together: "small". There
+# the fast linkers' fixed costs (mold's threads and fork, lld's libLLVM) outweigh what they save, and
+# GNU ld is faster (benchmarks/bench_small.py, docs/policy.md 1.3).
+SMALL_INPUT_BYTES = 512 << 10   # mold's crossover here: 1.07x GNU ld's time at 0.5 MB, 0.87x at 1 MB
+SMALL_INPUT_FILES = 64
+
+
+def small_inputs(request):
+    """Whether the link's inputs are small: at most SMALL_INPUT_FILES files under SMALL_INPUT_BYTES
+    together -- those on the command line, and each -lNAME found in a -L directory the command line
+    names (a project's own library; the system's, found in the driver's own directories, are not
+    counted: shared ones cost a linker little). None when one cannot be stat()ed or there are none.
+
+    Decides a choice, so it comes before the link, and stops at its first answer: no more than a
+    handful of stat() calls on a small link, and a big one is found big within its first few inputs."""
+    cwd = request.cwd or ""
+    inputs = request.inputs
+    libs, dirs = _libraries(request.args)
+    if not inputs or len(inputs) + len(libs) > SMALL_INPUT_FILES:
+        return None if not inputs else False
+    total = 0
+    for name in inputs:
+        try:
+            total += os.stat(os.path.join(cwd, name)).st_size
+        except OSError:
+            return None
+        if total >= SMALL_INPUT_BYTES:
+            return False
+    if libs and dirs:
+        static = request.kind in ("static", "static-pie")
+        for lib in libs:
+            names = (lib[1:],) if lib.startswith(":") else \
+                ((f"lib{lib}.a",) if static else (f"lib{lib}.so", f"lib{lib}.a"))
+            for d in dirs:
+                size = _size_of(os.path.join(cwd, d), names)
+                if size is not None:
+                    total += size
+                    break
+            if total >= SMALL_INPUT_BYTES:
+                return False
+    return True
+
+
+def _libraries(args):
+    """(-l names, -L directories) on a command line: -lfoo, -l foo, -l:file; -Ldir, -L dir."""
+    libs, dirs = [], []
+    it = iter(args)
+    for a in it:
+        if a[:2] == "-l":
+            name = a[2:] or next(it, "")
+            if name:
+                libs.append(name)
+        elif a[:2] == "-L":
+            d = a[2:] or next(it, "")
+            if d:
+                dirs.append(d)
+    return libs, dirs
+
+
+def _size_of(d, names):
+    for n in names:
+        try:
+            return os.stat(os.path.join(d, n)).st_size
+        except OSError:
+            continue
+    return None
 
 
 # --- cgroups: what this process may use ------------------------------------

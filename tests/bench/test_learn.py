@@ -53,7 +53,7 @@ def test_relinks_converge_to_the_faster_linker_with_bounded_exploration(tmp_path
     assert any("learnt fastest from this output's relinks" in r for r in final["reasons"]), final["reasons"]
 
 
-def test_learning_can_be_turned_off(tmp_path, lw_home, linkwrap_cc, hello_obj):
+def test_learning_can_be_turned_off(tmp_path, lw_home, linkwrap_cc, big_hello_obj):
     (tmp_path / "linkwrap.toml").write_text("[choice]\nlearn = false\n")
     env = {**os.environ, "LINKWRAP_HOME": str(lw_home)}
     for _ in range(3):
@@ -64,7 +64,8 @@ def test_learning_can_be_turned_off(tmp_path, lw_home, linkwrap_cc, hello_obj):
     assert not (lw_home / "cache" / "learned").exists()
 
 
-def test_a_candidate_that_failed_on_an_output_is_never_tried_there_again(tmp_path, lw_home, linkwrap_cc, hello_obj):
+def test_a_candidate_that_failed_on_an_output_is_never_tried_there_again(tmp_path, lw_home, linkwrap_cc,
+                                                                         big_hello_obj):
     # lld is given a flag it rejects: its try fails, the link is redone as asked, and lld is out
     (tmp_path / "linkwrap.toml").write_text(
         'forbid = ["wild", "rust-lld", "bfd", "gold"]\n[linkers.lld]\nextra_flags = ["--no-such-flag"]\n')

@@ -40,7 +40,8 @@ def comment(path):
     return subprocess.run(["readelf", "-p", ".comment", str(path)], capture_output=True, text=True).stdout
 
 
-def test_measurements_flip_a_real_link_until_the_linker_binary_changes(tmp_path, lw_home, linkwrap_cc, hello_obj):
+def test_measurements_flip_a_real_link_until_the_linker_binary_changes(tmp_path, lw_home, linkwrap_cc,
+                                                                      big_hello_obj):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     lld_copy = bindir / "ld.lld"
@@ -48,7 +49,7 @@ def test_measurements_flip_a_real_link_until_the_linker_binary_changes(tmp_path,
     env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "LINKWRAP_HOME": str(lw_home)}
     out = tmp_path / "hello"
 
-    # nothing measured: a C link's static order starts with mold (the driver's ld is GNU ld)
+    # nothing measured: a C link's static order starts with mold (the driver's ld is GNU ld; no small link)
     before = json.loads(linkwrap("explain", "--json", "--", "hello.o", "-o", "hello", cwd=tmp_path, env=env).stdout)
     assert before["decision"]["linker"] == "mold" and before["decision"]["measured"] is None
 

@@ -52,7 +52,7 @@ def comment(path) -> str:
 
 
 # What each linker writes into .comment (GNU ld writes nothing of its own).
-SIGNATURE = {"mold": "mold", "lld": "LLD", "rust-lld": "LLD", "wild": "Linked with Wild"}
+SIGNATURE = {"mold": "mold", "lld": "LLD", "rust-lld": "LLD", "wild": "Linker: Wild"}
 
 
 def check_signed_by_the_chosen_linker(link, binary):

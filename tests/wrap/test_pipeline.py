@@ -215,3 +215,37 @@ def test_the_recorded_prediction_is_the_one_made_before_the_link(tmp_path, lw_ho
     # The history now holds this link's charge: a prediction made after the link would be larger.
     assert choose(request, env).memory.kb > before.kb
     assert row["input_bytes"] == os.path.getsize(hello_obj) + os.path.getsize(tmp_path / "data.o")
+
+
+@pytest.mark.parametrize("wild_installed", [True, False], ids=["wild", "no-wild"])
+def test_a_small_c_link_gets_wild_or_gnu_ld_and_a_bigger_one_mold(tmp_path, lw_home, linkwrap_cc, wild,
+                                                                  wild_installed):
+    """docs/policy.md 1.3 with the real linkers: under probe.SMALL_INPUT_BYTES of inputs mold and lld go
+    after GNU ld (wild stays before it); above, the static order is mold first. The output is the
+    linker's, and it runs."""
+    from linkrecords import c_object, db_rows
+    from outputkit import written_by
+    if wild_installed:
+        env = wild.env()
+    else:
+        path = [d for d in os.environ["PATH"].split(os.pathsep) if not os.path.exists(os.path.join(d, "wild"))]
+        env = {**os.environ, "PATH": os.pathsep.join(path)}
+    env = {k: v for k, v in env.items() if k != "LINKWRAP_LINKER"}
+    body = '#include <stdio.h>\nint main(void){puts("hi");return 0;}\n'
+    small = c_object(tmp_path, "small", body)
+    big = c_object(tmp_path, "big", body, big=True)
+    for obj, out in ((small, "s"), (big, "b")):
+        done = subprocess.run([linkwrap_cc, obj, "-o", out], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+        assert subprocess.run([str(tmp_path / out)], capture_output=True, text=True).stdout == "hi\n"
+    rows = {os.path.basename(r["output_path"]): r for r in db_rows(lw_home)}
+    expected = "wild" if wild_installed else "bfd"
+    assert rows["s"]["linker"].split()[0] == expected and written_by(tmp_path / "s") == expected, rows["s"]["linker"]
+    assert any("a small link" in r for r in json_reasons(rows["s"]))
+    assert rows["b"]["linker"].split()[0] == "mold" and written_by(tmp_path / "b") == "mold"
+    assert not any("a small link" in r for r in json_reasons(rows["b"]))
+
+
+def json_reasons(row):
+    import json
+    return json.loads(row["reasons"] or "[]")

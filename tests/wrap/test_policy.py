@@ -628,3 +628,50 @@ def test_the_callers_own_thread_and_fork_flags_are_not_overridden(flag, kept):
     # The other flag is still added.
     other = "--threads=" if "fork" in kept else "--no-fork"
     assert any(f.startswith(other) for f in d.linker_flags)
+
+
+# --- small links (probe.small_inputs; docs/policy.md 1.3) -------------------------------------
+
+@pytest.mark.parametrize("installed, small, callers_ld, req, expected, reason", [
+    # GNU ld is the caller's own: on a small link mold and lld go after it, wild stays before it
+    (ALL, True, None, None, "wild", "mold and lld and rust-lld after GNU ld"),
+    ({k: ALL[k] for k in ("mold", "lld", "bfd", "gold")}, True, None, None, "bfd",
+     "first installed of wild, bfd, gold, mold, lld, rust-lld"),
+    ({k: ALL[k] for k in ("mold", "lld")}, True, None, None, "mold", "mold and lld after GNU ld"),
+    ({k: ALL[k] for k in ("wild", "bfd")}, True, None, None, "wild", "first installed of mold, wild"),
+    # not small, or not known to be: the static order as it was
+    (ALL, False, None, None, "mold", "first installed of mold, wild"),
+    (ALL, None, None, None, "mold", "first installed of mold, wild"),
+    # a fast linker that is the caller's own default keeps its place: rustc's rust-lld, ld -> mold
+    (ALL, True, None, dict(fuse_ld="lld", rust_lld="/rs/bin/rust-lld"), "rust-lld", "rustc's own default"),
+    (ALL, True, "mold", None, "mold", "the driver's own ld"),
+])
+def test_a_small_link_keeps_gnu_ld_before_the_linkers_slower_there(installed, small, callers_ld, req, expected,
+                                                                  reason):
+    d = policy.decide(request(**(req or {})), probe(small_inputs=small), found(**installed), settings(),
+                      callers_ld=callers_ld)
+    assert (d.linker.name if d.linker else None) == expected and has_reason(d, reason), d.reasons
+    assert has_reason(d, "a small link") == (small is True and (req, callers_ld) == (None, None)
+                                            and any(n in installed for n in ("mold", "lld", "rust_lld")))
+
+
+def test_a_configured_order_or_a_forced_linker_is_kept_on_a_small_link():
+    small = probe(small_inputs=True)
+    d = policy.decide(request(), small, found(**ALL), settings(prefer=["mold", "bfd"]))
+    assert d.linker.name == "mold" and not has_reason(d, "a small link"), d.reasons
+    d = policy.decide(request(), small, found(**ALL), settings({"LINKWRAP_LINKER": "lld"}))
+    assert d.linker.name == "lld"
+    d = policy.decide(request(fuse_ld="mold"), small, found(**ALL), settings())
+    assert d.linker.name == "mold"
+
+
+def test_a_small_link_is_not_explored_and_a_measurement_still_wins():
+    from linkwrap.bench import learn
+    small = probe(small_inputs=True)
+    two = found(mold=MOLD, lld=LLD, bfd=(2, 40))
+    # Evidence that would have tried lld on this relink (mold timed once, lld not yet).
+    ev = learn.Learned(("/w", "/w/target/debug/deps/foo"), {"mold": (1, 50.0)}, frozenset(), 1, 0, False)
+    d = policy.decide(request(), small, two, settings(), None, None, ev)
+    assert d.linker.name == "bfd" and not has_reason(d, learn.EXPLORING), d.reasons
+    d = policy.decide(request(), probe(), two, settings(), None, None, ev)
+    assert d.linker.name == "lld" and has_reason(d, learn.EXPLORING), d.reasons  # not small: explored

@@ -228,3 +228,14 @@ def test_a_linker_that_failed_on_this_output_is_chosen_neither_by_measurement_no
     d = policy.decide(req, pr, linkers, settings(), None, None, failed)
     assert d.linker.name != "rust-lld"
     assert has_reason(d, "passed over: it failed on this output before"), d.reasons
+
+
+def test_a_measurement_wins_on_a_small_link_too():
+    """The small-link rule (docs/policy.md 1.3) is the static order's: what `linkwrap bench` measured
+    for this output comes first."""
+    small = probe(small_inputs=True)
+    rows = [row("mold", 10), row("bfd", 30), row("lld", 40)]
+    d = decide(rows, req={}, pr=small)
+    assert d.linker.name == "mold" and has_reason(d, "measured fastest here"), d.reasons
+    d = decide(None, req={}, pr=small)
+    assert d.linker.name == "wild" and has_reason(d, "a small link"), d.reasons

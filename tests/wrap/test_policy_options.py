@@ -61,9 +61,9 @@ def spooled(lw_home):
 
 
 def test_an_option_every_fast_linker_rejects_links_with_gnu_ld_and_never_falls_back(
-        tmp_path, lw_home, linkwrap_cc, hello_obj, wild):
+        tmp_path, lw_home, linkwrap_cc, big_hello_obj, wild):
     env = wild.env(LINKWRAP_HOME=str(lw_home))
-    argv = [str(hello_obj), "-Wl,--no-warn-rwx-segments", "-o", "hello"]
+    argv = [str(big_hello_obj), "-Wl,--no-warn-rwx-segments", "-o", "hello"]
     for _ in range(3):
         done = subprocess.run([linkwrap_cc, *argv], cwd=tmp_path, env=env, capture_output=True, text=True)
         assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
@@ -76,9 +76,9 @@ def test_an_option_every_fast_linker_rejects_links_with_gnu_ld_and_never_falls_b
                    for r in d["reasons"]), d["reasons"]
 
 
-def test_cref_passes_over_mold_and_wild_only(tmp_path, lw_home, hello_obj, wild):
+def test_cref_passes_over_mold_and_wild_only(tmp_path, lw_home, big_hello_obj, wild):
     env = wild.env(LINKWRAP_HOME=str(lw_home))
-    d = json.loads(linkwrap("explain", "--json", "--", str(hello_obj), "-Wl,--cref", "-o", "hello",
+    d = json.loads(linkwrap("explain", "--json", "--", str(big_hello_obj), "-Wl,--cref", "-o", "hello",
                             cwd=tmp_path, env=env).stdout)["decision"]
     assert d["linker"] == "lld", d["reasons"]
 

@@ -396,6 +396,49 @@ def test_input_bytes_sums_existing_inputs(tmp_path):
     assert facts.input_bytes == 123
 
 
+def _small(inputs, cwd, kind_flags=()):
+    return probe.small_inputs(args.parse(["-o", "out", *kind_flags, *inputs], cwd=str(cwd)))
+
+
+def test_small_inputs_are_few_files_under_the_threshold(tmp_path):
+    half = probe.SMALL_INPUT_BYTES // 2
+    (tmp_path / "a.o").write_bytes(b"x" * (half - 1))
+    (tmp_path / "b.o").write_bytes(b"x" * half)
+    assert _small(["a.o"], tmp_path) is True
+    assert _small(["a.o", "b.o"], tmp_path) is True  # one byte under
+    (tmp_path / "c.o").write_bytes(b"x" * 2)
+    assert _small(["a.o", "b.o", "c.o"], tmp_path) is False
+    assert snap(str(tmp_path / "out"), ["a.o"], cwd=str(tmp_path)).small_inputs is True
+    # Unknown, not small: an input that cannot be stat()ed, or none named
+    assert _small(["a.o", "missing.o"], tmp_path) is None
+    assert _small([], tmp_path) is None
+
+
+def test_many_inputs_are_not_small_whatever_their_size(tmp_path):
+    names = []
+    for i in range(probe.SMALL_INPUT_FILES + 1):
+        (tmp_path / f"o{i}.o").write_bytes(b"x")
+        names.append(f"o{i}.o")
+    assert _small(names[:-1], tmp_path) is True
+    assert _small(names, tmp_path) is False
+
+
+def test_a_projects_own_library_counts_the_systems_does_not(tmp_path):
+    (tmp_path / "main.o").write_bytes(b"x" * 100)
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "libbig.a").write_bytes(b"x" * probe.SMALL_INPUT_BYTES)
+    (lib / "libtiny.so").write_bytes(b"x" * 10)
+    (lib / "libtiny.a").write_bytes(b"x" * probe.SMALL_INPUT_BYTES)
+    assert _small(["main.o", "-Llib", "-lbig"], tmp_path) is False
+    assert _small(["main.o", "-L", "lib", "-l", "big"], tmp_path) is False
+    assert _small(["main.o", "-Llib", "-l:libbig.a"], tmp_path) is False
+    assert _small(["main.o", "-Llib", "-ltiny"], tmp_path) is True            # the shared one is found first
+    assert _small(["main.o", "-Llib", "-ltiny"], tmp_path, ["-static"]) is False  # a static link takes the archive
+    assert _small(["main.o", "-Llib", "-lm", "-lpthread"], tmp_path) is True  # the driver's own directories'
+    assert _small(["main.o", "-lbig"], tmp_path) is True                      # not in a -L directory named
+
+
 # --- the machine -------------------------------------------------------------
 
 @pytest.mark.parametrize("release, version", [

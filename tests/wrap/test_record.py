@@ -54,7 +54,7 @@ def test_sixty_four_links_at_once_give_sixty_four_rows(tmp_path, lw_home):
 
 @pytest.mark.parametrize("kind", ["read-only", "full"])
 def test_a_state_dir_that_cannot_take_records_costs_no_link_and_is_said_once(tmp_path, monkeypatch, kind):
-    obj = c_object(tmp_path)
+    obj = c_object(tmp_path, big=True)  # no small link: mold first
     opts = "ro,size=1m" if kind == "read-only" else "size=64k"
     with mounts.tmpfs_mount(tmp_path, opts) as point:
         if kind == "full":
