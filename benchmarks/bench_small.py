@@ -3,7 +3,7 @@ installed linker through `cc -B<shim>` (the shim's `ld` is the linker, as linkwr
 through the driver): alone, and eight at a time in a `ninja -j<CPUs>` build (a clean build of a
 project with many small programs: its test binaries, its tools).
 
-    python3 benchmarks/bench_small.py [--sizes 0,0.5,2,8,32] [--rounds 21] [--builds 9]
+    python3 benchmarks/bench_small.py [--sizes 0,0.5,2,8,32] [--rounds 21] [--builds 9] [--cxx]
 
 Sizes are MB of input objects (0: a hello world). Per size and linker: the median wall of a lone
 link and its per-round ratio to GNU ld's (the driver's own default; median and 95 % CI of the
@@ -38,8 +38,9 @@ int f{u}_{i}(int x) {{
 """
 
 
-def program(d, mb):
-    """A C program of about mb MB of objects (-g -O0, 8 translation units and a main): -> objects."""
+def program(d, mb, cxx=False):
+    """A C program of about mb MB of objects (-g -O0, 8 translation units and a main; cxx: the main
+    in C++, with iostream and std::string, linked by c++): -> objects."""
     os.makedirs(d)
     units = 8 if mb else 0
     funcs = max(1, int(mb * 1e6 / units / 650)) if units else 0  # ~0.65 kB of object per function
@@ -51,12 +52,17 @@ def program(d, mb):
             f.write(f"int run{u}(int x) {{ return f{u}_0(x) + f{u}_{funcs - 1}(x); }}\n")
     decls = "".join(f"int run{u}(int);\n" for u in range(units))
     calls = "".join(f"    acc += run{u}({u});\n" for u in range(units))
-    with open(os.path.join(d, "main.c"), "w") as f:
-        f.write(f"#include <stdio.h>\n{decls}int main(void) {{\n    int acc = 0;\n{calls}"
-                '    printf("%d\\n", acc);\n    return 0;\n}\n')
+    if cxx:
+        with open(os.path.join(d, "main.cpp"), "w") as f:
+            f.write(f"#include <iostream>\n#include <string>\nextern \"C\" {{\n{decls}}}\nint main() {{\n"
+                    f"    int acc = 0;\n{calls}    std::cout << std::to_string(acc) << std::endl;\n    return 0;\n}}\n")
+    else:
+        with open(os.path.join(d, "main.c"), "w") as f:
+            f.write(f"#include <stdio.h>\n{decls}int main(void) {{\n    int acc = 0;\n{calls}"
+                    '    printf("%d\\n", acc);\n    return 0;\n}\n')
     procs = []
     for name in sorted(os.listdir(d)):
-        procs.append(subprocess.Popen(["cc", "-g", "-O0", "-c", name], cwd=d))
+        procs.append(subprocess.Popen(["c++" if name.endswith(".cpp") else "cc", "-g", "-O0", "-c", name], cwd=d))
         if len(procs) >= os.cpu_count():
             procs.pop(0).wait()
     for p in procs:
@@ -108,6 +114,9 @@ def reap_all() -> None:
             return
 
 
+DRIVER = "cc"
+
+
 def lone(d, objects, sh, rounds, order):
     wall = {k: [] for k in sh}
     cpu = {k: [] for k in sh}
@@ -117,7 +126,7 @@ def lone(d, objects, sh, rounds, order):
         for k in names:
             t = time.perf_counter()
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            subprocess.run(["cc", *sh[k], *objects, "-o", "out-" + k.split()[0]], cwd=d, check=True)
+            subprocess.run([DRIVER, *sh[k], *objects, "-o", "out-" + k.split()[0]], cwd=d, check=True)
             wall_ms = (time.perf_counter() - t) * 1000  # what the build waits for: the worker may go on
             reap_all()
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -130,7 +139,7 @@ def lone(d, objects, sh, rounds, order):
 def parallel(d, objects, sh, builds, order, copies=8):
     for k, b in sh.items():
         with open(os.path.join(d, f"{k.split()[0]}.ninja"), "w") as f:
-            f.write(f"rule link\n  command = cc {' '.join(b)} $in -o $out\n")
+            f.write(f"rule link\n  command = {DRIVER} {' '.join(b)} $in -o $out\n")
             for c in range(copies):
                 f.write(f"build par-{k.split()[0]}/p{c}: link {' '.join(objects)}\n")
     wall = {k: [] for k in sh}
@@ -153,7 +162,10 @@ def main():
     ap.add_argument("--sizes", default="0,0.5,2,8,32", help="MB of input objects, comma-separated")
     ap.add_argument("--rounds", type=int, default=21, help="interleaved rounds of lone links")
     ap.add_argument("--builds", type=int, default=9, help="interleaved rounds of the parallel build")
+    ap.add_argument("--cxx", action="store_true", help="a C++ main (iostream), linked by c++")
     opts = ap.parse_args()
+    global DRIVER
+    DRIVER = "c++" if opts.cxx else "cc"
     order = random.Random(3)
     subreaper()
     with tempfile.TemporaryDirectory(prefix="bench-small-") as work:
@@ -164,7 +176,7 @@ def main():
               f"{opts.builds} builds of 8 links (ninja -j{os.cpu_count()}); ratios to {base}, 95 % CI")
         for mb in (float(s) for s in opts.sizes.split(",")):
             d = os.path.join(work, f"p{mb:g}")
-            objects, size = program(d, mb)
+            objects, size = program(d, mb, opts.cxx)
             wall, cpu = lone(d, objects, sh, opts.rounds, order)
             par = parallel(d, objects, sh, opts.builds, order)
             print(f"{size / 1e6:6.2f} MB of objects ({len(objects)} files)")

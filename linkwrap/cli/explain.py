@@ -6,7 +6,7 @@ cc-style link command line after `--`. It runs the link path's own steps
 Output: rich tables; --json prints a stable object:
   {"request": {...}, "probe": {"fs", "fs_options", "fs_local", "kernel", "output": {"exists",
    "is_regular", "size", "nlink", "inode", "held_by_others", "cached_fraction"}, "input_bytes", "cpus",
-   "mem_available_mb", "mem_limit_mb", "thp", "jobserver"},
+   "mem_available_mb", "mem_limit_mb", "thp", "jobserver", "small_inputs"},
    "decision": {"linker", "version", "path", "flags", "driver_flags", "write_mode", "reasons",
                 "failed": [linkers that failed on this output while the link as asked passed: every
                            choice but a forced one avoids them, whether or not learning is on],
@@ -497,6 +497,8 @@ def render(report) -> None:
         ]
     rows += [
         ("input bytes", input_text),
+        # policy's small links (docs/policy.md 1.3): unknown without the link's command line
+        ("small link", _show(p.get("small_inputs"))),
         ("CPUs usable", _show(p["cpus"])),
         ("memory available", _show(p["mem_available_mb"]) + (" MiB" if p["mem_available_mb"] is not None else "")),
         # None is "no limit" or "could not read the cgroup": the probe cannot tell them apart

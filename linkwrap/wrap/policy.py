@@ -63,6 +63,8 @@ WILD_BTRFS_BUFFERS_SINCE = (0, 10)
 # Before 0.9 wild has no linker-plugin support: it warns about gcc's `-plugin` on stdout at
 # every link, and refuses GCC LTO objects ("GCC IR (LTO mode) is not supported yet").
 WILD_PLUGIN_SINCE = (0, 9)
+# The targets wild links (a cross link's triple starts with one; its x86-64 and aarch64 checked here).
+WILD_ARCHES = ("x86_64", "aarch64")
 MIN_CACHED_FRACTION = 0.5        # below this an in-place write first reads the old file back
 # -fuse-ld=<x> values that name a linker linkwrap knows.
 FUSE_LD = {"mold": "mold", "wild": "wild", "lld": "lld", "bfd": "bfd", "gold": "gold"}
@@ -162,15 +164,19 @@ def choose_linker(request, linkers, config, reasons, probe=None, measured=None, 
             reasons.append(measured_reason(pick, linkers, measured))
             return linkers[pick[0].linker]
         if default is None and probe is not None and getattr(probe, "small_inputs", None):
-            # A small link whose caller's own linker is GNU ld (or gold): there mold and lld are
-            # slower than it, alone and more so beside the build's other links, so they go after it;
-            # nor is such a link explored (its relinks would pay tens of ms to save a few).
+            # A small link whose caller's own linker is GNU ld: there mold and lld are no faster than
+            # it alone and slower beside the build's other links, so they go right after it (where
+            # GNU ld may be chosen); nor is such a link learnt from (its relinks would pay tens of ms
+            # of exploration to save a few, and GNU ld is no candidate there).
             slower = [n for n in prefer if n in SLOWER_WHEN_SMALL]
-            if any(n in linkers for n in slower):
-                prefer = tuple(n for n in prefer if n not in SLOWER_WHEN_SMALL) + tuple(slower)
-                reasons.append(f"a small link (under {SMALL_INPUT_BYTES >> 10} KiB of inputs): "
+            if "bfd" in prefer and "bfd" in linkers and "bfd" not in forbid | failed and \
+                    any(n in linkers for n in slower):
+                rest = [n for n in prefer if n not in SLOWER_WHEN_SMALL]
+                at = rest.index("bfd") + 1
+                prefer = tuple(rest[:at] + slower + rest[at:])
+                reasons.append(f"a small link (a C link of under {SMALL_INPUT_BYTES >> 10} KiB, no library but libc's): "
                                f"{' and '.join(n for n in slower if n in linkers)} after GNU ld, which links it "
-                               "faster (docs/policy.md 1.3)")
+                               "as fast alone and faster beside other links (docs/policy.md 1.3)")
         else:
             taught = learned_pick(prefer, linkers, forbid | unfit, learned)
             if taught is not None:
@@ -207,9 +213,9 @@ def choose_linker(request, linkers, config, reasons, probe=None, measured=None, 
 # link through linkwrap is never slower than without it (rust-lld beat mold 1.15x on a real Rust
 # link here, mold beat rust-lld 0.83x on a generated one: shared/reference/measurements.md).
 FAST = ("mold", "wild", "lld", "rust-lld")
-# ...but not on a small link (probe.small_inputs): there these took longer than GNU ld here, alone
-# (mold 1.02-1.07x, lld 1.4-1.6x) and eight at a time on 2 CPUs (mold 1.06-1.28x, lld 1.4-1.65x),
-# while wild took 0.5-0.55x (benchmarks/bench_small.py, docs/policy.md 1.3).
+# ...but not on a small C link (probe.small_inputs): there these were no faster than GNU ld alone
+# (mold 1.02-1.07x, its CIs reaching 1; lld 1.4-1.6x) and slower eight at a time on 2 CPUs (mold
+# 1.06-1.28x, lld 1.4-1.65x), while wild took 0.5-0.55x (benchmarks/bench_small.py, docs/policy.md 1.3).
 SLOWER_WHEN_SMALL = ("mold", "lld", "rust-lld")
 MIN_MEASURED_RUNS = 3   # fewer timed runs give no confidence interval worth the name
 
@@ -355,6 +361,13 @@ def unsuitable(info, request, probe, options=None):
             return f"it {does} {shown} (seen with {_v(seen)})"
     if info.name != "wild":
         return None
+    # Checked with 0.8.0 (through gcc): "unrecognized option(s): -r", "-m elf_i386 is not yet supported".
+    if getattr(request, "kind", None) == "relocatable":
+        return "wild does not do partial links (-r)"
+    args = getattr(request, "args", ()) or ()
+    target = getattr(request, "target", None)
+    if "-m32" in args or "-mx32" in args or (target and not target.startswith(WILD_ARCHES)):
+        return f"wild links {' and '.join(WILD_ARCHES)} programs only"
     if needs_linker_plugin(request) and not _at_least(info.version, WILD_PLUGIN_SINCE):
         return f"gcc's LTO needs the linker plugin, which wild has only from {_v(WILD_PLUGIN_SINCE)}"
     out = getattr(probe, "output", None)

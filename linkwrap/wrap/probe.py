@@ -449,26 +449,36 @@ def input_bytes(request):
     return total
 
 
-# A link reads at most this many input files of at most this many bytes together: "small". There
-# the fast linkers' fixed costs (mold's threads and fork, lld's libLLVM) outweigh what they save, and
-# GNU ld is faster (benchmarks/bench_small.py, docs/policy.md 1.3).
+# A small C link: at most this many input files of at most this many bytes together, and no library
+# but the C library's own. There the fast linkers' fixed costs (mold's threads and fork, lld's
+# libLLVM) outweigh what they save, and GNU ld is as fast alone and faster beside other links
+# (benchmarks/bench_small.py, docs/policy.md 1.3). Not with libstdc++, nor a big shared library:
+# GNU ld took 3x mold's time on a C++ hello world, 1.25x on a C one with -lcrypto.
 SMALL_INPUT_BYTES = 512 << 10   # mold's crossover here: 1.07x GNU ld's time at 0.5 MB, 0.87x at 1 MB
 SMALL_INPUT_FILES = 64
+SMALL_LIBRARIES = frozenset(("c", "m", "pthread", "dl", "rt", "gcc", "gcc_s"))
+# Arguments after which the linker reads archives the command line does not name.
+_STATIC = ("-static-libstdc++", "-static-libgcc", "-static-libasan", "-static-libtsan", "-static-libubsan",
+           "-static-liblsan", "-Bstatic", "-dn", "-non_shared")
 
 
 def small_inputs(request):
-    """Whether the link's inputs are small: at most SMALL_INPUT_FILES files under SMALL_INPUT_BYTES
-    together -- those on the command line, and each -lNAME found in a -L directory the command line
-    names (a project's own library; the system's, found in the driver's own directories, are not
-    counted: shared ones cost a linker little). None when one cannot be stat()ed or there are none.
+    """Whether this is a small C link: at most SMALL_INPUT_FILES files on the command line, under
+    SMALL_INPUT_BYTES together, and no -l library but SMALL_LIBRARIES. None (unknown) where the
+    linker reads more than the command line shows: a C++ driver (libstdc++), another library, a
+    static link (libc.a), -static-lib*, -Bstatic; or when an input cannot be stat()ed.
 
-    Decides a choice, so it comes before the link, and stops at its first answer: no more than a
-    handful of stat() calls on a small link, and a big one is found big within its first few inputs."""
-    cwd = request.cwd or ""
+    Decides a choice, so it comes before the link, and stops at its first answer: the inputs'
+    count, their sizes (a big link is found big within its first few), then one pass over the
+    arguments of what is left: a small link's few."""
     inputs = request.inputs
-    libs, dirs = _libraries(request.args)
-    if not inputs or len(inputs) + len(libs) > SMALL_INPUT_FILES:
-        return None if not inputs else False
+    if not inputs:
+        return None
+    if len(inputs) > SMALL_INPUT_FILES:
+        return False
+    if request.kind in ("static", "static-pie") or "++" in os.path.basename(request.driver or ""):
+        return None
+    cwd = request.cwd or ""
     total = 0
     for name in inputs:
         try:
@@ -477,44 +487,16 @@ def small_inputs(request):
             return None
         if total >= SMALL_INPUT_BYTES:
             return False
-    if libs and dirs:
-        static = request.kind in ("static", "static-pie")
-        for lib in libs:
-            names = (lib[1:],) if lib.startswith(":") else \
-                ((f"lib{lib}.a",) if static else (f"lib{lib}.so", f"lib{lib}.a"))
-            for d in dirs:
-                size = _size_of(os.path.join(cwd, d), names)
-                if size is not None:
-                    total += size
-                    break
-            if total >= SMALL_INPUT_BYTES:
-                return False
-    return True
-
-
-def _libraries(args):
-    """(-l names, -L directories) on a command line: -lfoo, -l foo, -l:file; -Ldir, -L dir."""
-    libs, dirs = [], []
-    it = iter(args)
+    it = iter(request.args)
     for a in it:
         if a[:2] == "-l":
-            name = a[2:] or next(it, "")
-            if name:
-                libs.append(name)
-        elif a[:2] == "-L":
-            d = a[2:] or next(it, "")
-            if d:
-                dirs.append(d)
-    return libs, dirs
-
-
-def _size_of(d, names):
-    for n in names:
-        try:
-            return os.stat(os.path.join(d, n)).st_size
-        except OSError:
-            continue
-    return None
+            if (a[2:] or next(it, "")) not in SMALL_LIBRARIES:
+                return None
+        elif a in _STATIC or (a[:4] == "-Wl," and any(p in _STATIC for p in a[4:].split(","))):
+            return None
+        elif a == "-Xlinker" and next(it, "") in _STATIC:
+            return None
+    return True
 
 
 # --- cgroups: what this process may use ------------------------------------

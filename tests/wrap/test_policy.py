@@ -636,8 +636,9 @@ def test_the_callers_own_thread_and_fork_flags_are_not_overridden(flag, kept):
     # GNU ld is the caller's own: on a small link mold and lld go after it, wild stays before it
     (ALL, True, None, None, "wild", "mold and lld and rust-lld after GNU ld"),
     ({k: ALL[k] for k in ("mold", "lld", "bfd", "gold")}, True, None, None, "bfd",
-     "first installed of wild, bfd, gold, mold, lld, rust-lld"),
-    ({k: ALL[k] for k in ("mold", "lld")}, True, None, None, "mold", "mold and lld after GNU ld"),
+     "first installed of wild, bfd, mold, lld, rust-lld, gold"),
+    # no GNU ld to go before them (gold, deprecated, stays last): the static order as it was
+    ({k: ALL[k] for k in ("mold", "lld", "gold")}, True, None, None, "mold", "first installed of mold, wild"),
     ({k: ALL[k] for k in ("wild", "bfd")}, True, None, None, "wild", "first installed of mold, wild"),
     # not small, or not known to be: the static order as it was
     (ALL, False, None, None, "mold", "first installed of mold, wild"),
@@ -651,8 +652,33 @@ def test_a_small_link_keeps_gnu_ld_before_the_linkers_slower_there(installed, sm
     d = policy.decide(request(**(req or {})), probe(small_inputs=small), found(**installed), settings(),
                       callers_ld=callers_ld)
     assert (d.linker.name if d.linker else None) == expected and has_reason(d, reason), d.reasons
-    assert has_reason(d, "a small link") == (small is True and (req, callers_ld) == (None, None)
+    assert has_reason(d, "a small link") == (small is True and (req, callers_ld) == (None, None) and "bfd" in installed
                                             and any(n in installed for n in ("mold", "lld", "rust_lld")))
+
+
+@pytest.mark.parametrize("cfg, failed, expected", [
+    ({"forbid": ["bfd"]}, (), "mold"),    # GNU ld not allowed: not gold before mold
+    ({}, ("bfd",), "mold"),               # GNU ld failed on this output
+    ({"forbid": ["wild"]}, (), "bfd"),
+])
+def test_a_small_link_puts_nothing_before_mold_but_an_allowed_gnu_ld(cfg, failed, expected):
+    d = policy.decide(request(), probe(small_inputs=True), found(**ALL), settings(**cfg), failed=frozenset(failed))
+    assert d.linker.name == expected, d.reasons
+
+
+@pytest.mark.parametrize("flags, kind", [(["-r"], "relocatable"), (["-m32"], None)])
+def test_wild_is_passed_over_where_it_cannot_link(flags, kind):
+    """wild 0.8.0 through gcc: "unrecognized option(s): -r", "-m elf_i386 is not yet supported"."""
+    req = args.parse(["main.o", *flags, "-o", "/w/out"], driver="cc", environ={}, cwd="/w")
+    assert kind is None or req.kind == kind
+    d = policy.decide(req, probe(small_inputs=True), found(**{k: ALL[k] for k in ("wild", "bfd")}), settings())
+    assert d.linker.name == "bfd" and has_reason(d, "wild 0.10.0 passed over: wild"), d.reasons
+    plain = args.parse(["main.o", "-o", "/w/out"], driver="cc", environ={}, cwd="/w")
+    aarch64 = plain._replace(target="aarch64-linux-gnu")
+    assert policy.decide(aarch64, probe(), found(wild=ALL["wild"], bfd=(2, 40)), settings()).linker.name == "wild"
+    i686 = policy.decide(plain._replace(target="i686-linux-gnu"), probe(), found(wild=ALL["wild"], bfd=(2, 40)),
+                         settings())
+    assert i686.linker.name == "bfd" and has_reason(i686, "programs only"), i686.reasons
 
 
 def test_a_configured_order_or_a_forced_linker_is_kept_on_a_small_link():
