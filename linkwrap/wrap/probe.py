@@ -466,7 +466,8 @@ def small_inputs(request):
     """Whether this is a small C link: at most SMALL_INPUT_FILES files on the command line, under
     SMALL_INPUT_BYTES together, and no -l library but SMALL_LIBRARIES. None (unknown) where the
     linker reads more than the command line shows: a C++ driver (libstdc++), another library, a
-    static link (libc.a), -static-lib*, -Bstatic; or when an input cannot be stat()ed.
+    static link (libc.a), -static-lib*, -Bstatic, a linker script (-T: its INPUT and GROUP); or
+    when an input cannot be stat()ed.
 
     Decides a choice, so it comes before the link, and stops at its first answer: the inputs'
     count, their sizes (a big link is found big within its first few), then one pass over the
@@ -492,11 +493,16 @@ def small_inputs(request):
         if a[:2] == "-l":
             if (a[2:] or next(it, "")) not in SMALL_LIBRARIES:
                 return None
-        elif a in _STATIC or (a[:4] == "-Wl," and any(p in _STATIC for p in a[4:].split(","))):
-            return None
-        elif a == "-Xlinker" and next(it, "") in _STATIC:
+        elif _unseen(a) or (a[:4] == "-Wl," and any(_unseen(p) for p in a[4:].split(","))) or \
+                (a == "-Xlinker" and _unseen(next(it, ""))):
             return None
     return True
+
+
+def _unseen(option) -> bool:
+    """Whether the linker, after this option, reads files the command line does not name: static
+    archives, or a linker script (its INPUT and GROUP)."""
+    return option in _STATIC or option[:2] == "-T" or option.startswith("--script")
 
 
 # --- cgroups: what this process may use ------------------------------------

@@ -436,9 +436,11 @@ def test_a_library_but_the_c_librarys_own_or_a_cxx_driver_makes_the_size_unknown
 
 
 @pytest.mark.parametrize("flags", [["-static"], ["-static-pie"], ["-static-libgcc"], ["-Wl,-Bstatic"],
-                                   ["-Wl,--as-needed,-Bstatic"], ["-Xlinker", "-Bstatic"]])
+                                   ["-Wl,--as-needed,-Bstatic"], ["-Xlinker", "-Bstatic"], ["-T", "x.ld"],
+                                   ["-Tx.ld"], ["-Wl,-T,x.ld"], ["-Wl,--script=x.ld"], ["-Xlinker", "--script=x.ld"]])
 def test_archives_the_command_line_does_not_name_make_the_size_unknown(tmp_path, flags):
-    """libc.a, libgcc.a, a -Bstatic library: read by the linker, named nowhere on the command line."""
+    """libc.a, libgcc.a, a -Bstatic library, a linker script's INPUT: read by the linker, named nowhere
+    on the command line."""
     (tmp_path / "main.o").write_bytes(b"x" * 100)
     assert _small(["main.o"], tmp_path) is True
     assert _small(["main.o", *flags, "-lm"], tmp_path) is None
