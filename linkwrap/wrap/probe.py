@@ -50,7 +50,7 @@ class Probe(record("Probe", [
     "jobserver",        # bool: CARGO_MAKEFLAGS or MAKEFLAGS carries a jobserver
     "mem_used_mb",      # int | None: what the limiting cgroup holds that reclaim cannot take back
     "mem_group",        # str | None: the cgroup directory whose memory limit applies
-    "small_inputs",     # bool | None: few input files, under SMALL_INPUT_BYTES together (small_inputs())
+    "small_inputs",     # bool | None: a small C link (small_inputs(): few, small inputs, libc only)
 ], defaults=(None,))):
     """Facts about the machine and the output path, each possibly None."""
     __slots__ = ()
