@@ -44,7 +44,6 @@ def program(d, mb, cxx=False):
     os.makedirs(d)
     units = 8 if mb else 0
     funcs = max(1, int(mb * 1e6 / units / 650)) if units else 0  # ~0.65 kB of object per function
-    objects = []
     for u in range(units):
         src = os.path.join(d, f"u{u}.c")
         with open(src, "w") as f:
@@ -114,10 +113,7 @@ def reap_all() -> None:
             return
 
 
-DRIVER = "cc"
-
-
-def lone(d, objects, sh, rounds, order):
+def lone(d, objects, sh, rounds, order, driver):
     wall = {k: [] for k in sh}
     cpu = {k: [] for k in sh}
     for r in range(rounds + 1):
@@ -126,7 +122,7 @@ def lone(d, objects, sh, rounds, order):
         for k in names:
             t = time.perf_counter()
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            subprocess.run([DRIVER, *sh[k], *objects, "-o", "out-" + k.split()[0]], cwd=d, check=True)
+            subprocess.run([driver, *sh[k], *objects, "-o", "out-" + k.split()[0]], cwd=d, check=True)
             wall_ms = (time.perf_counter() - t) * 1000  # what the build waits for: the worker may go on
             reap_all()
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -136,10 +132,10 @@ def lone(d, objects, sh, rounds, order):
     return wall, cpu
 
 
-def parallel(d, objects, sh, builds, order, copies=8):
+def parallel(d, objects, sh, builds, order, driver, copies=8):
     for k, b in sh.items():
         with open(os.path.join(d, f"{k.split()[0]}.ninja"), "w") as f:
-            f.write(f"rule link\n  command = {DRIVER} {' '.join(b)} $in -o $out\n")
+            f.write(f"rule link\n  command = {driver} {' '.join(b)} $in -o $out\n")
             for c in range(copies):
                 f.write(f"build par-{k.split()[0]}/p{c}: link {' '.join(objects)}\n")
     wall = {k: [] for k in sh}
@@ -164,8 +160,7 @@ def main():
     ap.add_argument("--builds", type=int, default=9, help="interleaved rounds of the parallel build")
     ap.add_argument("--cxx", action="store_true", help="a C++ main (iostream), linked by c++")
     opts = ap.parse_args()
-    global DRIVER
-    DRIVER = "c++" if opts.cxx else "cc"
+    driver = "c++" if opts.cxx else "cc"
     order = random.Random(3)
     subreaper()
     with tempfile.TemporaryDirectory(prefix="bench-small-") as work:
@@ -177,8 +172,8 @@ def main():
         for mb in (float(s) for s in opts.sizes.split(",")):
             d = os.path.join(work, f"p{mb:g}")
             objects, size = program(d, mb, opts.cxx)
-            wall, cpu = lone(d, objects, sh, opts.rounds, order)
-            par = parallel(d, objects, sh, opts.builds, order)
+            wall, cpu = lone(d, objects, sh, opts.rounds, order, driver)
+            par = parallel(d, objects, sh, opts.builds, order, driver)
             print(f"{size / 1e6:6.2f} MB of objects ({len(objects)} files)")
             for k in sh:
                 r, lo, hi = ratio_ci(wall[k], wall[base])

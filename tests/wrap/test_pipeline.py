@@ -1,4 +1,5 @@
 """The link path end to end through the real linkwrap-cc script: fail-open, silence, pass-through."""
+import json
 import os
 import subprocess
 import textwrap
@@ -244,5 +245,4 @@ def test_a_small_c_link_gets_wild_or_gnu_ld_and_a_bigger_one_mold(tmp_path, lw_h
 
 
 def json_reasons(row):
-    import json
     return json.loads(row["reasons"] or "[]")
