@@ -42,16 +42,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 PY_MARK = ("import os as _o, time as _t\n"
-           "_fd = []\n"
            "def mark(name):\n"
            "    p = _o.environ.get('LW_TRACE')\n"
-           "    if not _fd:\n"
-           "        if not p:\n"
-           "            return\n"
-           "        _fd.append(_o.open(p, _o.O_WRONLY | _o.O_APPEND | _o.O_CREAT | _o.O_CLOEXEC, 0o600))\n"
+           "    if not p:\n"
+           "        return\n"
            "    import resource\n"
            "    flt = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
-           "    _o.write(_fd[0], f'{_o.getpid()} {name} {_t.monotonic_ns()} {flt}\\n'.encode())\n")
+           "    # Opened and closed at each mark, as the C client's: an fd kept open would stop a\n"
+           "    # server's child from serving again (_back() checks its fds), and the figures would be a\n"
+           "    # fresh spare's for every link.\n"
+           "    fd = _o.open(p, _o.O_WRONLY | _o.O_APPEND | _o.O_CREAT | _o.O_CLOEXEC, 0o600)\n"
+           "    _o.write(fd, f'{_o.getpid()} {name} {_t.monotonic_ns()} {flt}\\n'.encode())\n"
+           "    _o.close(fd)\n")
 C_MARK = r"""#include <time.h>
 static void mark(const char *n) {
     const char *p = getenv("LW_TRACE");

@@ -428,6 +428,7 @@ def spare(listener, notify_w, life_r, state) -> None:
         except Exception:  # settle() then reads the client's cgroups, and sets every limit
             pass
     _OWN["env"] = dict(os.environ)  # for settle(), which changes only what differs from it
+    _OWN["env_data"] = dict(getattr(os.environ, "_data", {}))  # for _back(): the same, as os.environ holds it
     if rehearsed:  # not while a link waits: its own page copies are fewer than touch()'s
         touch()
     global _notify
@@ -557,12 +558,19 @@ def hand_off(inv) -> None:
     sock, _handoff = _handoff, None  # once a link, a retry's second start included
     if sock is None:
         return
+    # A link like the one this child handed off last (a build's next program: the same directory,
+    # environment and number of arguments) would be rehearsed alike: not sent, and the server is
+    # not woken for it.
+    shape = (inv.cwd, inv.driver, len(inv.argv), inv.environ)
+    if _KEPT.get("handed") == shape:
+        return
     import marshal
     import socket
     try:
         if not _same_socket(sock):
             return
         sock.send(marshal.dumps((tuple(inv.argv), inv.driver, inv.cwd, dict(inv.environ))), socket.MSG_DONTWAIT)
+        _KEPT["handed"] = (inv.cwd, inv.driver, len(inv.argv), dict(inv.environ))
     except (OSError, ValueError):
         pass  # too big, or the server gone: the next spare rehearses an older link
 
@@ -1050,11 +1058,16 @@ def settle(req, peer_pid) -> None:
     own = _OWN.get("env")
     if own is None:
         own = dict(env)
+    # The keys changed are noted: _back() puts back those alone (a whole copy of os.environ decodes
+    # every name and value, ~0.1 ms a link), then checks the rest is as it was.
+    touched = _LINK.setdefault("env", [])
     for k in own.keys() - want.keys():
         del env[k]
+        touched.append(k)
     for k, v in want.items():  # the server's own environment came from a build's: most are alike
         if own.get(k) != v:
             env[k] = v
+            touched.append(k)
     os.umask(req["umask"])
     # What cannot be put back exactly after the link (a hard limit this process may not raise
     # again, a priority it may not take back, a scheduling policy, a cgroup left): noted, and this
@@ -1269,12 +1282,20 @@ def _back(req, done) -> bool:
             os.dup2(copy, fd, inheritable=inheritable)
         os.fchdir(_KEPT["cwd"])
         env, own = os.environ, _OWN["env"]
-        now = dict(env)
-        for k in now.keys() - own.keys():
-            del env[k]
-        for k, v in own.items():
-            if now.get(k) != v:
-                env[k] = v
+        for k in _LINK.get("env", ()):
+            if k in own:
+                env[k] = own[k]
+            else:
+                env.pop(k, None)
+        # os.environ's own bytes against those it waited with (one comparison in C); anything else
+        # changed (a link step that set a variable) is put back the long way.
+        if getattr(env, "_data", None) != _OWN.get("env_data"):
+            now = dict(env)
+            for k in now.keys() - own.keys():
+                del env[k]
+            for k, v in own.items():
+                if now.get(k) != v:
+                    env[k] = v
         os.umask(_KEPT["umask"])
         for sig, how in _KEPT["signals"].items():
             _signal.signal(sig, how)

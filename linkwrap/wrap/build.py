@@ -60,15 +60,32 @@ def identify(environ=os.environ, caller_pid=None) -> Build:
     return Build(f"pid:{parent}", "unknown", None, None, None)
 
 
+# The builds this process has seen (a server's child serves many links of one build): a build
+# process's command line and working directory are read once, at its first link. Keyed by pid and
+# start time, which no other process has; ninja -C and make -C change directory before they run
+# anything, so what was read stays true.
+_seen = {}
+_SEEN_MAX = 16
+
+
 def _build(name, pid, start, boot) -> Build:
-    return Build(f"{name}:{pid}:{start}:{boot}", name, pid, _cmdline(pid), _cwd(pid))
+    key = f"{name}:{pid}:{start}:{boot}"
+    hit = _seen.get(key)
+    if hit is None:
+        if len(_seen) >= _SEEN_MAX:
+            _seen.clear()
+        hit = _seen[key] = Build(key, name, pid, _cmdline(pid), _cwd(pid))
+    return hit
 
 
 def read_stat(pid):
     """(comm, ppid, starttime) from /proc/<pid>/stat, or None."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)  # no io layer: a read per ancestor
+        try:
+            data = os.read(fd, 4096)
+        finally:
+            os.close(fd)
         # comm may contain spaces and parentheses: it ends at the last ')'.
         close = data.rfind(b")")
         name = data[data.find(b"(") + 1:close].decode("utf-8", "replace")
@@ -95,10 +112,16 @@ def _cwd(pid):
         return None
 
 
+_boot = []  # no process outlives its boot
+
+
 def _boot_id():
+    if _boot:
+        return _boot[0]
     try:
         with open("/proc/sys/kernel/random/boot_id", "rb") as f:
-            return f.read(8).decode()
+            _boot.append(f.read(8).decode())
+            return _boot[0]
     except OSError:
         return "noboot"
 

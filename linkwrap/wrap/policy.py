@@ -220,6 +220,12 @@ SLOWER_WHEN_SMALL = ("mold", "lld", "rust-lld")
 MIN_MEASURED_RUNS = 3   # fewer timed runs give no confidence interval worth the name
 
 
+def learns(request, probe, callers_ld) -> bool:
+    """Whether this link's relinks teach its choice (decide() consults its evidence): not a small C
+    link whose caller's own linker is no fast one, where the order is fixed (docs/policy.md 1.3)."""
+    return callers_default(request, callers_ld) is not None or not getattr(probe, "small_inputs", None)
+
+
 def callers_default(request, callers_ld):
     """(name, why) of the linker the caller would get without linkwrap, when it is a fast one."""
     if getattr(request, "rust_lld", None):

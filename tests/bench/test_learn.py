@@ -64,6 +64,19 @@ def test_learning_can_be_turned_off(tmp_path, lw_home, linkwrap_cc, big_hello_ob
     assert not (lw_home / "cache" / "learned").exists()
 
 
+def test_a_small_link_keeps_no_time_of_its_own(tmp_path, lw_home, linkwrap_cc, hello_obj):
+    # Its choice is the small links' fixed order (docs/policy.md 1.3), which no evidence changes: its
+    # relinks' times were rewritten into a file on every link for nothing.
+    env = {**os.environ, "LINKWRAP_HOME": str(lw_home)}
+    for _ in range(3):
+        assert subprocess.run([linkwrap_cc, "hello.o", "-o", "hello"], cwd=tmp_path, env=env).returncode == 0
+    d = json.loads(linkwrap("explain", "--json", "--", "hello.o", "-o", "hello", cwd=tmp_path, env=env).stdout)
+    assert d["probe"]["small_inputs"] is True, d["probe"]
+    assert d["decision"]["learned"] is None
+    learned = lw_home / "cache" / "learned"
+    assert not learned.exists() or not list(learned.iterdir()), list(learned.iterdir())
+
+
 def test_a_candidate_that_failed_on_an_output_is_never_tried_there_again(tmp_path, lw_home, linkwrap_cc,
                                                                          big_hello_obj):
     # lld is given a flag it rejects: its try fails, the link is redone as asked, and lld is out
@@ -94,7 +107,7 @@ def fill(where, n, age_days=0.0, start=0):
     return sorted(p.name for p in where.iterdir())
 
 
-def test_a_link_that_starts_new_evidence_bounds_the_directory(tmp_path, lw_home, linkwrap_cc, hello_obj):
+def test_a_link_that_starts_new_evidence_bounds_the_directory(tmp_path, lw_home, linkwrap_cc, big_hello_obj):
     learned = lw_home / "cache" / "learned"
     from linkwrap.wrap.config import RETENTION
     old = fill(learned, RETENTION["max_learned"] + 1)
@@ -107,7 +120,7 @@ def test_a_link_that_starts_new_evidence_bounds_the_directory(tmp_path, lw_home,
     assert len(set(left) - set(old)) == 1       # and this link's own evidence
 
 
-def test_a_link_below_the_default_bound_prunes_nothing(tmp_path, lw_home, linkwrap_cc, hello_obj):
+def test_a_link_below_the_default_bound_prunes_nothing(tmp_path, lw_home, linkwrap_cc, big_hello_obj):
     learned = lw_home / "cache" / "learned"
     old = fill(learned, 50)
     (tmp_path / "linkwrap.toml").write_text("[records]\nmax_learned = 10\n")
@@ -132,7 +145,7 @@ def test_commands_prune_by_keep_days_and_count(tmp_path, lw_home):
     assert outside.read_bytes() == b"keep"
 
 
-def test_learnt_evidence_per_output_keeps_the_newest_samples_only(tmp_path, lw_home, linkwrap_cc, hello_obj):
+def test_learnt_evidence_per_output_keeps_the_newest_samples_only(tmp_path, lw_home, linkwrap_cc, big_hello_obj):
     links = 3 * learn.KEEP   # more than KEEP for the linker that keeps the output
     for _ in range(links):
         assert subprocess.run([linkwrap_cc, "hello.o", "-o", "hello"], cwd=tmp_path).returncode == 0
@@ -146,7 +159,8 @@ def test_learnt_evidence_per_output_keeps_the_newest_samples_only(tmp_path, lw_h
 def test_a_link_that_compiles_too_teaches_no_linker_and_tries_none(tmp_path, lw_home, linkwrap_cc):
     # `cc -o app main.c` times the compile with the link: no linker is judged (nor explored for) by
     # it, so every relink keeps the static order's first choice and the evidence holds no time.
-    (tmp_path / "main.c").write_text("int main(void) { return 0; }\n")
+    from linkrecords import not_small
+    (tmp_path / "main.c").write_text(not_small("int main(void) { return 0; }\n"))  # a small link teaches nothing
     (tmp_path / "linkwrap.toml").write_text('forbid = ["wild", "rust-lld", "bfd", "gold"]\n')
     env = {**os.environ, "LINKWRAP_HOME": str(lw_home)}
     for _ in range(4):
