@@ -1074,7 +1074,8 @@ def settle(req, peer_pid) -> None:
     # child then serves no other link. The rest _back() puts back: a server started by a niced
     # build, or by one with other limits, must not lose its children's reuse to every other build.
     changed = _LINK.setdefault("changed", [])
-    if _same_limits(req["limits"]) and not _limits_go_back():
+    _LINK["limits"] = _same_limits(req["limits"])  # whether _back() has any to set back
+    if _LINK["limits"] and not _limits_go_back():
         changed.append("limits")
     try:
         # `nice cargo build`: its links run at its priority, not at the server's (that of whichever
@@ -1265,7 +1266,7 @@ def _back(req, done) -> bool:
         # The client's limits (settle()), first: a tiny RLIMIT_NOFILE or RLIMIT_AS of its would
         # fail the checks below for this child's own work.
         _LINK["why"] = "the limits"
-        for which, want in _OWN.get("limits", {}).items():
+        for which, want in _OWN.get("limits", {}).items() if _LINK.get("limits", True) else ():
             if resource.getrlimit(which) != want:
                 resource.setrlimit(which, want)
         for hold in done:

@@ -510,10 +510,12 @@ def _unseen(option) -> bool:
 class CgroupDirs:
     """For each controller, this process's cgroup directories, leaf first then
     each parent up to the hierarchy's mount point (limits nest)."""
-    __slots__ = ("cpu", "memory")
+    __slots__ = ("cpu", "memory", "v1")
 
-    def __init__(self, cpu, memory):
-        self.cpu, self.memory = cpu, memory
+    def __init__(self, cpu, memory, v1=None):
+        # v1: the directories of cgroup v1 mounts, the others being v2 (None: not known, and both
+        # versions' file names are tried): a file that cannot exist is not opened on every link.
+        self.cpu, self.memory, self.v1 = cpu, memory, v1
 
     def __repr__(self):
         return f"CgroupDirs(cpu={self.cpu!r}, memory={self.memory!r})"
@@ -529,7 +531,7 @@ def cgroup_dirs(mountinfo, text=None):
     if _CGROUP_DIRS and _CGROUP_DIRS[0] == text and _CGROUP_DIRS[1] is mountinfo:
         return _CGROUP_DIRS[2]  # the same cgroups and the same (kept) mount table
     table = _lines_with(mountinfo, " - cgroup")  # cgroup and cgroup2 mounts only
-    cpu, memory = [], []
+    cpu, memory, v1 = [], [], set()
     for line in text.splitlines():
         # "0::/user.slice/x.scope" (v2) or "4:memory:/docker/abc" / "2:cpu,cpuacct:/" (v1)
         parts = line.split(":", 2)
@@ -548,8 +550,10 @@ def cgroup_dirs(mountinfo, text=None):
             if name in names:
                 mount = _cgroup_mount(table, "cgroup", name)
                 if mount:
-                    dirs += _walk_up(mount, path)
-    found = CgroupDirs(cpu, memory)
+                    up = _walk_up(mount, path)
+                    dirs += up
+                    v1.update(up)
+    found = CgroupDirs(cpu, memory, v1)
     _CGROUP_DIRS[:] = [text, mountinfo, found]
     return found
 
@@ -611,14 +615,17 @@ def parse_memory_max(text):
 def cgroup_cpu_limit(cgroups):
     """The tightest CPU quota of this process's cgroups, or None."""
     limits = []
+    v1 = getattr(cgroups, "v1", None)
     for d in cgroups.cpu:
-        text = _read(d + "/cpu.max")
+        text = _read(d + "/cpu.max") if v1 is None or d not in v1 else None
         if text is not None:
             limits.append(parse_cpu_max(text))
             continue
-        quota = _read(d + "/cpu.cfs_quota_us")
+        quota = _read(d + "/cpu.cfs_quota_us") if v1 is None or d in v1 else None
         if quota is not None:
-            limits.append(parse_cfs_quota(quota, _read(d + "/cpu.cfs_period_us") or "100000"))
+            # The period only for a quota (-1: none, the usual case).
+            limits.append(parse_cfs_quota(quota, (_read(d + "/cpu.cfs_period_us") or "100000")
+                                          if quota.strip() not in ("-1", "") else "100000"))
     limits = [n for n in limits if n]
     return min(limits) if limits else None
 
@@ -645,9 +652,10 @@ def memory_group(cgroups):
     """(limit in bytes, directory) of the tightest memory limit over this process's
     cgroups (v2 memory.max, v1 memory.limit_in_bytes), or None when none applies."""
     best = None
+    v1 = getattr(cgroups, "v1", None)
     for d in cgroups.memory:
-        text = _read(d + "/memory.max")
-        if text is None:
+        text = _read(d + "/memory.max") if v1 is None or d not in v1 else None
+        if text is None and (v1 is None or d in v1):
             text = _read(d + "/memory.limit_in_bytes")
         limit = parse_memory_max(text) if text is not None else None
         if limit and (best is None or limit < best[0]):
