@@ -24,7 +24,9 @@ directly), and per tree the median and p90 of each stage are printed:
   answer             the client has read it
   t1                 the client's exit, as its caller sees it
 
-An anchor that is not found stops the script: the instrumentation must fit the tree it
+--cpu prints, beside each stage's wall time, the CPU time the server's child spent in it (its own
+getrusage at both marks; the client's stages show none): on two busy CPUs that is what a parallel
+build pays. An anchor that is not found stops the script: the instrumentation must fit the tree it
 measures. Not a test: figures for the notes (with `uptime`).
 """
 import argparse
@@ -47,12 +49,13 @@ PY_MARK = ("import os as _o, time as _t\n"
            "    if not p:\n"
            "        return\n"
            "    import resource\n"
-           "    flt = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+           "    r = resource.getrusage(resource.RUSAGE_SELF)\n"
+           "    flt, cpu = r.ru_minflt, int((r.ru_utime + r.ru_stime) * 1e6)\n"
            "    # Opened and closed at each mark, as the C client's: an fd kept open would stop a\n"
            "    # server's child from serving again (_back() checks its fds), and the figures would be a\n"
            "    # fresh spare's for every link.\n"
            "    fd = _o.open(p, _o.O_WRONLY | _o.O_APPEND | _o.O_CREAT | _o.O_CLOEXEC, 0o600)\n"
-           "    _o.write(fd, f'{_o.getpid()} {name} {_t.monotonic_ns()} {flt}\\n'.encode())\n"
+           "    _o.write(fd, f'{_o.getpid()} {name} {_t.monotonic_ns()} {flt} {cpu}\\n'.encode())\n"
            "    _o.close(fd)\n")
 C_MARK = r"""#include <time.h>
 static void mark(const char *n) {
@@ -63,7 +66,7 @@ static void mark(const char *n) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     char b[128];
-    int k = snprintf(b, sizeof b, "%d %s %lld 0\n", getpid(), n, (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+    int k = snprintf(b, sizeof b, "%d %s %lld 0 0\n", getpid(), n, (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
     if (write(fd, b, (size_t)k) < 0) {
     }
     close(fd);
@@ -199,7 +202,7 @@ def back_to_back(opts, trees, cmds, ws):
             if opts.gap_ms:
                 time.sleep(opts.gap_ms / 1000)
         time.sleep(0.5)
-        events = [(int(ns), pid, mark) for pid, mark, ns, _f in (line.split() for line in open(trace))]
+        events = [(int(ns), pid, mark) for pid, mark, ns, _f, _c in (line.split() for line in open(trace))]
         events.sort()
         forked = {int(m.split(":")[1]): ns for ns, _p, m in events if m.startswith("forked:")}
         ready = {int(p): ns for ns, p, m in events if m == "ready"}
@@ -244,6 +247,8 @@ def main():
     ap.add_argument("--linker", default="mold")
     ap.add_argument("--gap-ms", type=float, default=0, help="a pause after each command (default none: back to back)")
     ap.add_argument("--fine", action="store_true", help="finer marks inside the starred stages")
+    ap.add_argument("--cpu", action="store_true",
+                    help="each stage's CPU time in the server's child (its getrusage at both marks) instead of page faults")
     ap.add_argument("--back-to-back", action="store_true",
                     help="links of one tree one after the other (no cc between): do they meet a spare being "
                          "forked or rehearsing, and what does that cost them?")
@@ -299,9 +304,9 @@ def main():
             for n in range(len(trees)):
                 marks, faults = {"t0": ends[n][0], "t1": ends[n][1]}, {}
                 for line in open(trees[n][2]):  # the last of each: a late mark of the round before comes first
-                    _, mark, ns, flt = line.split()
+                    _, mark, ns, flt, cpu = line.split()
                     marks[mark] = int(ns)
-                    faults[mark] = int(flt)
+                    faults[mark] = int(cpu if opts.cpu else flt)
                 os.truncate(trees[n][2], 0)
                 rounds[n].append((marks, faults))
         print(f"cc {statistics.median(walls['cc']):.1f} ms (median)")
@@ -309,7 +314,9 @@ def main():
             d = [c - a for a, c in zip(walls["cc"], walls[n])]
             print(f"tree{n} {tree}: client {statistics.median(walls[n]):.1f} ms, client - cc per round median "
                   f"{statistics.median(d):+.2f} p90 {p90(d):+.2f}")
-        print(f"{'stage (ms; page faults)':>26s}" + "".join(f" | tree{n} median   p90  flt" for n in range(len(trees))))
+        what = "CPU ms of the marking process" if opts.cpu else "page faults"
+        print(f"{'stage (ms; ' + what + ')':>26s}" + "".join(f" | tree{n} median   p90 {'  cpu' if opts.cpu else '  flt'}"
+                                                               for n in range(len(trees))))
         totals = {n: [0.0] * opts.runs for n in range(len(trees))}
         seen = [m for m in (ORDER if not opts.fine else FINE_ORDER)
                 if all(m in r[0] for n in rounds for r in rounds[n][:3])]
@@ -323,7 +330,11 @@ def main():
                     totals[n] = [a + (b or 0.0) for a, b in zip(totals[n], got)]
                 d = [x for x in got if x is not None]
                 flt = [f[name] - f[prev] for _m, f in rounds[n] if name in f and prev in f and f[prev] and f[name]]
-                row += f" | {statistics.median(d):8.2f} {p90(d):6.2f} {statistics.median(flt) if flt else 0:4.0f}"
+                if opts.cpu:  # the same process at both marks only (the client's marks carry none)
+                    flt = [x / 1000 for x in flt if x >= 0]
+                    row += f" | {statistics.median(d):8.2f} {p90(d):6.2f} {statistics.median(flt) if flt else 0:5.2f}"
+                else:
+                    row += f" | {statistics.median(d):8.2f} {p90(d):6.2f} {statistics.median(flt) if flt else 0:4.0f}"
             print(row)
             prev = name
         print(f"{'* (sum per round)':>26s}" + "".join(

@@ -35,8 +35,8 @@ def lw_home(tmp_path, monkeypatch):
 def _forget_memos():
     """Each test starts as a new process would: without what an earlier test's links kept in memory
     (a server's spare keeps them between the links it rehearses and serves; args, direct, linkers)."""
-    from linkwrap.wrap import args, build, choose, config, direct, linkers, probe
-    args._last = config._last = direct._split = linkers._last = choose._ld_last = None
+    from linkwrap.wrap import args, build, config, direct, linkers, probe
+    args._last = config._last = direct._split = linkers._last = None
     probe._FS_LAST.clear()
     direct._lines.clear()
     build._seen.clear()

@@ -60,16 +60,18 @@ def identify(environ=os.environ, caller_pid=None) -> Build:
     return Build(f"pid:{parent}", "unknown", None, None, None)
 
 
-# The builds this process has seen (a server's child serves many links of one build): a build
-# process's command line and working directory are read once, at its first link. Keyed by pid and
-# start time, which no other process has; ninja -C and make -C change directory before they run
-# anything, so what was read stays true.
+# The build tools' builds this process has seen (a server's child serves many links of one build):
+# a build tool's command line and working directory are read once, at its first link. Keyed by pid
+# and start time, which no other process has; ninja -C and make -C change directory before they run
+# anything, so what was read stays true. Not a fallback's (a shell or a script may cd between links).
 _seen = {}
 _SEEN_MAX = 16
 
 
 def _build(name, pid, start, boot) -> Build:
     key = f"{name}:{pid}:{start}:{boot}"
+    if name not in BUILD_TOOLS:
+        return Build(key, name, pid, _cmdline(pid), _cwd(pid))
     hit = _seen.get(key)
     if hit is None:
         if len(_seen) >= _SEEN_MAX:

@@ -78,7 +78,7 @@ def choose(request, environ, memory=True, later=False, reaps=False) -> Choice:
                 learned = None
         try:
             # Pure: which linker, which flags, how to write the output, and why.
-            callers_ld = driver_ld(request, found, environ, True)
+            callers_ld = driver_ld(request, found, environ)
             decision = policy.decide(request, facts, found, settings, measured, callers_ld, learned, failed, reaps)
             if learned is not None and not policy.learns(request, facts, callers_ld):
                 # Its evidence was not consulted: nor is its time kept (a file rewritten every link
@@ -106,7 +106,7 @@ def with_memory(choice, request) -> Choice:
 
 
 
-def driver_ld(request, found, environ, validated=False):
+def driver_ld(request, found, environ):
     """Which of the found linkers `ld` on PATH is, for a link rustc did not force to rust-lld.
 
     gcc runs its own `ld` (on Debian GNU ld unless the user replaced it); a machine where `ld` is
@@ -114,35 +114,7 @@ def driver_ld(request, found, environ, validated=False):
     """
     if request.rust_lld:
         return None
-    global _ld_last
-    from linkwrap.wrap import linkers
-    # validated: linkers.discover() has just checked its memo (choose()), which is then held here:
-    # a new one when PATH's directories or a linker changed.
-    searched = linkers._last if validated else None
-    path = environ.get("PATH", "")
-    last = _ld_last
-    if last is not None and searched is not None and last[0] is searched and last[1] == path \
-            and last[2] == sorted((n, i.path) for n, i in found.items()):
-        # The same PATH, unchanged directories and linkers: `ld` is where it was; one stat says it
-        # is still the same file (a symlink re-pointed outside PATH: /etc/alternatives).
-        try:
-            st = os.stat(last[3]) if last[3] else None
-        except OSError:
-            st = None
-        if ((st.st_dev, st.st_ino) if st else None) == last[4]:
-            return last[5]
-    ld, st, name = _driver_ld(found, path)
-    _ld_last = (searched, path, sorted((n, i.path) for n, i in found.items()), ld,
-                (st.st_dev, st.st_ino) if st else None, name)
-    return name
-
-
-_ld_last = None  # driver_ld()'s memo: (linkers' memo, PATH, found, ld's path, its (dev, ino), answer)
-
-
-def _driver_ld(found, path):
-    """-> (the first `ld` on PATH, its stat, which found linker it is): (None, None, None) for none."""
-    for d in path.split(os.pathsep):
+    for d in environ.get("PATH", "").split(os.pathsep):
         ld = os.path.join(d, "ld") if d else ""
         try:
             st = os.stat(ld) if ld else None
@@ -158,7 +130,7 @@ def _driver_ld(found, path):
             except (OSError, TypeError, ValueError):
                 continue
             if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
-                return ld, st, name
-        return ld, st, None
-    return None, None, None
+                return name
+        return None
+    return None
 

@@ -77,6 +77,22 @@ def test_a_small_link_keeps_no_time_of_its_own(tmp_path, lw_home, linkwrap_cc, h
     assert not learned.exists() or not list(learned.iterdir()), list(learned.iterdir())
 
 
+def test_a_small_links_failed_linker_is_still_remembered_and_passed_over(tmp_path, lw_home, linkwrap_cc, hello_obj,
+                                                                          wild):
+    # wild comes first on a small link; given a flag it rejects, its try fails and the link is redone
+    # as asked: its failure is kept (no time is), and the next links of this output go without it.
+    (tmp_path / "linkwrap.toml").write_text('[linkers.wild]\nextra_flags = ["--no-such-flag"]\n')
+    env = {**os.environ, "LINKWRAP_HOME": str(lw_home)}
+    chosen = []
+    for _ in range(3):
+        d = json.loads(linkwrap("explain", "--json", "--", "hello.o", "-o", "hello", cwd=tmp_path, env=env).stdout)
+        chosen.append((d["decision"]["linker"], d["decision"]["failed"], d["decision"]["learned"]))
+        done = subprocess.run([linkwrap_cc, "hello.o", "-o", "hello"], cwd=tmp_path, env=env, capture_output=True)
+        assert done.returncode == 0 and done.stderr == b"", done.stderr
+    assert chosen[0][:2] == ("wild", []), chosen
+    assert all(linker == "bfd" and failed == ["wild"] and learned is None for linker, failed, learned in chosen[1:]), chosen
+
+
 def test_a_candidate_that_failed_on_an_output_is_never_tried_there_again(tmp_path, lw_home, linkwrap_cc,
                                                                          big_hello_obj):
     # lld is given a flag it rejects: its try fails, the link is redone as asked, and lld is out

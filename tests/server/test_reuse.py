@@ -59,7 +59,7 @@ MEMOS = {"linkwrap.server.server._KEPT", "linkwrap.server.server._LINK", "linkwr
          "linkwrap.wrap.args._compiled", "linkwrap.wrap.config._last", "linkwrap.wrap.linkers._last",
          "linkwrap.wrap.direct._split", "linkwrap.wrap.direct._lines", "linkwrap.wrap.probe._FS_LAST",
          "linkwrap.wrap.probe._CGROUP_DIRS", "linkwrap.wrap.probe._MOUNTINFO", "linkwrap.wrap.output._owner",
-         "linkwrap.wrap.output._owners", "linkwrap.wrap.choose._ld_last", "linkwrap.wrap.build._seen",
+         "linkwrap.wrap.output._owners", "linkwrap.wrap.build._seen",
          "linkwrap.wrap.build._boot"}
 
 

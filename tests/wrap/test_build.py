@@ -53,6 +53,29 @@ def test_outside_any_build_the_link_groups_by_whoever_ran_it(tmp_path):
     assert tool == "sh" and key.startswith(f"sh:{pid}:")
 
 
+def test_one_process_asked_again_sees_a_shell_that_changed_directory(tmp_path):
+    # A server's child identifies many links' builds in one process: a build tool's are kept (its pid
+    # and start time name it, and it changes no directory once it runs), but whoever ran a link outside
+    # any build (a shell, a script) may cd between two links.
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    shell = subprocess.Popen([sys.executable, "-c", "import os, sys\n"
+                              "for line in sys.stdin:\n    os.chdir(line.strip()); print('ok', flush=True)"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tmp_path / "a")
+    try:
+        start = build.read_stat(shell.pid)[2]
+        first = build._build("sh", shell.pid, start, "boot")
+        as_tool = build._build("ninja", shell.pid, start, "boot")
+        shell.stdin.write(f"{tmp_path / 'b'}\n")
+        shell.stdin.flush()
+        assert shell.stdout.readline() == "ok\n"
+        assert (first.cwd, build._build("sh", shell.pid, start, "boot").cwd) == (str(tmp_path / "a"), str(tmp_path / "b"))
+        assert build._build("ninja", shell.pid, start, "boot") is as_tool
+    finally:
+        shell.stdin.close()
+        shell.wait()
+
+
 def test_a_process_name_with_spaces_and_parentheses_is_read_right(tmp_path):
     odd = tmp_path / "x) (y z"
     shutil.copy("/bin/sleep", odd)

@@ -112,7 +112,7 @@ def test_an_edit_loop_with_no_configuration_never_fails(myset, lw_home, wild):
 
 def test_the_callers_own_error_fails_once_and_blames_no_linker(tmp_path, lw_home, linkwrap_cc):
     # Linked again as asked, which fails too: that is the caller's error, not evidence against mold.
-    from linkrecords import not_small  # a small link keeps no evidence at all
+    from linkrecords import not_small  # a small link keeps no evidence of its times
     (tmp_path / "u.c").write_text(not_small("int missing(void); int main(void){return missing();}\n"))
     subprocess.run(["cc", "-c", "u.c"], cwd=tmp_path, check=True)
     env = {**os.environ, "LINKWRAP_HOME": str(lw_home)}
