@@ -70,13 +70,13 @@ _SEEN_MAX = 16
 
 def _build(name, pid, start, boot) -> Build:
     key = f"{name}:{pid}:{start}:{boot}"
-    if name not in BUILD_TOOLS:
-        return Build(key, name, pid, _cmdline(pid), _cwd(pid))
     hit = _seen.get(key)
     if hit is None:
-        if len(_seen) >= _SEEN_MAX:
-            _seen.clear()
-        hit = _seen[key] = Build(key, name, pid, _cmdline(pid), _cwd(pid))
+        hit = Build(key, name, pid, _cmdline(pid), _cwd(pid))
+        if name in BUILD_TOOLS:
+            if len(_seen) >= _SEEN_MAX:
+                _seen.clear()
+            _seen[key] = hit
     return hit
 
 
