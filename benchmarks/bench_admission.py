@@ -68,7 +68,7 @@ def cost():
         facts = probe.snapshot(request)
 
         def predicting():
-            history, model = predict.load()
+            history, model = predict.load("bfd", request.output)
             return predict.predict(request.output, "bfd", 50 << 20, history, model)
 
         memory = predicting()
@@ -85,6 +85,7 @@ def cost():
                           ("predict.load() + predict(), both tables present", predicting)):
             med, p90 = timing.median_us(fn, 2000)
             print(f"  {label}: median {med:.0f} us (p90 {p90:.0f})")
+        full(request, predict)
         for module in ("linkwrap.wrap.predict", "linkwrap.wrap.admission"):
             # What the link path has imported by then (choose, run) first: only this module's own cost.
             code = (f"import sys; sys.path.insert(0, {os.path.dirname(HERE)!r}); "
@@ -97,6 +98,47 @@ def cost():
     finally:
         shutil.rmtree(home, ignore_errors=True)
     print("uptime:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+
+
+def full(request, predict):
+    """The same with both tables at their bound (predict.HISTORY_MAX_OUTPUTS outputs of a user's Rust
+    projects, as months of builds leave them): what every link reads, and what a link whose charge
+    is kept (every Rust link) rewrites, in CPU time, as the link path pays it."""
+    from linkwrap import paths
+    import sqlite3
+    outputs = [f"/home/user/src/project{i % 7}/target/debug/deps/crate_{i}-{i * 7919:016x}"
+               for i in range(predict.HISTORY_MAX_OUTPUTS)]
+    for i, out in enumerate(outputs):
+        predict.keep(paths.state_dir(), "rust-lld", out, (40 << 10) + i, 1 << 24)
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE links (id INTEGER PRIMARY KEY, linker, output_path, input_bytes, charge_kb, "
+                 "exit_status)")
+    conn.executemany("INSERT INTO links (linker, output_path, input_bytes, charge_kb, exit_status) "
+                     "VALUES ('rust-lld', ?, ?, ?, 0)", [(out, 1 << 24, 40 << 10) for out in outputs])
+    predict.refit(conn)
+
+    def cpu_us(fn, runs=1000):
+        for _ in range(20):
+            fn()
+        xs = []
+        for _ in range(runs):
+            t = time.process_time_ns()
+            fn()
+            xs.append((time.process_time_ns() - t) / 1000)
+        xs.sort()
+        return statistics.median(xs), xs[int(runs * 0.9)]
+
+    def reading():
+        history, model = predict.load("rust-lld", outputs[-5])
+        return predict.predict(outputs[-5], "rust-lld", 1 << 24, history, model)
+
+    assert reading().source == "output"
+    print(f"  with {len(outputs)} outputs in the history and the model (CPU time, median / p90):")
+    for label, fn in (("predict.load() + predict()", reading),
+                      ("predict.keep(), one Rust link's charge",
+                       lambda: predict.keep(paths.state_dir(), "rust-lld", outputs[-7], 41 << 10, 1 << 24))):
+        med, p90 = cpu_us(fn)
+        print(f"    {label}: {med:.0f} us (p90 {p90:.0f})")
 
 
 def main():

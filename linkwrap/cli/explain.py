@@ -193,7 +193,7 @@ def memory_dict(choice) -> dict:
         from linkwrap import paths
         from linkwrap.wrap.predict import read_table
         # Read without the lock: a torn read shows no running links, and explain changes nothing.
-        running = read_table(os.path.join(paths.state_dir(), admission.LEDGER)).get("running", {})
+        running = read_table(os.path.join(paths.state_dir(), admission.LEDGER), admission.FORMAT).get("running", {})
         running = {pid: e for pid, e in running.items() if admission.alive(pid, e[0])}
         room = admission.measure_room(choice.facts, running, os.getpid(),
                                       admission.settings_of(choice.settings)[0])

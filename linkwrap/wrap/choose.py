@@ -96,10 +96,11 @@ def with_memory(choice, request) -> Choice:
     predicting it joins choice.faults and leaves memory None."""
     try:
         from linkwrap.wrap import predict
-        history, model = predict.load()
         decision, facts = choice.decision, choice.facts
-        memory = predict.predict(request.output, decision.linker.name if decision.linker else None,
-                                 facts.input_bytes if facts is not None else None, history, model)
+        linker = decision.linker.name if decision.linker else None
+        history, model = predict.load(linker, request.output)
+        memory = predict.predict(request.output, linker, facts.input_bytes if facts is not None else None,
+                                 history, model)
     except Exception as e:
         return choice._replace(faults=choice.faults + (("predicting memory", e),))
     return choice._replace(memory=memory)

@@ -6,6 +6,11 @@ at the end of every link, admitted or not, under the history's own lock) and the
 ingest (fit(), per linker: charge against input bytes). Output: Prediction(kb, source, detail).
 predict() and charge() are pure; only load() reads files, and never SQLite.
 
+Both per-output tables are split into SHARDS files by a crc of the key, and a link reads and
+rewrites only the one its output is in: as one file of HISTORY_MAX_OUTPUTS outputs, the history
+cost every link 2.5 ms of CPU to read and every Rust link 1.5 ms more to rewrite once it was full
+(benchmarks/bench_admission.py --cost).
+
 What is predicted is the charge, not the peak RSS (../shared/reference/measurements.md): lld, mold,
 wild and gold map their inputs, and input pages already in the page cache (the compiler just wrote
 them) are charged to whoever read them first, not to the link; GNU ld and linkwrap's own linker read
@@ -15,10 +20,14 @@ import os
 
 from linkwrap.records import record
 
-HISTORY = "memory-history.marshal"   # in the state dir: written by links (after())
+HISTORY = "memory-history"           # in the state dir, a shard per file: written by links (after())
 HISTORY_LOCK = "memory-history.lock" # beside it: one writer at a time, so no update is lost
-MODEL = "memory-model.marshal"       # in the cache dir: written by the reading commands (fit)
-FORMAT = 1
+MODEL = "memory-linkers.marshal"     # in the cache dir, per linker: written by the reading commands (fit)
+MODEL_OUTPUTS = "memory-model"       # beside it, the fitted per-output table in shards
+# One file each before the shards: the reading commands remove them (refit()).
+LEGACY = ("memory-history.marshal", "memory-model.marshal")
+FORMAT = 2
+SHARDS = 64
 
 # Linkers that map their inputs (charge = peak RSS less the mapped inputs) and those that read
 # them into the heap (charge = peak RSS). "as asked" is cc's default linker: GNU ld here.
@@ -33,7 +42,10 @@ DEFAULT_FIXED_KB = 32 << 10
 # A past charge is scaled up by the growth of the inputs, and given this margin (allocator noise).
 OUTPUT_MARGIN = 1.1
 HISTORY_DEPTH = 3            # last charges kept per (linker, output)
-HISTORY_MAX_OUTPUTS = 2048   # the history forgets the least recent outputs beyond this
+# A shard forgets its least recent outputs beyond this: 3072 in all, and 2048 outputs spread by their
+# crc (32 a shard on average) overflow none but by chance (under 1 %).
+SHARD_MAX_OUTPUTS = 48
+HISTORY_MAX_OUTPUTS = 2048   # what the history is sized for (benchmarks fill it to this)
 REMEMBER_MIN_KB = 16 << 10   # smaller links are not worth a history write
 
 
@@ -70,6 +82,12 @@ class Prediction(record("Prediction", [
 
 def key(linker, output) -> str:
     return f"{linker or 'as asked'}\0{output or ''}"
+
+
+def shard(k) -> str:
+    """The file name of the shard that holds key k (crc32: stable across processes, unlike hash())."""
+    import zlib  # learn.py has it imported on the link path already
+    return f"{zlib.crc32(k.encode('utf-8', 'surrogateescape')) % SHARDS:02x}.marshal"
 
 
 def kind(linker) -> str:
@@ -129,7 +147,7 @@ def remember(history, linker, output, charge_kb, input_bytes) -> bool:
         return False
     past = outputs.pop(k, [])  # re-inserted last: dicts keep insertion order, the oldest go first
     outputs[k] = (past + [(int(charge_kb), int(input_bytes or 0))])[-HISTORY_DEPTH:]
-    while len(outputs) > HISTORY_MAX_OUTPUTS:
+    while len(outputs) > SHARD_MAX_OUTPUTS:
         del outputs[next(iter(outputs))]
     return True
 
@@ -156,12 +174,20 @@ def after(prediction, linker, output, outcome, input_bytes, state=None, small_to
 
 
 def keep(state, linker, output, charge_kb, input_bytes) -> None:
-    """One link's charge into the history file, under its lock; readers (load(), unlocked) see the
-    old or the new table."""
-    path = os.path.join(state, HISTORY)
+    """One link's charge into its shard of the history, under the history's lock; readers (load(),
+    unlocked) see the old or the new shard."""
+    k = key(linker, output)
+    where = os.path.join(state, HISTORY)
+    path = os.path.join(where, shard(k))
     lock = _lock(state)
     try:
-        history = read_table(path) or {"format": FORMAT}
+        history = read_table(path)
+        if not history:
+            from linkwrap import paths
+            paths.make_private_dir(where)
+        if not _ours(where):
+            raise PermissionError(f"{where} is not this user's private directory: not used")
+        history = history or {"format": FORMAT}
         if remember(history, linker, output, charge_kb, input_bytes):
             import marshal
             tmp = f"{path}.{os.getpid()}.tmp"
@@ -197,15 +223,30 @@ def _lock(state) -> int:
 
 # --- the tables --------------------------------------------------------------
 
-def load():
-    """(history, model): the two tables, each {} when missing or unreadable."""
+def load(linker, output):
+    """(history, model) for predict(linker, output): the history's shard that holds the output, and
+    the model's linkers with the shard of its per-output table; each {} when missing or unreadable."""
     from linkwrap import cache, paths
-    history = read_table(os.path.join(paths.state_dir(), HISTORY))
+    name = shard(key(linker, output))
+    where = os.path.join(paths.state_dir(), HISTORY)
+    history = read_table(os.path.join(where, name)) if _ours(where) else {}
     model = cache.load(MODEL, FORMAT)
+    model["outputs"] = cache.load(os.path.join(MODEL_OUTPUTS, name), FORMAT).get("outputs", {})
     return history, model
 
 
-def read_table(path) -> dict:
+def _ours(directory) -> bool:
+    """directory is this user's and no one else can write into it (a shared LINKWRAP_HOME), or is not
+    there yet: what is read from it or renamed into it is this user's own."""
+    from linkwrap import paths
+    try:
+        return not paths.others_can_write(os.stat(directory))
+    except FileNotFoundError:
+        return True
+
+
+def read_table(path, fmt=FORMAT) -> dict:
+    """The marshal table at path if it is this user's and holds format fmt, else {}."""
     import marshal
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -222,7 +263,7 @@ def read_table(path) -> dict:
         return {}
     finally:
         os.close(fd)
-    return data if isinstance(data, dict) and data.get("format") == FORMAT else {}
+    return data if isinstance(data, dict) and data.get("format") == fmt else {}
 
 
 # --- fitting (the reading commands, never the link path) ----------------------
@@ -237,7 +278,8 @@ def fit(rows) -> dict:
     Per linker: least squares charge_kb = a + b * input MiB over its last MODEL_LAST_LINKS links,
     then a margin, the 90th percentile of actual / fitted (at least 1, at most 3), so that nine of
     ten past links would have been predicted at or above their charge. Per output: its last charges,
-    as the link path's history keeps them (a fresh history file starts from these).
+    as the link path's history keeps them (a fresh history shard starts from these), at most
+    SHARD_MAX_OUTPUTS of a shard.
     """
     per_linker, outputs = {}, {}
     for linker, output, input_bytes, charge_kb in rows:
@@ -249,8 +291,14 @@ def fit(rows) -> dict:
             k = key(name, output)
             past = outputs.pop(k, [])
             outputs[k] = (past + [(int(charge_kb), int(input_bytes))])[-HISTORY_DEPTH:]
-    while len(outputs) > HISTORY_MAX_OUTPUTS:
-        del outputs[next(iter(outputs))]
+    # What the shards would hold: each output's shard keeps its SHARD_MAX_OUTPUTS most recent.
+    counts, kept = {}, []
+    for k in reversed(outputs):
+        name = shard(k)
+        if counts.get(name, 0) < SHARD_MAX_OUTPUTS:
+            counts[name] = counts.get(name, 0) + 1
+            kept.append(k)
+    outputs = {k: outputs[k] for k in reversed(kept)}
     linkers = {}
     for name, points in per_linker.items():
         points = points[-MODEL_LAST_LINKS:]
@@ -276,8 +324,21 @@ def _line(points):
 
 
 def refit(db) -> None:
-    """Fit the model on links.db and store it for the link path (a reading command's job)."""
-    from linkwrap import cache
+    """Fit the model on links.db and store it for the link path (a reading command's job): the
+    per-output shards first, the linkers' file last."""
+    from linkwrap import cache, paths
     rows = db.execute("SELECT linker, output_path, input_bytes, charge_kb FROM links "
                       "WHERE charge_kb IS NOT NULL AND exit_status = 0 ORDER BY id DESC LIMIT 20000").fetchall()
-    cache.store(MODEL, fit([tuple(r) for r in reversed(rows)]))
+    model = fit([tuple(r) for r in reversed(rows)])
+    shards = {}
+    for k, past in model["outputs"].items():
+        shards.setdefault(shard(k), {})[k] = past
+    for i in range(SHARDS):
+        name = f"{i:02x}.marshal"
+        cache.store(os.path.join(MODEL_OUTPUTS, name), {"format": FORMAT, "outputs": shards.get(name, {})})
+    cache.store(MODEL, {"format": FORMAT, "linkers": model["linkers"]})
+    for base, name in zip((paths.state_dir(), paths.cache_dir()), LEGACY):
+        try:
+            os.unlink(os.path.join(base, name))
+        except OSError:
+            pass

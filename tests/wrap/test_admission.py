@@ -198,8 +198,10 @@ def test_a_link_predicted_above_the_limit_still_runs_alone(tmp_path, lw_home, he
     history = {"format": predict.FORMAT}
     assert predict.remember(history, "bfd", output, 4 * limit_kb, 1)  # its last link took 4x the limit
     import marshal
-    (lw_home / predict.HISTORY).write_bytes(marshal.dumps(history))
-    os.chmod(lw_home / predict.HISTORY, 0o600)
+    shard = lw_home / predict.HISTORY / predict.shard(predict.key("bfd", output))
+    shard.parent.mkdir(mode=0o700)
+    shard.write_bytes(marshal.dumps(history))
+    os.chmod(shard, 0o600)
     with memgroup.memory_cgroup(limit_kb=limit_kb) as group:
         done = group.run([script("linkwrap-cc"), "-fuse-ld=bfd", *objects, "-o", output], cwd=work,
                          capture_output=True, text=True)
@@ -210,7 +212,7 @@ def test_a_link_predicted_above_the_limit_still_runs_alone(tmp_path, lw_home, he
 
 
 def _ledger(home):
-    return predict.read_table(os.path.join(str(home), admission.LEDGER)) or {"running": {}, "waiting": []}
+    return predict.read_table(os.path.join(str(home), admission.LEDGER), admission.FORMAT) or {"running": {}, "waiting": []}
 
 
 def _until(condition, what, limit_s=120):
@@ -245,6 +247,22 @@ def _hold(home, pid, kb):
         data = ledger.load()
         data["running"][pid] = [admission.start_ticks(pid), kb, time.time()]
         ledger.save(data)
+
+
+def test_explain_counts_the_links_running_in_the_ledger(tmp_path, lw_home):
+    import json
+    from linkrecords import lw
+    holder = subprocess.Popen(["sleep", "600"])
+    try:
+        _hold(lw_home, holder.pid, 64 << 10)
+        (tmp_path / "linkwrap.toml").write_text("[memory]\nadmission = true\n")
+        memory = json.loads(lw("explain", "--json", "out", cwd=tmp_path).stdout)["memory"]
+        assert (memory["admission"], memory["running_links"]) == (True, 1)
+        assert "with 1 link(s) running" in lw("explain", "out", cwd=tmp_path).stdout
+    finally:
+        holder.kill()
+        holder.wait()
+    assert json.loads(lw("explain", "--json", "out", cwd=tmp_path).stdout)["memory"]["running_links"] == 0
 
 
 @pytest.mark.parametrize("kind", ["pipe", "fifo"])
@@ -337,10 +355,10 @@ def test_a_link_with_admission_off_still_keeps_its_charge_for_the_next_predictio
         done = subprocess.run([script("linkwrap-cc"), "-fuse-ld=bfd", *objects, "-o", output], cwd=work,
                               capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
-    history, _ = predict.load()
+    history, _ = predict.load("bfd", output)
     (past,) = [v for k, v in history["outputs"].items() if k.endswith("\0" + output)]
     assert len(past) == 2 and all(kb >= predict.REMEMBER_MIN_KB for kb, _ in past)
     rows = db_rows(lw_home)
     assert rows[1]["prediction_source"] == "output" and rows[1]["waited_ms"] is None
     assert rows[1]["charge_kb"] == past[1][0]
-    assert os.stat(lw_home / predict.HISTORY).st_mode & 0o777 == 0o600
+    assert os.stat(lw_home / predict.HISTORY / predict.shard(predict.key("bfd", output))).st_mode & 0o777 == 0o600

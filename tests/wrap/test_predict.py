@@ -90,7 +90,7 @@ def test_remember_keeps_the_last_few_of_each_output_and_forgets_the_least_recent
         assert remember(history, "bfd", OUT, kb * MIB_KB, 1)
     assert [kb for kb, _ in history["outputs"][predict.key("bfd", OUT)]] == [30 * MIB_KB, 40 * MIB_KB, 50 * MIB_KB]
     assert remember(history, "bfd", OUT, 1, 1)  # known output: even a small charge updates it
-    monkeypatch.setattr(predict, "HISTORY_MAX_OUTPUTS", 2)
+    monkeypatch.setattr(predict, "SHARD_MAX_OUTPUTS", 2)
     remember(history, "bfd", "/a", 20 * MIB_KB, 1)
     remember(history, "bfd", "/b", 20 * MIB_KB, 1)
     assert list(history["outputs"]) == [predict.key("bfd", "/a"), predict.key("bfd", "/b")]
@@ -120,8 +120,73 @@ def test_the_reading_commands_fit_the_model_the_link_path_reads(tmp_path, lw_hom
     for i, mb in enumerate((10, 20, 30, 40, 50, 60)):
         spool_record(lw_home, linker="bfd", output_path=f"/w/o{i}", input_bytes=mb << 20,
                      charge_kb=(8 + 2 * mb) * MIB_KB, peak_rss_kb=(8 + 2 * mb) * MIB_KB)
+    from linkwrap import paths
+    for base, name in zip((paths.state_dir(), paths.cache_dir()), predict.LEGACY):
+        os.makedirs(base, exist_ok=True)
+        with open(os.path.join(base, name), "wb") as f:  # the one-file tables of an earlier linkwrap
+            f.write(marshal.dumps({"format": 1, "outputs": {}}))
     lw("summary")
-    history, model = predict.load()
+    history, model = predict.load("bfd", "/w/o1")
     assert history == {} and model["linkers"]["bfd"][3] == 6
     assert pred("/w/o1", "bfd", 20 << 20, history, model).source == "output"
+    history, model = predict.load("bfd", "/w/new")
     assert pred("/w/new", "bfd", 70 << 20, history, model).source == "model"
+    assert not any(os.path.exists(os.path.join(base, name))
+                   for base, name in zip((paths.state_dir(), paths.cache_dir()), predict.LEGACY))
+
+
+def _keys_in_one_shard(n, linker="bfd"):
+    by_shard = {}
+    for i in range(100 * n):
+        k = predict.key(linker, f"/w/o{i}")
+        by_shard.setdefault(predict.shard(k), []).append(f"/w/o{i}")
+        if len(by_shard[predict.shard(k)]) == n:
+            return by_shard[predict.shard(k)]
+    raise AssertionError("no shard got n keys")
+
+
+def test_a_link_reads_and_rewrites_only_its_outputs_shard(lw_home):
+    from linkwrap import paths
+    state = paths.state_dir()
+    outputs = [f"/w/o{i}" for i in range(300)]
+    for i, out in enumerate(outputs):
+        predict.keep(state, "bfd", out, (20 + i) * MIB_KB, 1 << 20)
+    where = lw_home / predict.HISTORY
+    files = sorted(os.listdir(where))
+    # 300 outputs spread over the shards: none holds more than its bound, and together they hold all.
+    assert len(files) > predict.SHARDS // 2 and all(f.endswith(".marshal") for f in files)
+    assert all(os.stat(where / f).st_mode & 0o777 == 0o600 for f in files)
+    assert os.stat(where).st_mode & 0o777 == 0o700
+    tables = [predict.read_table(str(where / f))["outputs"] for f in files]
+    assert sum(len(t) for t in tables) == len(outputs)
+    history, _ = predict.load("bfd", outputs[7])
+    assert len(history["outputs"]) < len(outputs) // 4
+    assert history["outputs"][predict.key("bfd", outputs[7])] == [(27 * MIB_KB, 1 << 20)]
+    assert pred(outputs[7], "bfd", 1 << 20, *predict.load("bfd", outputs[7])).source == "output"
+
+
+def test_a_full_shard_forgets_its_least_recent_output(lw_home):
+    from linkwrap import paths
+    same = _keys_in_one_shard(predict.SHARD_MAX_OUTPUTS + 1)
+    for out in same:
+        predict.keep(paths.state_dir(), "bfd", out, 20 * MIB_KB, 1 << 20)
+    history, _ = predict.load("bfd", same[0])
+    assert list(history["outputs"]) == [predict.key("bfd", out) for out in same[1:]]
+    # The fit bounds its shards the same way: the least recent goes.
+    model = fit([("bfd", out, 1 << 20, 20 * MIB_KB) for out in same])
+    assert list(model["outputs"]) == [predict.key("bfd", out) for out in same[1:]]
+
+
+def test_a_history_directory_another_user_can_write_is_not_used(lw_home):
+    from linkwrap import paths
+    predict.keep(paths.state_dir(), "bfd", OUT, 20 * MIB_KB, 1 << 20)
+    assert predict.load("bfd", OUT)[0]
+    os.chmod(lw_home / predict.HISTORY, 0o777)
+    try:
+        assert predict.load("bfd", OUT)[0] == {}
+        import pytest
+        with pytest.raises(PermissionError):
+            predict.keep(paths.state_dir(), "bfd", OUT, 30 * MIB_KB, 1 << 20)
+    finally:
+        os.chmod(lw_home / predict.HISTORY, 0o700)
+    assert predict.load("bfd", OUT)[0]["outputs"][predict.key("bfd", OUT)] == [(20 * MIB_KB, 1 << 20)]
