@@ -4,12 +4,13 @@ In this process (warm), medians of many calls:
   save.save()          a link shaped like a rustc debug link: OBJECTS fresh files saved by hard
                        link (new inodes every call, as after a rebuild) and the toolchain's rlibs
                        referenced by path (stable)
-  measured.applicable  the link path's read of the measurement cache: no file, and ROWS rows
+  measured.applicable  the link path's read of the measurement cache: no file, and ROWS x 3 results of
+                       20 projects for a link of one of them and of another project
   learn.evidence+note  the per-output evidence read and rewritten after the link
 End to end, interleaved pairs of real links through linkwrap-cc (hello world, mold):
   LINKWRAP_SAVE=1 vs not, and the difference of the medians.
 
-    python3 benchmarks/bench_save.py [--objects 40] [--rows 400] [--pairs 21]
+    python3 benchmarks/bench_save.py [--objects 40] [--rows 660] [--pairs 21]
 """
 import argparse
 import glob
@@ -68,14 +69,17 @@ def bench_measured(tmp, rows):
     found = linkers.discover(req)
     empty = median_us(lambda: measured.applicable(req, facts, found), 200)[0]
     rowlist = []
-    for i in range(rows):
+    for i in range(rows):  # 20 projects, this link's among them
+        project = tmp if i % 20 == 0 else f"/p{i % 20}"
         for name in ("mold", "lld", "bfd"):
-            rowlist.append(measured.Row(measured.machine_key(facts.cpus), facts.fs, None, f"/p{i % 20}",
-                                        f"/p/out{i}", "pie", 1 << 20, name, name, "/usr/bin/" + name, 1, "fresh",
-                                        100.0, 99.0, 101.0, 10, 1000, "2026-11-30", None))
+            rowlist.append(measured.Row(measured.machine_key(facts.cpus), facts.fs, None, project,
+                                        f"{project}/out{i}", "pie", 1 << 20, name, name, "/usr/bin/" + name, 1,
+                                        "fresh", 100.0, 99.0, 101.0, 10, 1000, "2026-11-30", None))
     measured.add_rows(rowlist)
-    full = median_us(lambda: measured.applicable(req, facts, found), 200)[0]
-    return empty, full, len(measured.load_rows())
+    own = median_us(lambda: measured.applicable(req, facts, found), 200)[0]
+    other_req = args.parse(["main.o", "-o", "/elsewhere/app"], driver="cc", environ={}, cwd="/elsewhere")
+    other = median_us(lambda: measured.applicable(other_req, facts, found), 200)[0]
+    return empty, own, other, len(measured.load_rows()), len(measured.load_rows(tmp))
 
 
 def bench_learn(tmp):
@@ -118,7 +122,7 @@ def bench_end_to_end(tmp, pairs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--objects", type=int, default=40)
-    ap.add_argument("--rows", type=int, default=400)
+    ap.add_argument("--rows", type=int, default=660)
     ap.add_argument("--pairs", type=int, default=21)
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-save-") as tmp:
@@ -126,8 +130,10 @@ def main():
         print(f"load {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs")
         ms, rlibs = bench_save(tmp, a.objects)
         print(f"save.save: {ms:.2f} ms median for {a.objects} fresh objects hard-linked + {rlibs} stable rlibs referenced")
-        empty, full, n = bench_measured(tmp, a.rows)
-        print(f"measured.applicable: {empty:.1f} us with no cache file, {full:.1f} us with {n} rows")
+        empty, own, other, n, shard = bench_measured(tmp, a.rows)
+        print(f"measured.applicable: {empty:.1f} us with no cache file; with {n} results of 20 projects, "
+              f"{own:.1f} us for a link of a measured project ({shard} in its shard), "
+              f"{other:.1f} us for another project's")
         print(f"learn.evidence + learn.note: {bench_learn(tmp):.1f} us per link")
         plain, saving, diff = bench_end_to_end(tmp, a.pairs)
         print(f"hello link through linkwrap-cc (mold), {a.pairs} interleaved pairs: {plain:.1f} ms, "

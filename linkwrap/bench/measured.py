@@ -1,8 +1,12 @@
 """MEASURED: the replay results the link path reads, and which of them apply to one link.
 
-`linkwrap bench` writes its results to the store (SQLite, for reports) and to a small marshal
-file, `<cache>/measurements.marshal`, which is what a link reads: no sqlite3 on the link path
-(docs/design.md, "The hot path"). A link with no such file pays one failed open().
+`linkwrap bench` writes its results to the store (SQLite, for reports) and to small marshal
+files, `<cache>/measurements/NN.marshal`, which are what a link reads: no sqlite3 on the link path
+(docs/design.md, "The hot path"). Results apply only to the project they were measured in, so they
+are split by project (NN: the crc32 of its directory, modulo SHARDS) and a link reads only its
+project's shard: as one file of 2000 results, every link of every project paid 1.6 ms of CPU to read
+it. A link with no shard for its project pays two failed open()s (the shard, the one-file cache of
+an earlier linkwrap, which migrate() splits up).
 
 A result applies to a link only when it was measured on the same machine (CPU model and usable
 CPUs), on the same filesystem type, and with the linker binary that is installed now (same path
@@ -16,9 +20,11 @@ from linkwrap.records import record
 
 from linkwrap import cache as cache_mod
 
-CACHE = "measurements.marshal"
+CACHE = "measurements"            # in the cache dir: one marshal file per shard of projects
+LEGACY = "measurements.marshal"   # beside it, the one file before the shards (migrate())
 FORMAT = 1
-MAX_ROWS = 2000   # newest kept: a few hundred outputs x candidates
+SHARDS = 64
+MAX_ROWS = 1000   # newest kept in a shard: a few hundred outputs x candidates of one project
 
 # One candidate's result on one saved link. Plain tuples in the file (marshal), Row here.
 Row = record("Row", [
@@ -52,7 +58,7 @@ OLD_FIELDS = 19   # rows written before the paired ratios: read with those unset
 # and why other results were ignored.
 Measured = record("Measured", "scope rows ignored")
 
-SCOPES = ("this output", "this project's {kind} outputs", "{kind} links of {size}")
+SCOPES = ("this output", "this project's {kind} outputs")
 
 
 def _row(r):
@@ -64,18 +70,60 @@ def _row(r):
     return Row(*r) if len(r) == len(Row._fields) else None
 
 
-def load_rows() -> list:
-    rows = cache_mod.load(CACHE, FORMAT).get("rows") or []
+def shard(project) -> str:
+    """The cache name of the shard that holds a project's results (crc32: the same in every process)."""
+    import zlib
+    return os.path.join(CACHE, f"{zlib.crc32((project or '').encode('utf-8', 'surrogateescape')) % SHARDS:02x}.marshal")
+
+
+def _raw(name):
+    """A shard's stored tuples, or None when there is no such shard (the legacy file may hold them)."""
+    data = cache_mod.load(name, FORMAT)
+    return data["rows"] if isinstance(data.get("rows"), list) else None
+
+
+def load_rows(project=None) -> list:
+    """The stored results: all of them, or those of one project's shard (other projects sharing it
+    included)."""
+    names = [shard(project)] if project is not None else [
+        os.path.join(CACHE, f"{i:02x}.marshal") for i in range(SHARDS)]
+    rows = [r for name in names for r in (_raw(name) or ())]
     return [row for row in map(_row, rows) if row is not None]
 
 
 def add_rows(new) -> None:
     """Merge results in: a newer result replaces the one for the same link, linker and variant."""
-    new = [Row(*r) for r in new]
-    keys = {(r.machine, r.fs, r.project, r.output, r.linker, r.variant) for r in new}
-    kept = [r for r in load_rows() if (r.machine, r.fs, r.project, r.output, r.linker, r.variant) not in keys]
-    rows = (kept + new)[-MAX_ROWS:]
-    cache_mod.store(CACHE, {"format": FORMAT, "rows": [tuple(r) for r in rows]})
+    migrate()
+    by_shard = {}
+    for r in new:
+        r = Row(*r)
+        by_shard.setdefault(shard(r.project), []).append(r)
+    for name, rows in by_shard.items():
+        keys = {(r.machine, r.fs, r.project, r.output, r.linker, r.variant) for r in rows}
+        kept = [r for r in map(_row, _raw(name) or ()) if r is not None
+                and (r.machine, r.fs, r.project, r.output, r.linker, r.variant) not in keys]
+        cache_mod.store(name, {"format": FORMAT, "rows": [tuple(r) for r in (kept + rows)[-MAX_ROWS:]]})
+
+
+def migrate() -> None:
+    """The one-file cache of an earlier linkwrap split into shards, then removed (`linkwrap bench`
+    and the commands that ingest the spool call this; a link only reads the old file meanwhile)."""
+    from linkwrap import paths
+    legacy = os.path.join(paths.cache_dir(), LEGACY)
+    if not os.path.lexists(legacy):
+        return
+    rows = cache_mod.load(LEGACY, FORMAT).get("rows") or []
+    by_shard = {}
+    for r in rows:
+        if isinstance(r, tuple) and len(r) > 3:
+            by_shard.setdefault(shard(r[3]), []).append(r)
+    for name, old in by_shard.items():
+        if _raw(name) is None:  # a shard written since is newer than the old file
+            cache_mod.store(name, {"format": FORMAT, "rows": old[-MAX_ROWS:]})
+    try:
+        os.unlink(legacy)
+    except OSError:
+        pass
 
 
 def machine_key(cpus) -> str:
@@ -107,21 +155,17 @@ def output_key(path) -> str:
 def applicable(request, facts, found, rows=None):
     """Measured for this link, or None when nothing was ever measured here."""
     if rows is None:
-        raw = cache_mod.load(CACHE, FORMAT).get("rows") or []
+        raw = _raw(shard(request.cwd))
+        if raw is None:
+            raw = cache_mod.load(LEGACY, FORMAT).get("rows")
         if not raw:
             return None
-        # On the link path: look at the raw tuples first, so that only this project's results and
-        # other links of this kind and size become Rows (a few hundred results cost ~1 ms, not 10).
-        cwd, kind = request.cwd, request.kind
-        if facts is not None and facts.input_bytes is None:  # left for later (probe.LATER): needed now
-            from linkwrap.wrap import probe
-            facts = facts._replace(input_bytes=probe._try(probe.input_bytes, request))
-        size = getattr(facts, "input_bytes", None) or 0
-        rows = [row for row in (_row(r) for r in raw if isinstance(r, tuple) and len(r) > 6 and
-                                (r[3] == cwd or (r[5] == kind and r[6] and size / 2 <= r[6] <= size * 2)))
+        # On the link path: look at the raw tuples first, so that only this project's results become
+        # Rows (a few hundred results cost ~1 ms, not 10): no other project's applies (scope_of), and
+        # other projects that share the shard are not "measured here".
+        cwd = request.cwd
+        rows = [row for row in (_row(r) for r in raw if isinstance(r, tuple) and len(r) > 6 and r[3] == cwd)
                 if row is not None]
-        if not rows:
-            return Measured(None, (), ())
     if not rows:
         return None
     return match(request, facts, found, rows, machine_key(getattr(facts, "cpus", None)), _stamps(found))
@@ -137,31 +181,26 @@ def _stamps(found) -> dict:
     return stamps
 
 
-def scope_of(row, request, input_bytes):
-    """0 or 1 (SCOPES) when the row is about this link, else None. Only the project it was measured
-    in: another project's link of a like size can rank the linkers the other way (a C link is not a
-    Rust one), and explain would show it as "measured here" where nothing was."""
+def scope_of(row, request, output):
+    """0 or 1 (SCOPES) when the row is about this link, else None; output: output_key(request.output).
+    Only the project it was measured in: another project's link of a like size can rank the linkers
+    the other way (a C link is not a Rust one), and explain would show it as "measured here" where
+    nothing was."""
     if row.project != request.cwd:
         return None
-    if row.project == request.cwd and row.output == output_key(request.output):
+    if row.output == output:
         return 0
-    if row.kind != request.kind:
-        return None
-    if row.project == request.cwd:
-        return 1
-    if input_bytes and row.input_bytes and input_bytes / 2 <= row.input_bytes <= input_bytes * 2:
-        return 2
-    return None
+    return 1 if row.kind == request.kind else None
 
 
 def match(request, facts, found, rows, machine, stamps) -> Measured:
     """Pure apart from its arguments: the results that apply, in the closest scope that has any."""
     fs = getattr(facts, "fs", None)
-    input_bytes = getattr(facts, "input_bytes", None)
-    valid = ([], [], [])
-    ignored = ([], [], [])
+    output = output_key(request.output)
+    valid = ([], [])
+    ignored = ([], [])
     for row in rows:
-        scope = scope_of(row, request, input_bytes)
+        scope = scope_of(row, request, output)
         if scope is None:
             continue
         why = None
@@ -179,7 +218,7 @@ def match(request, facts, found, rows, machine, stamps) -> Measured:
             ignored[scope].append(why)
         else:
             valid[scope].append(row)
-    for scope in range(3):
+    for scope in range(len(SCOPES)):
         if valid[scope]:
             newest = {}
             for row in valid[scope]:
@@ -187,15 +226,7 @@ def match(request, facts, found, rows, machine, stamps) -> Measured:
                 if key not in newest or row.date >= newest[key].date:
                     newest[key] = row
             why = [w for s in range(scope + 1) for w in ignored[s]]
-            return Measured(_scope_text(scope, request, valid[scope]), tuple(newest.values()),
+            return Measured(SCOPES[scope].format(kind=request.kind), tuple(newest.values()),
                             tuple(dict.fromkeys(why)))
-    why = [w for s in range(3) for w in ignored[s]]
+    why = [w for s in range(len(SCOPES)) for w in ignored[s]]
     return Measured(None, (), tuple(dict.fromkeys(why)))
-
-
-def _scope_text(scope, request, rows) -> str:
-    if scope == 2:
-        sizes = [r.input_bytes for r in rows if r.input_bytes]
-        size = f"{min(sizes) / 1e6:.0f}-{max(sizes) / 1e6:.0f} MB of inputs" if sizes else "similar size"
-        return SCOPES[2].format(kind=request.kind, size=size)
-    return SCOPES[scope].format(kind=request.kind)

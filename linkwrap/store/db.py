@@ -139,8 +139,9 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
                 trim(conn, limits)
             except sqlite3.Error as e:
                 warn(f"cannot trim {db_path} to its limits: {e}")
-            from linkwrap.bench import learn
+            from linkwrap.bench import learn, measured
             learn.prune(limits)   # the learnt evidence is kept by the same limits
+            measured.migrate()    # an earlier linkwrap's one-file measurements, into shards
         try:
             spool.backfill_projects(conn)
         except sqlite3.Error:  # read-only or busy: those builds show with --all-projects meanwhile

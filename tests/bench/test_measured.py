@@ -80,3 +80,59 @@ def test_overlapping_measurements_leave_the_static_order(tmp_path, lw_home, hell
     d = json.loads(linkwrap("explain", "--json", "--", "hello.o", "-o", "hello", cwd=tmp_path, env=env).stdout)["decision"]
     assert d["linker"] == "mold"
     assert any("within the confidence interval" in r for r in d["reasons"]), d["reasons"]
+
+
+def _row(project, output, linker="lld", ms=10.0):
+    return measured.Row("machine x2", "ext4", None, project, output, "pie", 1 << 20, linker, linker,
+                        "/usr/bin/" + linker, 1, "fresh", ms, ms, ms, 10, 1000, "2026-12-02", None)
+
+
+def _projects_in_one_shard(n):
+    by_shard = {}
+    for i in range(100 * n):
+        project = f"/w/p{i}"
+        by_shard.setdefault(measured.shard(project), []).append(project)
+        if len(by_shard[measured.shard(project)]) == n:
+            return by_shard[measured.shard(project)]
+    raise AssertionError("no shard got n projects")
+
+
+def test_a_link_reads_only_its_projects_shard_and_another_projects_results_are_not_measured_here(lw_home):
+    a, b = _projects_in_one_shard(2)
+    other = next(f"/w/q{i}" for i in range(1000) if measured.shard(f"/w/q{i}") != measured.shard(a))
+    measured.add_rows([_row(a, a + "/app"), _row(other, other + "/app")])
+    files = sorted(os.listdir(lw_home / "cache" / measured.CACHE))
+    assert files == sorted({os.path.basename(measured.shard(p)) for p in (a, other)})
+    assert [r.project for r in measured.load_rows(a)] == [a]
+    assert {r.project for r in measured.load_rows()} == {a, other}
+    req = args.parse(["x.o", "-o", a + "/app"], driver="cc", environ={}, cwd=a)
+    assert [r.project for r in measured.applicable(req, None, {}).rows] == []  # nothing installed: ignored
+    assert measured.applicable(req, None, {}).ignored
+    # b shares a's shard but nothing was measured in it: as for a project in no shard at all.
+    for project in (b, "/w/never"):
+        assert measured.applicable(args.parse(["x.o", "-o", "app"], driver="cc", environ={}, cwd=project),
+                                   None, {}) is None
+
+
+def test_a_shard_keeps_its_newest_results(lw_home, monkeypatch):
+    monkeypatch.setattr(measured, "MAX_ROWS", 3)
+    (a,) = _projects_in_one_shard(1)
+    measured.add_rows([_row(a, f"{a}/o{i}") for i in range(5)])
+    assert [r.output for r in measured.load_rows(a)] == [f"{a}/o{i}" for i in (2, 3, 4)]
+    measured.add_rows([_row(a, f"{a}/o3", ms=5.0)])   # a newer result replaces the one for that link
+    assert [(r.output, r.median_ms) for r in measured.load_rows(a)] == [
+        (f"{a}/o2", 10.0), (f"{a}/o4", 10.0), (f"{a}/o3", 5.0)]
+
+
+def test_an_earlier_linkwraps_one_file_is_read_then_split_into_shards(lw_home):
+    from linkwrap import cache
+    a, other = "/w/a", "/w/other"
+    cache.store(measured.LEGACY, {"format": measured.FORMAT, "rows": [tuple(_row(a, a + "/app")),
+                                                                      tuple(_row(other, other + "/app"))]})
+    req = args.parse(["x.o", "-o", a + "/app"], driver="cc", environ={}, cwd=a)
+    assert measured.applicable(req, None, {}) is not None   # read from the old file meanwhile
+    measured.migrate()
+    assert not (lw_home / "cache" / measured.LEGACY).exists()
+    assert [r.project for r in measured.load_rows(a)] == [a]
+    assert {r.project for r in measured.load_rows()} == {a, other}
+    assert measured.applicable(req, None, {}) is not None

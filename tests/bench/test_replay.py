@@ -155,7 +155,7 @@ def test_ratios_to_the_default_are_paired_by_round_and_decide_the_choice(saved):
     # only this test's measurements decide: the earlier tests' are dropped from the link path's cache
     from linkwrap.bench.measured import CACHE
     for found in Path(env["LINKWRAP_HOME"]).rglob(CACHE):
-        found.unlink()
+        shutil.rmtree(found)
     done = bench(project, env, "--linker", "rust-lld", "--linker", "mold", "--linker", "bfd")
     assert done.returncode == 0, done.stderr
     [report] = json.loads(done.stdout)
