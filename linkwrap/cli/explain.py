@@ -21,7 +21,8 @@ Output: rich tables; --json prints a stable object:
   (plus "request.inputs", "request.inputs_gone": {"rustc_temporaries": count of inputs rustc
    deleted when the link returned, "not_found": [other inputs not there]}, and
    "probe.output.cache_not_measured": why the page-cache share was not measured, e.g. "< 8 MiB",
-   else null; "recorded": the last recorded link of OUTPUT, with its "peak_rss_kb" and "charge_kb":
+   else null; "recorded": the last recorded link of OUTPUT, with its "peak_rss_kb" and "charge_kb"
+   ("peak_rss_kb" is only an upper bound where it is at or below "spawner_rss_kb"):
    "memory.predicted_kb" predicts the charge, what the link adds to its memory group, not the RSS;
    after a fall-back its "first_linker", "first_exit_status" and "first_error" say what failed and why;
    "compiles": its driver compiled sources too, so its "wall_ms" is not the linker's alone).
@@ -383,6 +384,8 @@ def recorded_dict(row) -> dict:
             "write_mode": row["write_mode"], "reasons": json_list(row["reasons"]), "wall_ms": row["wall_ms"],
             "exit_status": row["exit_status"], "fell_back": bool(row["fell_back"]),
             "peak_rss_kb": row["peak_rss_kb"], "charge_kb": row["charge_kb"], "charge_how": row["charge_how"],
+            # At or below it, peak_rss_kb is the linker's at most (summary's peak_rss_bound).
+            "spawner_rss_kb": row["spawner_rss_kb"],
             # What failed before the link as asked (summary's words): the linker, its exit, its error line.
             "first_linker": row["first_linker"], "first_exit_status": row["first_exit_status"],
             "first_error": row["first_error"],
@@ -634,7 +637,10 @@ def render_recorded(console, rec, now) -> None:
     if rec.get("peak_rss_kb"):
         charge = (f"; charge {rec['charge_kb'] >> 10} MiB ({rec['charge_how']}), what \"memory predicted\" "
                   "above predicts" if rec.get("charge_kb") is not None else "")
-        _hanging(console, "  ", f"peak RSS {rec['peak_rss_kb'] >> 10} MiB{charge}", markup=False)
+        from linkwrap.report.summary import peak_is_bound
+        bound = (f" at most (linkwrap's own peak, {rec['spawner_rss_kb'] >> 10} MiB, is folded into a linker's "
+                 "at its start)") if peak_is_bound(rec) else ""
+        _hanging(console, "  ", f"peak RSS {rec['peak_rss_kb'] >> 10} MiB{bound}{charge}", markup=False)
     changed = []
     if (rec["linker"] or None) != (now["linker"] or "as asked"):
         if not (rec["linker"] == "as asked" and now["linker"] is None):

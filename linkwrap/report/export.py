@@ -33,7 +33,7 @@ FIELDS = (
     "fell_back", "first_exit_status", "first_wall_ms", "first_linker", "first_error", "fault", "driver",
     "cwd", "manifest_dir", "project_dir", "pid", "argv", "command",
     "predicted_peak_kb", "prediction_source", "charge_kb", "waited_ms", "wait_note", "mem_limit_mb",
-    "compiles",
+    "compiles", "spawner_rss_kb",
 )
 BUILD_FIELDS = ("key", "tool", "command", "cwd", "project_dir", "build_dir", "started_utc", "finished_utc",
                 "wall_ms", "exit_status")
@@ -150,7 +150,8 @@ def _attrs(pairs) -> list:
 LINK_ATTRIBUTES = (  # span attribute <- link field
     ("linkwrap.linker", "linker"), ("linkwrap.linker.version", "linker_version"),
     ("linkwrap.write_mode", "write_mode"), ("linkwrap.fs.type", "fs_type"),
-    ("linkwrap.peak_rss_kb", "peak_rss_kb"), ("linkwrap.input.bytes", "input_bytes"),
+    ("linkwrap.peak_rss_kb", "peak_rss_kb"), ("linkwrap.spawner_rss_kb", "spawner_rss_kb"),
+    ("linkwrap.input.bytes", "input_bytes"),
     ("linkwrap.input.count", "input_count"), ("linkwrap.output.bytes", "output_bytes"),
     ("linkwrap.output.path", "output_path"), ("linkwrap.output.kind", "output_kind"),
     ("linkwrap.crate.name", "crate_name"), ("linkwrap.crate.kind", "crate_kind"),

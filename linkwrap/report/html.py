@@ -17,7 +17,7 @@ Colours are fixed per linker (LINKER_COLOURS), so mold is the same blue in every
 import html
 import zlib
 
-from linkwrap.report.render import fmt_bytes, fmt_kb, fmt_ms, fmt_pct, plural, short_command
+from linkwrap.report.render import fmt_bytes, fmt_kb, fmt_ms, fmt_peak, fmt_pct, plural, short_command
 from linkwrap.report.summary import fell_back, parse_utc
 
 # Fixed per linker name (not per version, not per report); Tableau 10, colour-blind aware.
@@ -166,7 +166,7 @@ def timeline(build, width=900, label_w=260, bar_h=16) -> str:
         fill = FAILED if l["failed"] else colour(l["linker"])
         how = "linked as asked" if linker_name(l) == "as asked" else f"with {linker_name(l)}"
         tip = (f"{l['crate_name']} ({l['crate_kind']}): {fmt_ms(l['wall_ms'])} {how}, "
-               f"cpu {fmt_ms(l['cpu_ms'])}, peak RSS {fmt_kb(l['peak_rss_kb'])}, output {fmt_bytes(l['output_bytes'])}, "
+               f"cpu {fmt_ms(l['cpu_ms'])}, peak RSS {fmt_peak(l)}, output {fmt_bytes(l['output_bytes'])}, "
                f"linkwrap's own {fmt_ms(own_ms(l))}"
                + (", compile+link: the driver compiled sources too" if l.get("compiles") else "")
                + (", FAILED" if l["failed"] else "")
@@ -200,7 +200,7 @@ def links_table(build) -> str:
         rows.append(f"<tr{cls}><td>{e(l['crate_name'])} <span class=dim>{e(l['crate_kind'])}</span>{both}</td>"
                     f'<td><i style="color:{colour(l["linker"])}">■</i> {e(linker_name(l))}</td><td>{e(l["write_mode"])}</td>'
                     f"<td class=n>{e(fmt_ms(l['wall_ms']) if ran(l) else '-')}</td><td class=n>{e(fmt_ms(l['cpu_ms']))}</td>"
-                    f"<td class=n>{e(fmt_kb(l['peak_rss_kb']))}</td><td class=n>{e(fmt_bytes(l['output_bytes']))}</td>"
+                    f"<td class=n>{e(fmt_peak(l))}</td><td class=n>{e(fmt_bytes(l['output_bytes']))}</td>"
                     f"<td class=n>{e(fmt_ms(own_ms(l)))}</td><td>{state}</td></tr>")
     return ("<table class=links><tr><th>what</th><th>linker</th><th>mode</th><th class=n>wall</th><th class=n>cpu</th>"
             "<th class=n>peak RSS</th><th class=n>output</th><th class=n>linkwrap</th><th>status</th></tr>"
@@ -246,7 +246,7 @@ def trends(summary, limit=40) -> str:
     rows = []
     for key, runs in outputs(summary)[:limit]:
         last = runs[-1][1]
-        tips = [(f"build #{b['id']}: {fmt_ms(l['wall_ms'])}, peak RSS {fmt_kb(l['peak_rss_kb'])} with "
+        tips = [(f"build #{b['id']}: {fmt_ms(l['wall_ms'])}, peak RSS {fmt_peak(l)} with "
                  f"{linker_name(l)}", FAILED if l["failed"] else colour(l["linker"])) for b, l in runs]
         walls = [l["wall_ms"] for _, l in runs]
         rss = [l["peak_rss_kb"] for _, l in runs]
@@ -259,7 +259,7 @@ def trends(summary, limit=40) -> str:
                     f"<td>{sparkline(walls, 'trend-wall', 'wall-point', tips)}</td>"
                     f"<td class=n>{e(fmt_ms(last['wall_ms']))}<br><span class=dim>{e(change)}</span></td>"
                     f"<td>{sparkline(rss, 'trend-rss', 'rss-point', tips)}</td>"
-                    f"<td class=n>{e(fmt_kb(last['peak_rss_kb']))}</td></tr>")
+                    f"<td class=n>{e(fmt_peak(last))}</td></tr>")
     if not rows:
         return ""
     more = len(outputs(summary)) - limit
@@ -315,7 +315,7 @@ def body(summary, machine) -> list:
     parts = [
         context(summary, machine),
         f'<p class="totals">{plural(len(builds), "build")}, {plural(t["links"], "link")}, '
-        f'{e(fmt_ms(t["wall_ms"]))} linking in total, peak RSS {e(fmt_kb(t["peak_rss_kb"]))}, '
+        f'{e(fmt_ms(t["wall_ms"]))} linking in total, peak RSS {e(fmt_peak(t))}, '
         f'{t["failures"]} failed'
         + (f' (<span class="config-errors">{plural(errors, "configuration error")}</span>: no linker ran, '
            "not in the time plots)" if errors else "")

@@ -26,6 +26,11 @@ def fmt_kb(kb) -> str:
     return "-" if kb is None else fmt_bytes(kb * 1024)
 
 
+def fmt_peak(d) -> str:
+    """A link's (or the totals') peak RSS, "≤" where it is only an upper bound (summary.peak_is_bound)."""
+    return ("≤" if d.get("peak_rss_bound") else "") + fmt_kb(d.get("peak_rss_kb"))
+
+
 def fmt_bytes(n) -> str:
     if n is None:
         return "-"
@@ -217,10 +222,10 @@ def render_build(b, console: Console) -> None:
     if sub:
         print_line(console, sub, "dim")
     rows = [{"what": what(l), "linker": l["linker_version"] or l["linker"] or "?", "mode": l["write_mode"] or "-",
-             "wall": fmt_ms(l["wall_ms"]), "cpu": fmt_ms(l["cpu_ms"]), "peak RSS": fmt_kb(l["peak_rss_kb"]),
+             "wall": fmt_ms(l["wall_ms"]), "cpu": fmt_ms(l["cpu_ms"]), "peak RSS": fmt_peak(l),
              "output": fmt_bytes(l["output_bytes"]), "status": status(l)} for l in b["links"]]
     footers = {"what": plural(t["links"], "link"), "linker": "", "mode": "", "wall": fmt_ms(t["wall_ms"]),
-               "cpu": fmt_ms(t["cpu_ms"]), "peak RSS": fmt_kb(t["peak_rss_kb"]),
+               "cpu": fmt_ms(t["cpu_ms"]), "peak RSS": fmt_peak(t),
                "output": fmt_bytes(t["output_bytes"]), "status": ""}
     columns = ("what", "linker", "mode", "wall", "cpu", "peak RSS", "output", "status")
 
@@ -331,7 +336,7 @@ def render_many(summary, console: Console) -> None:
     builds = summary["builds"]
     # Two-line header: the column holds "1/2", its name need not widen it.
     columns = ("#", "when (UTC)", "tool", "command", "links", "link wall", "linking", "peak RSS", "failed/\nfell back")
-    footers = {"links": str(t["links"]), "link wall": fmt_ms(t["wall_ms"]), "peak RSS": fmt_kb(t["peak_rss_kb"]),
+    footers = {"links": str(t["links"]), "link wall": fmt_ms(t["wall_ms"]), "peak RSS": fmt_peak(t),
                "failed/\nfell back": f"{t['failures']}/{t['fell_back']}"}
     rows = []
     for b in builds:
@@ -340,7 +345,7 @@ def render_many(summary, console: Console) -> None:
         rows.append({"#": str(b["id"]), "when (UTC)": (b["started_utc"] or "")[5:16].replace("T", " "),
                      "tool": b["tool"] or "", "command": short_command(b["command"]), "links": str(bt["links"]),
                      "link wall": fmt_ms(bt["wall_ms"]), "linking": fmt_pct(share),
-                     "peak RSS": fmt_kb(bt["peak_rss_kb"]),
+                     "peak RSS": fmt_peak(bt),
                      "failed/\nfell back": f"{bt['failures']}/{bt['fell_back']}"})
 
     def make(dropped):

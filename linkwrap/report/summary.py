@@ -20,7 +20,7 @@ LINK_FIELDS = (
     "input_bytes", "input_count", "fs_type", "kernel_release", "nlink_before", "cwd", "project_dir",
     "first_linker", "first_error", "startup_ms", "driver",
     "predicted_peak_kb", "prediction_source", "charge_kb", "waited_ms", "wait_note", "entry_point",
-    "compiles",
+    "compiles", "spawner_rss_kb",
 )
 
 # Printed with every summary's JSON: what the time figures measure.
@@ -36,6 +36,10 @@ NOTES = {
                  "first_linker and first_error say what failed and why. A link whose first attempt "
                  "failed and that then failed as asked too is counted in both (a fault that failed the "
                  "link, a configuration error, in failures only).",
+    "peak_rss_bound": "true where peak_rss_kb is at most the linker's peak, not the peak itself: at or below "
+                      "spawner_rss_kb, the peak RSS of linkwrap's process that started the linker, which the "
+                      "kernel folds into the linker's figure at its exec (small links). total.peak_rss_bound: "
+                      "the highest peak is such a bound.",
     "compiles": "links whose driver compiled sources too (make's one-step `$(CXX) -o $@ $<`): their "
                 "wall_ms is the compile's and the link's, so the linking share leaves them out "
                 "(linking.compile_links) and no linker is judged by them. null: recorded before linkwrap knew.",
@@ -58,6 +62,7 @@ def link_dict(row) -> dict:
     d = {k: row[k] for k in LINK_FIELDS}
     d["cpu_ms"] = (row["user_ms"] or 0.0) + (row["sys_ms"] or 0.0)
     d["fell_back"] = bool(row["fell_back"])
+    d["peak_rss_bound"] = peak_is_bound(d)
     d["compiles"] = None if row["compiles"] is None else bool(row["compiles"])
     d["flags_added"] = queries.json_list(row["flags_added"])
     d["reasons"] = queries.json_list(row["reasons"])
@@ -65,8 +70,16 @@ def link_dict(row) -> dict:
     return d
 
 
+def peak_is_bound(link) -> bool:
+    """The link's peak RSS is only an upper bound: at or below the spawning process's own peak."""
+    peak, spawner = link.get("peak_rss_kb"), link.get("spawner_rss_kb")
+    return bool(peak and spawner and peak <= spawner)
+
+
 def totals(links) -> dict:
+    top = max(links, key=lambda l: l["peak_rss_kb"] or 0, default=None)
     return {
+        "peak_rss_bound": bool(top) and peak_is_bound(top),
         "links": len(links),
         "wall_ms": sum(l["wall_ms"] or 0.0 for l in links),
         "cpu_ms": sum(l["cpu_ms"] for l in links),

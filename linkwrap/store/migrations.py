@@ -193,6 +193,13 @@ def m013_compiles(db):
     db.execute("ALTER TABLE links ADD COLUMN compiles INTEGER")  # 1, 0, or NULL (recorded before m013)
 
 
+@migration
+def m014_spawner_rss(db):
+    # The peak RSS of the process that started the linker (posix_spawn: the kernel folds it into the
+    # linker's ru_maxrss at its exec). A peak_rss_kb at or below it is an upper bound, not the linker's.
+    db.execute("ALTER TABLE links ADD COLUMN spawner_rss_kb INTEGER")
+
+
 def migrate(db) -> list:
     """Apply the migrations not yet applied; -> their names.
 

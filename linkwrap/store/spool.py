@@ -35,7 +35,7 @@ LINK_COLUMNS = (
     "args_expanded", "command", "first_linker", "first_error", "startup_ms",
     "predicted_peak_kb", "prediction_source", "charge_kb", "charge_how", "waited_ms", "wait_note",
     "memory_room_kb", "jobserver_wait", "mem_limit_mb",
-    "linker_start", "entry_point", "compiles",
+    "linker_start", "entry_point", "compiles", "spawner_rss_kb",
 )
 
 

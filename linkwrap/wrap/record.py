@@ -141,6 +141,9 @@ def make(request, probe, decision, outcome, *, started_ns, first_attempt=None, n
         "user_ms": outcome.user_ms,
         "sys_ms": outcome.sys_ms,
         "peak_rss_kb": outcome.peak_rss_kb,
+        # At or below this, peak_rss_kb is linkwrap's own peak, folded in at the linker's exec: the
+        # linker's is at most that (summary and explain say "≤").
+        "spawner_rss_kb": getattr(outcome, "spawner_rss_kb", None),
         "exit_status": outcome.returncode,
         "input_count": len(request.inputs),
         "input_bytes": probe.input_bytes if probe is not None and probe.input_bytes is not None

@@ -37,7 +37,8 @@ class Outcome(record("Outcome", [
     "output_bytes", # int | None: size of the output after a successful link
     "linker",       # str | None: the linker that ran ("mold 1.10.1"), None when run as asked
     "start",        # "direct" (the linker itself) | "driver" (through cc): see direct.py
-])):
+    "spawner_rss_kb",  # int | None: this process's peak RSS after the link (own_peak_kb())
+], defaults=(None,))):
     __slots__ = ()
 
 
@@ -148,7 +149,23 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None, mean
     if forward.caught:
         forward.die()
     return Outcome(*result, tuple(argv), plan.mode, output_bytes,
-                   decision.linker.label if decision.linker else None, start)
+                   decision.linker.label if decision.linker else None, start, own_peak_kb())
+
+
+def own_peak_kb():
+    """This process's peak RSS (VmHWM, kB), or None. posix_spawn's child shares this process's memory
+    until its exec, and the kernel folds that memory's peak into the new program's ru_maxrss: a
+    linker's peak at or below this figure cannot be told from it (the record says "at most")."""
+    try:
+        fd = os.open("/proc/self/status", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            data = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+        at = data.index(b"VmHWM:") + 6
+        return int(data[at:data.index(b"kB", at)])
+    except (OSError, ValueError):
+        return None
 
 
 def direct_command(request, decision, link_path, environ=os.environ):

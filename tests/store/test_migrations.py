@@ -19,7 +19,7 @@ EXPECTED_LINKS = {
     "predicted_peak_kb": "INTEGER", "prediction_source": "TEXT", "charge_kb": "INTEGER", "charge_how": "TEXT",
     "waited_ms": "REAL", "wait_note": "TEXT", "memory_room_kb": "INTEGER", "jobserver_wait": "TEXT",
     "mem_limit_mb": "INTEGER",
-    "linker_start": "TEXT", "entry_point": "TEXT", "compiles": "INTEGER",
+    "linker_start": "TEXT", "entry_point": "TEXT", "compiles": "INTEGER", "spawner_rss_kb": "INTEGER",
 }
 EXPECTED_BUILDS = {
     "id": "INTEGER", "build_key": "TEXT", "tool": "TEXT", "pid": "INTEGER", "command": "TEXT", "cwd": "TEXT",
@@ -96,6 +96,8 @@ def test_a_database_from_before_first_error_gains_the_new_columns_as_null(tmp_pa
     assert tuple(row) == (1, 1, None, None, None)
     # m013: whether the driver compiled too is unknown for a link recorded before (never guessed)
     assert conn.execute("SELECT compiles FROM links").fetchone()[0] is None
+    # m014: whose peak the figure may be is unknown too
+    assert conn.execute("SELECT spawner_rss_kb FROM links").fetchone()[0] is None
 
 
 def test_m012_finds_again_the_project_of_a_build_run_with_dash_C(tmp_path):

@@ -335,3 +335,25 @@ def test_sigkill_of_linkwraps_process_group_leaves_no_linker_running(tmp_path, l
     os.killpg(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
     assert wait_gone(group, 10), [comm(p) for p, _ in group]
+
+
+def test_a_peak_at_or_below_linkwraps_own_is_recorded_as_a_bound_and_a_larger_one_as_the_peak(tmp_path, lw_home,
+                                                                                               hello_obj):
+    """posix_spawn's child shares linkwrap's memory until its exec, and the kernel folds that memory's
+    peak into the linker's ru_maxrss: a small link's figure is linkwrap's own, said as "at most"."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+    import memgroup
+    from linkrecords import cc_link, lw, summary_json
+    heavy = memgroup.heavy_objects(tmp_path)  # GNU ld reads these into a heap of ~100 MiB
+    for argv in ([str(hello_obj), "-o", "small"], ["-fuse-ld=bfd", *heavy, "-o", "heavy"]):
+        done = cc_link(argv, tmp_path)
+        assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    links = {os.path.basename(l["output_path"]): l for b in summary_json("--all")["builds"] for l in b["links"]}
+    small, big = links["small"], links["heavy"]
+    assert small["spawner_rss_kb"] > 0 and 0 < small["peak_rss_kb"] <= small["spawner_rss_kb"]
+    assert small["peak_rss_bound"] is True
+    assert big["peak_rss_kb"] > 2 * big["spawner_rss_kb"] and big["peak_rss_bound"] is False
+    shown = lw("summary", "--all", env={"COLUMNS": "200"}).stdout
+    assert "≤" in shown.split("small")[1].splitlines()[0]
+    assert "≤" not in shown.split("heavy")[1].splitlines()[0]
+    assert "at most (linkwrap's own peak" in lw("explain", "small", cwd=tmp_path, env={"COLUMNS": "200"}).stdout
