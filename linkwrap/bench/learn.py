@@ -141,7 +141,8 @@ def note(request, decision, outcome, cpus, first_attempt=None, learning=True) ->
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "wb") as f:
         marshal.dump(data, f)
-    os.replace(tmp, path)
+    from linkwrap.wrap import output
+    output.replace_file(tmp, path)
     if new:
         _bound(os.path.dirname(path), request)
 

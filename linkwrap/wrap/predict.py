@@ -196,7 +196,8 @@ def keep(state, linker, output, charge_kb, input_bytes) -> None:
                 os.write(fd, marshal.dumps(history, 4))
             finally:
                 os.close(fd)
-            os.replace(tmp, path)
+            from linkwrap.wrap import output
+            output.replace_file(tmp, path)
     finally:
         os.close(lock)  # closing releases the lock
 

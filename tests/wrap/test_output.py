@@ -660,3 +660,26 @@ def test_tidy_after_the_caller_removed_the_outputs_directory_makes_nothing_there
     output.tidy()
     assert made == [] and os.listdir(d) == []
     d.rmdir()
+
+
+@pytest.mark.parametrize("exchange", [True, False])
+def test_a_state_file_is_replaced_whole_by_exchange_where_set_up_or_by_rename(tmp_path, monkeypatch, exchange):
+    from linkwrap.wrap import output, probe
+    if exchange:
+        probe._syscall()
+    else:
+        monkeypatch.setattr(output, "_can_exchange", lambda: False)
+    target, tmp = tmp_path / "table", tmp_path / "table.1.tmp"
+    target.write_bytes(b"old")
+    tmp.write_bytes(b"new")
+    new_inode = os.stat(tmp).st_ino
+    with monkeypatch.context() as m:
+        if exchange:  # the exchange itself, not a rename after it failed
+            m.setattr(os, "replace", lambda *a: pytest.fail("renamed, not exchanged"))
+        output.replace_file(str(tmp), str(target))
+    assert target.read_bytes() == b"new" and os.stat(target).st_ino == new_inode
+    assert sorted(os.listdir(tmp_path)) == ["table"]   # the old contents are gone with the tmp name
+    tmp.write_bytes(b"first")                           # no target yet: a rename
+    (tmp_path / "table").unlink()
+    output.replace_file(str(tmp), str(target))
+    assert target.read_bytes() == b"first" and sorted(os.listdir(tmp_path)) == ["table"]
