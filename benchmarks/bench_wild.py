@@ -124,7 +124,7 @@ def time_link(cmd, env, cwd, out):
         os.unlink(out)
     except FileNotFoundError:
         pass
-    code, wall_ms, *_rest, stdout, stderr = run.spawn(cmd, env)
+    code, wall_ms, *_rest, stdout, stderr, _ = run.spawn(cmd, env)
     if code != 0 or stdout or stderr:
         raise SystemExit(f"{' '.join(cmd[:3])}…: exit {code}\n{stdout.decode()}{stderr.decode()}")
     return wall_ms

@@ -16,12 +16,25 @@ def load(name: str, fmt: int) -> dict:
     A cache names the linkers every link runs and the flags it passes them: one
     that another user could have written is not used (and said once)."""
     path = os.path.join(paths.cache_dir(), name)
+    sub, base = os.path.split(name)
+    dfd = None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        if sub:  # a shard: its directory is opened without following a link, and must be private
+            try:
+                dfd = paths.open_private_dir(os.path.dirname(path))
+            except OSError as e:
+                import errno
+                if isinstance(e, PermissionError) or e.errno == errno.ELOOP:  # not private, a symlink
+                    _refuse(path)
+                return {"format": fmt}  # else not there (or a file where a directory goes)
+        fd = os.open(base if sub else path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
     except OSError:
         return {"format": fmt}
+    finally:
+        if dfd is not None:
+            os.close(dfd)
     try:
-        if paths.others_can_write(os.fstat(fd)) or paths.others_can_write(os.stat(os.path.dirname(path))):
+        if paths.others_can_write(os.fstat(fd)) or not sub and paths.others_can_write(os.stat(os.path.dirname(path))):
             _refuse(path)
             return {"format": fmt}
         # loads() of one read: marshal.load(f) reads a file object a few bytes at a time (58 ms
@@ -42,20 +55,35 @@ def _refuse(path) -> None:
                                      f"(linkwrap makes its own directories 0700)")
 
 
-def store(name: str, data: dict) -> None:
-    """Replace the cache atomically (concurrent links read old or new, never half)."""
+def store(name: str, data: dict) -> bool:
+    """Replace the cache atomically (concurrent links read old or new, never half). -> whether it was
+    written. A name in a subdirectory (a shard) is written through that directory's fd: made 0700,
+    never followed through a link, refused when it is not private."""
     target = os.path.join(paths.cache_dir(), name)
+    sub, base = os.path.split(name)
+    dfd = None
     try:
-        paths.make_private_dir(os.path.dirname(target))
-        if paths.others_can_write(os.stat(os.path.dirname(target))):
-            return
-        tmp = f"{target}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        if sub:
+            paths.make_private_dir(paths.cache_dir())
+            if paths.others_can_write(os.stat(paths.cache_dir())):
+                return False
+            dfd = paths.open_private_dir(os.path.dirname(target), create=True)
+        else:
+            paths.make_private_dir(os.path.dirname(target))
+            if paths.others_can_write(os.stat(os.path.dirname(target))):
+                return False
+        dst = base if sub else target
+        tmp = f"{dst}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
         with open(fd, "wb") as f:
             marshal.dump(data, f)
-        os.replace(tmp, target)
+        os.replace(tmp, dst, src_dir_fd=dfd, dst_dir_fd=dfd)
+        return True
     except (OSError, ValueError):
-        pass
+        return False
+    finally:
+        if dfd is not None:
+            os.close(dfd)
 
 
 def read_all(fd) -> bytes:

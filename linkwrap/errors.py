@@ -24,6 +24,11 @@ class InstallError(LinkwrapError):
     """install/uninstall refused; the message carries the hint."""
 
 
+class StateError(LinkwrapError):
+    """A directory of linkwrap's own state that another user could change (a symlink, another user's,
+    writable by others): not used, said in one line."""
+
+
 # --- what reaches a terminal ------------------------------------------------
 # Paths, commands and linker messages come from files anyone can name: an output called
 # "\x1b]0;pwned\x07" must not retitle, recolour or rewrite the user's terminal. Every line

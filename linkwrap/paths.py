@@ -73,6 +73,47 @@ def make_private_dir(path: str) -> None:
             pass
 
 
+def open_private_dir(path: str, create: bool = False) -> int:
+    """An fd (O_PATH-like, for dir_fd) of directory path, which must be this user's own, not a symlink,
+    and writable by no one else; create: made 0700 first when missing (its parent must exist). Files
+    opened and renamed through the fd stay in it, whatever is renamed over its path meanwhile.
+    Raises PermissionError for a directory that is not private, FileNotFoundError when missing."""
+    if create:
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        if others_can_write(os.fstat(fd)):
+            raise PermissionError(13, "not this user's private directory: not used", path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def lock(path: str) -> int:
+    """An fd holding the POSIX lock of file path (made 0600, and its directory 0700, when missing);
+    closing it releases the lock. Another user's file, or not a regular file, is refused: its owner
+    could hold the lock for ever."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileNotFoundError:
+        make_private_dir(os.path.dirname(path))
+        fd = os.open(path, flags, 0o600)
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid() or st.st_mode & 0o170000 != 0o100000:
+            raise PermissionError(13, "not this user's regular file: not used", path)
+        os.lockf(fd, os.F_LOCK, 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def others_can_write(st) -> bool:
     """Another user could change what this stat describes: it is theirs, writable by all, or by a
     group that is not this user's own (umask 002 with a group per user makes every file g+w)."""

@@ -24,6 +24,30 @@ def test_corrupt_or_unwritable_cache_costs_nothing_but_the_cache(lw_home):
         (lw_home / "cache").chmod(0o700)
 
 
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("how", ["a symlink", "another user's", "writable by all"])
+def test_a_shard_directory_another_user_could_change_is_neither_read_nor_written(tmp_path, lw_home, how):
+    assert cache.store(os.path.join("shards", "00.marshal"), {"format": 1, "x": 1})
+    assert os.stat(lw_home / "cache" / "shards").st_mode & 0o777 == 0o700
+    assert cache.load(os.path.join("shards", "00.marshal"), 1) == {"format": 1, "x": 1}
+    where = lw_home / "cache" / "shards"
+    victim = tmp_path / "victim"
+    victim.mkdir(mode=0o700)
+    (victim / "00.marshal").write_bytes((where / "00.marshal").read_bytes())
+    if how == "a symlink":
+        where.rename(tmp_path / "kept")
+        where.symlink_to(victim)
+    elif how == "another user's":
+        os.chown(where, 65534, 65534)
+    else:
+        os.chmod(where, 0o777)
+    assert cache.load(os.path.join("shards", "00.marshal"), 1) == {"format": 1}
+    assert not cache.store(os.path.join("shards", "01.marshal"), {"format": 1})
+    assert sorted(os.listdir(victim)) == ["00.marshal"]
+
+
 COARSE = getattr(time, "CLOCK_REALTIME_COARSE", 5)  # Linux's number; Python names it not
 
 

@@ -22,6 +22,7 @@ from linkwrap import cache as cache_mod
 
 CACHE = "measurements"            # in the cache dir: one marshal file per shard of projects
 LEGACY = "measurements.marshal"   # beside it, the one file before the shards (migrate())
+LOCK = "measurements.lock"        # beside it: one writer of the shards at a time
 FORMAT = 1
 SHARDS = 64
 MAX_ROWS = 1000   # newest kept in a shard: a few hundred outputs x candidates of one project
@@ -93,37 +94,70 @@ def load_rows(project=None) -> list:
 
 def add_rows(new) -> None:
     """Merge results in: a newer result replaces the one for the same link, linker and variant."""
-    migrate()
     by_shard = {}
     for r in new:
         r = Row(*r)
         by_shard.setdefault(shard(r.project), []).append(r)
-    for name, rows in by_shard.items():
-        keys = {(r.machine, r.fs, r.project, r.output, r.linker, r.variant) for r in rows}
-        kept = [r for r in map(_row, _raw(name) or ()) if r is not None
-                and (r.machine, r.fs, r.project, r.output, r.linker, r.variant) not in keys]
-        cache_mod.store(name, {"format": FORMAT, "rows": [tuple(r) for r in (kept + rows)[-MAX_ROWS:]]})
+    lock = _lock()
+    try:
+        _migrate()
+        for name, rows in by_shard.items():
+            _merge(name, rows)
+    finally:
+        os.close(lock)
+
+
+def _same(r) -> tuple:
+    """What a newer result replaces: the same link, linker and variant."""
+    return (r.machine, r.fs, r.project, r.output, r.linker, r.variant)
+
+
+def _merge(name, rows, newer=True) -> bool:
+    """rows into shard name: newer, they replace its results of the same link, linker and variant;
+    else (the legacy file's) they go under them, only where the shard has no such result."""
+    stored = [r for r in map(_row, _raw(name) or ()) if r is not None]
+    if newer:
+        keys = {_same(r) for r in rows}
+        merged = [r for r in stored if _same(r) not in keys] + list(rows)
+    else:
+        keys = {_same(r) for r in stored}
+        merged = [r for r in rows if _same(r) not in keys] + stored
+    return cache_mod.store(name, {"format": FORMAT, "rows": [tuple(r) for r in merged[-MAX_ROWS:]]})
+
+
+def _lock() -> int:
+    """The measurements' lock: `linkwrap bench` and the ingesting commands' migrate() write shards."""
+    from linkwrap import paths
+    return paths.lock(os.path.join(paths.cache_dir(), LOCK))
 
 
 def migrate() -> None:
     """The one-file cache of an earlier linkwrap split into shards, then removed (`linkwrap bench`
     and the commands that ingest the spool call this; a link only reads the old file meanwhile)."""
     from linkwrap import paths
+    if not os.path.lexists(os.path.join(paths.cache_dir(), LEGACY)):
+        return
+    lock = _lock()
+    try:
+        _migrate()
+    finally:
+        os.close(lock)
+
+
+def _migrate() -> None:
+    from linkwrap import paths
     legacy = os.path.join(paths.cache_dir(), LEGACY)
     if not os.path.lexists(legacy):
         return
-    rows = cache_mod.load(LEGACY, FORMAT).get("rows") or []
     by_shard = {}
-    for r in rows:
-        if isinstance(r, tuple) and len(r) > 3:
-            by_shard.setdefault(shard(r[3]), []).append(r)
-    for name, old in by_shard.items():
-        if _raw(name) is None:  # a shard written since is newer than the old file
-            cache_mod.store(name, {"format": FORMAT, "rows": old[-MAX_ROWS:]})
-    try:
+    for r in cache_mod.load(LEGACY, FORMAT).get("rows") or []:
+        row = _row(r)
+        if row is not None and isinstance(row.project, str):
+            by_shard.setdefault(shard(row.project), []).append(row)
+    # Older than whatever a shard holds already: merged under it, the shard's own results win.
+    done = all([_merge(name, old, newer=False) for name, old in by_shard.items()])
+    if done:  # else read again next time, and the link path still reads it meanwhile
         os.unlink(legacy)
-    except OSError:
-        pass
 
 
 def machine_key(cpus) -> str:

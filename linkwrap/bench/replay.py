@@ -122,7 +122,7 @@ def run_once(cand, manifest, env):
             os.unlink(cand.out)
         except FileNotFoundError:
             pass
-    code, wall_ms, _, _, rss, _, err = run.spawn(list(cand.argv), env)
+    code, wall_ms, _, _, rss, _, err, _ = run.spawn(list(cand.argv), env)
     if code != 0:
         return None, None, record.first_error(err) or f"exit status {code}"
     got = elf_type(cand.out)

@@ -141,7 +141,11 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
                 warn(f"cannot trim {db_path} to its limits: {e}")
             from linkwrap.bench import learn, measured
             learn.prune(limits)   # the learnt evidence is kept by the same limits
-            measured.migrate()    # an earlier linkwrap's one-file measurements, into shards
+            try:
+                measured.migrate()    # an earlier linkwrap's one-file measurements, into shards
+            except Exception as e:    # an aid to the link path: the report goes on
+                from linkwrap import faults
+                faults.note("splitting the measurements into shards", e)
         try:
             spool.backfill_projects(conn)
         except sqlite3.Error:  # read-only or busy: those builds show with --all-projects meanwhile

@@ -237,7 +237,7 @@ def _can_exchange() -> bool:
     return bool(probe._SYSCALL) and _RENAMEAT2 is not None
 
 
-def _exchange(new, old) -> bool:
+def _exchange(new, old, dir_fd=None) -> bool:
     """Swap the names new and old atomically (renameat2 RENAME_EXCHANGE). -> False when not
     done (no old output, no such call here, a filesystem without it): then rename().
 
@@ -250,24 +250,28 @@ def _exchange(new, old) -> bool:
         return False
     from linkwrap.wrap import probe
     syscall, c_long, _, _ = probe._SYSCALL[0]
-    return syscall(c_long(_RENAMEAT2), c_long(_AT_FDCWD), os.fsencode(new), c_long(_AT_FDCWD),
+    at = _AT_FDCWD if dir_fd is None else dir_fd
+    return syscall(c_long(_RENAMEAT2), c_long(at), os.fsencode(new), c_long(at),
                    os.fsencode(old), c_long(_RENAME_EXCHANGE)) == 0
 
 
-def replace_file(tmp, target) -> None:
+def replace_file(tmp, target, dir_fd=None) -> None:
     """os.replace(tmp, target) for a small state file rewritten after a link (the memory history, a
     relink's evidence), by exchange where that is set up (the server's child): ext4 starts the
     writeback of a file renamed over another inside the rename (_exchange). Measured right after
     real links of the example's build script, in one process set up as the server's child: the
     history's keep() 0.50 ms by rename, 0.19 ms by exchange and unlink (medians of 30). Readers see
-    the old file or the new one, as with a rename."""
-    if _exchange(tmp, target):
+    the old file or the new one, as with a rename. Unlike that rename, nothing starts the new
+    contents' writeback: after a crash of the machine they may read as empty (a state file's loss,
+    never a link's), and a crash of this process between the exchange and the unlink leaves the old
+    contents under the tmp name. tmp and target: names in directory fd dir_fd, when given."""
+    if _exchange(tmp, target, dir_fd):
         try:
-            os.unlink(tmp)  # now the old contents
+            os.unlink(tmp, dir_fd=dir_fd)  # now the old contents
         except OSError:
             pass
         return
-    os.replace(tmp, target)
+    os.replace(tmp, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 
 
 # Work directories whose removal waits for tidy(): a list in the server's child, which answers the

@@ -42,9 +42,9 @@ DEFAULT_FIXED_KB = 32 << 10
 # A past charge is scaled up by the growth of the inputs, and given this margin (allocator noise).
 OUTPUT_MARGIN = 1.1
 HISTORY_DEPTH = 3            # last charges kept per (linker, output)
-# A shard forgets its least recent outputs beyond this: 3072 in all, and 2048 outputs spread by their
-# crc (32 a shard on average) overflow none but by chance (under 1 %).
-SHARD_MAX_OUTPUTS = 48
+# A shard forgets its least recent outputs beyond this: 4096 in all. 2048 outputs spread by their crc
+# (32 a shard on average) overflow some shard once in 80 000 (Poisson; with 48, one time in six).
+SHARD_MAX_OUTPUTS = 64
 HISTORY_MAX_OUTPUTS = 2048   # what the history is sized for (benchmarks fill it to this)
 REMEMBER_MIN_KB = 16 << 10   # smaller links are not worth a history write
 
@@ -176,50 +176,54 @@ def after(prediction, linker, output, outcome, input_bytes, state=None, small_to
 def keep(state, linker, output, charge_kb, input_bytes) -> None:
     """One link's charge into its shard of the history, under the history's lock; readers (load(),
     unlocked) see the old or the new shard."""
-    k = key(linker, output)
-    where = os.path.join(state, HISTORY)
-    path = os.path.join(where, shard(k))
+    name = shard(key(linker, output))
     lock = _lock(state)
     try:
-        history = read_table(path)
-        if not history:
-            from linkwrap import paths
-            paths.make_private_dir(where)
-        if not _ours(where):
-            raise PermissionError(f"{where} is not this user's private directory: not used")
-        history = history or {"format": FORMAT}
-        if remember(history, linker, output, charge_kb, input_bytes):
-            import marshal
-            tmp = f"{path}.{os.getpid()}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            try:
-                os.write(fd, marshal.dumps(history, 4))
-            finally:
-                os.close(fd)
-            from linkwrap.wrap import output
-            output.replace_file(tmp, path)
+        where = _history_dir(state, create=True)
+        try:
+            history = read_table(name, dir_fd=where) or {"format": FORMAT}
+            if remember(history, linker, output, charge_kb, input_bytes):
+                _write(where, name, history)
+        finally:
+            os.close(where)
     finally:
         os.close(lock)  # closing releases the lock
 
 
-def _lock(state) -> int:
-    path = os.path.join(state, HISTORY_LOCK)
-    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+def _write(where, name, table) -> None:
+    """table into the file name of directory fd where (the history's lock held)."""
+    import marshal
+    from linkwrap.wrap import output
+    # Per process, and the lock held: no other writer has this name (a crashed one's is truncated).
+    tmp = f"{name}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=where)
     try:
-        fd = os.open(path, flags, 0o600)
-    except FileNotFoundError:
-        os.makedirs(state, mode=0o700, exist_ok=True)
-        fd = os.open(path, flags, 0o600)
-    try:
-        st = os.fstat(fd)
-        # Another user's file in a shared LINKWRAP_HOME: its owner could hold the lock for ever.
-        if st.st_uid != os.geteuid() or st.st_mode & 0o170000 != 0o100000:
-            raise PermissionError(f"{path} is not this user's regular file: not used")
-        os.lockf(fd, os.F_LOCK, 0)
-    except BaseException:
+        data = marshal.dumps(table, 4)
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
         os.close(fd)
+    output.replace_file(tmp, name, dir_fd=where)
+
+
+def _history_dir(state, create=False) -> int:
+    """The history's directory, opened (paths.open_private_dir); a StateError when it is a symlink,
+    another user's, or writable by others (a shared LINKWRAP_HOME)."""
+    from linkwrap import paths
+    where = os.path.join(state, HISTORY)
+    try:
+        return paths.open_private_dir(where, create)
+    except FileNotFoundError:
         raise
-    return fd
+    except OSError:
+        from linkwrap.errors import StateError
+        raise StateError(f"{where} is not this user's private directory (a symlink, another user's, or "
+                         f"writable by others): the memory history is not kept") from None
+
+
+def _lock(state) -> int:
+    from linkwrap import paths
+    return paths.lock(os.path.join(state, HISTORY_LOCK))
 
 
 # --- the tables --------------------------------------------------------------
@@ -229,28 +233,26 @@ def load(linker, output):
     the model's linkers with the shard of its per-output table; each {} when missing or unreadable."""
     from linkwrap import cache, paths
     name = shard(key(linker, output))
-    where = os.path.join(paths.state_dir(), HISTORY)
-    history = read_table(os.path.join(where, name)) if _ours(where) else {}
+    try:
+        where = _history_dir(paths.state_dir())
+    except Exception:  # none yet, or not private: no history (keep() says which)
+        history = {}
+    else:
+        try:
+            history = read_table(name, dir_fd=where)
+        finally:
+            os.close(where)
     model = cache.load(MODEL, FORMAT)
     model["outputs"] = cache.load(os.path.join(MODEL_OUTPUTS, name), FORMAT).get("outputs", {})
     return history, model
 
 
-def _ours(directory) -> bool:
-    """directory is this user's and no one else can write into it (a shared LINKWRAP_HOME), or is not
-    there yet: what is read from it or renamed into it is this user's own."""
-    from linkwrap import paths
-    try:
-        return not paths.others_can_write(os.stat(directory))
-    except FileNotFoundError:
-        return True
-
-
-def read_table(path, fmt=FORMAT) -> dict:
-    """The marshal table at path if it is this user's and holds format fmt, else {}."""
+def read_table(path, fmt=FORMAT, dir_fd=None) -> dict:
+    """The marshal table at path (in directory fd dir_fd) if it is this user's and holds format fmt,
+    else {}."""
     import marshal
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     except OSError:
         return {}
     try:
@@ -338,8 +340,37 @@ def refit(db) -> None:
         name = f"{i:02x}.marshal"
         cache.store(os.path.join(MODEL_OUTPUTS, name), {"format": FORMAT, "outputs": shards.get(name, {})})
     cache.store(MODEL, {"format": FORMAT, "linkers": model["linkers"]})
-    for base, name in zip((paths.state_dir(), paths.cache_dir()), LEGACY):
+    _migrate_history(paths.state_dir())
+    try:
+        os.unlink(os.path.join(paths.cache_dir(), LEGACY[1]))  # the fit above replaces it
+    except OSError:
+        pass
+
+
+def _migrate_history(state) -> None:
+    """The one-file history of an earlier linkwrap into the shards (outputs a shard has already are
+    newer there), then removed: its charges are the next predictions of those outputs."""
+    legacy = os.path.join(state, LEGACY[0])
+    if not os.path.lexists(legacy):
+        return
+    old = read_table(legacy, fmt=1).get("outputs") or {}
+    lock = _lock(state)
+    try:
+        where = _history_dir(state, create=True)
         try:
-            os.unlink(os.path.join(base, name))
-        except OSError:
-            pass
+            by_shard = {}
+            for k, past in old.items():
+                if isinstance(k, str) and isinstance(past, list):
+                    by_shard.setdefault(shard(k), {})[k] = past
+            for name, moved in by_shard.items():
+                table = read_table(name, dir_fd=where) or {"format": FORMAT}
+                outputs = table.setdefault("outputs", {})
+                # The old entries first (least recent), the shard's own after them.
+                merged = {**{k: v for k, v in moved.items() if k not in outputs}, **outputs}
+                table["outputs"] = dict(list(merged.items())[-SHARD_MAX_OUTPUTS:])
+                _write(where, name, table)
+        finally:
+            os.close(where)
+        os.unlink(legacy)
+    finally:
+        os.close(lock)

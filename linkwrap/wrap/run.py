@@ -37,7 +37,7 @@ class Outcome(record("Outcome", [
     "output_bytes", # int | None: size of the output after a successful link
     "linker",       # str | None: the linker that ran ("mold 1.10.1"), None when run as asked
     "start",        # "direct" (the linker itself) | "driver" (through cc): see direct.py
-    "spawner_rss_kb",  # int | None: this process's peak RSS after the link (own_peak_kb())
+    "spawner_rss_kb",  # int | None: this process's peak RSS as the linker started (own_peak_kb())
 ], defaults=(None,))):
     __slots__ = ()
 
@@ -111,14 +111,14 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None, mean
             rsp, argv = _to_response_file(argv, plan.work_dir, os.path.basename(plan.final or ""))
         with forward:
             try:
-                result = list(spawn(argv, linker_environment(environ), forward, alongside))
+                *result, spawner_kb = spawn(argv, linker_environment(environ), forward, alongside)
             except OSError as e:
                 if e.errno not in _CANNOT_RUN:
                     raise  # not the driver's fault (EMFILE, E2BIG…): the pipeline links as asked
                 # no such driver: fail as a shell would
                 from linkwrap.errors import error_line
                 msg = error_line(f"cannot run {argv[0]}: {e.strerror}").encode("utf-8", "surrogateescape")
-                result = [127, 0.0, 0.0, 0.0, 0, b"", msg]
+                result, spawner_kb = [127, 0.0, 0.0, 0.0, 0, b"", msg], None
         if rsp:  # before commit: nothing of ours may be carried next to the output
             _unlink(rsp)
             rsp = None
@@ -149,7 +149,7 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None, mean
     if forward.caught:
         forward.die()
     return Outcome(*result, tuple(argv), plan.mode, output_bytes,
-                   decision.linker.label if decision.linker else None, start, own_peak_kb())
+                   decision.linker.label if decision.linker else None, start, spawner_kb)
 
 
 def own_peak_kb():
@@ -256,7 +256,7 @@ class Interrupted(BaseException):
 
 
 def spawn(argv, env, forward=None, meanwhile=None):
-    """Run argv; -> (returncode, wall_ms, user_ms, sys_ms, peak_rss_kb, stdout, stderr).
+    """Run argv; -> (returncode, wall_ms, user_ms, sys_ms, peak_rss_kb, stdout, stderr, spawner_rss_kb).
 
     meanwhile(), when given, runs while argv does: linkwrap's work that need not come before the
     linker's start nor after its end overlaps it instead of adding to the link's wall time. It must
@@ -271,6 +271,9 @@ def spawn(argv, env, forward=None, meanwhile=None):
         # running); SIGPIPE/SIGXFSZ back to default (Python ignores them).
         pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions,
                               setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ))
+        # posix_spawn returns once the child has exec'd: this process's peak now is the one the
+        # kernel folded into the linker's (read while the linker runs, before meanwhile's work).
+        spawner_kb = own_peak_kb()
         if forward is not None:
             forward.started(pid)
         if meanwhile is not None:
@@ -290,7 +293,7 @@ def spawn(argv, env, forward=None, meanwhile=None):
         if code < 0:
             code = 128 - code
         return (code, wall_ms, ru.ru_utime * 1000, ru.ru_stime * 1000, ru.ru_maxrss,
-                _rewound(out_fd), _rewound(err_fd))
+                _rewound(out_fd), _rewound(err_fd), spawner_kb)
     finally:
         os.close(out_fd)
         os.close(err_fd)

@@ -124,6 +124,17 @@ def test_a_shard_keeps_its_newest_results(lw_home, monkeypatch):
         (f"{a}/o2", 10.0), (f"{a}/o4", 10.0), (f"{a}/o3", 5.0)]
 
 
+def test_the_one_file_goes_under_what_a_shard_holds_already(lw_home):
+    from linkwrap import cache
+    (a,) = _projects_in_one_shard(1)
+    measured.add_rows([_row(a, a + "/app", ms=5.0)])   # newer than the old file's result for that link
+    cache.store(measured.LEGACY, {"format": measured.FORMAT, "rows": [
+        tuple(_row(a, a + "/app", ms=50.0)), tuple(_row(a, a + "/other", ms=7.0))]})
+    measured.migrate()
+    assert not (lw_home / "cache" / measured.LEGACY).exists()
+    assert sorted((r.output, r.median_ms) for r in measured.load_rows(a)) == [(a + "/app", 5.0), (a + "/other", 7.0)]
+
+
 def test_an_earlier_linkwraps_one_file_is_read_then_split_into_shards(lw_home):
     from linkwrap import cache
     a, other = "/w/a", "/w/other"

@@ -2,6 +2,8 @@
 import marshal
 import os
 
+import pytest
+
 from linkwrap.wrap import predict
 from linkwrap.wrap.predict import charge, fit, predict as pred, remember
 
@@ -177,16 +179,46 @@ def test_a_full_shard_forgets_its_least_recent_output(lw_home):
     assert list(model["outputs"]) == [predict.key("bfd", out) for out in same[1:]]
 
 
-def test_a_history_directory_another_user_can_write_is_not_used(lw_home):
+@pytest.mark.parametrize("how", ["writable by all", "another user's", "a symlink"])
+def test_a_history_directory_another_user_could_change_is_not_used(tmp_path, lw_home, how):
     from linkwrap import paths
+    from linkwrap.errors import StateError
+    where = lw_home / predict.HISTORY
     predict.keep(paths.state_dir(), "bfd", OUT, 20 * MIB_KB, 1 << 20)
     assert predict.load("bfd", OUT)[0]
-    os.chmod(lw_home / predict.HISTORY, 0o777)
-    try:
-        assert predict.load("bfd", OUT)[0] == {}
-        import pytest
-        with pytest.raises(PermissionError):
-            predict.keep(paths.state_dir(), "bfd", OUT, 30 * MIB_KB, 1 << 20)
-    finally:
-        os.chmod(lw_home / predict.HISTORY, 0o700)
-    assert predict.load("bfd", OUT)[0]["outputs"][predict.key("bfd", OUT)] == [(20 * MIB_KB, 1 << 20)]
+    victim = tmp_path / "victim"   # where a planted link points: a directory of this user's
+    victim.mkdir(mode=0o700)
+    if how == "writable by all":
+        os.chmod(where, 0o777)
+    elif how == "another user's":
+        os.chown(where, 65534, 65534)
+    else:
+        where.rename(tmp_path / "kept")
+        where.symlink_to(victim)
+    assert predict.load("bfd", OUT)[0] == {}
+    with pytest.raises(StateError, match="not this user's private directory"):
+        predict.keep(paths.state_dir(), "bfd", OUT, 30 * MIB_KB, 1 << 20)
+    assert os.listdir(victim) == []
+    # The link's own fault handling: one line in the log, no traceback.
+    from linkwrap.wrap.run import Outcome
+    done = Outcome(0, 1.0, 1.0, 1.0, 40 << 10, b"", b"", (), "fresh", 1, None, "direct")
+    assert predict.after(pred(OUT, "bfd", 1 << 20), "bfd", OUT, done, 1 << 20)[0] == 40 << 10
+    log = (lw_home / "linkwrap.log").read_text()
+    assert "not this user's private directory" in log and "Traceback" not in log
+
+
+def test_an_earlier_linkwraps_one_file_history_moves_into_the_shards(tmp_path, lw_home):
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+    from linkrecords import lw, spool_record
+    from linkwrap import paths
+    predict.keep(paths.state_dir(), "bfd", "/w/both", 50 * MIB_KB, 1 << 20)   # newer than the old file's
+    old = {predict.key("bfd", "/w/old"): [(30 * MIB_KB, 1 << 20)], predict.key("bfd", "/w/both"): [(1, 1)]}
+    legacy = lw_home / predict.LEGACY[0]
+    legacy.write_bytes(marshal.dumps({"format": 1, "outputs": old}))
+    os.chmod(legacy, 0o600)
+    spool_record(lw_home, linker="bfd", output_path="/w/x", input_bytes=1 << 20, charge_kb=20 * MIB_KB)
+    lw("summary")   # a reading command: it ingests the record and refits
+    assert not legacy.exists()
+    assert predict.load("bfd", "/w/old")[0]["outputs"][predict.key("bfd", "/w/old")] == [(30 * MIB_KB, 1 << 20)]
+    assert predict.load("bfd", "/w/both")[0]["outputs"][predict.key("bfd", "/w/both")] == [(50 * MIB_KB, 1 << 20)]

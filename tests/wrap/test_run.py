@@ -48,7 +48,7 @@ def test_command_for_a_chosen_linker_puts_its_shim_first(tmp_path, lw_home):
 # --- spawning --------------------------------------------------------------
 
 def test_spawn_captures_output_status_and_rusage():
-    code, wall, user, sys_ms, rss, out, err = run.spawn(
+    code, wall, user, sys_ms, rss, out, err, _ = run.spawn(
         ["sh", "-c", "echo out; echo err >&2; head -c 50000000 /dev/zero | tail -c 1 >/dev/null; exit 3"],
         dict(os.environ))
     assert (code, out, err) == (3, b"out\n", b"err\n")
@@ -72,7 +72,7 @@ FORKING = textwrap.dedent("""
 
 def test_reap_adds_a_forked_workers_cpu_and_peak_rss_to_the_outcome():
     def link():
-        code, wall, user, sys_ms, rss, out, err = run.spawn([sys.executable, "-c", FORKING], dict(os.environ))
+        code, wall, user, sys_ms, rss, out, err, _ = run.spawn([sys.executable, "-c", FORKING], dict(os.environ))
         first = run.Outcome(code, wall, user, sys_ms, rss, out, err, (), FRESH, None, None, "direct")
         done = run.reap(first)
         left = run._children(os.getpid())
@@ -125,14 +125,14 @@ def test_meanwhile_runs_while_the_linker_runs(tmp_path):
 def test_a_fault_while_the_linker_runs_costs_the_link_nothing(lw_home):
     def broken():
         raise RuntimeError("injected fault while the linker runs")
-    code, *_, out, err = run.spawn(["sh", "-c", "echo out; exit 0"], dict(os.environ), meanwhile=broken)
+    code, *_, out, err, _ = run.spawn(["sh", "-c", "echo out; exit 0"], dict(os.environ), meanwhile=broken)
     assert (code, out, err) == (0, b"out\n", b"")
     assert "injected fault while the linker runs" in (lw_home / "linkwrap.log").read_text()
 
 
 def test_the_linker_runs_in_the_callers_group_with_sigpipe_and_sigxfsz_default():
     script_ = "grep -E '^SigIgn' /proc/self/status; ps -o pgid= -p $$"
-    code, *_, out, err = run.spawn(["sh", "-c", script_], dict(os.environ))
+    code, *_, out, err, _ = run.spawn(["sh", "-c", script_], dict(os.environ))
     ign_line, pgid = out.decode().split("\n")[:2]
     ignored = int(ign_line.split()[1], 16)
     assert not ignored & (1 << (signal.SIGPIPE - 1)) and not ignored & (1 << (signal.SIGXFSZ - 1))
