@@ -107,6 +107,8 @@ def lock(path: str) -> int:
         st = os.fstat(fd)
         if st.st_uid != os.geteuid() or st.st_mode & 0o170000 != 0o100000:
             raise PermissionError(13, "not this user's regular file: not used", path)
+        if st.st_mode & 0o077:
+            os.fchmod(fd, 0o600)  # created under another umask by an older linkwrap
         os.lockf(fd, os.F_LOCK, 0)
     except BaseException:
         os.close(fd)

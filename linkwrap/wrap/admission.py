@@ -82,22 +82,8 @@ class Ledger:
         self.fd = None
 
     def __enter__(self):
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        except FileNotFoundError:
-            os.makedirs(self.state, mode=0o700, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            st = os.fstat(fd)
-            if st.st_uid != os.geteuid() or st.st_mode & 0o170000 != 0o100000:
-                raise PermissionError(f"{self.path} is not this user's regular file: not used")
-            if st.st_mode & 0o077:
-                os.fchmod(fd, 0o600)  # created under another umask by an older linkwrap
-            os.lockf(fd, os.F_LOCK, 0)
-        except BaseException:
-            os.close(fd)
-            raise
-        self.fd = fd
+        from linkwrap import paths
+        self.fd = paths.lock(self.path)
         return self
 
     def __exit__(self, *exc):
