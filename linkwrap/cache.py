@@ -34,7 +34,7 @@ def load(name: str, fmt: int) -> dict:
         if dfd is not None:
             os.close(dfd)
     try:
-        if paths.others_can_write(os.fstat(fd)) or not sub and paths.others_can_write(os.stat(os.path.dirname(path))):
+        if paths.others_can_write(os.fstat(fd)) or not sub and _not_private(os.path.dirname(path)):
             _refuse(path)
             return {"format": fmt}
         # loads() of one read: marshal.load(f) reads a file object a few bytes at a time (58 ms
@@ -47,6 +47,13 @@ def load(name: str, fmt: int) -> dict:
     finally:
         os.close(fd)
     return {"format": fmt}
+
+
+def _not_private(directory) -> bool:
+    """directory is a symlink (lstat: not followed), not a directory, or others could write in it."""
+    import stat
+    st = os.lstat(directory)
+    return not stat.S_ISDIR(st.st_mode) or paths.others_can_write(st)
 
 
 def _refuse(path) -> None:
@@ -65,12 +72,12 @@ def store(name: str, data: dict) -> bool:
     try:
         if sub:
             paths.make_private_dir(paths.cache_dir())
-            if paths.others_can_write(os.stat(paths.cache_dir())):
+            if _not_private(paths.cache_dir()):
                 return False
             dfd = paths.open_private_dir(os.path.dirname(target), create=True)
         else:
             paths.make_private_dir(os.path.dirname(target))
-            if paths.others_can_write(os.stat(os.path.dirname(target))):
+            if _not_private(os.path.dirname(target)):
                 return False
         dst = base if sub else target
         tmp = f"{dst}.{os.getpid()}.tmp"

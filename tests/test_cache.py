@@ -48,6 +48,16 @@ def test_a_shard_directory_another_user_could_change_is_neither_read_nor_written
     assert sorted(os.listdir(victim)) == ["00.marshal"]
 
 
+def test_a_cache_directory_that_is_a_symlink_is_neither_read_nor_written(tmp_path, lw_home):
+    assert cache.store("t.marshal", {"format": 1, "x": 1})
+    victim = tmp_path / "victim"
+    (lw_home / "cache").rename(victim)   # a directory of this user's, where a planted link points
+    (lw_home / "cache").symlink_to(victim)
+    assert cache.load("t.marshal", 1) == {"format": 1}
+    assert not cache.store("u.marshal", {"format": 1})
+    assert sorted(os.listdir(victim)) == ["t.marshal"]
+
+
 COARSE = getattr(time, "CLOCK_REALTIME_COARSE", 5)  # Linux's number; Python names it not
 
 

@@ -54,10 +54,15 @@ def _read(path, request) -> dict:
     from linkwrap.bench.measured import output_key
     from linkwrap import paths
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # Evidence another user could have written is not evidence: the directory is opened without
+        # following a link and must be private, the file this user's.
+        dfd = paths.open_private_dir(os.path.dirname(path))
+        try:
+            fd = os.open(os.path.basename(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+        finally:
+            os.close(dfd)
         with open(fd, "rb") as f:
-            # Evidence another user could have written is not evidence.
-            if paths.others_can_write(os.fstat(fd)) or paths.others_can_write(os.stat(os.path.dirname(path))):
+            if paths.others_can_write(os.fstat(fd)):
                 raise ValueError("not ours")
             data = marshal.loads(f.read())  # not load(f): it reads a few bytes at a time
         if isinstance(data, dict) and data.get("format") == FORMAT and \
@@ -135,14 +140,23 @@ def note(request, decision, outcome, cpus, first_attempt=None, learning=True) ->
         samples.append(round(corrected_ms(outcome.wall_ms, cpus), 3))
         del samples[:-KEEP]
     from linkwrap import paths
-    paths.make_private_dir(os.path.dirname(path))
-    new = not os.path.lexists(path)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        marshal.dump(data, f)
     from linkwrap.wrap import output
-    output.replace_file(tmp, path)
+    where, name = os.path.split(path)
+    paths.make_private_dir(os.path.dirname(where))
+    dfd = paths.open_private_dir(where, create=True)  # never written through a planted link
+    try:
+        try:
+            os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            new = False
+        except FileNotFoundError:
+            new = True
+        tmp = f"{name}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+        with os.fdopen(fd, "wb") as f:
+            marshal.dump(data, f)
+        output.replace_file(tmp, name, dir_fd=dfd)
+    finally:
+        os.close(dfd)
     if new:
         _bound(os.path.dirname(path), request)
 

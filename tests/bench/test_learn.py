@@ -201,3 +201,19 @@ def test_a_link_that_compiles_too_is_not_saved_for_bench(tmp_path, lw_home, link
     assert done.returncode == 1 and "app: no saved link of this output" in done.stderr, done.stderr
     done = linkwrap("bench", "--budget", "1", "--linker", "mold", "./linked", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr   # a link alone is saved, and `./` names it too
+
+
+def test_a_learned_directory_planted_as_a_symlink_is_neither_read_nor_written(tmp_path, lw_home, linkwrap_cc,
+                                                                             big_hello_obj):
+    assert subprocess.run([linkwrap_cc, "hello.o", "-o", "hello"], cwd=tmp_path).returncode == 0
+    learned = lw_home / "cache" / "learned"
+    [f] = learned.iterdir()
+    victim = tmp_path / "victim"      # a directory of this user's, where another user's link points
+    learned.rename(victim)
+    learned.symlink_to(victim)
+    before = {p.name: p.read_bytes() for p in victim.iterdir()}
+    done = subprocess.run([linkwrap_cc, "hello.o", "-o", "hello"], cwd=tmp_path, capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")   # the link is not affected
+    assert {p.name: p.read_bytes() for p in victim.iterdir()} == before
+    d = json.loads(linkwrap("explain", "--json", "--", "hello.o", "-o", "hello", cwd=tmp_path).stdout)
+    assert not (d["decision"]["learned"] or {}).get("links")   # the planted evidence is not read
