@@ -396,6 +396,9 @@ def run(args) -> int:
     from linkwrap.errors import printable_data
     output, link_args, kind, as_json = split_words(args)
     cwd = os.getcwd()
+    if output and output.endswith(os.sep) and not os.path.isdir(os.path.join(cwd, output)):
+        from linkwrap.errors import UsageError
+        raise UsageError(f"{output} ends in '{os.sep}': a link's output is a file (e.g. target/debug/app)")
     if output and os.path.isdir(os.path.join(cwd, output)):
         from linkwrap.errors import UsageError
         raise UsageError(f"{output} is a directory, not a link's output: name the file the link writes "

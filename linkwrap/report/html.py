@@ -166,7 +166,9 @@ def timeline(build, width=900, label_w=260, bar_h=16) -> str:
         fill = FAILED if l["failed"] else colour(l["linker"])
         how = "linked as asked" if linker_name(l) == "as asked" else f"with {linker_name(l)}"
         tip = (f"{l['crate_name']} ({l['crate_kind']}): {fmt_ms(l['wall_ms'])} {how}, "
-               f"cpu {fmt_ms(l['cpu_ms'])}, peak RSS {fmt_peak(l)}, output {fmt_bytes(l['output_bytes'])}, "
+               f"cpu {fmt_ms(l['cpu_ms'])}, peak RSS {fmt_peak(l)}"
+               + (" (at most: linkwrap's own size is counted in it)" if l.get("peak_rss_bound") else "")
+               + f", output {fmt_bytes(l['output_bytes'])}, "
                f"linkwrap's own {fmt_ms(own_ms(l))}"
                + (", compile+link: the driver compiled sources too" if l.get("compiles") else "")
                + (", FAILED" if l["failed"] else "")

@@ -245,6 +245,11 @@ def render_build(b, console: Console) -> None:
         return table, natural
 
     console.print(fit(console, make, "what", optional=("mode", "cpu", "output")))
+    bound = [l["spawner_rss_kb"] for l in b["links"] if l.get("peak_rss_bound")]
+    if bound:  # said where the sign is: a newcomer reads the table, not the design notes
+        print_hanging(console, f"≤: the linker's peak RSS is at most that; linkwrap's own process "
+                               f"({fmt_kb(max(bound))}) started it, and the kernel counts that size in "
+                               f"the linker's figure", style="dim")
     for line in (linking_line(b), compile_line(b)):
         if line:
             print_hanging(console, line, markup=True)

@@ -36,10 +36,10 @@ NOTES = {
                  "first_linker and first_error say what failed and why. A link whose first attempt "
                  "failed and that then failed as asked too is counted in both (a fault that failed the "
                  "link, a configuration error, in failures only).",
-    "peak_rss_bound": "true where peak_rss_kb is at most the linker's peak, not the peak itself: at or below "
-                      "spawner_rss_kb, the peak RSS of linkwrap's process that started the linker, which the "
-                      "kernel folds into the linker's figure at its exec (small links). total.peak_rss_bound: "
-                      "the highest peak is such a bound.",
+    "peak_rss_bound": "true where the linker's own peak RSS is at most peak_rss_kb, not known to be it: "
+                      "peak_rss_kb is at or below spawner_rss_kb, the peak RSS of linkwrap's process that "
+                      "started the linker, which the kernel folds into the linker's figure at its exec "
+                      "(small links). total.peak_rss_bound: the highest peak is such a bound.",
     "compiles": "links whose driver compiled sources too (make's one-step `$(CXX) -o $@ $<`): their "
                 "wall_ms is the compile's and the link's, so the linking share leaves them out "
                 "(linking.compile_links) and no linker is judged by them. null: recorded before linkwrap knew.",

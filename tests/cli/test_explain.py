@@ -235,6 +235,15 @@ def test_a_directory_given_as_the_output_is_one_line(tmp_path, lw_home):
                                "link writes (e.g. target/debug/app), or give no output for the last recorded link\n")
 
 
+def test_an_output_ending_in_a_slash_is_one_line(tmp_path, lw_home):
+    (tmp_path / "hello").write_text("a file: its name with a slash is no output either")
+    for given in ("/nonexistent/dir/", "hello/"):
+        done = linkwrap("explain", given, cwd=tmp_path)
+        assert (done.returncode, done.stdout) == (2, ""), done.stdout
+        assert done.stderr == (f"linkwrap: error: {given} ends in '/': a link's output is a file "
+                               "(e.g. target/debug/app)\n")
+
+
 def test_an_output_that_is_not_a_regular_file_is_not_judged_by_facts_never_looked_at(tmp_path, lw_home):
     os.mkfifo(tmp_path / "out")     # the probe must not open it (a FIFO would block)
     data = explain("out", cwd=tmp_path)

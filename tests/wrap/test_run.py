@@ -356,4 +356,5 @@ def test_a_peak_at_or_below_linkwraps_own_is_recorded_as_a_bound_and_a_larger_on
     shown = lw("summary", "--all", env={"COLUMNS": "200"}).stdout
     assert "≤" in shown.split("small")[1].splitlines()[0]
     assert "≤" not in shown.split("heavy")[1].splitlines()[0]
+    assert "≤: the linker's peak RSS is at most that" in shown   # the sign explained where it is
     assert "at most (linkwrap's own peak" in lw("explain", "small", cwd=tmp_path, env={"COLUMNS": "200"}).stdout
