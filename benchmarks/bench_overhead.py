@@ -213,7 +213,8 @@ def parts(name, out, samples):
 def breakdown(samples, req, decision, env, cwd, work, rounds=15):
     """linkwrap's work split by stage, timed in this process on the same link."""
     med = statistics.median
-    from linkwrap.wrap import invocation, output, pipeline, run
+    from linkwrap.wrap import invocation, output, pipeline, probe, run
+    probe._syscall()  # as the server does before its first link: commit and the history exchange names
     times = {}
 
     def timing(mod, name, label):
