@@ -43,7 +43,10 @@ Result = record("Result", [
     "ratio_low",   # 95 % interval of that median (order statistics)
     "ratio_high",
     "times_ms",    # the timed runs by round (None: no run that round), warm-up excluded
-])
+    # The bench's own peak RSS as its runs started (run.spawn): a peak_rss_kb at or below it is the
+    # linker's at most, the bench's own size being folded into the figure at the linker's exec.
+    "spawner_rss_kb",
+], defaults=(None,))
 
 
 def median_ci(samples):
@@ -114,15 +117,18 @@ def elf_type(path):
     return int.from_bytes(head[16:18], "little") if head[:4] == b"\x7fELF" and len(head) == 18 else None
 
 
-def run_once(cand, manifest, env):
-    """(wall_ms, peak_rss_kb, None) or (None, None, first error line)."""
+def run_once(cand, manifest, env, spawner=None):
+    """(wall_ms, peak_rss_kb, None) or (None, None, first error line). spawner: a dict, given the
+    bench's own peak at the run's start under cand (the highest)."""
     from linkwrap.wrap import record, run
     if cand.variant != "in-place":
         try:
             os.unlink(cand.out)
         except FileNotFoundError:
             pass
-    code, wall_ms, _, _, rss, _, err, _ = run.spawn(list(cand.argv), env)
+    code, wall_ms, _, _, rss, _, err, own_kb = run.spawn(list(cand.argv), env)
+    if spawner is not None and own_kb:
+        spawner[cand] = max(spawner.get(cand, 0), own_kb)
     if code != 0:
         return None, None, record.first_error(err) or f"exit status {code}"
     got = elf_type(cand.out)
@@ -157,11 +163,11 @@ def bench(manifest, args, found, *, budget_s=60.0, only=None, max_rounds=1000, p
     try:
         cands, facts = candidates(manifest, args, found, work, only)
         env = run.linker_environment(os.environ)
-        failed, times, rss = {}, {c: [] for c in cands}, {c: 0 for c in cands}
+        failed, times, rss, spawner = {}, {c: [] for c in cands}, {c: 0 for c in cands}, {}
         by_round = {c: [] for c in cands}   # the timed runs in round order, None where none
         warm = {}
         for c in cands:   # warm-up round, not counted; it also finds the candidates that fail
-            wall, peak, err = run_once(c, manifest, env)
+            wall, peak, err = run_once(c, manifest, env, spawner)
             if err:
                 failed[c] = err
             else:
@@ -183,7 +189,7 @@ def bench(manifest, args, found, *, budget_s=60.0, only=None, max_rounds=1000, p
             for c in turn:
                 if c in failed:   # rounds are never cut short: every candidate gets as many runs
                     continue
-                wall, peak, err = run_once(c, manifest, env)
+                wall, peak, err = run_once(c, manifest, env, spawner)
                 if err:
                     failed[c] = err
                     continue
@@ -213,7 +219,7 @@ def bench(manifest, args, found, *, budget_s=60.0, only=None, max_rounds=1000, p
                                   rss[c] or None, len(times[c]) if c not in failed else 0,
                                   failed.get(c), c.info.path,
                                   ref.name if ref is not None and ratio[0] is not None else None, *ratio,
-                                  tuple(by_round[c]) if c not in failed else ()))
+                                  tuple(by_round[c]) if c not in failed else (), spawner.get(c)))
         results.sort(key=lambda r: (r.failed is not None, r.median_ms or 0))
         return results, facts, rounds
     finally:

@@ -76,7 +76,10 @@ def run(args) -> int:
 def _report(manifest, results, facts, rounds, budget, default) -> dict:
     rows = [{"linker": r.linker, "label": r.label, "variant": r.variant, "median_ms": r.median_ms,
              "ci_low_ms": r.ci_low_ms, "ci_high_ms": r.ci_high_ms, "min_ms": r.min_ms, "max_ms": r.max_ms,
-             "peak_rss_kb": r.peak_rss_kb, "runs": r.runs, "failed": r.failed,
+             "peak_rss_kb": r.peak_rss_kb, "spawner_rss_kb": r.spawner_rss_kb,
+             # The linker's peak is at most peak_rss_kb: the bench's own size is counted in it.
+             "peak_rss_bound": bool(r.peak_rss_kb and r.spawner_rss_kb and r.peak_rss_kb <= r.spawner_rss_kb),
+             "runs": r.runs, "failed": r.failed,
              "ratio_vs": r.vs, "ratio": r.ratio, "ratio_ci_low": r.ratio_low, "ratio_ci_high": r.ratio_high,
              "times_ms": list(r.times_ms)} for r in results]
     return {"output": manifest["output"], "rounds": rounds, "budget_s": budget, "load_avg": os.getloadavg()[0],
@@ -158,7 +161,8 @@ def _render(report) -> None:
         rows.append({"linker": escape(r["label"]), "variant": r["variant"], "median": f"{r['median_ms']:.1f} ms",
                      "95 % CI": f"{r['ci_low_ms']:.1f}-{r['ci_high_ms']:.1f}",
                      "min-max": f"{r['min_ms']:.1f}-{r['max_ms']:.1f}",
-                     "peak RSS": f"{(r['peak_rss_kb'] or 0) / 1024:.0f} MiB",
+                     "peak RSS": ("-" if not r["peak_rss_kb"] else
+                                  ("≤" if r.get("peak_rss_bound") else "") + f"{r['peak_rss_kb'] / 1024:.0f} MiB"),
                      "× fastest": f"{r['median_ms'] / fastest:.2f}", "paired": _vs_default(r, base)})
     # Headers may take two lines; a figure is never cut: what does not fit at 80 columns goes whole
     # (min-max first), and the linker's name folds.
@@ -183,6 +187,12 @@ def _render(report) -> None:
 
     console.print(fit(console, make, "linker", optional=("min-max", "peak RSS"), least=12))
     import textwrap
+    bound = [r["spawner_rss_kb"] for r in report["rows"] if r.get("peak_rss_bound")]
+    if bound:
+        console.print(escape(textwrap.fill(
+            f"≤: the linker's peak RSS is at most that; the bench's own process "
+            f"({max(bound) / 1024:.0f} MiB) started it, and the kernel counts that size in the linker's "
+            "figure", console.width, subsequent_indent="  ")), highlight=False, soft_wrap=True, style="dim")
     for line in paired_lines(report):
         # A wrapped sentence keeps its indent, one step further in than its first line.
         lead = line[:len(line) - len(line.lstrip())]

@@ -70,13 +70,15 @@ def test_a_saved_link_replays_on_every_installed_linker_after_cargo_clean(saved)
         r = rows[(name, "fresh")]
         assert r["failed"] is None, r
         assert r["runs"] >= 1 and r["ci_low_ms"] <= r["median_ms"] <= r["ci_high_ms"]
-        assert r["peak_rss_kb"] > 0
+        assert r["peak_rss_kb"] > 0 and r["spawner_rss_kb"] > 0
+        assert r["peak_rss_bound"] is (r["peak_rss_kb"] <= r["spawner_rss_kb"])
     for name in ("mold", "lld", "bfd", "gold", "rust-lld", "wild"):
         assert name in installed, f"{name} is not installed: run scripts/install-test-deps (wild: PATH)"
     assert ("mold", "in-place") in rows
     assert set(rows["mold", "fresh"]) == {"linker", "label", "variant", "median_ms", "ci_low_ms", "ci_high_ms",
                                           "min_ms", "max_ms", "peak_rss_kb", "runs", "failed",
-                                          "ratio_vs", "ratio", "ratio_ci_low", "ratio_ci_high", "times_ms"}
+                                          "ratio_vs", "ratio", "ratio_ci_low", "ratio_ci_high", "times_ms",
+                                          "spawner_rss_kb", "peak_rss_bound"}
     # the results reach the store
     import sqlite3
     db = sqlite3.connect(os.path.join(env["LINKWRAP_HOME"], "links.db"))

@@ -42,3 +42,13 @@ def test_the_paired_sentences_wrap_indented_and_leave_out_the_default_against_it
     assert all(line.startswith("  ") for line in sentences if line), out
     assert sum(line.startswith("  ") and not line.startswith("    ") for line in sentences) == 4
     assert "than rust-lld" in out and not re.search(r"^  rust-lld 16\.0\.2 .* ran ", out, re.M)
+
+
+def test_a_peak_at_or_below_the_benchs_own_size_is_shown_as_a_bound(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    data = report()
+    data["rows"][1].update(peak_rss_kb=40_000, spawner_rss_kb=45_000, peak_rss_bound=True)
+    bench._render(data)
+    out = capsys.readouterr().out
+    assert "≤39 MiB" in out and "402 MiB" in out and "≤402" not in out
+    assert "≤: the linker's peak RSS is at most that; the bench's own process (44 MiB)" in out
