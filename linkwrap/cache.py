@@ -66,20 +66,16 @@ def store(name: str, data: dict) -> bool:
     """Replace the cache atomically (concurrent links read old or new, never half). -> whether it was
     written. A name in a subdirectory (a shard) is written through that directory's fd: made 0700,
     never followed through a link, refused when it is not private."""
-    target = os.path.join(paths.cache_dir(), name)
+    root = paths.cache_dir()
     sub, base = os.path.split(name)
     dfd = None
     try:
+        paths.make_private_dir(root)
+        if _not_private(root):
+            return False
         if sub:
-            paths.make_private_dir(paths.cache_dir())
-            if _not_private(paths.cache_dir()):
-                return False
-            dfd = paths.open_private_dir(os.path.dirname(target), create=True)
-        else:
-            paths.make_private_dir(os.path.dirname(target))
-            if _not_private(os.path.dirname(target)):
-                return False
-        dst = base if sub else target
+            dfd = paths.open_private_dir(os.path.join(root, sub), create=True)
+        dst = base if sub else os.path.join(root, name)
         tmp = f"{dst}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
         with open(fd, "wb") as f:

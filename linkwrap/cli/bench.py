@@ -74,11 +74,12 @@ def run(args) -> int:
 
 
 def _report(manifest, results, facts, rounds, budget, default) -> dict:
+    from linkwrap.report.summary import peak_is_bound  # the records' rule, for the bench's figures
     rows = [{"linker": r.linker, "label": r.label, "variant": r.variant, "median_ms": r.median_ms,
              "ci_low_ms": r.ci_low_ms, "ci_high_ms": r.ci_high_ms, "min_ms": r.min_ms, "max_ms": r.max_ms,
              "peak_rss_kb": r.peak_rss_kb, "spawner_rss_kb": r.spawner_rss_kb,
              # The linker's peak is at most peak_rss_kb: the bench's own size is counted in it.
-             "peak_rss_bound": bool(r.peak_rss_kb and r.spawner_rss_kb and r.peak_rss_kb <= r.spawner_rss_kb),
+             "peak_rss_bound": peak_is_bound(r._asdict()),
              "runs": r.runs, "failed": r.failed,
              "ratio_vs": r.vs, "ratio": r.ratio, "ratio_ci_low": r.ratio_low, "ratio_ci_high": r.ratio_high,
              "times_ms": list(r.times_ms)} for r in results]
@@ -189,10 +190,9 @@ def _render(report) -> None:
     import textwrap
     bound = [r["spawner_rss_kb"] for r in report["rows"] if r.get("peak_rss_bound")]
     if bound:
-        console.print(escape(textwrap.fill(
-            f"≤: the linker's peak RSS is at most that; the bench's own process "
-            f"({max(bound) / 1024:.0f} MiB) started it, and the kernel counts that size in the linker's "
-            "figure", console.width, subsequent_indent="  ")), highlight=False, soft_wrap=True, style="dim")
+        from linkwrap.report.render import bound_line
+        console.print(escape(textwrap.fill(bound_line("the bench's own process", f"{max(bound) / 1024:.0f} MiB"), console.width,
+                                           subsequent_indent="  ")), highlight=False, soft_wrap=True, style="dim")
     for line in paired_lines(report):
         # A wrapped sentence keeps its indent, one step further in than its first line.
         lead = line[:len(line) - len(line.lstrip())]

@@ -26,6 +26,13 @@ def fmt_kb(kb) -> str:
     return "-" if kb is None else fmt_bytes(kb * 1024)
 
 
+def bound_line(who, size) -> str:
+    """What a ≤ before a peak RSS means (summary's table, bench's): said under the table; size as the
+    table shows sizes."""
+    return (f"≤: the linker's peak RSS is at most that; {who} ({size}) started it, and the kernel "
+            "counts that size in the linker's figure")
+
+
 def fmt_peak(d) -> str:
     """A link's (or the totals') peak RSS, "≤" where it is only an upper bound (summary.peak_is_bound)."""
     return ("≤" if d.get("peak_rss_bound") else "") + fmt_kb(d.get("peak_rss_kb"))
@@ -247,9 +254,7 @@ def render_build(b, console: Console) -> None:
     console.print(fit(console, make, "what", optional=("mode", "cpu", "output")))
     bound = [l["spawner_rss_kb"] for l in b["links"] if l.get("peak_rss_bound")]
     if bound:  # said where the sign is: a newcomer reads the table, not the design notes
-        print_hanging(console, f"≤: the linker's peak RSS is at most that; linkwrap's own process "
-                               f"({fmt_kb(max(bound))}) started it, and the kernel counts that size in "
-                               f"the linker's figure", style="dim")
+        print_hanging(console, bound_line("linkwrap's own process", fmt_kb(max(bound))), style="dim")
     for line in (linking_line(b), compile_line(b)):
         if line:
             print_hanging(console, line, markup=True)
