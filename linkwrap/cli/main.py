@@ -142,6 +142,14 @@ def verbatim_help(name) -> str:
     return build_parser().subparsers[name].format_help()
 
 
+def unknown_command(word) -> str:
+    """One line for a command that does not exist, with the nearest ones (a typo is the usual cause)."""
+    import difflib
+    near = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.6)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    return f"no command {word!r}{hint} (`linkwrap --help` lists them)"
+
+
 def _module(name):
     return importlib.import_module(f"linkwrap.cli.{COMMANDS[name][0]}")
 
@@ -158,6 +166,9 @@ def main(argv=None) -> int:
     try:
         if argv and argv[0] in VERBATIM:
             code = _module(argv[0]).run_verbatim(argv[1:])
+        elif argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
+            from linkwrap.errors import UsageError
+            raise UsageError(unknown_command(argv[0]))
         else:
             parser = build_parser()
             args, extras = parser.parse_known_args(argv)

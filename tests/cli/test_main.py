@@ -110,3 +110,17 @@ def test_every_variable_linkwrap_reads_is_in_the_environment_list():
     listed = {name for name, _ in ENVIRONMENT}
     assert read - set(INTERNAL) - listed == set(), "add them to linkwrap/cli/main.py ENVIRONMENT"
     assert {"LINKWRAP_SERVER", "LINKWRAP_LD_NO_FALLBACK", "LINKWRAP_DIRECT", "LINKWRAP_SAVE"} <= listed
+
+
+@pytest.mark.parametrize("typo, near", [("instal", "install"), ("sumary", "summary"), ("explian", "explain")])
+def test_a_mistyped_command_gets_one_line_naming_the_nearest(typo, near, tmp_path, lw_home):
+    done = piped(typo, cwd=tmp_path, check=False)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"linkwrap: error: no command {typo!r}; did you mean {near!r}? (`linkwrap --help` lists them)"]
+
+
+def test_a_word_near_no_command_says_so_without_a_guess(tmp_path, lw_home):
+    done = piped("zzzz", cwd=tmp_path, check=False)
+    assert done.returncode == 2
+    assert "did you mean" not in done.stderr and "no command 'zzzz'" in done.stderr
