@@ -175,13 +175,17 @@ def run_build(argv, env, stdout=None) -> int:
         for signum in pending:  # arrived before the group existed
             _kill_group(proc.pid, signum)
         try:
-            status = _wait(proc.pid, tty)
-            proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+            _wait_ended(proc.pid, tty)
         finally:
             if tty is not None:
                 _give_terminal(tty, os.getpgrp())
+        # The leader has ended but is not reaped yet: while it is a zombie its pid cannot be reused, so a
+        # signal forwarded now, and the wait for the rest of its group, reach this build and no other.
         if pending:
             _wait_group_gone(proc.pid)
+        _, status = os.waitpid(proc.pid, 0)
+        group.clear()  # reaped: from here on the pid may be another process's
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
@@ -189,12 +193,15 @@ def run_build(argv, env, stdout=None) -> int:
     return 128 - code if code < 0 else code
 
 
-def _wait(pid, tty) -> int:
-    """waitpid until the build ends; when ^Z stops it on a terminal, stop linkwrap too, then continue both."""
+def _wait_ended(pid, tty) -> None:
+    """Wait until the build's leader ends, leaving it unreaped; when ^Z stops it on a terminal, stop
+    linkwrap too, then continue both."""
     while True:
-        _, status = os.waitpid(pid, 0 if tty is None else os.WUNTRACED)
-        if not os.WIFSTOPPED(status):
-            return status
+        stops = 0 if tty is None else os.WSTOPPED
+        info = os.waitid(os.P_PID, pid, os.WEXITED | stops | os.WNOWAIT)
+        if info.si_code != os.CLD_STOPPED:
+            return
+        os.waitid(os.P_PID, pid, os.WSTOPPED)  # take the stop, so the next wait sees what comes after it
         _give_terminal(tty, os.getpgrp())
         os.kill(os.getpid(), signal.SIGSTOP)  # as the build is: the shell sees the job stopped
         _give_terminal(tty, pid)

@@ -137,6 +137,25 @@ def test_a_signal_to_linkwrap_run_alone_reaches_the_build(tmp_path, lw_home, sig
     assert b["exit_status"] == 128 + sig
 
 
+def test_the_builds_leader_stays_unreaped_while_the_rest_of_its_group_ends(tmp_path, lw_home):
+    """After a forwarded signal linkwrap waits for the build's whole group; the leader, already dead, is
+    reaped only after that, so its pid (the group's id that linkwrap signals and polls) cannot be
+    another process's meanwhile. The group's last member looks at the leader once it has died: a zombie
+    (state Z), not gone."""
+    member = ('trap "" TERM; while :; do s=$(cut -d" " -f3 /proc/$1/stat 2>/dev/null || echo gone); '
+              'case $s in Z|gone) echo $s > leader; exit;; esac; sleep 0.01; done')
+    build = f"sh -c '{member}' member $$ & echo started > started; exec sleep 600"
+    proc = subprocess.Popen([script("linkwrap"), "run", "-q", "--", "sh", "-c", build], cwd=tmp_path,
+                            stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=default_signals)
+    while not (tmp_path / "started").exists():
+        assert proc.poll() is None
+        time.sleep(0.01)
+    time.sleep(0.1)  # `exec sleep` has replaced sh
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    assert (tmp_path / "leader").read_text().strip() == "Z"
+
+
 def test_on_a_terminal_the_build_reads_it_and_gets_ctrl_c(tmp_path, lw_home):
     """The build runs in a group of its own made the terminal's foreground, as a shell does: it can
     read the terminal (no SIGTTIN stop), and ^C from the terminal ends it: exit status 128+2."""
