@@ -341,10 +341,38 @@ def refit(db) -> None:
         cache.store(os.path.join(MODEL_OUTPUTS, name), {"format": FORMAT, "outputs": shards.get(name, {})})
     cache.store(MODEL, {"format": FORMAT, "linkers": model["linkers"]})
     _migrate_history(paths.state_dir())
+    _sweep_history(paths.state_dir())
     try:
         os.unlink(os.path.join(paths.cache_dir(), LEGACY[1]))  # the fit above replaces it
     except OSError:
         pass
+
+
+def _sweep_history(state) -> int:
+    """Remove what a writer killed between its exchange and its unlink left in the history's
+    directory (`<shard>.<pid>.tmp`, the old contents); -> names removed. A writer holds the lock from
+    creating its tmp file until it is renamed away, so under the lock every tmp file is stale."""
+    lock = _lock(state)
+    try:
+        from linkwrap.errors import StateError
+        try:
+            where = _history_dir(state)
+        except (OSError, StateError):  # none yet, or not private (keep() says so): nothing of ours to sweep
+            return 0
+        removed = 0
+        try:
+            for name in os.listdir(where):
+                if name.endswith(".tmp"):
+                    try:
+                        os.unlink(name, dir_fd=where)
+                        removed += 1
+                    except OSError:
+                        pass
+        finally:
+            os.close(where)
+        return removed
+    finally:
+        os.close(lock)
 
 
 def _migrate_history(state) -> None:

@@ -222,3 +222,21 @@ def test_an_earlier_linkwraps_one_file_history_moves_into_the_shards(tmp_path, l
     assert not legacy.exists()
     assert predict.load("bfd", "/w/old")[0]["outputs"][predict.key("bfd", "/w/old")] == [(30 * MIB_KB, 1 << 20)]
     assert predict.load("bfd", "/w/both")[0]["outputs"][predict.key("bfd", "/w/both")] == [(50 * MIB_KB, 1 << 20)]
+
+
+def test_a_writer_killed_before_its_unlink_leaves_no_tmp_file_after_a_reading_command(tmp_path, lw_home):
+    """keep() exchanges its new shard in and then unlinks the old contents under the tmp name; a
+    process killed in between leaves `<shard>.<pid>.tmp`. The next reading command sweeps it."""
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+    from linkrecords import lw, spool_record
+    from linkwrap import paths
+    predict.keep(paths.state_dir(), "bfd", "/w/kept", 50 * MIB_KB, 1 << 20)
+    where = lw_home / predict.HISTORY
+    [shard] = os.listdir(where)
+    stale = where / f"{shard}.4194301.tmp"   # a pid of a process that is gone
+    stale.write_bytes(b"old contents")
+    spool_record(lw_home, linker="bfd", output_path="/w/x", input_bytes=1 << 20, charge_kb=20 * MIB_KB)
+    lw("summary")
+    assert sorted(os.listdir(where)) == [shard]
+    assert predict.load("bfd", "/w/kept")[0]["outputs"][predict.key("bfd", "/w/kept")] == [(50 * MIB_KB, 1 << 20)]
