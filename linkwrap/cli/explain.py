@@ -362,6 +362,20 @@ def recorded_link(output, link_args, cwd):
     return queries.last_link(conn, output=os.path.abspath(os.path.join(cwd, output)))
 
 
+def whose_link(row, cwd):
+    """With no OUTPUT outside every project, the last link recorded anywhere is shown: a sentence
+    naming its project, said first (it may be a link the user does not expect); else None."""
+    from linkwrap.cli import scope
+    from linkwrap.store import db
+    conn = db.open_store()
+    if scope.resolve(conn, None, cwd)[0] is not None:
+        return None
+    found = conn.execute("SELECT project_dir FROM builds WHERE id = ?", (row["build_id"],)).fetchone()
+    where = found[0] if found and found[0] else "no recorded project"
+    return (f"the current directory is in no project linkwrap has recorded: this is the last link "
+            f"recorded anywhere, of {where}")
+
+
 def recorded_request(row, kind, environ):
     """The recorded link's own command line, where it can still be read; else None."""
     from linkwrap.wrap import args as args_mod
@@ -419,6 +433,10 @@ def run(args) -> int:
         how = "a hard link" if os.path.samefile(made_by, os.path.join(cwd, output)) else "the same bytes"
         report["note"] = (f"{output} is Cargo's copy ({how}) of {made_by}, which rustc linked: "
                           "this is that link, as recorded")
+    if row is not None and output is None and link_args is None:
+        whose = whose_link(row, cwd)
+        if whose:
+            report["note"] = "; ".join(filter(None, (whose, report.get("note"))))
     report["recorded"] = recorded_dict(row) if row is not None else None
     if as_json:
         from linkwrap.report import jsonout

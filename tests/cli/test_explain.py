@@ -443,6 +443,16 @@ def test_a_recorded_rustc_link_says_which_inputs_rustc_deleted_and_what_memory_f
     assert f"{gone['rustc_temporaries']} deleted since the link (rustc's temporar" in text, text
     assert "not found" not in text.split("input bytes")[1].split("\n")[0], text
     assert "charge to the memory group, not peak RSS" in text, text
+    assert data["note"] is None                   # in the project: its own link, nothing to say
+    # Outside every project, the last link recorded anywhere is shown: said first, naming its project.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    away = explain(cwd=elsewhere)
+    assert away["recorded"]["output"] == rec["output"]
+    assert away["note"] == ("the current directory is in no project linkwrap has recorded: this is the "
+                            f"last link recorded anywhere, of {root}")
+    first = linkwrap("explain", cwd=elsewhere, env={"COLUMNS": "300"}).stdout.splitlines()
+    assert first[1].startswith("the current directory is in no project linkwrap has recorded"), first[:3]
     assert f"peak RSS {rec['peak_rss_kb'] >> 10} MiB; charge {rec['charge_kb'] >> 10} MiB" in text, text
 
 
