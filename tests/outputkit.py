@@ -218,11 +218,13 @@ def signal_group(group, sig):
             pids.send(ident, sig)
 
 
-def the_linker(root_pid):
-    """The deepest process below root_pid that is not the driver or collect2."""
-    procs = [p for p in descendants(root_pid) if comm(p) not in ("gcc", "cc", "collect2", "")]
-    assert procs, "no linker process found"
-    return procs[-1]
+def the_linker(group):
+    """The (pid, start) of the deepest process of a stopped group (stop_mid_write's) that is not the driver or
+    collect2 and is still there; None when the attempt was ending as it was caught (its linker exited
+    between writing and the stop): read from the snapshot, not from a new walk of /proc, which would
+    race with that exit."""
+    procs = [p for p in group if _alive(p) and comm(p[0]) not in ("gcc", "cc", "collect2", "")]
+    return procs[-1] if procs else None
 
 
 def _group_alive(group):
