@@ -68,7 +68,9 @@ def own_ms(link):
 
 
 def bar_chart(rows, css_class, width=900, label_w=260, bar_h=18) -> str:
-    """rows: [(label, value_ms, colour, tooltip)] -> horizontal bar chart SVG."""
+    """rows: [(label, value_ms, fill, tooltip)] -> horizontal bar chart SVG. fill is a colour, or a list
+    of (ms, colour, name) parts laid end to end in the bar (a build's time per linker), each its own
+    `rect.bar-part`; the row's `rect.bar` then carries the outline and the tooltip over them."""
     top = max((v for _, v, _, _ in rows), default=0) or 1.0
     h = bar_h * len(rows) + 4
     out = [f'<svg class="chart {css_class}" width="{width}" height="{h}" viewBox="0 0 {width} {h}" '
@@ -78,6 +80,14 @@ def bar_chart(rows, css_class, width=900, label_w=260, bar_h=18) -> str:
         y = i * bar_h + 2
         w = max(1.0, span * value / top)
         out.append(f'<text x="{label_w - 6}" y="{y + bar_h - 6}" text-anchor="end">{e(label[:42])}</text>')
+        if isinstance(fill, list):
+            x = float(label_w)
+            for part_ms, part_fill, name in fill:
+                pw = w * part_ms / (value or 1.0)
+                out.append(f'<rect class="bar-part" data-linker="{e(name)}" x="{x:.1f}" y="{y}" width="{pw:.1f}" '
+                           f'height="{bar_h - 4}" fill="{part_fill}"/>')
+                x += pw
+            fill = 'none" pointer-events="all'  # the parts show; this rect holds the tooltip
         out.append(f'<rect class="bar" x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h - 4}" fill="{fill}">'
                    f'<title>{e(tip)}</title></rect>')
         out.append(f'<text x="{label_w + w + 4:.1f}" y="{y + bar_h - 6}">{e(fmt_ms(value))}</text>')
@@ -297,6 +307,18 @@ def context(summary, machine) -> str:
     return ("<table class=context>" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>")
 
 
+def by_linker(build) -> list:
+    """[(ms, colour, linker)] of a build's link time, the most first: a failed link's time in the
+    colour of failure, as on the timeline."""
+    parts = {}
+    for l in build["links"]:
+        if ran(l):
+            name = "failed" if l["failed"] else (l["linker"] or "?")
+            parts[name] = parts.get(name, 0.0) + (l["wall_ms"] or 0.0)
+    return [(ms, FAILED if name == "failed" else colour(name), name)
+            for name, ms in sorted(parts.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
 def legend(summary) -> str:
     names = sorted({l["linker"] or "?" for b in summary["builds"] for l in b["links"]})
     return ('<p class="legend">' + "".join(f'<span><i style="background:{colour(n)}"></i>{e(n)}</span>' for n in names)
@@ -309,9 +331,10 @@ def body(summary, machine) -> list:
     builds = summary["builds"]
     own = [own_ms(l) for b in builds for l in b["links"] if own_ms(l) is not None]
     per_build = [(f"#{b['id']} {b['tool'] or ''} {(b['started_utc'] or '')[:16].replace('T', ' ')}",
-                  b["totals"]["wall_ms"], "#4e79a7",
+                  b["totals"]["wall_ms"], by_linker(b),
                   f"build #{b['id']}: {plural(b['totals']['links'] - config_errors(b['links']), 'link')}, "
-                  f"{fmt_ms(b['totals']['wall_ms'])}")
+                  f"{fmt_ms(b['totals']['wall_ms'])}: " + ", ".join(
+                      f"{name} {fmt_ms(ms)}" for ms, _, name in by_linker(b)))
                  for b in builds if any(ran(l) for l in b["links"])]
     errors = config_errors(l for b in builds for l in b["links"])
     parts = [

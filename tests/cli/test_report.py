@@ -17,6 +17,8 @@ window.addEventListener('load', () => {
     links: [...document.querySelectorAll('rect.link-bar')].filter(sized).map(
       r => [r.dataset.linker, getComputedStyle(r).fill]),
     builds: [...document.querySelectorAll('svg.per-build rect.bar')].filter(sized).length,
+    buildParts: [...document.querySelectorAll('svg.per-build rect.bar-part')].filter(sized).map(
+      r => [r.dataset.linker, getComputedStyle(r).fill]),
     trends: Object.fromEntries([...document.querySelectorAll('tr.trend')].map(t => [t.dataset.output,
       [[...t.querySelectorAll('circle.wall-point')].filter(sized).length,
        [...t.querySelectorAll('circle.rss-point')].filter(sized).length]])),
@@ -103,6 +105,12 @@ def test_the_rendered_page_shows_a_trend_per_output_fixed_colours_and_fetches_no
     for name, fill in seen["links"]:
         assert fill == rgb(LINKER_COLOURS[name]), (name, fill)
     assert seen["concurrency"] and all(1 <= m <= 2 for m in seen["concurrency"])
+    # Each build's bar is its link time per linker, in the linkers' colours (not one colour for all).
+    per_build = [{l["linker"] for l in b["links"]} for b in data["builds"]]
+    assert len(seen["buildParts"]) == sum(len(names) for names in per_build)
+    assert {n for n, _ in seen["buildParts"]} == set().union(*per_build)
+    for name, fill in seen["buildParts"]:
+        assert fill == rgb(LINKER_COLOURS[name]), (name, fill)
     from linkwrap.report.render import fmt_ms
     links = [l for b in data["builds"] for l in b["links"]]
     own = sum((l["startup_ms"] or 0) + (l["overhead_ms"] or 0) for l in links)
@@ -114,6 +122,7 @@ def test_the_rendered_page_shows_a_trend_per_output_fixed_colours_and_fetches_no
     alone = rendered(lw("report", "--build", last, "--html", "-", cwd=tmp_path).stdout, tmp_path, "alone.html")
     assert {n for n, _ in alone["links"]} == {"bfd"}
     assert {f for _, f in alone["links"]} == {rgb(LINKER_COLOURS["bfd"])}
+    assert alone["buildParts"] == [["bfd", rgb(LINKER_COLOURS["bfd"])]]
 
 
 def test_open_hands_the_page_to_the_browser(tmp_path, lw_home):
