@@ -196,27 +196,52 @@ def timeline(build, width=900, label_w=260, bar_h=16) -> str:
 
 
 def links_table(build) -> str:
+    return ("<table class=links><tr><th>what</th>" + _LINK_HEAD + "</tr>"
+            + "".join(_link_row(l, "") for l in build["links"]) + "</table>")
+
+
+_LINK_HEAD = ("<th>linker</th><th>mode</th><th class=n>wall</th><th class=n>cpu</th><th class=n>peak RSS</th>"
+              "<th class=n>output</th><th class=n>linkwrap</th><th>status</th>")
+
+
+def lone_link(build) -> bool:
+    """A build of one plain link (it ran, did not fail or fall back, waited for nothing): its own section
+    with a concurrency chart and a timeline of one bar would say nothing its table row does not."""
+    if len(build["links"]) != 1:
+        return False
+    l = build["links"][0]
+    return ran(l) and not l["failed"] and not l["fell_back"] and not l.get("waited_ms")
+
+
+def lone_links_table(builds, host) -> str:
+    """One table for consecutive builds of one plain link each, a row a build (newest first)."""
     rows = []
-    for l in build["links"]:
-        cls = ' class="bad"' if l["failed"] else (' class="warn"' if fell_back(l) else "")
-        state = ("configuration error (no linker ran)" if not ran(l) else "failed" if l["failed"]
-                 else "fell back" if l["fell_back"]
-                 else "as asked (fault)" if l["fault"] else "ok")
-        if l["fell_back"]:
-            # Which linker failed first, and why: the same words as `linkwrap summary`.
-            state += f' <span class=dim>({e(l.get("first_linker") or "?")}: {e(l.get("first_error") or "-")})</span>'
-        else:
-            state = e(state)
-        # Its wall time is the driver's compile too: said where the figure is.
-        both = " <span class=compiles>compile+link</span>" if l.get("compiles") else ""
-        rows.append(f"<tr{cls}><td>{e(l['crate_name'])} <span class=dim>{e(l['crate_kind'])}</span>{both}</td>"
-                    f'<td><i style="color:{colour(l["linker"])}">■</i> {e(linker_name(l))}</td><td>{e(l["write_mode"])}</td>'
-                    f"<td class=n>{e(fmt_ms(l['wall_ms']) if ran(l) else '-')}</td><td class=n>{e(fmt_ms(l['cpu_ms']))}</td>"
-                    f"<td class=n>{e(fmt_peak(l))}</td><td class=n>{e(fmt_bytes(l['output_bytes']))}</td>"
-                    f"<td class=n>{e(fmt_ms(own_ms(l)))}</td><td>{state}</td></tr>")
-    return ("<table class=links><tr><th>what</th><th>linker</th><th>mode</th><th class=n>wall</th><th class=n>cpu</th>"
-            "<th class=n>peak RSS</th><th class=n>output</th><th class=n>linkwrap</th><th>status</th></tr>"
-            + "".join(rows) + "</table>")
+    for b in builds:
+        lead = (f'<td id="build-{e(host)}-{b["id"]}">#{b["id"]} <span class=dim>{e((b["started_utc"] or "")[:16].replace("T", " "))}'
+                f' · {e(short_command(b["command"]))}</span></td>')
+        rows += [_link_row(l, lead) for l in b["links"]]
+    return (f"<h2>{plural(len(builds), 'build')} of one link each</h2>"
+            "<table class=links><tr><th>build</th><th>what</th>" + _LINK_HEAD + "</tr>" + "".join(rows) + "</table>")
+
+
+def _link_row(l, lead) -> str:
+    """One link's row of a links table, after the cells of lead (a build's, where rows are builds)."""
+    cls = ' class="bad"' if l["failed"] else (' class="warn"' if fell_back(l) else "")
+    state = ("configuration error (no linker ran)" if not ran(l) else "failed" if l["failed"]
+             else "fell back" if l["fell_back"]
+             else "as asked (fault)" if l["fault"] else "ok")
+    if l["fell_back"]:
+        # Which linker failed first, and why: the same words as `linkwrap summary`.
+        state += f' <span class=dim>({e(l.get("first_linker") or "?")}: {e(l.get("first_error") or "-")})</span>'
+    else:
+        state = e(state)
+    # Its wall time is the driver's compile too: said where the figure is.
+    both = " <span class=compiles>compile+link</span>" if l.get("compiles") else ""
+    return (f"<tr{cls}>{lead}<td>{e(l['crate_name'])} <span class=dim>{e(l['crate_kind'])}</span>{both}</td>"
+            f'<td><i style="color:{colour(l["linker"])}">■</i> {e(linker_name(l))}</td><td>{e(l["write_mode"])}</td>'
+            f"<td class=n>{e(fmt_ms(l['wall_ms']) if ran(l) else '-')}</td><td class=n>{e(fmt_ms(l['cpu_ms']))}</td>"
+            f"<td class=n>{e(fmt_peak(l))}</td><td class=n>{e(fmt_bytes(l['output_bytes']))}</td>"
+            f"<td class=n>{e(fmt_ms(own_ms(l)))}</td><td>{state}</td></tr>")
 
 
 # --- per output, across builds --------------------------------------------------
@@ -352,7 +377,14 @@ def body(summary, machine) -> list:
         trends(summary),
     ]
     parts += [section(summary) for section in EXTRA_SECTIONS]
+    lone = []  # consecutive builds of one plain link, shown as one table
     for b in reversed(builds):
+        if lone_link(b):
+            lone.append(b)
+            continue
+        if lone:
+            parts.append(lone_links_table(lone, machine.get("host") or ""))
+            lone = []
         share = b["linking"]
         share_text = (f", linking {fmt_pct(share['link_share'])} of {fmt_ms(share['wall_ms'])} build wall time"
                       if share and share.get("link_share") is not None else "")
@@ -373,6 +405,8 @@ def body(summary, machine) -> list:
             parts += [timeline(b), links_table(b)]
         else:
             parts.append(timeline(b))
+    if lone:
+        parts.append(lone_links_table(lone, machine.get("host") or ""))
     return parts
 
 

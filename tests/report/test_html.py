@@ -45,3 +45,26 @@ def test_an_output_has_one_trend_point_per_build_and_a_memory_wait_comes_before_
     b = build(4, [link(1, "2026-01-01T00:00:00.000Z", 30.0),
                   link(2, "2026-01-01T00:00:00.000Z", 10.0, waited_ms=40.0)])
     assert 'data-max="1"' in html.concurrency(b)
+
+
+def test_builds_of_one_plain_link_are_rows_of_one_table_not_sections_of_their_own():
+    """A page of many one-link builds (a test binary relinked, a make of one target) was one long page
+    of one-bar sections with a concurrency chart each: consecutive ones are one table, a row a build.
+    A build with a failed link or a wait for memory keeps its section: its timeline says something."""
+    lone = [build(i, [link(i, f"2026-01-01T00:00:0{i}.000Z", 10.0 * i)]) for i in (1, 2, 3)]
+    pair = build(4, [link(4, "2026-01-01T00:00:05.000Z", 5.0), link(5, "2026-01-01T00:00:05.000Z", 6.0)])
+    failed = build(5, [link(6, "2026-01-01T00:00:06.000Z", 5.0, failed=True)])
+    later = [build(i, [link(i, f"2026-01-01T00:00:0{i}.000Z", 1.0)]) for i in (6, 7)]
+    builds = [*lone, pair, failed, *later]
+    assert [html.lone_link(b) for b in builds] == [True, True, True, False, False, True, True]
+    text = html.lone_links_table(later[::-1], "h")
+    assert text.startswith("<h2>2 builds of one link each</h2>") and text.count("<tr") == 3  # head + 2
+    assert text.index('id="build-h-7"') < text.index('id="build-h-6"')  # newest first, as the sections
+    from linkwrap.report.summary import totals
+    summary = {"builds": builds, "totals": totals([l for b in builds for l in b["links"]])}
+    page = "".join(html.body(summary, {"host": "h"}))
+    # newest first: the two later builds' table, the failed build's and the pair's sections, the first three's table
+    order = [m.group(0) for m in re.finditer(r"<h2>\d builds of one link each</h2>|<h2 id=\"build-h-\d+\">", page)]
+    assert order == ["<h2>2 builds of one link each</h2>", '<h2 id="build-h-5">', '<h2 id="build-h-4">',
+                     "<h2>3 builds of one link each</h2>"]
+    assert page.count('class="concurrency') <= 2
