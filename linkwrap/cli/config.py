@@ -45,6 +45,7 @@ def run(args) -> int:
     settings = config_mod.load(request, environ, profile=profile)
     report = describe(settings, cwd, environ)
     report["profiles"] = profile_overrides(settings)
+    report["applied_order"] = applied_order(settings)
     from linkwrap.wrap import linkers
     installed = list(linkers.discover(request, environ))
     report["installed"] = installed
@@ -65,6 +66,9 @@ def run(args) -> int:
         print("LINKWRAP_DISABLE=1: linkwrap is off; every link runs exactly as asked, whatever follows")
     for key, entry in report["values"].items():
         print(f"({entry['source']}) {key} = {toml_value(entry['value'])}")
+        if key == "prefer" and report.get("applied_order"):
+            import textwrap
+            print(textwrap.fill(report["applied_order"]["text"], 80, initial_indent="  ", subsequent_indent="  "))
     if report["profiles"]:
         print("profile overrides (each applies only to its profile's links; `--profile NAME` shows one merged):")
         for entry in report["profiles"]:
@@ -76,6 +80,21 @@ def run(args) -> int:
         print(f"warning: forced linker {name} is not installed: links choose as usual "
               f"(LINKWRAP_LINKER={name}; installed: {', '.join(report['installed']) or 'none'})")
     return 0
+
+
+def applied_order(settings):
+    """What a link really tries when `prefer` is the default: the policy puts the caller's own fast
+    default first (rustc's rust-lld), and a measurement or the output's relinks decide before any
+    order. {rust, text}, or None when `prefer` was configured (then it is the order, as shown)."""
+    if settings.sources.get("prefer", "default") != "default":
+        return None
+    from linkwrap.wrap.policy import static_order
+    rust = list(static_order(settings.prefer, ("rust-lld",)))
+    return {"rust": rust,
+            "text": ("applied: first what `linkwrap bench` measured for the output, else what its relinks "
+                     "taught; else a caller's own fast linker first, then this order (a rustc link: "
+                     f"{', '.join(rust)}; a small C link: GNU ld first); `linkwrap explain OUTPUT` shows "
+                     "one link's")}
 
 
 def _not_found(cwd) -> str:

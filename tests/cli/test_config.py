@@ -33,6 +33,11 @@ def test_defaults_say_default(project, lw_home):
     assert out[0] == f"user file:    {lw_home / 'config' / 'linkwrap.toml'} (not present)"
     assert out[1] == f"project file: none (searched {project / 'src'} up to {project}, which holds .git)"
     assert '(default) prefer = ["mold", "wild", "lld", "rust-lld", "bfd", "gold"]' in out
+    # ...and, under it, the order links really follow, which is not that one for rustc's links
+    at = out.index('(default) prefer = ["mold", "wild", "lld", "rust-lld", "bfd", "gold"]')
+    applied = " ".join(line.strip() for line in out[at + 1:at + 5])
+    assert applied.startswith("applied: first what `linkwrap bench` measured for the output")
+    assert "a rustc link: rust-lld, mold, wild, lld, bfd, gold; a small C link: GNU ld first" in applied
     assert "(default) forbid = []" in out
     assert "(default) in_place = true" in out
     assert "(default) record = true" in out
