@@ -52,6 +52,13 @@ def fmt_pct(x) -> str:
     return "-" if x is None else f"{100 * x:.0f} %"
 
 
+def try_reason(link):
+    """The policy's reason when this link was a try (another linker timed on a real link, to learn
+    which links that output fastest); else None."""
+    from linkwrap.bench.learn import EXPLORING
+    return next((r for r in link.get("reasons") or () if EXPLORING in r), None)
+
+
 def status(link) -> str:
     if link["failed"]:
         # Failed as asked too: the fall-back is shown, as the JSON and the count of fall-backs have it.
@@ -61,7 +68,7 @@ def status(link) -> str:
         return f"[yellow]fell back ({link['first_exit_status']})[/]"
     if link["fault"]:
         return "[yellow]as asked (config error)[/]" if _config_error(link) else "[yellow]as asked (fault)[/]"
-    return "ok"
+    return "ok, a try" if try_reason(link) else "ok"
 
 
 # Shown after the name, so that `app` the build script, `app` the binary and
@@ -258,6 +265,11 @@ def render_build(b, console: Console) -> None:
     for line in (linking_line(b), compile_line(b)):
         if line:
             print_hanging(console, line, markup=True)
+    tries = [(l, try_reason(l)) for l in b["links"] if not l["failed"] and try_reason(l)]
+    if tries:  # a try costs the user when the tried linker is slower: said, with why
+        print_hanging(console, f"A try: {plural(len(tries), 'link')} ran a linker that linkwrap is timing on that "
+                               "output, to learn which links it fastest (`linkwrap explain OUTPUT`): "
+                      + "; ".join(f"{what(l)}: {why}" for l, why in tries))
     if b["wall_ms"] is not None and b["exit_status"] is not None:
         console.print(f"Build: {fmt_ms(b['wall_ms'])}, exit status {b['exit_status']}")
     if len(b["by_linker"]) > 1:

@@ -51,6 +51,13 @@ def test_relinks_converge_to_the_faster_linker_with_bounded_exploration(tmp_path
     c = final["learned"]["candidates"]
     assert c["lld"]["median_ms"] < c["mold"]["median_ms"]
     assert any("learnt fastest from this output's relinks" in r for r in final["reasons"]), final["reasons"]
+    # The summary marks each try, and says why it was one.
+    text = linkwrap("summary", "--all", cwd=tmp_path, env={**env, "COLUMNS": "200"}).stdout
+    assert text.count("ok, a try") == len(tries), text
+    said = " ".join(text.split())
+    n = f"{len(tries)} link" + ("s" if len(tries) > 1 else "")
+    assert f"A try: {n} ran a linker that linkwrap is timing on that output" in said, text
+    assert "mold" in said.split("A try:")[1] and "exploring on this output" in said, text
 
 
 def test_learning_can_be_turned_off(tmp_path, lw_home, linkwrap_cc, big_hello_obj):
