@@ -328,7 +328,7 @@ def own_time_lines(t) -> list:
     n = t["links"]
     inside = t["overhead_ms"]
     if not t.get("startup_links"):
-        return ["linkwrap's own time (inside Python, excluding interpreter start-up):",
+        return ["linkwrap's own time (its work once started; starting Python not measured):",
                 f"  {fmt_ms(inside)} over {plural(n, 'link')}, {fmt_ms(inside / n if n else 0)} per link"]
     known = t["startup_links"]
     start = t["startup_ms"] * n / known  # the links without a start-up figure, at the average of the others
@@ -336,9 +336,9 @@ def own_time_lines(t) -> list:
     cold = _one_time_lines(t, start + inside)
     return [f"linkwrap's own time: {fmt_ms(start + inside)} over {plural(n, 'link')}, "
             f"{fmt_ms((start + inside) / n)} per link" + (f", {fmt_ms(t['script_own_ms'])} of it one-time" if cold else ""),
-            f"  start-up (interpreter and imports): {fmt_ms(start)}{measured}; each link's timed "
-            "with the kernel's 10 ms clock ticks, so the sum is unbiased",
-            f"  inside Python (excluding interpreter start-up): {fmt_ms(inside)}"] + cold
+            f"  starting Python and loading linkwrap: {fmt_ms(start)}{measured} (timed in 10 ms steps: "
+            "rough for one link, right in total)",
+            f"  linkwrap's work once started: {fmt_ms(inside)}"] + cold
 
 
 def _one_time_lines(t, own_ms) -> list:
