@@ -111,22 +111,25 @@ def read_bytes(path: str) -> bytes | None:
 
 def write_atomic(path: str, data: bytes) -> None:
     """Replace path's contents all at once: a crash leaves the old file or the
-    new one, never half of it. Keeps the old file's mode, and a symlink stays a
+    new one, never half of it. Keeps the old file's owner, group and mode (root
+    editing another user's config must not leave it root's), and a symlink stays a
     symlink (dotfile managers link ~/.cargo/config.toml): its target is written."""
     path = os.path.realpath(path)
     folder = os.path.dirname(path)
     tmp = os.path.join(folder, f".{os.path.basename(path)}.linkwrap-{os.getpid()}.tmp")
     try:
-        mode = os.stat(path).st_mode & 0o7777
+        st = os.stat(path)
     except FileNotFoundError:
-        mode = None
+        st = None
     try:
         with open(tmp, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        if st is not None:
+            if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+                os.chown(tmp, st.st_uid, st.st_gid)  # before chmod: chown clears setuid/setgid bits
+            os.chmod(tmp, st.st_mode & 0o7777)
         os.replace(tmp, path)
     except OSError as e:
         try:
