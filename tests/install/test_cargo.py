@@ -8,6 +8,7 @@ from conftest import script
 from install.buildtools import comment, execs, ran, run
 from linkwrap.errors import ConfigError, InstallError
 from linkwrap.install import cargo, marker
+from users import other_user  # noqa: F401 (fixture)
 
 HOST = "x86_64-unknown-linux-gnu"
 CC = "/opt/linkwrap/bin/linkwrap-cc"
@@ -269,3 +270,16 @@ def test_a_hand_set_linkwrap_cc_is_not_taken_over_without_force(tmp_path):
     with pytest.raises(InstallError, match="--force"):
         install(path)
     assert path.read_text() == original
+
+
+def test_write_atomic_keeps_another_users_owner_group_and_mode(tmp_path, other_user):
+    """As root, rewriting another user's 0640 config must leave it theirs (issue 31 item 3)."""
+    _, uid, gid = other_user
+    path = tmp_path / "config.toml"
+    path.write_bytes(b"[build]\n")
+    os.chown(path, uid, gid)
+    os.chmod(path, 0o640)
+    marker.write_atomic(str(path), b"[build]\njobs = 2\n")
+    st = os.stat(path)
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (uid, gid, 0o640)
+    assert path.read_bytes() == b"[build]\njobs = 2\n"
