@@ -3,7 +3,10 @@
 Never rejects anything: unknown flags are passed through untouched. What it
 does take out is what rustc >= 1.90 injects to force its bundled rust-lld
 (`-fuse-ld=lld` and `-B<sysroot>/lib/rustlib/<triple>/bin/gcc-ld`), because the
-policy, not rustc, now picks the linker; it remembers where rust-lld was.
+policy, not rustc, now picks the linker; it remembers where rust-lld was. A
+-fuse-ld= after that pair is the caller's own (`-C link-arg=-fuse-ld=bfd`: rustc puts
+link-args after its own arguments, and gcc takes the last -fuse-ld=): it is taken out too,
+and it, not rustc's default, is what the line asks for (rustc_forces_lld()).
 
 Records are linkwrap.records.record types (namedtuple's interface), not frozen
 dataclasses: this module runs on every link and `import dataclasses` alone costs
@@ -29,7 +32,8 @@ class LinkRequest(record("LinkRequest", [
     "target",      # str | None: a Rust link's target triple, or a prefixed driver's (aarch64-linux-gnu)
     "own_linker",  # str | None: how the command line names its own linker binary (-B dir with an ld,
                    # --ld-path=, -fuse-ld=/path): the caller's choice, linked as asked
-])):
+    "overrides_rustc",  # bool: fuse_ld is the caller's, after rustc's injected pair (which it outranks)
+], defaults=(False,))):
     """One link, as asked for. Immutable; every later stage reads it."""
     __slots__ = ()
 
@@ -116,6 +120,9 @@ def _parse(argv, driver, environ, cwd) -> LinkRequest:
     expanded = expand_response_files(argv, cwd) if used_response_file else argv
     kept, removed = [], []
     fuse_ld = rust_lld = None
+    # rustc writes its -fuse-ld=lld right after its -B…/gcc-ld (rustc_codegen_ssa's add_lld_args);
+    # any other -fuse-ld= is the caller's, and the last one is the one gcc obeys.
+    after_gcc_ld = rustcs = False
     # Most arguments are inputs: `arg[:1] != "-"` first spares each a row of startswith() calls
     # (a few hundred a link, in every loop below).
     for arg in expanded:
@@ -123,13 +130,17 @@ def _parse(argv, driver, environ, cwd) -> LinkRequest:
             kept.append(arg)
         elif arg.startswith("-fuse-ld="):
             fuse_ld = arg[len("-fuse-ld="):]
+            rustcs = after_gcc_ld and fuse_ld == "lld"
             removed.append(arg)
         elif arg.startswith("-B") and _is_rustc_gcc_ld(arg[2:]):
             # <sysroot>/lib/rustlib/<triple>/bin/gcc-ld -> ../rust-lld
             rust_lld = os.path.join(os.path.dirname(arg[2:].rstrip("/")), "rust-lld")
             removed.append(arg)
+            after_gcc_ld = True
+            continue
         else:
             kept.append(arg)
+        after_gcc_ld = False
     output = output_path(kept)
     # Which machine the link is for decides the driver of a Cargo link (the launcher names its own).
     from linkwrap.wrap import target as target_mod
@@ -164,7 +175,15 @@ def _parse(argv, driver, environ, cwd) -> LinkRequest:
         cwd=cwd,
         target=target,
         own_linker=own,
+        overrides_rustc=bool(rust_lld and fuse_ld and not rustcs),
     )
+
+
+def rustc_forces_lld(request) -> bool:
+    """Whether the line asks for rustc's own default, its bundled rust-lld (the -B…/gcc-ld and
+    -fuse-ld=lld it injects), rather than a -fuse-ld= of the caller's that follows them.
+    Duck-typed: benchmarks build requests with only some fields set."""
+    return bool(getattr(request, "rust_lld", None)) and not getattr(request, "overrides_rustc", False)
 
 
 def _holds_linker(prefix, fuse_ld) -> bool:

@@ -113,7 +113,8 @@ def driver_ld(request, found, environ):
     gcc runs its own `ld` (on Debian GNU ld unless the user replaced it); a machine where `ld` is
     mold or lld has chosen that linker as its default, and the static order keeps it first.
     """
-    if request.rust_lld:
+    from linkwrap.wrap.args import rustc_forces_lld
+    if rustc_forces_lld(request):
         return None
     for d in environ.get("PATH", "").split(os.pathsep):
         ld = os.path.join(d, "ld") if d else ""

@@ -228,7 +228,8 @@ def learns(request, probe, callers_ld) -> bool:
 
 def callers_default(request, callers_ld):
     """(name, why) of the linker the caller would get without linkwrap, when it is a fast one."""
-    if getattr(request, "rust_lld", None):
+    from linkwrap.wrap.args import rustc_forces_lld
+    if rustc_forces_lld(request):
         return ("rust-lld", "rustc's own default")
     if callers_ld in FAST:
         return (callers_ld, "the driver's own ld")
@@ -344,10 +345,12 @@ def _callers_choice(request):
     """The linker the caller itself asked for with -fuse-ld=, not rustc's injected default.
 
     rustc >= 1.90 adds `-fuse-ld=lld -B…/gcc-ld` to every link (args.py takes
-    them out and sets rust_lld): that is rustc's default, not a choice.
+    them out and sets rust_lld): that is rustc's default, not a choice. A -fuse-ld= after
+    them (`-C link-arg=-fuse-ld=bfd`) is the caller's, and wins as it does in gcc.
     """
+    from linkwrap.wrap.args import rustc_forces_lld
     fuse = request.fuse_ld
-    if not fuse or request.rust_lld:
+    if not fuse or rustc_forces_lld(request):
         return None
     return FUSE_LD.get(fuse)
 

@@ -183,3 +183,22 @@ def test_a_kept_request_never_renames_rustcs_directory_in_the_cwd_or_in_another_
         args._last = None
         assert kept == args.parse(b, "cc", {}, cwd=str(cwd))
         assert kept.output == str(cwd / "app")
+
+
+def test_a_fuse_ld_after_rustcs_injected_pair_is_the_callers_and_wins(tmp_path):
+    """rustc puts `-C link-arg`s after its own `-B…/gcc-ld -fuse-ld=lld`; gcc obeys the last -fuse-ld=."""
+    from linkwrap.wrap.policy import _callers_choice
+    rustc = ["a.o", f"-B{SYSROOT_GCC_LD}", "-fuse-ld=lld", "-o", "out"]
+    for name in ("bfd", "gold", "mold", "lld"):
+        req = args.parse(rustc + [f"-fuse-ld={name}"], cwd=str(tmp_path), environ={})
+        assert (req.fuse_ld, req.overrides_rustc, args.rustc_forces_lld(req)) == (name, True, False)
+        assert _callers_choice(req) == name and f"-fuse-ld={name}" not in req.args
+        assert req.rust_lld  # still known, for rust-lld as a candidate
+    # rustc's own pair alone, or a -fuse-ld= before it (gcc takes the last), is rustc's default
+    for argv in (rustc, ["-fuse-ld=bfd"] + rustc):
+        req = args.parse(argv, cwd=str(tmp_path), environ={})
+        assert (req.fuse_ld, req.overrides_rustc, args.rustc_forces_lld(req)) == ("lld", False, True)
+        assert _callers_choice(req) is None
+    # -C link-self-contained=-linker: -fuse-ld=lld without rustc's -B, the caller's lld
+    req = args.parse(["a.o", "-fuse-ld=lld", "-o", "out"], cwd=str(tmp_path), environ={})
+    assert _callers_choice(req) == "lld" and not args.rustc_forces_lld(req)
