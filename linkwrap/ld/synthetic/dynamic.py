@@ -24,6 +24,12 @@ class Interp(Synthetic):
         return _put(buf, lk.offset_of(self), self.data)
 
 
+def _addend(v):
+    """An addend as the signed 64 bits ELF stores: address arithmetic wraps, as in GNU ld (a symbol
+    value near 2**64 plus an addend is past what the struct packs)."""
+    return ((v + (1 << 63)) & 0xFFFFFFFFFFFFFFFF) - (1 << 63)
+
+
 class RelaDyn(Synthetic):
     type = elf.SHT_RELA
     entsize = 24
@@ -41,9 +47,9 @@ class RelaDyn(Synthetic):
     def write_to(self, buf, lk):
         out = bytearray()
         for off, add in sorted(self.relative):
-            out += elf.RELA.pack(off, elf.R_X86_64_RELATIVE, add)
+            out += elf.RELA.pack(off, elf.R_X86_64_RELATIVE, _addend(add))
         for off, info, add in self.other:
-            out += elf.RELA.pack(off, info, add)
+            out += elf.RELA.pack(off, info, _addend(add))
         return _put(buf, lk.offset_of(self), out)
 
 
