@@ -216,19 +216,20 @@ class EhFrameHdr(Synthetic):
                 entries += _known_fdes(buf, m, eh.offset + at, eh.addr + at)
         else:
             entries = _fde_table(buf, eh.offset, eh.addr, eh.size)
-        # an FDE whose pointer encoding this linker does not read (None) is left out of the table, as
-        # GNU ld leaves what it cannot index; a table that would not fit what layout reserved is
-        # dropped whole (fde_count 0, table encoding omit): the unwinder then walks .eh_frame
-        # (so is one whose start is further than 2 GiB from the table: its 32-bit field cannot say it)
+        # an FDE whose pointer encoding this linker does not read (None), or whose start is further
+        # than 2 GiB from the table (its 32-bit field cannot say it), cannot be indexed. A table
+        # without it would hide that FDE from the unwinder's binary search, so, as GNU ld does, no
+        # table is made (fde_count 0, table encoding omit): the unwinder then walks .eh_frame.
+        # Likewise when more FDEs are found than layout counted.
         hdr = lk.addr_of[self]
-        indexed = [e for e in entries if e[0] is not None and -(1 << 31) <= e[0] - hdr < (1 << 31)]
-        unindexed = len(entries) - len(indexed)
-        entries = sorted(indexed)
+        unindexed = sum(1 for e in entries if e[0] is None or not -(1 << 31) <= e[0] - hdr < (1 << 31))
         if unindexed:
-            warn(f".eh_frame_hdr: {unindexed} FDE(s) with a pointer encoding it cannot index left out of the table")
-        if len(entries) > self.fde_count:
+            warn(f".eh_frame_hdr: {unindexed} FDE(s) this linker cannot index; no table created")
+            entries = []
+        elif len(entries) > self.fde_count:
             warn(f".eh_frame_hdr: found {len(entries)} FDEs where {self.fde_count} were counted; no table created")
             entries = []
+        entries.sort()
         table_enc = 0x3B if entries else 0xFF
         out = bytearray(struct.pack("<BBBBiI", 1, 0x1B, 0x03, table_enc, eh.addr - (hdr + 4), len(entries)))
         # one pack for the whole table: a Rust debug link has ~45k FDEs
