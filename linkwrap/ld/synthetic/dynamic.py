@@ -8,7 +8,7 @@ relocated data. In a static non-PIE executable .rela.plt is glibc's .rela.iplt, 
 apply_irel() through __rela_iplt_start/__rela_iplt_end."""
 
 from linkwrap.ld import elf
-from linkwrap.ld.synthetic.base import _put, Synthetic
+from linkwrap.ld.synthetic.base import _put, signed64, Synthetic
 
 
 class Interp(Synthetic):
@@ -22,12 +22,6 @@ class Interp(Synthetic):
 
     def write_to(self, buf, lk):
         return _put(buf, lk.offset_of(self), self.data)
-
-
-def _addend(v):
-    """An addend as the signed 64 bits ELF stores: address arithmetic wraps, as in GNU ld (a symbol
-    value near 2**64 plus an addend is past what the struct packs)."""
-    return ((v + (1 << 63)) & 0xFFFFFFFFFFFFFFFF) - (1 << 63)
 
 
 class RelaDyn(Synthetic):
@@ -47,9 +41,9 @@ class RelaDyn(Synthetic):
     def write_to(self, buf, lk):
         out = bytearray()
         for off, add in sorted(self.relative):
-            out += elf.RELA.pack(off, elf.R_X86_64_RELATIVE, _addend(add))
+            out += elf.RELA.pack(off, elf.R_X86_64_RELATIVE, signed64(add))
         for off, info, add in self.other:
-            out += elf.RELA.pack(off, info, _addend(add))
+            out += elf.RELA.pack(off, info, signed64(add))
         return _put(buf, lk.offset_of(self), out)
 
 
