@@ -23,6 +23,12 @@ class Unsupported(LinkwrapError):
         return f"not supported yet: {self.args[0]}"
 
 
+def warn(msg: str) -> None:
+    """A problem the link goes on past, as GNU ld's "warning:" lines (stderr, one line)."""
+    import sys
+    print(f"linkwrap-ld: warning: {msg}", file=sys.stderr)
+
+
 def read_text(path, what) -> str:
     """A small text input named on the command line (a version script, a dynamic list): its text, or
     one line naming it as GNU ld would."""

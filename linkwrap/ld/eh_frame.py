@@ -11,7 +11,7 @@ from array import array
 from bisect import bisect_left
 
 from linkwrap.ld import elf
-from linkwrap.ld.diag import Unsupported
+from linkwrap.ld.diag import Unsupported, warn
 from linkwrap.ld.synthetic.base import _put, Synthetic
 
 
@@ -216,13 +216,25 @@ class EhFrameHdr(Synthetic):
                 entries += _known_fdes(buf, m, eh.offset + at, eh.addr + at)
         else:
             entries = _fde_table(buf, eh.offset, eh.addr, eh.size)
-        if len(entries) != self.fde_count:
-            raise AssertionError(f".eh_frame_hdr: found {len(entries)} FDEs, reserved {self.fde_count}")
-        entries.sort()
+        # an FDE whose pointer encoding this linker does not read (None), or whose start is further
+        # than 2 GiB from the table (its 32-bit field cannot say it), cannot be indexed. A table
+        # without it would hide that FDE from the unwinder's binary search, so, as GNU ld does, no
+        # table is made (fde_count 0, table encoding omit): the unwinder then walks .eh_frame.
+        # Likewise when more FDEs are found than layout counted.
         hdr = lk.addr_of[self]
-        out = bytearray(struct.pack("<BBBBiI", 1, 0x1B, 0x03, 0x3B, eh.addr - (hdr + 4), len(entries)))
+        unindexed = sum(1 for e in entries if e[0] is None or not -(1 << 31) <= e[0] - hdr < (1 << 31))
+        if unindexed:
+            warn(f".eh_frame_hdr: {unindexed} FDE(s) this linker cannot index; no table created")
+            entries = []
+        elif len(entries) > self.fde_count:
+            warn(f".eh_frame_hdr: found {len(entries)} FDEs where {self.fde_count} were counted; no table created")
+            entries = []
+        entries.sort()
+        table_enc = 0x3B if entries else 0xFF
+        out = bytearray(struct.pack("<BBBBiI", 1, 0x1B, 0x03, table_enc, eh.addr - (hdr + 4), len(entries)))
         # one pack for the whole table: a Rust debug link has ~45k FDEs
         out += struct.pack(f"<{2 * len(entries)}i", *[v - hdr for e in entries for v in e])
+        out += bytes(self.size() - len(out))      # the slots of what was left out: zeros past fde_count
         return _put(buf, lk.offset_of(self), out)
 
 
@@ -235,9 +247,11 @@ _EH_PE_FORMATS = {0x00: ("<Q", 8), 0x02: ("<H", 2), 0x03: ("<I", 4), 0x04: ("<Q"
 
 def _read_encoded(buf, pos, enc, addr_of_pos):
     """A DW_EH_PE-encoded pointer at buf[pos] -> (value, size)."""
-    layout = _EH_PE_FORMATS.get(enc & 0x0F)
-    if layout is None:
-        raise AssertionError(f"unsupported .eh_frame pointer encoding 0x{enc:x}")
+    layout = None if enc is None else _EH_PE_FORMATS.get(enc & 0x0F)
+    if layout is None or enc & 0x70 not in (0x00, 0x10):
+        # a format or application this linker has no need to rewrite (the bytes stay as they are):
+        # the pointer cannot be read, so the FDE is not indexed (the caller's None)
+        return None, None
     v, n = struct.unpack_from(layout[0], buf, pos)[0], layout[1]
     if enc & 0x70 == 0x10:
         v += addr_of_pos
@@ -282,7 +296,7 @@ def _cie_encoding(buf, pos):
     """The FDE pointer encoding (augmentation R) of the CIE at buf[pos]; 0 (absptr) without one."""
     p = pos + 9
     aug_end = buf.index(0, p)
-    aug = bytes(buf[p:aug_end]).decode()
+    aug = bytes(buf[p:aug_end]).decode("latin-1")
     p = aug_end + 1
     _, p = _uleb(buf, p)              # code alignment
     _, p = _uleb(buf, p)              # data alignment (sleb, skipping works the same)
@@ -297,6 +311,8 @@ def _cie_encoding(buf, pos):
             elif c == "P":
                 penc = buf[p]
                 _, n = _read_encoded(buf, p + 1, penc, 0)
+                if n is None:
+                    return None       # what follows cannot be found: the FDE encoding is unknown
                 p += 1 + n
             elif c == "L":
                 p += 1

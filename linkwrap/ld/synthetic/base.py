@@ -41,3 +41,9 @@ class Synthetic:
 def _put(buf, off, data):
     buf[off:off + len(data)] = data
     return len(data)
+
+
+def signed64(v):
+    """A 64-bit field's value as the signed 64 bits ELF stores: address arithmetic wraps, as in GNU ld
+    (a mutated symbol value near 2**64 plus an addend is past what struct packs)."""
+    return ((v + (1 << 63)) & 0xFFFFFFFFFFFFFFFF) - (1 << 63)

@@ -8,7 +8,7 @@ relocated data. In a static non-PIE executable .rela.plt is glibc's .rela.iplt, 
 apply_irel() through __rela_iplt_start/__rela_iplt_end."""
 
 from linkwrap.ld import elf
-from linkwrap.ld.synthetic.base import _put, Synthetic
+from linkwrap.ld.synthetic.base import _put, signed64, Synthetic
 
 
 class Interp(Synthetic):
@@ -41,9 +41,9 @@ class RelaDyn(Synthetic):
     def write_to(self, buf, lk):
         out = bytearray()
         for off, add in sorted(self.relative):
-            out += elf.RELA.pack(off, elf.R_X86_64_RELATIVE, add)
+            out += elf.RELA.pack(off, elf.R_X86_64_RELATIVE, signed64(add))
         for off, info, add in self.other:
-            out += elf.RELA.pack(off, info, add)
+            out += elf.RELA.pack(off, info, signed64(add))
         return _put(buf, lk.offset_of(self), out)
 
 

@@ -7,7 +7,7 @@ import struct
 from linkwrap.ld import elf
 from linkwrap.ld import x86_64
 from linkwrap.ld.scan import preemptible
-from linkwrap.ld.synthetic.base import _put, Synthetic
+from linkwrap.ld.synthetic.base import _put, signed64, Synthetic
 
 
 class Got(Synthetic):
@@ -106,7 +106,7 @@ class Got(Synthetic):
                 vals[i] = lk.tp_offset(lk.sym_addr(s))
 
     def write_to(self, buf, lk):
-        return _put(buf, lk.offset_of(self), struct.pack(f"<{len(self.values)}q", *self.values))
+        return _put(buf, lk.offset_of(self), struct.pack(f"<{len(self.values)}q", *map(signed64, self.values)))
 
 
 class GotPlt(Synthetic):
