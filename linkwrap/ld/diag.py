@@ -4,8 +4,10 @@ Link errors (undefined symbols, relocation overflows, ...) are collected so
 that one run reports all of them; checkpoint() then raises LinkFailed whose
 str() is every message, one per line. Unsupported means "this linker cannot
 do that yet": one line naming what, so that linkwrap falls back to a real one.
+where() names a place in an input section the way GNU ld's messages do.
 """
 from linkwrap.errors import LinkwrapError
+from linkwrap.ld import elf
 
 
 class LinkFailed(LinkwrapError):
@@ -27,6 +29,19 @@ def warn(msg: str) -> None:
     """A problem the link goes on past, as GNU ld's "warning:" lines (stderr, one line)."""
     import sys
     print(f"linkwrap-ld: warning: {msg}", file=sys.stderr)
+
+
+def where(sec, off, syms):
+    """'obj.o: in function `f': (.text+0x1c)' like GNU ld (the function when one covers the offset).
+
+    syms: the Symbols of sec's object (Resolution.syms)."""
+    fn = None
+    for s in syms or ():
+        if s.section is sec and s.type == elf.STT_FUNC and s.value <= off < s.value + max(s.size, 1):
+            fn = s.name
+            break
+    head = f"{sec.file.name}: in function `{fn}':" if fn else f"{sec.file.name}:"
+    return f"{head}({sec.name}+0x{off:x})"
 
 
 def read_text(path, what) -> str:

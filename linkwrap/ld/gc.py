@@ -157,9 +157,9 @@ def _collect(opts, res, kept, splits, fde_refs, exported=()):
 
 def _numpy_for(sections):
     """numpy when the relocations of these sections -- the link's, debug ones included: relocate imports
-    numpy for the same count -- are enough to pay for it (relocate_bulk's rule), else None."""
-    from linkwrap.ld import relocate_bulk
-    if not relocate_bulk.worth_it([(s, 0, 0) for s in sections if s.rela is not None]):
+    numpy for the same count -- are enough to pay for it (classify.worth_it), else None."""
+    from linkwrap.ld import classify
+    if not classify.worth_it([(s, 0, 0) for s in sections if s.rela is not None]):
         return None
     import numpy
     return numpy

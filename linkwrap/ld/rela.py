@@ -7,7 +7,7 @@ takes its edges from it and scan its needs, instead of decoding ~280k relocation
 per section (Rust debug link: ~46k sections of ~6 relocations each; a numpy call per section
 would cost more than the loop, ../shared/reference/python-linker.md §4).
 
-Used only where numpy pays for its import (relocate_bulk.worth_it: enough relocations);
+Used only where numpy pays for its import (classify.worth_it: enough relocations);
 LINKWRAP_LD_RELOCS=python keeps every pass on the tuples (tests compare the two).
 """
 from linkwrap.ld import elf

@@ -8,18 +8,19 @@ appended to .rela.dyn's lists (the buffers it writes out; their count was
 reserved by scan).
 
 Each relocation is one lookup in x86_64.RECIPES (width, overflow check,
-formula). Overflows and references into discarded sections are reported with
+formula), and what it needs is the classifier's action (classify.action). Overflows and references into discarded sections are reported with
 their location (object, section and offset), all in one run. In non-alloc
 sections (.debug_*) a reference to a discarded section becomes 0, the way GNU
 ld writes it. A link with enough relocations to pay for numpy applies them per
 object in bulk (relocate_bulk.py: loaded sections, then the others), and this
 loop takes only what a batch leaves it, section by section in output order.
 """
-from linkwrap.ld import elf
+from linkwrap.ld import classify, elf
 from linkwrap.ld import x86_64
-from linkwrap.ld.scan import preemptible, where
-from linkwrap.ld.x86_64 import (BASEREL, DESC_CALL_NOP, DESC_TO_IE, DESC_TO_LE, DIRECT, DYNREL, GD_TO_IE,
-                                GD_TO_LE, GOT, LD_TO_LE, NONE, PLT, TLS_TPOFF, TLSDESC, TLSGD, TLSLD)
+from linkwrap.ld.classify import (BASEREL, DESC_CALL_NOP, DESC_TO_IE, DESC_TO_LE, DIRECT, DYNREL, GD_TO_IE,
+                                  GD_TO_LE, GOT, LD_TO_LE, NONE, PLT, TLS_TPOFF, TLSDESC, TLSGD, TLSLD,
+                                  TOMBSTONE_ONE, preemptible)
+from linkwrap.ld.diag import where
 
 _PACK = {
     (8, ""): elf.U64.pack_into, (4, "s"): elf.I32.pack_into, (4, "u"): elf.U32.pack_into,
@@ -33,11 +34,6 @@ MASK64 = (1 << 64) - 1
 # relocation instead of building a (size, check) key and two dict lookups
 _TAIL = {t: (r.check, _LIMITS.get((r.size, r.check)), _PACK.get((r.size, r.check) if r.check else (8, "")), r.size)
          for t, r in x86_64.RECIPES.items()}
-# DWARF 4 range lists end at a (0, 0) entry, and one unit's list covers many functions: a reference
-# into a section gc dropped is written as 1 there (an empty entry, the rest of the list stays
-# readable), 0 elsewhere -- GNU ld's rule (lld writes 1 in .debug_loc too, whose lists are a
-# variable's, all in the one dropped function: GNU ld's 0 loses nothing there)
-TOMBSTONE_ONE = frozenset((".debug_ranges",))
 
 
 def apply_all(res, lk, live, diag, stats=None, buf=None):
@@ -76,7 +72,7 @@ def apply_all(res, lk, live, diag, stats=None, buf=None):
     relocate_bulk = None
     if bulk or loaded:
         from linkwrap.ld import relocate_bulk
-        if not relocate_bulk.worth_it(bulk + loaded):
+        if not classify.worth_it(bulk + loaded):
             relocate_bulk = None
     # what the bulk path left (or all): section by section, in output order, so errors come in that order
     cache = {}      # ObjectFile -> its locals' addresses, for both bulk paths
@@ -137,7 +133,7 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept, me
     relocs: the section's relocations the bulk path left (None: all of them)."""
     mode = lk.mode
     pic = mode.pic
-    out = x86_64.output_kind(mode)
+    out = classify.output_kind(mode)
     alloc = sec.flags & elf.SHF_ALLOC
     recipes = x86_64.RECIPES
     rela = lk.synth.rela_dyn
@@ -205,10 +201,10 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept, me
         else:
             cls = cls_of(s)
             if cls is None:
-                cls = classes[s] = x86_64.sym_class(s, not s.is_local and preemptible(s, mode, copied))
+                cls = classes[s] = classify.sym_class(s, not s.is_local and preemptible(s, mode, copied))
             act = act_of((rtype, cls, writable))
             if act is None:
-                act = acts[(rtype, cls, writable)] = x86_64.action(kind, rtype, cls, out, writable)
+                act = acts[(rtype, cls, writable)] = classify.action(kind, rtype, cls, out, writable)
             if act is PLT and tsec is not None:
                 S = sym_addr(s)   # a shared object's own interposable function: called through its PLT
         if act is DIRECT:

@@ -21,14 +21,15 @@ per-relocation path section by section, which applies it or names the error
 exactly as before: a type outside _TYPES, an overflow, a symbol index or an
 offset out of range, an addend beyond +-2**62, a reference before the start
 of a merged section or into an empty one, a symbol address beyond 2**62.
-LINKWRAP_LD_RELOCS=python forces the per-relocation path everywhere, =bulk the
-bulk path for every section (tests compare the two). Loaded sections: apply_loaded below.
+Whether a link takes this path is classify.worth_it's answer (LINKWRAP_LD_RELOCS=python
+forces the per-relocation path everywhere, =bulk the bulk path for every section: tests
+compare the two), and each relocation's action is classify.action's, as in the loop.
+Loaded sections: apply_loaded below.
 """
-import os
 from array import array
 
-from linkwrap.ld import elf, rela, x86_64
-from linkwrap.ld.relocate import TOMBSTONE_ONE
+from linkwrap.ld import classify, elf, rela, x86_64
+from linkwrap.ld.classify import TLS_SEQUENCES, TOMBSTONE_ONE, choice, preemptible
 
 # non-alloc relocation types done here: type -> (field width, overflow check, formula)
 _ABS, _PC, _DTP = 0, 1, 2
@@ -42,37 +43,10 @@ _TYPES = {
     elf.R_X86_64_DTPOFF32: (4, "s", _DTP),
     elf.R_X86_64_DTPOFF64: (8, "", _DTP),
 }
-# below this many non-alloc relocations in a link, numpy's import (~75 ms) costs more than it saves:
-# the bulk path saves ~0.75 µs a relocation (bench_ld.py --rust --relocs-ab: 349k relocations,
-# loop 405 ms, bulk 143 ms), so it pays from ~100k on
-MIN_RELOCS = 100_000
 _FAR = 1 << 62
 # how a referenced symbol resolves: an address, a merged piece chosen by the addend, nothing
 # (debug info about a dropped function stays as it is), or too odd for this path
 _PLAIN, _MERGED, _SKIP, _SLOW = 0, 1, 2, 3
-
-
-def choice():
-    """'python', 'bulk' or 'auto' (bulk when the link has enough non-alloc relocations)."""
-    v = os.environ.get("LINKWRAP_LD_RELOCS", "auto")
-    return v if v in ("python", "bulk") else "auto"
-
-
-def worth_it(pending) -> bool:
-    """pending: [(section, image offset, address)] -> whether the bulk path pays for numpy."""
-    mode = choice()
-    if mode != "auto":
-        return mode == "bulk"
-    n = 0
-    for m, _, _ in pending:
-        n += m.rela[1] // 24
-    if n < MIN_RELOCS:
-        return False
-    try:
-        import numpy  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def apply(buf, lk, pending, res, alive, diag, kept, slow, stats=None, cache=None):
@@ -376,7 +350,6 @@ _LOADED = {
     elf.R_X86_64_PC64: (8, "", _LPC),
     elf.R_X86_64_GOTPCREL: (4, "s", _LGOT),
 }
-_SEQUENCES = (elf.R_X86_64_TLSGD, elf.R_X86_64_TLSLD, elf.R_X86_64_GOTPC32_TLSDESC, elf.R_X86_64_TLSDESC_CALL)
 # what a relocation's action asks of the batch
 _A_SLOW, _A_VALUE, _A_BASEREL, _A_GOT = 0, 1, 2, 3
 # below this many loaded relocations an object's batch costs more than the loop
@@ -424,7 +397,7 @@ def apply_loaded(buf, lk, pending, res, alive, memo, stats=None, cache=None):
 
 class _Loaded:
     """What every object's loaded batch shares: the type tables, the link's class and action memo."""
-    CLASSES = (x86_64.LOCAL, x86_64.ABS, x86_64.DATA, x86_64.FUNC, x86_64.PREEMPT)
+    CLASSES = classify.CLASSES      # the order cls[...] >= 2 (preemptible) counts on
 
     def __init__(self, np, lk, alive, memo):
         self.np = np
@@ -432,7 +405,7 @@ class _Loaded:
         self.alive = alive
         self.classes, self.acts = memo
         self.mode = lk.mode
-        self.out = x86_64.output_kind(lk.mode)
+        self.out = classify.output_kind(lk.mode)
         self.addr_get = lk.addr_of.get
         self.merged_of = lk.synth.merged_of or {}
         self.copied = lk.synth.copied
@@ -443,7 +416,7 @@ class _Loaded:
         for t, (w, c, f) in _LOADED.items():
             width[t], check[t], form[t], fast[t] = w, {"s": 1, "u": 2}.get(c, 0), f, True
         seq = np.zeros(64, dtype=bool)
-        seq[list(_SEQUENCES)] = True
+        seq[list(TLS_SEQUENCES)] = True
         self.width, self.check, self.form, self.fast, self.seq = width, check, form, fast, seq
         self.code = {}                  # (type, class index, writable) -> _A_*
         self.local_cache = {}           # ObjectFile -> its locals' addresses (_locals_resolved)
@@ -455,8 +428,7 @@ class _Loaded:
         """-> (how, S, class index, has a section, merged key base, first piece, last piece)."""
         cls = self.classes.get(s)
         if cls is None:
-            from linkwrap.ld.scan import preemptible
-            cls = self.classes[s] = x86_64.sym_class(s, not s.is_local and preemptible(s, self.mode, self.copied))
+            cls = self.classes[s] = classify.sym_class(s, not s.is_local and preemptible(s, self.mode, self.copied))
         ci = self.CLASSES.index(cls)
         lk = self.lk
         tsec = s.section
@@ -490,12 +462,12 @@ class _Loaded:
             k = (rtype, cls, writable)
             act = self.acts.get(k)
             if act is None:
-                act = self.acts[k] = x86_64.action(x86_64.RECIPES[rtype].kind, rtype, cls, self.out, writable)
-            if act in (x86_64.DIRECT, x86_64.COPYREL, x86_64.CANONICAL_PLT, x86_64.PLT):
+                act = self.acts[k] = classify.action(x86_64.RECIPES[rtype].kind, rtype, cls, self.out, writable)
+            if act in (classify.DIRECT, classify.COPYREL, classify.CANONICAL_PLT, classify.PLT):
                 c = _A_VALUE
-            elif act is x86_64.BASEREL and rtype == elf.R_X86_64_64:
+            elif act is classify.BASEREL and rtype == elf.R_X86_64_64:
                 c = _A_BASEREL
-            elif act is x86_64.GOT and rtype == elf.R_X86_64_GOTPCREL:
+            elif act is classify.GOT and rtype == elf.R_X86_64_GOTPCREL:
                 c = _A_GOT
             else:
                 c = _A_SLOW

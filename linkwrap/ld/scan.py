@@ -7,20 +7,18 @@ relocations, the dynamic symbol list, and how many dynamic relocations each
 table will hold. Reports every undefined symbol (with the object and place
 that references it) and every relocation this linker cannot do.
 
-A symbol is *preemptible* when the dynamic loader picks its definition: it
-is defined by a shared library, or it is an undefined weak in a dynamically
-linked output, or (-shared) it is undefined or an exported default-visibility
-definition another module may interpose. What each relocation needs is the
-classifier's answer (x86_64.action); this pass turns actions into needs.
+What each relocation needs is the classifier's answer (classify.action, against
+classify.preemptible and the symbol's class); this pass turns actions into needs.
 """
 from dataclasses import dataclass
 
-from linkwrap.ld import elf
-from linkwrap.ld.diag import Unsupported
-from linkwrap.ld import x86_64
-from linkwrap.ld.x86_64 import (BASEREL, CANONICAL_PLT, COPYREL, DESC_TO_IE, DIRECT, DYNREL, ERR_PIC,
-                                ERR_PREEMPT, ERR_TEXT, GD_TO_IE, GD_TO_LE, GOT, GOTTP, LD_TO_LE, NONE, PLT,
-                                RECIPES, TLSDESC, TLSGD, TLSLD)
+from linkwrap.ld import classify, elf
+from linkwrap.ld.classify import (BASEREL, CALL_DROPPED, CANONICAL_PLT, CLASSES, COPYREL, DESC_TO_IE, DIRECT,
+                                  DYNREL, ERR_PIC, ERR_PREEMPT, ERR_TEXT, GD_TO_IE, GD_TO_LE, GOT,
+                                  GOT_BASE_KINDS, GOTTP, LD_TO_LE, NONE, PLT, TLS_SEQUENCES, TLSDESC, TLSGD,
+                                  TLSLD, preemptible)
+from linkwrap.ld.diag import Unsupported, where
+from linkwrap.ld.x86_64 import RECIPES
 
 NEED_GOT, NEED_PLT, NEED_GOTTP, NEED_COPY, NEED_DYNSYM, NEED_CANON, NEED_GD, NEED_DESC = 1, 2, 4, 8, 16, 32, 64, 128
 
@@ -52,28 +50,6 @@ class Needs:
     canonical: frozenset = frozenset()
 
 
-def preemptible(s, mode, copied=frozenset()):
-    """copied: the symbols synthetic placed in .bss by copy relocations (bound here after all)."""
-    if s.dso is not None:
-        return s not in copied
-    if mode.shared:
-        return not s.is_local and ((not s.defined and s.visibility == elf.STV_DEFAULT) or s in mode.interposable)
-    return (mode.interp and not s.is_local and not s.defined and s.visibility == elf.STV_DEFAULT)
-
-
-def where(sec, off, syms):
-    """'obj.o: in function `f': (.text+0x1c)' like GNU ld (the function when one covers the offset).
-
-    syms: the Symbols of sec's object (Resolution.syms)."""
-    fn = None
-    for s in syms or ():
-        if s.section is sec and s.type == elf.STT_FUNC and s.value <= off < s.value + max(s.size, 1):
-            fn = s.name
-            break
-    head = f"{sec.file.name}: in function `{fn}':" if fn else f"{sec.file.name}:"
-    return f"{head}({sec.name}+0x{off:x})"
-
-
 def scan(opts, mode, res, live, diag) -> Needs:
     need = {}            # Symbol -> NEED_* bits
     get = need.get
@@ -91,7 +67,7 @@ def scan(opts, mode, res, live, diag) -> Needs:
     ignore_undefined = opts.unresolved in ("ignore-all", "ignore-in-object-files")
     abs64_pre = {}       # preemptible symbol -> R_X86_64_64 count (symbolic, unless it gets copied)
     pic = mode.pic
-    out = x86_64.output_kind(mode)
+    out = classify.output_kind(mode)
     needs_ld = False
     done = ()
     np = _numpy_for(live)
@@ -136,7 +112,7 @@ def scan(opts, mode, res, live, diag) -> Needs:
             if s.is_ifunc and kind != "size":
                 need[s] = get(s, 0) | NEED_PLT     # an IFUNC is reached through its PLT entry, always
             pre = not s.is_local and preemptible(s, mode)
-            act = x86_64.action(kind, rtype, x86_64.sym_class(s, pre), out, writable)
+            act = classify.action(kind, rtype, classify.sym_class(s, pre), out, writable)
             if pre:
                 need[s] = get(s, 0) | NEED_DYNSYM
             if act is DIRECT or act is NONE:
@@ -171,9 +147,9 @@ def scan(opts, mode, res, live, diag) -> Needs:
             elif act is ERR_PREEMPT:
                 why = "it is defined in a shared library" if s.dso is not None else "the symbol is bound at run time"
                 diag.error(f"{where(sec, off, syms)}: relocation {r.name} against `{s.name}' can not be used: {why}")
-            if act is GD_TO_LE or act is GD_TO_IE or act is LD_TO_LE:
+            if act in CALL_DROPPED:
                 skip_next = True   # the __tls_get_addr call disappears with the relaxation
-            if kind == "got64" or kind == "pltoff" or kind == "gotbase":
+            if kind in GOT_BASE_KINDS:
                 uses_got_base = True
     for s, n in abs64_pre.items():
         if get(s, 0) & NEED_COPY:
@@ -246,11 +222,10 @@ def _absolute(s, mode):
 
 def _numpy_for(live):
     """numpy when gc already read the relocations as arrays, or when they are enough to pay for it."""
-    from linkwrap.ld import relocate_bulk
-    if relocate_bulk.choice() == "python":
+    if classify.choice() == "python":
         return None
     # the link's relocations, debug ones included: relocate imports numpy for the same count
-    if live.tables is None and not relocate_bulk.worth_it([(s, 0, 0) for s in live.sections if s.rela is not None]):
+    if live.tables is None and not classify.worth_it([(s, 0, 0) for s in live.sections if s.rela is not None]):
         return None
     import numpy
     return numpy
@@ -263,9 +238,6 @@ _EFFECT = {DIRECT: (0, 0), NONE: (0, 0), BASEREL: (0, 1), DYNREL: (0, 2), GOT: (
            GD_TO_IE: (NEED_GOTTP, 4), DESC_TO_IE: (NEED_GOTTP, 0), TLSGD: (NEED_GD, 0), TLSLD: (0, 4),
            TLSDESC: (NEED_DESC, 0), GD_TO_LE: (0, 4), LD_TO_LE: (0, 4), ERR_PIC: (0, 4), ERR_TEXT: (0, 4),
            ERR_PREEMPT: (0, 4)}
-_CLASSES = (x86_64.LOCAL, x86_64.ABS, x86_64.DATA, x86_64.FUNC, x86_64.PREEMPT)
-# sections holding these go to the loop: a TLS sequence's call relocation is skipped there
-_SEQUENCES = (elf.R_X86_64_TLSGD, elf.R_X86_64_TLSLD, elf.R_X86_64_GOTPC32_TLSDESC, elf.R_X86_64_TLSDESC_CALL)
 
 
 def _scan_arrays(np, mode, res, live, need, abs64_pre, allow_undefined):
@@ -297,7 +269,7 @@ def _scan_arrays(np, mode, res, live, need, abs64_pre, allow_undefined):
             work.append((obj, t, np.fromiter(map(alive.__contains__, t.secs), dtype=bool, count=len(t.secs))))
     for sec in frames:
         work.append((sec.file, rela.from_rows(np, sec, sec.get_relocs()), None))
-    out = x86_64.output_kind(mode)
+    out = classify.output_kind(mode)
     known = np.zeros(64, dtype=bool)
     seq = np.zeros(64, dtype=bool)
     sized = np.zeros(64, dtype=bool)
@@ -306,8 +278,8 @@ def _scan_arrays(np, mode, res, live, need, abs64_pre, allow_undefined):
         if t < 64:
             known[t] = True
             sized[t] = r.kind == "size"
-            gotbase[t] = r.kind in ("got64", "pltoff", "gotbase")
-    seq[list(_SEQUENCES)] = True
+            gotbase[t] = r.kind in GOT_BASE_KINDS
+    seq[list(TLS_SEQUENCES)] = True   # sections holding these go to the loop, which skips their calls
     lut_bits = np.zeros(64 * 16, dtype=np.int64)
     lut_eff = np.zeros(64 * 16, dtype=np.int8)
     filled = set()
@@ -365,7 +337,7 @@ def _scan_arrays(np, mode, res, live, need, abs64_pre, allow_undefined):
             p = not s.is_local and preemptible(s, mode)
             pre[k] = p
             ifunc[k] = s.is_ifunc
-            cls[k] = _CLASSES.index(x86_64.sym_class(s, p))
+            cls[k] = CLASSES.index(classify.sym_class(s, p))
         sym = t.sym
         bad = rows & undef[sym]
         if bad.any():
@@ -376,7 +348,7 @@ def _scan_arrays(np, mode, res, live, need, abs64_pre, allow_undefined):
             if c not in filled:
                 filled.add(c)
                 rtype = c >> 4
-                act = x86_64.action(RECIPES[rtype].kind, rtype, _CLASSES[(c >> 1) & 7], out, c & 1)
+                act = classify.action(RECIPES[rtype].kind, rtype, CLASSES[(c >> 1) & 7], out, c & 1)
                 lut_bits[c], lut_eff[c] = _EFFECT.get(act, (0, 0))
         eff = lut_eff[combo]
         bad = rows & (eff == 4)

@@ -1,10 +1,10 @@
-"""x86-64 relocation recipes: one table row per relocation type.
+"""x86-64 relocation recipes: one table row per relocation type, and the machine code the linker writes.
 
-Input: nothing. Output: RECIPES, a dict from relocation type to Recipe, and the
-TLS relaxation rewrites. A recipe says how wide the field is, how to check the
-result (signed, unsigned or not at all), which scan `kind` it belongs to (what
-the type needs from the linker: a GOT slot, a PLT entry, a dynamic relocation
-...) and the formula, named by the psABI letters:
+Input: nothing. Output: RECIPES, a dict from relocation type to Recipe (after pyelftools'
+relocation recipe table), the TLS and GOTPCRELX relaxation rewrites and the PLT entries. A
+recipe says how wide the field is, how to check the result (signed, unsigned or not at all),
+which `kind` it belongs to (classify.RULES says what each kind needs from the linker: a GOT
+slot, a PLT entry, a dynamic relocation ...) and the formula, named by the psABI letters:
 
   S  symbol address (its PLT entry when calls must go through one)
   A  addend          P  address of the field      G  the symbol's GOT slot
@@ -20,7 +20,7 @@ class Recipe(NamedTuple):
     name: str
     size: int          # bytes written
     check: str         # 's' signed, 'u' unsigned, '' no overflow check
-    kind: str          # scan category, see scan.py
+    kind: str          # what it needs: its rule in classify.RULES
     calc: object       # f(S, A, P, sym, lk) -> value
 
 
@@ -77,134 +77,6 @@ RECIPES = {
     elf.R_X86_64_GOTPC64: Recipe("R_X86_64_GOTPC64", 8, "", "gotbase", _got_a_p),
     elf.R_X86_64_PLTOFF64: Recipe("R_X86_64_PLTOFF64", 8, "", "pltoff", _l_got_a),
 }
-
-# --- What a relocation needs: one classifier for scan, synthetic and relocate -----------------
-# After mold's per-output-kind action tables and lld's RelExpr: the recipe's kind, the class
-# of the symbol and the kind of output decide one action. Scan turns actions into needs (GOT
-# slots, PLT entries, copies, dynamic symbols, errors), relocate applies them, and the GOT
-# slots' contents ask the same question ("gotslot", "tpslot").
-
-# output kinds
-STATIC, PIE, EXEC, SHARED = 0, 1, 2, 3   # static non-PIE / PIE (also static-pie) / non-PIE dynamic / -shared
-
-
-def output_kind(mode):
-    if mode.shared:
-        return SHARED
-    if mode.pic:
-        return PIE
-    return EXEC if mode.interp else STATIC
-
-
-# symbol classes
-LOCAL = "local"      # bound here; its address moves with the load address when the output is PIC
-ABS = "abs"          # bound here to a fixed value: SHN_ABS, or an undefined weak that stays 0
-DATA = "data"        # preemptible: a shared library's data object (an executable may copy it)
-FUNC = "func"        # preemptible: any other shared-library symbol
-PREEMPT = "pre"      # preemptible, from no library: an undefined symbol of a dynamic output, or
-                     # a shared object's own exported definition that another module may interpose
-
-
-def sym_class(s, pre):
-    """pre: the symbol is preemptible (scan.preemptible)."""
-    if pre:
-        if s.dso is None:
-            return PREEMPT
-        return DATA if s.type == elf.STT_OBJECT else FUNC
-    if s.is_abs or (not s.defined and not s.is_local):
-        return ABS
-    return LOCAL
-
-
-# actions
-NONE = "none"              # nothing to write
-DIRECT = "direct"          # the recipe's formula with link-time values
-BASEREL = "baserel"        # DIRECT, and an R_X86_64_RELATIVE so the loader adds the load address
-DYNREL = "dynrel"          # left to the loader: a symbolic dynamic relocation, the field 0
-COPYREL = "copyrel"        # the library's data is copied into .bss, then DIRECT
-PLT = "plt"                # through the symbol's PLT entry
-CANONICAL_PLT = "canon"    # a PLT entry that is the function's address in the whole process
-GOT = "got"                # a GOT slot with the address (relaxed to direct access when bound here)
-GOTTP = "gottp"            # a GOT slot with the thread-pointer offset (initial-exec)
-GD_TO_LE, GD_TO_IE, LD_TO_LE = "gd>le", "gd>ie", "ld>le"    # TLS rewrites in an executable
-TLSGD, TLSLD = "tlsgd", "tlsld"          # kept general/local dynamic: a (module, offset) GOT pair
-TLSDESC = "tlsdesc"        # kept TLS descriptor (shared object): a GOT pair the loader fills (R_X86_64_TLSDESC)
-TLS_TPOFF = "tpoff"        # x@dtpoff after LD->LE: a thread-pointer offset
-DESC_TO_LE, DESC_TO_IE, DESC_CALL_NOP = "desc>le", "desc>ie", "desc-call"
-ERR_PIC = "err-pic"        # cannot be used in PIC output: recompile with -fPIC
-ERR_TEXT = "err-text"      # would need a dynamic relocation in a read-only section
-ERR_PREEMPT = "err-pre"    # needs the symbol's value at link time, but the loader binds it
-
-_X = (None,) * 4       # a symbol class this output kind never has
-# kind -> symbol class -> action per output kind (STATIC, PIE, EXEC, SHARED); callable: decided by
-# the details (relocation type, writable section)
-_TABLE = {
-    "pc": {
-        LOCAL: (DIRECT,) * 4, ABS: (DIRECT,) * 4,
-        DATA: (None, COPYREL, COPYREL, ERR_PIC),
-        FUNC: (None, PLT, CANONICAL_PLT, ERR_PIC),
-        PREEMPT: (DIRECT, DIRECT, DIRECT, ERR_PIC),
-    },
-    "abs64": {
-        LOCAL: (DIRECT, BASEREL, DIRECT, BASEREL), ABS: (DIRECT,) * 4,
-        DATA: (None, DYNREL, COPYREL, DYNREL),
-        FUNC: (None, DYNREL, CANONICAL_PLT, DYNREL),
-        PREEMPT: (DYNREL,) * 4,
-    },
-    "abs32": {
-        LOCAL: (DIRECT, ERR_PIC, DIRECT, ERR_PIC), ABS: (DIRECT,) * 4,
-        DATA: (None, ERR_PIC, COPYREL, ERR_PIC),
-        FUNC: (None, ERR_PIC, CANONICAL_PLT, ERR_PIC),
-        PREEMPT: (PLT, PLT, PLT, ERR_PIC),
-    },
-    "tpoff": {LOCAL: (DIRECT, DIRECT, DIRECT, ERR_PIC), ABS: (DIRECT, DIRECT, DIRECT, ERR_PIC),
-              DATA: (ERR_PREEMPT,) * 4, FUNC: (ERR_PREEMPT,) * 4, PREEMPT: (ERR_PREEMPT,) * 4},
-    "tlsgd": {LOCAL: (GD_TO_LE, GD_TO_LE, GD_TO_LE, TLSGD), ABS: (GD_TO_LE, GD_TO_LE, GD_TO_LE, TLSGD),
-              DATA: (GD_TO_IE, GD_TO_IE, GD_TO_IE, TLSGD), FUNC: (GD_TO_IE, GD_TO_IE, GD_TO_IE, TLSGD),
-              PREEMPT: (GD_TO_IE, GD_TO_IE, GD_TO_IE, TLSGD)},
-    "tlsdesc": {LOCAL: (DESC_TO_LE, DESC_TO_LE, DESC_TO_LE, TLSDESC),
-                ABS: (DESC_TO_LE, DESC_TO_LE, DESC_TO_LE, TLSDESC),
-                DATA: (DESC_TO_IE, DESC_TO_IE, DESC_TO_IE, TLSDESC),
-                FUNC: (DESC_TO_IE, DESC_TO_IE, DESC_TO_IE, TLSDESC),
-                PREEMPT: (DESC_TO_IE, DESC_TO_IE, DESC_TO_IE, TLSDESC)},
-    # the contents of a GOT slot holding an address / a thread-pointer offset
-    "gotslot": {LOCAL: (DIRECT, BASEREL, DIRECT, BASEREL), ABS: (DIRECT,) * 4,
-                DATA: (DYNREL,) * 4, FUNC: (DYNREL,) * 4, PREEMPT: (DYNREL,) * 4},
-    "tpslot": {LOCAL: (DIRECT, DIRECT, DIRECT, DYNREL), ABS: (DIRECT, DIRECT, DIRECT, DYNREL),
-               DATA: (DYNREL,) * 4, FUNC: (DYNREL,) * 4, PREEMPT: (DYNREL,) * 4},
-}
-_SAME = {"none": NONE, "size": DIRECT, "gotbase": DIRECT, "got": GOT, "got64": GOT, "gottp": GOTTP}
-_BY_OUTPUT = {"tlsld": (LD_TO_LE, LD_TO_LE, LD_TO_LE, TLSLD),
-              "dtpoff": (TLS_TPOFF, TLS_TPOFF, TLS_TPOFF, DIRECT),
-              "tlsdesc_call": (DESC_CALL_NOP, DESC_CALL_NOP, DESC_CALL_NOP, NONE)}   # the call stays
-
-
-def action(kind, rtype, cls, out, writable=True):
-    """The action for a relocation of recipe kind `kind` (type rtype) in an allocated section
-    against a symbol of class cls, in an output of kind out. Not for non-alloc sections
-    (.debug_*), whose relocations are always DIRECT."""
-    a = _SAME.get(kind)
-    if a is not None:
-        if kind == "gotbase" and rtype == elf.R_X86_64_GOTOFF64 and cls in (DATA, FUNC, PREEMPT):
-            return ERR_PREEMPT       # S - GOT needs S at link time
-        return a
-    row = _BY_OUTPUT.get(kind)
-    if row is not None:
-        return row[out]
-    if kind == "pltoff":
-        return PLT if cls in (DATA, FUNC, PREEMPT) else DIRECT
-    a = _TABLE[kind][cls][out]
-    if kind == "pc" and rtype == elf.R_X86_64_PLT32 and cls in (DATA, FUNC, PREEMPT):
-        return PLT                   # a call: through the PLT whatever the symbol is
-    if kind == "abs64" and not writable:
-        if a == DYNREL and (out != EXEC or cls == PREEMPT) or a == BASEREL:
-            return ERR_TEXT
-        if out == EXEC and cls == DATA:
-            return COPYREL           # a read-only pointer to a library's data: bound to a copy
-    elif kind == "abs64" and out == EXEC and cls in (DATA, FUNC):
-        return DYNREL                # a writable pointer: the loader fills it
-    return a
-
 
 # --- TLS relaxation (Drepper, "ELF Handling For Thread-Local Storage", x86-64) ---------------
 # An executable's own TLS lives at a fixed offset from the thread pointer, so the

@@ -1,12 +1,12 @@
 """The GOT (.got: addresses, TP offsets, TLS module/offset pairs), .got.plt and the PLT.
 
-Each slot's contents are the classifier's answer (x86_64.action "gotslot"/"tpslot"): a value
+Each slot's contents are the classifier's answer (classify.action "gotslot"/"tpslot"): a value
 known here, a RELATIVE relocation, or a symbolic dynamic relocation."""
 import struct
 
-from linkwrap.ld import elf
+from linkwrap.ld import classify, elf
 from linkwrap.ld import x86_64
-from linkwrap.ld.scan import preemptible
+from linkwrap.ld.classify import preemptible
 from linkwrap.ld.synthetic.base import _put, signed64, Synthetic
 
 
@@ -46,14 +46,14 @@ class Got(Synthetic):
 
     def _actions(self, mode, copied):
         """(kind, symbol, slot, preemptible, the classifier's action for the slot) per entry."""
-        out = x86_64.output_kind(mode)
+        out = classify.output_kind(mode)
         for (kind, s), slot in zip(self.entries, self.first):
             if kind == "ld":
-                yield kind, s, slot, False, x86_64.DYNREL
+                yield kind, s, slot, False, classify.DYNREL
                 continue
             pre = not s.is_local and preemptible(s, mode, copied)
-            cls = x86_64.sym_class(s, pre)
-            yield kind, s, slot, pre, x86_64.action("gotslot" if kind == "addr" else "tpslot", 0, cls, out)
+            cls = classify.sym_class(s, pre)
+            yield kind, s, slot, pre, classify.action("gotslot" if kind == "addr" else "tpslot", 0, cls, out)
 
     def n_dynrel(self, mode, copied):
         """How many dynamic relocations finalize will add (for .rela.dyn's size)."""
@@ -63,7 +63,7 @@ class Got(Synthetic):
                 n += 2 if pre else 1
             elif kind == "desc":
                 n += 1
-            elif act is x86_64.DYNREL or act is x86_64.BASEREL:
+            elif act is classify.DYNREL or act is classify.BASEREL:
                 n += 1
         return n
 
@@ -90,14 +90,14 @@ class Got(Synthetic):
                 else:
                     rela.other.append((slot, elf.R_X86_64_TLSDESC, lk.dtp_offset(lk.sym_addr(s))))
             elif kind == "addr":
-                if act is x86_64.DYNREL:
+                if act is classify.DYNREL:
                     rela.other.append((slot, (dynidx[s] << 32) | elf.R_X86_64_GLOB_DAT, 0))
                 else:
                     a = lk.sym_addr(s)
-                    if act is x86_64.BASEREL:
+                    if act is classify.BASEREL:
                         rela.relative.append((slot, a))
                     vals[i] = a
-            elif act is x86_64.DYNREL:
+            elif act is classify.DYNREL:
                 if pre:
                     rela.other.append((slot, (dynidx[s] << 32) | elf.R_X86_64_TPOFF64, 0))
                 else:      # a shared object's own variable: the loader knows where its block is
