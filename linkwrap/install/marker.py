@@ -115,28 +115,47 @@ def write_atomic(path: str, data: bytes) -> None:
     editing another user's config must not leave it root's), and a symlink stays a
     symlink (dotfile managers link ~/.cargo/config.toml): its target is written."""
     path = os.path.realpath(path)
-    folder = os.path.dirname(path)
-    tmp = os.path.join(folder, f".{os.path.basename(path)}.linkwrap-{os.getpid()}.tmp")
     try:
         st = os.stat(path)
     except FileNotFoundError:
         st = None
+    tmp = None
     try:
-        with open(tmp, "wb") as f:
+        tmp, fd = _new_temp(path)
+        with open(fd, "wb") as f:
+            # Owner and mode on the descriptor, before the data: by name they would follow whatever
+            # the folder's owner put there since, and the data is never readable by more than the old file's.
+            if st is not None:
+                if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+                    os.fchown(fd, st.st_uid, st.st_gid)  # before chmod: chown clears setuid/setgid bits
+                os.fchmod(fd, st.st_mode & 0o7777)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        if st is not None:
-            if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
-                os.chown(tmp, st.st_uid, st.st_gid)  # before chmod: chown clears setuid/setgid bits
-            os.chmod(tmp, st.st_mode & 0o7777)
         os.replace(tmp, path)
     except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
         raise InstallError(f"{path}: cannot write: {e.strerror}") from e
+
+
+def _new_temp(path: str):
+    """(name, descriptor) of a new file beside path, made by us: the folder may be another user's
+    (root installing into their project), who could have put a symlink at a name it can guess, for
+    root to write, chown and chmod a file of their choosing. O_EXCL|O_NOFOLLOW never opens one, and
+    a random part makes the name no guess. A new file's mode is open()'s (0666 less the umask)."""
+    folder, base = os.path.split(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for _ in range(8):
+        tmp = os.path.join(folder, f".{base}.linkwrap-{os.getpid()}-{os.urandom(6).hex()}.tmp")
+        try:
+            return tmp, os.open(tmp, flags, 0o666)
+        except FileExistsError:
+            continue
+    return tmp, os.open(tmp, flags, 0o666)  # raises FileExistsError: a clear "cannot write"
 
 
 def diff(path: str, old: bytes | None, new: bytes | None) -> str:
