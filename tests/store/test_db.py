@@ -7,6 +7,8 @@ import sys
 import textwrap
 import time
 
+from users import other_user  # noqa: F401 (fixture)
+
 from linkwrap.store import db, spool
 from linkwrap.wrap import record
 
@@ -167,3 +169,35 @@ def test_linkwrap_home_that_is_a_file_is_one_error_line(tmp_path, monkeypatch, h
                            "said once (see `linkwrap log status`)\n")
     from linkwrap import faults
     os.unlink(faults.fallback_marker(str(home), "ENOTDIR"))
+
+
+def test_lock_files_made_directories_are_named_and_links_still_pass(lw_home, tmp_path, hello_obj):
+    """A lock turned into a directory is said as that lock, not as the spool it guards."""
+    from linkrecords import cc_link, lw
+    locks = {name: lw_home / name for name in ("links.lock", "tidying.lock", "memory-history.lock")}
+    for path in locks.values():
+        path.mkdir()
+    link = cc_link([str(hello_obj), "-o", "prog"], tmp_path)
+    assert (link.returncode, link.stdout, link.stderr) == (0, "", "")
+    assert subprocess.run([str(tmp_path / "prog")]).returncode == 0
+    shown = lw("summary")
+    assert shown.stderr.splitlines() == [
+        f"linkwrap: warning: {locks['tidying.lock']} is not a regular file, so it cannot be a lock: "
+        "links through the link server are not waited for; remove it",
+        f"linkwrap: warning: new link records stay in the spool for now: {locks['links.lock']}: Is a directory"]
+    assert (lw_home / record.SPOOL).stat().st_size > 0  # kept for when the lock is a lock again
+    locks["links.lock"].rmdir()
+    said = []
+    conn = db.open_store(warn=said.append)
+    assert [r[0] for r in conn.execute("SELECT output_path FROM links")] == [str(tmp_path / "prog")]
+    assert said[1:] == [f"the memory model is not refitted: {locks['memory-history.lock']}: Is a directory"]
+
+
+def test_another_users_history_lock_is_named_when_the_model_is_refitted(lw_home, other_user):
+    lock = lw_home / "memory-history.lock"
+    lock.write_bytes(b"")
+    os.chown(lock, other_user[1], other_user[2])
+    spool_some(str(lw_home), "a")
+    said = []
+    assert uids(db.open_store(warn=said.append)) == ["a"]
+    assert said == [f"the memory model is not refitted: {lock}: not this user's regular file: not used"]
