@@ -126,3 +126,15 @@ def fallback_marker(state: str, kind: str) -> str:
     crc = binascii.crc32(state.encode("utf-8", "surrogateescape"))
     tmp = os.environ.get("TMPDIR") or "/tmp"
     return os.path.join(tmp, f"linkwrap-{os.getuid()}-warned-{kind}-{crc:08x}")
+
+
+def fallback_markers(state: str) -> list:
+    """Every once-marker of any kind that fallback_marker() gave state, sorted."""
+    tmp, name = os.path.split(fallback_marker(state, "\0"))
+    head, tail = name.split("\0")
+    try:
+        names = sorted(os.listdir(tmp))
+    except OSError:
+        return []
+    return [os.path.join(tmp, n) for n in names
+            if n.startswith(head) and n.endswith(tail) and len(n) > len(head) + len(tail)]

@@ -109,12 +109,7 @@ def warned_markers() -> list:
         found += [os.path.join(state, n) for n in sorted(os.listdir(state)) if n.startswith(".warned-")]
     except OSError:
         pass
-    import errno
-    for kind in sorted(set(errno.errorcode.values()) | {"error"}):
-        m = faults.fallback_marker(state, kind)
-        if os.path.exists(m):
-            found.append(m)
-    return found
+    return found + faults.fallback_markers(state)
 
 
 def _status(args=None) -> int:
@@ -142,10 +137,14 @@ def _status(args=None) -> int:
               "`--all-projects` for every project's)")
     if spool.pending(state):
         print(f"Waiting in the spool: {fmt_bytes(spool.pending(state))} (the database could not take them)")
+    said = set()
     for m in warned_markers():
         kind = os.path.basename(m).split("warned-", 1)[1].split("-", 1)[0]
-        if kind == "config":  # pipeline.py's notice of a malformed linkwrap.toml, not a recording failure
+        # config: pipeline.py's notice of a malformed linkwrap.toml, not a recording failure; a kind
+        # said in several builds (a marker each) is one line
+        if kind == "config" or kind in said:
             continue
+        said.add(kind)
         print(f"Recording failed at least once ({kind}); `linkwrap log on` resets this notice: {m}")
     _print_fault_log(fmt_bytes)
     limits = db.retention()

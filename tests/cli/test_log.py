@@ -143,3 +143,17 @@ def test_a_fault_log_that_is_a_directory_is_said_and_not_counted_as_a_fault(tmp_
     assert "linkwrap's own faults (tracebacks)" not in done.stdout
     assert (f"linkwrap's own faults cannot be logged or read: {log}: Is a directory; remove it or make it "
             "a file of yours\n") in done.stdout
+
+
+def test_a_recording_failure_said_in_several_builds_is_one_line_until_log_on(tmp_path, lw_home, monkeypatch):
+    from linkwrap import faults
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    markers = [faults.fallback_marker(str(lw_home), f"EACCES-{crc}") for crc in ("0000000a", "0000000b")]
+    for m in markers:
+        open(m, "w").close()
+    status = lw("log", "status").stdout
+    assert [line for line in status.splitlines() if line.startswith("Recording failed")] == [
+        f"Recording failed at least once (EACCES); `linkwrap log on` resets this notice: {markers[0]}"]
+    lw("log", "on")
+    assert not any(os.path.exists(m) for m in markers)
+    assert "Recording failed" not in lw("log", "status").stdout
