@@ -129,6 +129,9 @@ def _status(args=None) -> int:
           + (f", {_minute(c['first_utc'])} to {_minute(c['last_utc'])} UTC" if c["links"] else ""))
     if c["rejected"]:
         print(f"Skipped: {plural(c['rejected'], 'malformed record')} from the spool (not counted above)")
+    if c["unreadable"]:
+        print(f"Dropped: {plural(c['unreadable'], 'unreadable record')} from the spool, its bytes damaged "
+              "(not counted above)")
     from linkwrap.cli import scope
     project, shows = scope.resolve(conn, args)
     if project is not None:
