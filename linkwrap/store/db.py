@@ -100,6 +100,9 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
         raise ConfigError(problem)
     state = paths.state_dir()
     db_path = os.path.join(state, DB_NAME)
+    lost = unrecordable(state)
+    if lost:  # said by every reading command: a passed link's own warning is unseen under rustc
+        warn(lost)
     try:
         conn = connect(db_path)
     except sqlite3.DatabaseError as e:
@@ -107,7 +110,7 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
             conn = _replace_corrupt(db_path, e, warn)
         else:
             # Read-only, locked or full: show what is there; the spool waits (said once, just now).
-            return _fallback(db_path, e, warn) or memory()
+            return _fallback(db_path, e, (lambda _: None) if lost else warn) or memory()
         if conn is None:
             return memory()
     except OSError as e:
@@ -153,6 +156,26 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
         except sqlite3.Error:  # read-only or busy: those builds show with --all-projects meanwhile
             pass
     return conn
+
+
+def unrecordable(state) -> str | None:
+    """Why links cannot add their records under state now (it, or the spool they append to, is not
+    writable: chmod, a read-only mount), or None. The links pass; each build's first one says so on
+    its stderr, which rustc drops for a passed link, so the reading commands say it too."""
+    from linkwrap.wrap.record import SPOOL
+    spool_path = os.path.join(state, SPOOL)
+    if os.path.isfile(spool_path):
+        target, mode = spool_path, os.W_OK
+    else:
+        target, mode = state, os.W_OK | os.X_OK
+    if not os.path.isdir(state) or os.access(target, mode):
+        return None
+    try:
+        read_only = bool(os.statvfs(target).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    why = "a read-only file system" if read_only else "no write permission"
+    return f"links cannot be recorded in {state} ({why}): they pass, but their records are lost until it is writable"
 
 
 def retention() -> dict:

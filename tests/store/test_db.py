@@ -203,3 +203,33 @@ def test_another_users_history_lock_is_named_when_the_model_is_refitted(lw_home,
     said = []
     assert uids(db.open_store(warn=said.append)) == ["a"]
     assert said == [f"the memory model is not refitted: {lock}: not this user's regular file: not used"]
+
+
+def test_a_state_dir_links_cannot_record_in_is_said_by_the_reading_commands(lw_home, tmp_path, hello_obj):
+    """rustc drops a passed link's stderr, where the link says its record is lost: summary and log
+    status say it, as long as it lasts (chmod 0500, links and commands without root's power over it)."""
+    from conftest import script
+    unprivileged = ["setpriv", "--bounding-set=-all", "--inh-caps=-all"]
+
+    def run(*argv):
+        return subprocess.run([*unprivileged, *argv], capture_output=True, text=True, cwd=tmp_path,
+                              env={**os.environ, "TMPDIR": str(tmp_path)})
+    lw_home.chmod(0o500)
+    assert run(script("linkwrap-cc"), str(hello_obj), "-o", "prog").returncode == 0
+    said = (f"linkwrap: warning: links cannot be recorded in {lw_home} (no write permission): they pass, "
+            "but their records are lost until it is writable\n")
+    for argv in (["summary"], ["log", "status"]):
+        done = run(script("linkwrap"), *argv)
+        assert (done.returncode, done.stderr) == (0, said), argv
+    lw_home.chmod(0o700)
+    assert run(script("linkwrap"), "summary").stderr == ""
+
+
+def test_a_read_only_state_dir_is_said_as_such_by_the_reading_commands(tmp_path, monkeypatch):
+    import mounts
+    with mounts.tmpfs_mount(tmp_path, "ro,size=1m") as point:
+        monkeypatch.setenv("LINKWRAP_HOME", point)
+        said = []
+        db.open_store(warn=said.append)
+        assert said == [f"links cannot be recorded in {point} (a read-only file system): they pass, but their "
+                        "records are lost until it is writable"]
