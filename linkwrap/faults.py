@@ -16,7 +16,13 @@ def describe(doing: str, exc: BaseException) -> str:
     return f"linkwrap fault while {doing}: {type(exc).__name__}: {exc}"
 
 
+# Why the last note() could not be kept in the log (an OSError: the log a directory, the disk full),
+# or None: a command that points the user at the log must not point at nothing.
+unkept = None
+
+
 def note(doing: str, exc: BaseException) -> str:
+    global unkept
     reason = describe(doing, exc)
     try:
         import traceback
@@ -24,8 +30,9 @@ def note(doing: str, exc: BaseException) -> str:
         # A LinkwrapError is a message for the user, not a bug: no traceback to keep.
         text = "" if isinstance(exc, LinkwrapError) else "".join(traceback.format_exception(exc))
         _append(reason, text)
-    except Exception:
-        pass  # the log is a courtesy; the link goes on regardless
+        unkept = None
+    except Exception as e:
+        unkept = e  # the log is a courtesy; the link goes on regardless
     return reason
 
 
