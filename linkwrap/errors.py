@@ -66,6 +66,13 @@ def printable_data(value):
     return value
 
 
+def os_error_text(exc: OSError) -> str:
+    """'<file>: <reason>' for an OSError that names its file, else its reason: a message names the
+    file that failed (a lock turned into a directory), not the one the caller was after."""
+    reason = exc.strerror or str(exc)
+    return f"{exc.filename}: {reason}" if exc.filename else reason
+
+
 def error_line(message) -> str:
     """The one way linkwrap says an error: `linkwrap: error: <message>` and a newline."""
     return f"linkwrap: error: {printable(message, keep=chr(10))}\n"

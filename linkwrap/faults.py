@@ -16,7 +16,13 @@ def describe(doing: str, exc: BaseException) -> str:
     return f"linkwrap fault while {doing}: {type(exc).__name__}: {exc}"
 
 
+# Why the last note() could not be kept in the log (an OSError: the log a directory, the disk full),
+# or None: a command that points the user at the log must not point at nothing.
+unkept = None
+
+
 def note(doing: str, exc: BaseException) -> str:
+    global unkept
     reason = describe(doing, exc)
     try:
         import traceback
@@ -24,8 +30,9 @@ def note(doing: str, exc: BaseException) -> str:
         # A LinkwrapError is a message for the user, not a bug: no traceback to keep.
         text = "" if isinstance(exc, LinkwrapError) else "".join(traceback.format_exception(exc))
         _append(reason, text)
-    except Exception:
-        pass  # the log is a courtesy; the link goes on regardless
+        unkept = None
+    except Exception as e:
+        unkept = e  # the log is a courtesy; the link goes on regardless
     return reason
 
 
@@ -126,3 +133,15 @@ def fallback_marker(state: str, kind: str) -> str:
     crc = binascii.crc32(state.encode("utf-8", "surrogateescape"))
     tmp = os.environ.get("TMPDIR") or "/tmp"
     return os.path.join(tmp, f"linkwrap-{os.getuid()}-warned-{kind}-{crc:08x}")
+
+
+def fallback_markers(state: str) -> list:
+    """Every once-marker of any kind that fallback_marker() gave state, sorted."""
+    tmp, name = os.path.split(fallback_marker(state, "\0"))
+    head, tail = name.split("\0")
+    try:
+        names = sorted(os.listdir(tmp))
+    except OSError:
+        return []
+    return [os.path.join(tmp, n) for n in names
+            if n.startswith(head) and n.endswith(tail) and len(n) > len(head) + len(tail)]

@@ -34,3 +34,13 @@ def test_warn_once_remembers_in_tmp_when_the_state_dir_cannot(tmp_path, monkeypa
     faults.warn_once("k", "x")
     assert capfd.readouterr().err == "linkwrap: warning: x\n"
     assert [p.name for p in tmp_path.glob("linkwrap-*-warned-k-*")]
+
+
+def test_a_fault_the_log_cannot_keep_says_why_and_not_where_it_is_not(lw_home):
+    log = lw_home / "linkwrap.log"
+    log.mkdir()
+    assert faults.note("probing", RuntimeError("boom")) == "linkwrap fault while probing: RuntimeError: boom"
+    assert isinstance(faults.unkept, IsADirectoryError) and faults.unkept.filename == str(log)
+    log.rmdir()
+    faults.note("probing", RuntimeError("again"))
+    assert faults.unkept is None and "RuntimeError: again" in log.read_text()

@@ -109,12 +109,7 @@ def warned_markers() -> list:
         found += [os.path.join(state, n) for n in sorted(os.listdir(state)) if n.startswith(".warned-")]
     except OSError:
         pass
-    import errno
-    for kind in sorted(set(errno.errorcode.values()) | {"error"}):
-        m = faults.fallback_marker(state, kind)
-        if os.path.exists(m):
-            found.append(m)
-    return found
+    return found + faults.fallback_markers(state)
 
 
 def _status(args=None) -> int:
@@ -134,6 +129,9 @@ def _status(args=None) -> int:
           + (f", {_minute(c['first_utc'])} to {_minute(c['last_utc'])} UTC" if c["links"] else ""))
     if c["rejected"]:
         print(f"Skipped: {plural(c['rejected'], 'malformed record')} from the spool (not counted above)")
+    if c["unreadable"]:
+        print(f"Dropped: {plural(c['unreadable'], 'unreadable record')} from the spool, its bytes damaged "
+              "(not counted above)")
     from linkwrap.cli import scope
     project, shows = scope.resolve(conn, args)
     if project is not None:
@@ -142,25 +140,16 @@ def _status(args=None) -> int:
               "`--all-projects` for every project's)")
     if spool.pending(state):
         print(f"Waiting in the spool: {fmt_bytes(spool.pending(state))} (the database could not take them)")
+    said = set()
     for m in warned_markers():
         kind = os.path.basename(m).split("warned-", 1)[1].split("-", 1)[0]
-        if kind == "config":  # pipeline.py's notice of a malformed linkwrap.toml, not a recording failure
+        # config: pipeline.py's notice of a malformed linkwrap.toml, not a recording failure; a kind
+        # said in several builds (a marker each) is one line
+        if kind == "config" or kind in said:
             continue
+        said.add(kind)
         print(f"Recording failed at least once ({kind}); `linkwrap log on` resets this notice: {m}")
-    if os.path.exists(paths.log_file()):
-        try:
-            with open(paths.log_file(), encoding="utf-8", errors="replace") as f:
-                n_faults, n_config, last = faults.counts(f.read())
-        except OSError:
-            n_faults, n_config, last = 1, 0, None  # unreadable: name the file, as a fault would
-        size = fmt_bytes(os.path.getsize(paths.log_file()))
-        if n_faults:
-            print(f"linkwrap's own faults (tracebacks): {paths.log_file()}, {size}: {n_faults}")
-        if n_config:
-            # The user's to fix, not linkwrap's: counted apart, with the last one's words.
-            from linkwrap.errors import printable
-            print(f"Configuration errors (yours to fix): {n_config} in {paths.log_file()}"
-                  + ("" if n_faults else f", {size}") + f"; the last: {printable(last or '?')}")
+    _print_fault_log(fmt_bytes)
     limits = db.retention()
     shown = [f"links older than {limits['keep_days']:g} days" if limits["keep_days"] else "",
              f"links.db over {limits['max_db_mb']:g} MiB" if limits["max_db_mb"] else "",
@@ -173,6 +162,29 @@ def _status(args=None) -> int:
     print(textwrap.fill("Trimmed: " + ("; ".join(shown) if shown else "nothing (no limits)")
                         + " ([records] in linkwrap.toml)", 80, subsequent_indent="  ", break_on_hyphens=False))
     return 0
+
+
+def _print_fault_log(fmt_bytes) -> None:
+    """The fault log's counts; a log that cannot be read (a directory where it should be, another
+    user's) is said as such, not counted as a fault: none may have happened, and none can be kept."""
+    from linkwrap.errors import os_error_text, printable
+    log = paths.log_file()
+    if not os.path.lexists(log):
+        return
+    try:
+        with open(log, encoding="utf-8", errors="replace") as f:
+            text, size = f.read(), fmt_bytes(os.fstat(f.fileno()).st_size)
+    except OSError as e:
+        print(f"linkwrap's own faults cannot be logged or read: {printable(os_error_text(e))}; remove it or "
+              "make it a file of yours")
+        return
+    n_faults, n_config, last = faults.counts(text)
+    if n_faults:
+        print(f"linkwrap's own faults (tracebacks): {log}, {size}: {n_faults}")
+    if n_config:
+        # The user's to fix, not linkwrap's: counted apart, with the last one's words.
+        print(f"Configuration errors (yours to fix): {n_config} in {log}"
+              + ("" if n_faults else f", {size}") + f"; the last: {printable(last or '?')}")
 
 
 def _minute(utc) -> str:

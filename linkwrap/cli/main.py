@@ -200,7 +200,12 @@ def main(argv=None) -> int:
     except Exception as e:
         from linkwrap import faults, paths
         faults.note(f"running `linkwrap {' '.join(argv[:1])}`", e)
-        print(f"linkwrap: unexpected error: {type(e).__name__}: {e} (details in {paths.log_file()})", file=sys.stderr)
+        if isinstance(faults.unkept, OSError):
+            from linkwrap.errors import os_error_text
+            where = f"its details could not be kept: {os_error_text(faults.unkept)}"
+        else:
+            where = f"details in {paths.log_file()}"
+        print(f"linkwrap: unexpected error: {type(e).__name__}: {e} ({where})", file=sys.stderr)
         code = 3
     return code
 

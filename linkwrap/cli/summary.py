@@ -39,6 +39,7 @@ def collect(args, db) -> dict:
         builds = [last] if last else []
     data = _collect(args, db, builds, since)
     data["scope"] = {"project_dir": project, "shows": scope_text}
+    data["dropped_records"] = queries.dropped_records(db)
     return data
 
 

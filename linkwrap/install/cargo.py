@@ -325,8 +325,16 @@ def plan_install(path: str, triples, linker: str, force: bool = False) -> marker
     return marker.Change(path, old, new, said)
 
 
+def _eol(text: str) -> str:
+    """The file's own line ending: CRLF when its first line ends so (a Windows-edited file), else LF;
+    what linkwrap adds is written in it, so the file stays one style and uninstall gives it back."""
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+
+
 def _install_one(path, text, new_file, triple, linker, current) -> str:
     lines = text.splitlines(keepends=True)
+    eol = _eol(text)
     keypath = ("target", triple)
     span = _table_span(lines, keypath)
     if current is not None:
@@ -348,9 +356,9 @@ def _install_one(path, text, new_file, triple, linker, current) -> str:
         keys = [ln for ln in lines[h + 1:span[1]] if ln.strip() and not ln.lstrip().startswith("#")]
         indent = re.match(r"[ \t]*", keys[0]).group(0) if keys else ""
         if lines[h].endswith("\n"):
-            lines.insert(h + 1, _linker_line(indent, linker, "added", "\n"))
+            lines.insert(h + 1, _linker_line(indent, linker, "added", lines[h][len(lines[h].rstrip("\r\n")):]))
         else:  # the header is the last line, without a newline: ours carries it instead
-            lines.insert(h + 1, "\n" + _linker_line(indent, linker, "added", ""))
+            lines.insert(h + 1, eol + _linker_line(indent, linker, "added", ""))
         return "".join(lines)
     # No such table: append the marked block.
     flags = []
@@ -362,12 +370,12 @@ def _install_one(path, text, new_file, triple, linker, current) -> str:
     elif text:
         if not text.endswith("\n"):
             flags.append("no-eol")
-            sep = "\n\n"
+            sep = eol + eol
         else:
-            sep = "\n"
+            sep = eol
     block = marker.template("cargo-config.toml", id=marker.ID, flags=" ".join(flags),
                             triple=_toml_key(triple), linker=_toml_str(linker))
-    return text + sep + block
+    return text + sep + block.replace("\n", eol)  # the template is LF
 
 
 def _repoint(text, triple, current, linker):

@@ -396,6 +396,15 @@ def render_many(summary, console: Console) -> None:
     forced_lines(summary, console)
 
 
+def dropped_line(summary, console) -> None:
+    """Records lost before they reached the store (damaged or malformed in the spool): said, as
+    nothing else would show they are missing."""
+    n = summary.get("dropped_records")
+    if n:
+        print_hanging(console, f"{plural(n, 'link record')} {'was' if n == 1 else 'were'} unreadable and dropped "
+                               "(see `linkwrap log status`)", style="yellow")
+
+
 def forced_lines(summary, console) -> None:
     """A forced linker that is not installed: the links chose as usual, and a successful link says
     nothing, so the summary does."""
@@ -427,3 +436,4 @@ def render(summary, console: Console | None = None) -> None:
         render_build(b, console)
     else:
         render_many(summary, console)
+    dropped_line(summary, console)

@@ -100,6 +100,9 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
         raise ConfigError(problem)
     state = paths.state_dir()
     db_path = os.path.join(state, DB_NAME)
+    lost = unrecordable(state)
+    if lost:  # said by every reading command: a passed link's own warning is unseen under rustc
+        warn(lost)
     try:
         conn = connect(db_path)
     except sqlite3.DatabaseError as e:
@@ -107,19 +110,20 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
             conn = _replace_corrupt(db_path, e, warn)
         else:
             # Read-only, locked or full: show what is there; the spool waits (said once, just now).
-            return _fallback(db_path, e, warn) or memory()
+            return _fallback(db_path, e, (lambda _: None) if lost else warn) or memory()
         if conn is None:
             return memory()
     except OSError as e:
         warn(f"cannot open {db_path}: {e.strerror or e}")
         return memory()
     if ingest:
-        from linkwrap.server.server import wait_for_tidying
+        from linkwrap.server.server import TIDYING, wait_for_tidying
+        _say_not_a_lock(os.path.join(state, TIDYING), "links through the link server are not waited for", warn)
         wait_for_tidying(state)  # links the server answered may still be writing their records
         ingested = False
         try:
             if spool.ingest(conn, state):
-                refit(conn)
+                refit(conn, warn)
             ingested = True
         except sqlite3.DatabaseError as e:
             if is_corrupt(e):
@@ -131,8 +135,9 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
                     warn(f"new link records stay in the spool for now: {e2}")
             else:
                 warn(f"new link records stay in the spool for now ({db_path}: {e})")
-        except OSError as e:
-            warn(f"cannot read the link spool in {state}: {e.strerror or e}")
+        except OSError as e:  # the spool, or its lock: named by the exception
+            from linkwrap.errors import os_error_text
+            warn(f"new link records stay in the spool for now: {os_error_text(e)}")
         if ingested:  # a database that could take the spool can be trimmed
             limits = retention()
             try:
@@ -151,6 +156,26 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
         except sqlite3.Error:  # read-only or busy: those builds show with --all-projects meanwhile
             pass
     return conn
+
+
+def unrecordable(state) -> str | None:
+    """Why links cannot add their records under state now (it, or the spool they append to, is not
+    writable: chmod, a read-only mount), or None. The links pass; each build's first one says so on
+    its stderr, which rustc drops for a passed link, so the reading commands say it too."""
+    from linkwrap.wrap.record import SPOOL
+    spool_path = os.path.join(state, SPOOL)
+    if os.path.isfile(spool_path):
+        target, mode = spool_path, os.W_OK
+    else:
+        target, mode = state, os.W_OK | os.X_OK
+    if not os.path.isdir(state) or os.access(target, mode):
+        return None
+    try:
+        read_only = bool(os.statvfs(target).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    why = "a read-only file system" if read_only else "no write permission"
+    return f"links cannot be recorded in {state} ({why}): they pass, but their records are lost until it is writable"
 
 
 def retention() -> dict:
@@ -196,14 +221,29 @@ def trim(conn, limits) -> int:
     return deleted
 
 
-def refit(conn) -> None:
+def refit(conn, warn=warn) -> None:
     """Fit the memory model the link path predicts with (linkwrap.wrap.predict) on the new records.
-    It is an aid to prediction: a failure leaves the last model in place."""
+    It is an aid to prediction: a failure leaves the last model in place, said when it is a file's
+    (the history's lock made a directory: every link's history is lost until it is removed)."""
     try:
         from linkwrap.wrap import predict
         predict.refit(conn)
+    except OSError as e:
+        from linkwrap.errors import os_error_text
+        warn(f"the memory model is not refitted: {os_error_text(e)}")
     except Exception:
         pass
+
+
+def _say_not_a_lock(lock_path, costs, warn) -> None:
+    """Say a lock file that is there but not a regular file (a directory): its takers fail without a word."""
+    import stat
+    try:
+        st = os.lstat(lock_path)
+    except OSError:
+        return  # none yet: made when first taken
+    if not stat.S_ISREG(st.st_mode):
+        warn(f"{lock_path} is not a regular file, so it cannot be a lock: {costs}; remove it")
 
 
 def _fallback(db_path, exc, warn):

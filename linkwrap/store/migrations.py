@@ -200,6 +200,13 @@ def m014_spawner_rss(db):
     db.execute("ALTER TABLE links ADD COLUMN spawner_rss_kb INTEGER")
 
 
+@migration
+def m015_unreadable_records(db):
+    # Records the spool lost to damaged bytes (flipped, torn): counted apart from the malformed
+    # (rejected_records), shown by `summary` and `log status`.
+    db.execute("INSERT OR IGNORE INTO store_counts (name, value) VALUES ('unreadable_records', 0)")
+
+
 def migrate(db) -> list:
     """Apply the migrations not yet applied; -> their names.
 

@@ -125,12 +125,23 @@ def counts(db, project=None) -> dict:
     links, first, last = db.execute("SELECT count(*), min(links.started_utc), max(links.started_utc) FROM links "
                                     f"LEFT JOIN builds ON builds.id = links.build_id WHERE 1{where}", params).fetchone()
     builds = db.execute(f"SELECT count(*) FROM builds WHERE 1{where}", params).fetchone()[0]
+    return {"links": links, "builds": builds, "first_utc": first, "last_utc": last,
+            "rejected": store_count(db, "rejected_records"), "unreadable": store_count(db, "unreadable_records")}
+
+
+def store_count(db, name) -> int:
+    """A counter of the store itself (store_counts); 0 in a read-only database from before it."""
     import sqlite3
     try:
-        rejected = db.execute("SELECT value FROM store_counts WHERE name = 'rejected_records'").fetchone()[0]
-    except (sqlite3.Error, TypeError):  # a read-only database from before m004
-        rejected = 0
-    return {"links": links, "builds": builds, "first_utc": first, "last_utc": last, "rejected": rejected}
+        row = db.execute("SELECT value FROM store_counts WHERE name = ?", (name,)).fetchone()
+    except sqlite3.Error:
+        return 0
+    return row[0] if row else 0
+
+
+def dropped_records(db) -> int:
+    """Records the spool held that were dropped at ingestion: unreadable (damaged) or malformed."""
+    return store_count(db, "unreadable_records") + store_count(db, "rejected_records")
 
 
 def record_run(db, key, *, command, cwd, started_utc, finished_utc, wall_ms, exit_status, project=(None, None)) -> int:

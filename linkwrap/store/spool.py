@@ -80,15 +80,26 @@ def valid(rec) -> bool:
     return True
 
 
-def parse(data: bytes, rejected=None):
+def parse(data: bytes, rejected=None, unreadable=None):
     """-> (records, skipped_bytes). Torn or foreign bytes are skipped, never fatal; whole frames
-    whose record is not valid() are skipped too, and counted in `rejected` (a list) when given."""
+    whose record is not valid() are skipped too, and counted in `rejected` (a list) when given.
+    unreadable (a list): gets the offset of each run of skipped bytes, once per record lost in it
+    to damaged bytes (flipped, torn); see lost_in()."""
     records, skipped, pos, n = [], 0, 0, len(data)
+    gap = None  # where the bytes skipped since the last whole frame begin
+
+    def close_gap(end):
+        if gap is not None and unreadable is not None:
+            unreadable.extend([gap] * lost_in(data[gap:end]))
+
     while pos < n:
         start = data.find(MAGIC, pos)
         if start < 0:
             skipped += n - pos
+            gap = pos if gap is None else gap
             break
+        if start > pos:
+            gap = pos if gap is None else gap
         skipped += start - pos
         rec = None
         if start + 8 <= n:
@@ -99,19 +110,42 @@ def parse(data: bytes, rejected=None):
                     rec = marshal.loads(data[start + 8:end])
                 except (ValueError, EOFError, TypeError):
                     rec = None
-                if valid(rec):
-                    records.append({k: _storable(v) for k, v in rec.items()})
+                if valid(rec) or rec is not None and rejected is not None:
+                    close_gap(start)
+                    gap = None
                     pos = end + len(TRAILER)
-                    continue
-                if rec is not None and rejected is not None:
-                    rejected.append(rec)
-                    skipped += end + len(TRAILER) - start
-                    pos = end + len(TRAILER)
+                    if valid(rec):
+                        records.append({k: _storable(v) for k, v in rec.items()})
+                    else:
+                        rejected.append(rec)
+                        skipped += pos - start
                     continue
         # Not a whole frame here: resynchronise on the next MAGIC.
+        gap = start if gap is None else gap
         skipped += 1
         pos = start + 1
+    close_gap(n)
     return records, skipped
+
+
+def lost_in(skipped: bytes) -> int:
+    """How many records a run of skipped bytes held, at least one: a frame hit by flipped or torn
+    bytes keeps its MAGIC, its TRAILER, or both (a MAGIC then a TRAILER is one frame)."""
+    anchors = sorted([(i, MAGIC) for i in _find_all(skipped, MAGIC)]
+                     + [(i, TRAILER) for i in _find_all(skipped, TRAILER)])
+    frames, after_magic = 0, False
+    for _, anchor in anchors:
+        if anchor == MAGIC or not after_magic:
+            frames += 1
+        after_magic = anchor == MAGIC
+    return max(1, frames)
+
+
+def _find_all(data: bytes, sub: bytes):
+    i = data.find(sub)
+    while i >= 0:
+        yield i
+        i = data.find(sub, i + 1)
 
 
 def _storable(value):
@@ -195,22 +229,22 @@ def _ingest_file(db, path) -> int:
         # Read: let waiting writers go now, not after the database (up to its 5 s busy timeout).
         # They find the spool renamed under them and append to a new one.
         os.lockf(fd, os.F_ULOCK, 0)
-        rejected = []
-        records, _ = parse(b"".join(chunks), rejected)
-        added = insert(db, records, len(rejected))
+        rejected, unreadable = [], []
+        records, _ = parse(b"".join(chunks), rejected, unreadable)
+        added = insert(db, records, len(rejected), len(unreadable))
         os.unlink(path)
         return added
     finally:
         os.close(fd)
 
 
-def insert(db, records, rejected=0) -> int:
+def insert(db, records, rejected=0, unreadable=0) -> int:
     """Insert records (dicts from the spool) in one transaction; -> rows added.
 
-    rejected: how many malformed records the spool held, added to the count `log status` shows."""
-    if rejected:
-        db.execute("UPDATE store_counts SET value = value + ? WHERE name = 'rejected_records'", (rejected,))
-    if not records:
+    rejected, unreadable: how many malformed records, and records lost to damaged bytes, the spool
+    held; added to the counts `log status` and `summary` show, in the same transaction (a spool
+    left for the next ingestion by a failure is not counted twice)."""
+    if not (records or rejected or unreadable):
         return 0
     placeholders = ", ".join("?" for _ in LINK_COLUMNS)
     sql = f"INSERT OR IGNORE INTO links ({', '.join(LINK_COLUMNS)}) VALUES ({placeholders})"
@@ -218,6 +252,9 @@ def insert(db, records, rejected=0) -> int:
     added = 0
     db.execute("BEGIN IMMEDIATE")
     try:
+        for name, count in (("rejected_records", rejected), ("unreadable_records", unreadable)):
+            if count:
+                db.execute("UPDATE store_counts SET value = value + ? WHERE name = ?", (count, name))
         for rec in records:
             started = utc_iso(rec["started_unix"])
             key = rec.get("build_key") or "unknown"

@@ -19,9 +19,9 @@ because the ingester renames the spool aside under the same lock. So a record
 lands either in the file being ingested, before it is read, or in a new spool.
 
 Failures (read-only or full state dir, permissions) cost that record only and
-are said once per state dir and failure kind: a `linkwrap: warning:` line on
-stderr, remembered by a marker file `.warned-<kind>` in the state dir, or,
-when the state dir cannot take it, /tmp/linkwrap-<uid>-warned-<kind>-<crc>.
+are said once per build, state dir and failure kind: a `linkwrap: warning:` line on
+stderr, remembered by a marker file `.warned-<errno>-<build crc>` in the state dir, or,
+when the state dir cannot take it, /tmp/linkwrap-<uid>-warned-<errno>-<build crc>-<crc>.
 `linkwrap log status` shows and `linkwrap log on` clears these markers.
 
 linkwrap's own time per link has two parts: startup_ms, from the process's
@@ -63,16 +63,17 @@ def save(request, probe, decision, outcome, *, started_ns, first_attempt=None, m
         state = paths.state_dir()
         if _disabled(state, environ):
             return
-        frame = encode(make(request, probe, decision, outcome, started_ns=started_ns,
-                            first_attempt=first_attempt, now_ns=now_ns, memory=memory, environ=environ,
-                            caller_pid=caller_pid, entry=entry, reached_ns=reached_ns, build=build))
+        rec = make(request, probe, decision, outcome, started_ns=started_ns, first_attempt=first_attempt,
+                   now_ns=now_ns, memory=memory, environ=environ, caller_pid=caller_pid, entry=entry,
+                   reached_ns=reached_ns, build=build)
+        frame = encode(rec)
     except BaseException as e:  # a fault of ours: the link's result stands
         _fault("building the link record", e)
         return
     try:
         append(state, frame, max_spool_bytes)
     except OSError as e:
-        _warn_once(state, e)
+        _warn_once(state, e, rec.get("build_key") or "")
     except BaseException as e:
         _fault("writing the link record", e)
 
@@ -363,10 +364,14 @@ def append(state, frame, max_bytes=0, _tries=3) -> None:
     raise OSError(11, "the link spool kept moving")
 
 
-def _warn_once(state, err) -> None:
+def _warn_once(state, err, build_key) -> None:
+    """Said once per build and failure kind: once for ever could be never, as rustc drops a passed
+    link's stderr (the first build's warning unseen, every later one silent, every record lost)."""
+    import binascii
     import errno as errno_mod
     from linkwrap import faults
     kind = errno_mod.errorcode.get(err.errno, "error") if err.errno else "error"
+    kind += f"-{binascii.crc32(build_key.encode('utf-8', 'surrogateescape')):08x}"
     from linkwrap.paths import state_problem
     problem = state_problem()
     why = f": {problem}" if problem else f" in {state} ({err.strerror or err})"

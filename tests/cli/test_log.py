@@ -131,3 +131,29 @@ def test_a_read_only_state_dir_is_one_line_not_a_crash(tmp_path, monkeypatch):
         done = lw("log", "off", check=False)
         assert done.returncode == 1
         assert done.stderr == f"linkwrap: error: {point}/logs-off: Read-only file system\n"
+
+
+def test_a_fault_log_that_is_a_directory_is_said_and_not_counted_as_a_fault(tmp_path, lw_home):
+    log = lw_home / "linkwrap.log"
+    log.mkdir()
+    from linkwrap import faults
+    assert faults.note("probing", RuntimeError("boom")).endswith("RuntimeError: boom")  # kept nowhere, no raise
+    done = lw("log", "status")
+    assert done.stderr == ""
+    assert "linkwrap's own faults (tracebacks)" not in done.stdout
+    assert (f"linkwrap's own faults cannot be logged or read: {log}: Is a directory; remove it or make it "
+            "a file of yours\n") in done.stdout
+
+
+def test_a_recording_failure_said_in_several_builds_is_one_line_until_log_on(tmp_path, lw_home, monkeypatch):
+    from linkwrap import faults
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    markers = [faults.fallback_marker(str(lw_home), f"EACCES-{crc}") for crc in ("0000000a", "0000000b")]
+    for m in markers:
+        open(m, "w").close()
+    status = lw("log", "status").stdout
+    assert [line for line in status.splitlines() if line.startswith("Recording failed")] == [
+        f"Recording failed at least once (EACCES); `linkwrap log on` resets this notice: {markers[0]}"]
+    lw("log", "on")
+    assert not any(os.path.exists(m) for m in markers)
+    assert "Recording failed" not in lw("log", "status").stdout

@@ -69,6 +69,19 @@ def test_round_trip_is_byte_identical(tmp_path, case):
     assert path.read_bytes() == CASES[case].encode()
 
 
+@pytest.mark.parametrize("case", [c for c in CASES if CASES[c]])
+def test_a_crlf_file_gets_crlf_lines_and_its_exact_bytes_back(tmp_path, case):
+    path = tmp_path / "config.toml"
+    crlf = CASES[case].replace("\n", "\r\n").encode()
+    path.write_bytes(crlf)
+    install(path)
+    data = path.read_bytes()
+    assert data.count(b"\n") == data.count(b"\r\n") > crlf.count(b"\n")  # lines added, every one CRLF
+    assert cargo.linker_of(cargo.parse(str(path), data), HOST) == CC
+    uninstall(path)
+    assert path.read_bytes() == crlf
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_second_install_changes_nothing(tmp_path, case):
     path = tmp_path / "config.toml"

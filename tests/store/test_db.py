@@ -7,6 +7,8 @@ import sys
 import textwrap
 import time
 
+from users import other_user  # noqa: F401 (fixture)
+
 from linkwrap.store import db, spool
 from linkwrap.wrap import record
 
@@ -166,4 +168,68 @@ def test_linkwrap_home_that_is_a_file_is_one_error_line(tmp_path, monkeypatch, h
     assert link.stderr == (f"linkwrap: warning: cannot record links: {expected}; links are not affected; "
                            "said once (see `linkwrap log status`)\n")
     from linkwrap import faults
-    os.unlink(faults.fallback_marker(str(home), "ENOTDIR"))
+    [marker] = faults.fallback_markers(str(home))  # said once for this build, remembered in /tmp
+    assert os.path.basename(marker).split("-")[3] == "ENOTDIR"
+    os.unlink(marker)
+
+
+def test_lock_files_made_directories_are_named_and_links_still_pass(lw_home, tmp_path, hello_obj):
+    """A lock turned into a directory is said as that lock, not as the spool it guards."""
+    from linkrecords import cc_link, lw
+    locks = {name: lw_home / name for name in ("links.lock", "tidying.lock", "memory-history.lock")}
+    for path in locks.values():
+        path.mkdir()
+    link = cc_link([str(hello_obj), "-o", "prog"], tmp_path)
+    assert (link.returncode, link.stdout, link.stderr) == (0, "", "")
+    assert subprocess.run([str(tmp_path / "prog")]).returncode == 0
+    shown = lw("summary")
+    assert shown.stderr.splitlines() == [
+        f"linkwrap: warning: {locks['tidying.lock']} is not a regular file, so it cannot be a lock: "
+        "links through the link server are not waited for; remove it",
+        f"linkwrap: warning: new link records stay in the spool for now: {locks['links.lock']}: Is a directory"]
+    assert (lw_home / record.SPOOL).stat().st_size > 0  # kept for when the lock is a lock again
+    locks["links.lock"].rmdir()
+    said = []
+    conn = db.open_store(warn=said.append)
+    assert [r[0] for r in conn.execute("SELECT output_path FROM links")] == [str(tmp_path / "prog")]
+    assert said[1:] == [f"the memory model is not refitted: {locks['memory-history.lock']}: Is a directory"]
+
+
+def test_another_users_history_lock_is_named_when_the_model_is_refitted(lw_home, other_user):
+    lock = lw_home / "memory-history.lock"
+    lock.write_bytes(b"")
+    os.chown(lock, other_user[1], other_user[2])
+    spool_some(str(lw_home), "a")
+    said = []
+    assert uids(db.open_store(warn=said.append)) == ["a"]
+    assert said == [f"the memory model is not refitted: {lock}: not this user's regular file: not used"]
+
+
+def test_a_state_dir_links_cannot_record_in_is_said_by_the_reading_commands(lw_home, tmp_path, hello_obj):
+    """rustc drops a passed link's stderr, where the link says its record is lost: summary and log
+    status say it, as long as it lasts (chmod 0500, links and commands without root's power over it)."""
+    from conftest import script
+    unprivileged = ["setpriv", "--bounding-set=-all", "--inh-caps=-all"]
+
+    def run(*argv):
+        return subprocess.run([*unprivileged, *argv], capture_output=True, text=True, cwd=tmp_path,
+                              env={**os.environ, "TMPDIR": str(tmp_path)})
+    lw_home.chmod(0o500)
+    assert run(script("linkwrap-cc"), str(hello_obj), "-o", "prog").returncode == 0
+    said = (f"linkwrap: warning: links cannot be recorded in {lw_home} (no write permission): they pass, "
+            "but their records are lost until it is writable\n")
+    for argv in (["summary"], ["log", "status"]):
+        done = run(script("linkwrap"), *argv)
+        assert (done.returncode, done.stderr) == (0, said), argv
+    lw_home.chmod(0o700)
+    assert run(script("linkwrap"), "summary").stderr == ""
+
+
+def test_a_read_only_state_dir_is_said_as_such_by_the_reading_commands(tmp_path, monkeypatch):
+    import mounts
+    with mounts.tmpfs_mount(tmp_path, "ro,size=1m") as point:
+        monkeypatch.setenv("LINKWRAP_HOME", point)
+        said = []
+        db.open_store(warn=said.append)
+        assert said == [f"links cannot be recorded in {point} (a read-only file system): they pass, but their "
+                        "records are lost until it is writable"]

@@ -25,6 +25,47 @@ def test_a_torn_record_in_the_middle_does_not_swallow_the_next_one():
     assert [r["uid"] for r in spool.parse(data)[0]] == ["a", "b"]
 
 
+def flipped(data, at):
+    return data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1:]
+
+
+def test_each_record_lost_to_flipped_bytes_is_counted_once_and_costs_only_itself():
+    good = frame("g", pad="x" * 40)
+    hit = frame("hit", pad="y" * 40)
+    body = len(record.MAGIC) + 4
+    # where the flip lands: its MAGIC, its length, its body (marshal's type byte), its trailer
+    for at in (0, len(record.MAGIC), body, len(hit) - 1):
+        for data, lost in ((good + flipped(hit, at) + good, 1), (good + flipped(hit, at) + flipped(hit, at) + good, 2),
+                           (flipped(hit, at), 1)):
+            unreadable = []
+            records, _ = spool.parse(data, [], unreadable)
+            assert (len(records), len(unreadable)) == (data.count(good), lost), at
+    unreadable = []
+    assert len(spool.parse(frame("a") + frame("torn", pad="x" * 500)[:40], [], unreadable)[0]) == 1
+    assert unreadable == [len(frame("a"))]  # a torn last record is lost too, and counted
+
+
+def test_dropped_records_are_counted_for_good_and_said_by_summary_and_log_status(tmp_path, lw_home):
+    from linkrecords import lw
+    state = str(lw_home)
+    hit = frame("hit", output_path="/x/hit")
+    for f in (frame("good", output_path="/x/a"), flipped(hit, 8), flipped(hit, 9), frame("bad", wall_ms="fast")):
+        record.append(state, f)
+    shown = lw("summary", "--all-projects", cwd=tmp_path).stdout
+    assert shown.splitlines()[-1] == "3 link records were unreadable and dropped (see `linkwrap log status`)"
+    assert not os.path.exists(os.path.join(state, record.SPOOL))
+    status = lw("log", "status").stdout  # from the database now: the spool is gone
+    assert "Dropped: 2 unreadable records from the spool, its bytes damaged (not counted above)\n" in status
+    assert "Skipped: 1 malformed record from the spool (not counted above)\n" in status
+    assert lw("summary", "--json", "--all-projects", cwd=tmp_path).stdout.count('"dropped_records": 3') == 1
+
+
+def test_summary_says_nothing_of_dropped_records_when_there_are_none(tmp_path, lw_home):
+    from linkrecords import lw
+    record.append(str(lw_home), frame("good", output_path="/x/a"))
+    assert "dropped" not in lw("summary", "--all-projects", cwd=tmp_path).stdout
+
+
 def test_ingest_moves_records_into_the_database_and_empties_the_spool(lw_home):
     state = str(lw_home)
     for uid in ("u1", "u2", "u3"):

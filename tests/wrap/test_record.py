@@ -79,10 +79,35 @@ def test_a_state_dir_that_cannot_take_records_costs_no_link_and_is_said_once(tmp
         assert len(first.stderr.splitlines()) == 1
         assert second.stderr == ""
         # The read-only dir could not hold its once-marker: it went to /tmp (and goes now).
-        fallback = faults.fallback_marker(point, "EROFS")
-        assert os.path.exists(fallback) == (kind == "read-only")
-        if kind == "read-only":
-            os.unlink(fallback)
+        fallback = faults.fallback_markers(point)
+        assert [os.path.basename(m).split("-")[3] for m in fallback] == (["EROFS"] if kind == "read-only" else [])
+        for m in fallback:
+            os.unlink(m)
+
+
+def test_a_state_dir_the_user_cannot_write_is_said_once_per_build(tmp_path, monkeypatch):
+    """chmod 0500 on the state dir, links run without root's power to ignore it: each build's
+    first link says its records are lost (rustc drops a passed link's stderr: once for ever is never)."""
+    obj = c_object(tmp_path)
+    state = tmp_path / "state"
+    state.mkdir(mode=0o500)
+    monkeypatch.setenv("LINKWRAP_HOME", str(state))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # where the once-markers go, as the state dir cannot
+
+    def link(build, out):
+        # setpriv: no capabilities, so permissions hold as for any user (the tests run as root)
+        return subprocess.run(["setpriv", "--bounding-set=-all", "--inh-caps=-all", script("linkwrap-cc"), obj,
+                               "-o", out], cwd=tmp_path, capture_output=True, text=True,
+                              env={**os.environ, "LINKWRAP_BUILD_ID": build})
+    said = (f"linkwrap: warning: cannot record links in {state} (Permission denied); links are not affected; "
+            "said once (see `linkwrap log status`)\n")
+    runs = [link("build-1", "a"), link("build-1", "b"), link("build-2", "c")]
+    assert [r.returncode for r in runs] == [0, 0, 0]
+    assert [r.stderr for r in runs] == [said, "", said]
+    assert subprocess.run([str(tmp_path / "c")]).returncode == 0
+    assert not os.listdir(state)
+    markers = faults.fallback_markers(str(state))
+    assert [os.path.basename(m).split("-")[3] for m in markers] == ["EACCES", "EACCES"]
 
 
 def request(argv, cwd="/w"):
