@@ -10,7 +10,7 @@ import time
 from users import other_user  # noqa: F401 (fixture)
 
 from linkwrap.store import db, spool
-from linkwrap.wrap import record
+from linkwrap.record import record
 
 
 def frame(uid):
