@@ -43,6 +43,16 @@ _CACHE_FORMAT = 5  # 5: lld is the newest of ld.lld and ld.lld-NN
 # needs only the stat() calls that say nothing changed: PATH's directories (a linker installed or
 # removed), the linkers themselves (upgraded: another version), where the Python linker is looked for.
 _last = None
+# The stat() of each path made during one discover() (cache.stamp's tuple, None when missing): the
+# cache checks and the stamps kept in _last read the same moment, so a PATH directory or a linker is
+# stat()ed once per link, not twice (22 of a link's 28 PATH stats were the second look).
+_stamped = {}
+
+
+def _stat(path):
+    if path not in _stamped:
+        _stamped[path] = cache_mod.stamp(path)
+    return _stamped[path]
 
 
 def discover(request=None, environ=os.environ) -> dict:
@@ -53,18 +63,25 @@ def discover(request=None, environ=os.environ) -> dict:
     (x86-64 only); mold, wild and lld link for several machines with one binary."""
     global _last
     if request is None:  # the commands: rust-lld may come from `rustc --print sysroot`
-        return _discover(request, environ)
+        try:
+            return _discover(request, environ)
+        finally:
+            _stamped.clear()
     key = (environ.get("PATH", os.defpath), request.target, request.driver, request.rust_lld)
     last = _last
     if last is not None and last[0] == key and cache_mod.unchanged(last[1]):
         return dict(last[2])
-    found = _discover(request, environ)
-    import sys
-    watched = [d for d in key[0].split(os.pathsep) if d] + [info.path for info in found.values()]
-    watched += [os.path.dirname(os.path.abspath(sys.argv[0])), os.path.dirname(sys.executable)]
-    if request.rust_lld:
-        watched.append(request.rust_lld)
-    _last = (key, cache_mod.stamps(watched), found)
+    _stamped.clear()
+    try:
+        found = _discover(request, environ)
+        import sys
+        watched = [d for d in key[0].split(os.pathsep) if d] + [info.path for info in found.values()]
+        watched += [os.path.dirname(os.path.abspath(sys.argv[0])), os.path.dirname(sys.executable)]
+        if request.rust_lld:
+            watched.append(request.rust_lld)
+        _last = (key, tuple((p, _stat(p)) for p in watched), found)
+    finally:
+        _stamped.clear()
     return dict(found)
 
 
@@ -99,10 +116,8 @@ def _search_path(path_dirs, cache, prefix="") -> dict:
     link makes one stat() per PATH entry instead of listing directories."""
     key = []
     for d in path_dirs:
-        try:
-            key.append((d, os.stat(d).st_mtime_ns))
-        except OSError:
-            key.append((d, -1))
+        st = _stat(d)
+        key.append((d, st[4] if st is not None else -1))  # st_mtime_ns
     key = (prefix, tuple(key))
     hit = cache.get("search" + prefix)
     if hit and hit[0] == key:
@@ -185,8 +200,10 @@ def _store_cache(data):
 
 
 def _stamp(path):
-    st = os.stat(path)
-    return (st.st_size, st.st_mtime_ns)
+    st = _stat(path)
+    if st is None:
+        raise FileNotFoundError(2, "No such file or directory", path)
+    return (st[3], st[4])  # st_size, st_mtime_ns
 
 
 def _with_versions(found: dict, cache: dict) -> dict:
