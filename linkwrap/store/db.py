@@ -162,7 +162,7 @@ def unrecordable(state) -> str | None:
     """Why links cannot add their records under state now (it, or the spool they append to, is not
     writable: chmod, a read-only mount), or None. The links pass; each build's first one says so on
     its stderr, which rustc drops for a passed link, so the reading commands say it too."""
-    from linkwrap.wrap.record import SPOOL
+    from linkwrap.record.record import SPOOL
     spool_path = os.path.join(state, SPOOL)
     if os.path.isfile(spool_path):
         target, mode = spool_path, os.W_OK
