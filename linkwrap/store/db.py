@@ -114,7 +114,7 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
         warn(f"cannot open {db_path}: {e.strerror or e}")
         return memory()
     if ingest:
-        from linkwrap.server.server import wait_for_tidying
+        from linkwrap.server.tidying import wait_for_tidying
         wait_for_tidying(state)  # links the server answered may still be writing their records
         ingested = False
         try:
