@@ -176,12 +176,12 @@ def main():
         os.environ["LINKWRAP_HOME"] = os.path.join(work, "home")
         os.environ["LINKWRAP_LINKER"] = opts.linker
         from linkwrap.install import launcher
-        from linkwrap.server import start, server as srv
+        from linkwrap.server import lifetime, start
         from bench_overhead import other_tree
         client = launcher.fast_script("linkwrap-cc")
         assert open(client, "rb").read(4) == b"\x7fELF", "the native client did not compile"
         KEEP.add(start.start_detached())
-        sock = os.path.join(srv.run_dir(), srv.socket_name(srv.world_key()))
+        sock = os.path.join(lifetime.run_dir(), lifetime.socket_name(lifetime.world_key()))
         trees = {"client": (client, sock)}
         if opts.baseline:
             trees["baseline"] = other_tree(opts.baseline)

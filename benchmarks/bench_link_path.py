@@ -6,7 +6,7 @@ times those).
     python3 benchmarks/bench_link_path.py [--links 21] [--rounds 5] [--link app] [--baseline TREE]
 
 Each link runs as the server runs it: in a child forked from a process that imported the link
-path (server.warm()), after the spare's rehearsal, with the old output's removal left to tidy().
+path (warm.warm()), after the spare's rehearsal, with the old output's removal left to tidy().
 The link is the bundled example's (rustc's command line, captured as bench_overhead.py does),
 with mold. With --baseline, another checkout's tree is timed the same way, rounds interleaved
 (a process per tree and round: both import their own tree with `python -S`), and the ratio of the
@@ -27,14 +27,24 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 CHILD = r"""
 import json, marshal, os, sys, time
+<<<<<<< HEAD
 from linkwrap.server import server
 from linkwrap.request import args, invocation
 from linkwrap.run import output
 from linkwrap import pipeline
+=======
+try:
+    from linkwrap.server import warm, world
+except ImportError:  # a tree from before linkwrap/server/server.py was split
+    from linkwrap.server import server as warm, server as world
+from linkwrap.request import args, invocation
+from linkwrap.run import output
+from linkwrap import pipeline
+>>>>>>> h6
 argv, cwd, out, links = json.loads(sys.argv[1])
 import linkwrap
 assert linkwrap.__file__.startswith(os.environ["PYTHONPATH"] + "/"), linkwrap.__file__
-server.warm()
+warm.warm()
 os.chdir(cwd)
 env = dict(os.environ, LINKWRAP_LINKER="mold")
 argv = args.with_output(list(argv), out)
@@ -47,9 +57,9 @@ for i in range(links + 2):
         import gc
         gc.disable()
         try:  # the link this server served last (a repeated link: the edit-build loop, `cargo test`)
-            server.rehearse(marshal.dumps((tuple(argv), None, cwd, env)))
+            warm.rehearse(marshal.dumps((tuple(argv), None, cwd, env)))
         except TypeError:  # a tree whose spares rehearse a stand-in link
-            server.rehearse()
+            warm.rehearse()
         marks = {}
         spawn, wait4 = os.posix_spawnp, os.wait4
 
@@ -67,7 +77,7 @@ for i in range(links + 2):
         output.defer()
         started = time.perf_counter_ns()
         inv = invocation.Invocation(tuple(argv), None, env, cwd, os.getpid(), None, "server", started,
-                                    server._OWN.get("reaps", False))
+                                    world._OWN.get("reaps", False))
         pipeline.link(inv, lambda status: marks.setdefault("answer", time.perf_counter_ns()))
         output.tidy()
         os.write(w, json.dumps([(marks["spawn"] - started) / 1e6, (marks["answer"] - marks["exited"]) / 1e6]).encode())

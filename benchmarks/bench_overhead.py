@@ -352,8 +352,8 @@ def main():
             print(f"uptime after: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f}")
         finally:
             from linkwrap.cli.server import ask
-            from linkwrap.server import server as srv
-            ask(os.path.join(srv.run_dir(), srv.socket_name(srv.world_key())), "stop")
+            from linkwrap.server import lifetime
+            ask(os.path.join(lifetime.run_dir(), lifetime.socket_name(lifetime.world_key())), "stop")
             os.waitpid(server, 0)
             if baseline:
                 ask(baseline[1], "stop")
@@ -364,7 +364,10 @@ def other_tree(tree, **extra_env):
     started (with extra_env): -> (client, socket path). Its socket is its own (the install is part
     of the key)."""
     env = {**os.environ, "PYTHONPATH": os.path.abspath(tree), **extra_env}
-    code = ("import os; from linkwrap.install import launcher; from linkwrap.server import start, server as s; "
+    # lifetime: server.py's in a tree from before its split
+    code = ("import os; from linkwrap.install import launcher; from linkwrap.server import start\n"
+            "try:\n    from linkwrap.server import lifetime as s\nexcept ImportError:\n"
+            "    from linkwrap.server import server as s\n"
             "print(launcher.fast_script('linkwrap-cc')); start.start_detached(); "
             "print(os.path.join(s.run_dir(), s.socket_name(s.world_key())))")
     client, sock = subprocess.run([sys.executable, "-c", code], env=env, cwd=tree, check=True,

@@ -74,7 +74,10 @@ static void mark(const char *n) {
 """
 PM = "from linkwrap._timeline import mark; mark({!r})"
 
-# (file, function (None: the whole file), [regexes: the first that matches exactly one line], where, text)
+# The spares and the answer: in linkwrap/server/workers.py, in server.py in a tree before its split (instrument()).
+WORKERS = ("linkwrap/server/workers.py", "linkwrap/server/server.py")
+# (file or files: the first that has it, function (None: the whole file), [regexes: the first that matches
+# exactly one line], where, text)
 ANCHORS = [
     ("linkwrap/server/client.c", None, [r"^extern char \*\*environ;"], "after", C_MARK),
     ("linkwrap/server/client.c", None, [r"^\s*g_argv = argv;"], "after", 'mark("client0");'),
@@ -83,14 +86,14 @@ ANCHORS = [
      'mark("sent");'),
     ("linkwrap/server/client.c", None, [r"^\s*if \(a == 'S'\)"], "before", 'mark("gotT");'),
     ("linkwrap/server/client.c", None, [r"^\s*if \(buf\[0\] == 'X'\)"], "before", 'mark("answer");'),
-    ("linkwrap/server/server.py", "spare", [r"reached = time\.perf_counter_ns\(\)"], "after", PM.format("accept")),
+    (WORKERS, "spare", [r"reached = time\.perf_counter_ns\(\)"], "after", PM.format("accept")),
     ("linkwrap/server/server.py", "child", [r"^\s*fds = fds_of\("], "before", PM.format("parsed")),
     ("linkwrap/server/server.py", "child", [r"^\s*settle\(req, peer_pid\)", r"^\s*_settled = settle\("],
      "before", PM.format("fds")),
     ("linkwrap/server/server.py", "child", [r"_tidying\.append\(_tidying_file\(\)\)", r"^\s*done = \[\]"],
      "before", PM.format("taken")),
     ("linkwrap/server/server.py", "run_link", [r"return pipeline\.link\("], "before", PM.format("pipeline")),
-    ("linkwrap/server/server.py", "_answer", [r"conn\.sendall\(reply\)", r"conn\.send\(reply\)"], "after",
+    (WORKERS, "_answer", [r"conn\.sendall\(reply\)", r"conn\.send\(reply\)"], "after",
      PM.format("answered")),
     ("linkwrap/pipeline.py", "link", [r"settings, facts, decision = choice\.settings"], "after",
      PM.format("chosen")),
@@ -113,6 +116,7 @@ FINE = [
     ("linkwrap/server/server.py", "child", [r"^\s*req = parse_request\(data\)"], "after", PM.format("accept.decoded")),
     ("linkwrap/server/server.py", "child", [r"^\s*conn = take\(req, fds, conn\)"], "before", PM.format("fds.settled")),
     ("linkwrap/server/server.py", "run_link", [r"^\s*heard\(\)  # what came before"], "before", PM.format("taken.async")),
+<<<<<<< HEAD
     ("linkwrap/run/run.py", "execute", [r"^\s*if rsp:  # before commit"], "before", PM.format("exited.spawned")),
     ("linkwrap/run/run.py", "spawn", [r"^\s*code = os\.waitstatus_to_exitcode"], "before", PM.format("exited.wall")),
     ("linkwrap/run/run.py", "execute", [r"^\s*result = list\(spawn\("], "after", PM.format("exited.result")),
@@ -122,12 +126,23 @@ FINE = [
     ("linkwrap/pipeline.py", "link", [r"^\s*answer\(outcome\.returncode\)"], "before", PM.format("committed.pipeline")),
     ("linkwrap/server/server.py", "_answer", [r"faults\.UNHEARD = True"], "before", PM.format("committed.locked")),
     ("linkwrap/server/server.py", "_answer", [r"^\s*for fd in fds:"], "before", PM.format("committed.nulled")),
+=======
+    ("linkwrap/run/run.py", "execute", [r"^\s*if rsp:  # before commit"], "before", PM.format("exited.spawned")),
+    ("linkwrap/run/run.py", "spawn", [r"^\s*code = os\.waitstatus_to_exitcode"], "before", PM.format("exited.wall")),
+    ("linkwrap/run/run.py", "execute", [r"^\s*result = list\(spawn\("], "after", PM.format("exited.result")),
+    ("linkwrap/run/output.py", "commit", [r"^\s*swapped = _later is not None"], "after", PM.format("exited.swapped")),
+    ("linkwrap/run/output.py", "commit", [r"^\s*_later\.append\(\(plan\.work_dir"], "after", PM.format("exited.kept")),
+    ("linkwrap/run/run.py", "execute", [r"^\s*return Outcome\(\*result"], "before", PM.format("exited.outcome")),
+    ("linkwrap/pipeline.py", "link", [r"^\s*answer\(outcome\.returncode\)"], "before", PM.format("committed.pipeline")),
+    (WORKERS, "_answer", [r"faults\.UNHEARD = True"], "before", PM.format("committed.locked")),
+    (WORKERS, "_answer", [r"^\s*for fd in fds:"], "before", PM.format("committed.nulled")),
+>>>>>>> h6
 ]
 # --back-to-back: when spares are forked and ready, when a link's child has tidied
 SPARES = [
-    ("linkwrap/server/server.py", "serve", [r'^\s*state\["children"\]\.add\(pid\)'], "after",
+    (WORKERS, "serve", [r'^\s*state\["children"\]\.add\(pid\)'], "after",
      "from linkwrap._timeline import mark; mark(f'forked:{pid}')"),
-    ("linkwrap/server/server.py", "spare", [r"^\s*touch\(\)", r"^\s*_OWN\[\"env\"\] = dict"], "after",
+    (WORKERS, "spare", [r"^\s*touch\(\)", r"^\s*_OWN\[\"env\"\] = dict"], "after",
      PM.format("ready")),
     ("linkwrap/server/server.py", "child", [r"^\s*output\.tidy\(\)"], "after", PM.format("tidied")),
 ]
@@ -145,7 +160,10 @@ def instrument(tree, dest, fine=False, spares=False):
     with open(os.path.join(dest, "linkwrap", "_timeline.py"), "w") as f:
         f.write(PY_MARK)
     for path, func, patterns, where, text in ANCHORS + (FINE if fine else []) + (SPARES if spares else []):
-        full = os.path.join(dest, path)
+        for path in ((path,) if isinstance(path, str) else path):
+            full = os.path.join(dest, path)
+            if os.path.exists(full) and (not func or re.search(rf"(?m)^\s*def {func}\(", open(full).read())):
+                break
         lines = open(full).read().split("\n")
         lo, hi = 0, len(lines)
         if func:

@@ -17,7 +17,7 @@ from linkwrap.choice.choose import choose, with_memory
 
 
 # In a server's child: called with the Invocation while its linker runs, to hand the request to the
-# server, whose next spares rehearse it (server.hand_off()). None elsewhere.
+# server, whose next spares rehearse it (server/warm.hand_off()). None elsewhere.
 HANDOFF = None
 
 

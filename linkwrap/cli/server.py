@@ -12,16 +12,16 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from linkwrap.server import server
+    from linkwrap.server import lifetime
     try:
-        dfd = server.open_run_dir()
+        dfd = lifetime.open_run_dir()
     except FileNotFoundError:
         print("no link server (none has been started yet)")
         return 0
     except PermissionError as e:
         from linkwrap.errors import LinkwrapError
         raise LinkwrapError(str(e)) from None
-    mine = server.socket_name(server.world_key())
+    mine = lifetime.socket_name(lifetime.world_key())
     found, stale = 0, []
     try:
         for name in sorted(os.listdir(f"/proc/self/fd/{dfd}")):
@@ -38,7 +38,7 @@ def run(args) -> int:
                         pass  # a link that found it stale replaced it first
                 continue
             found += 1
-            # A server told to stop answers "stopping" until it is gone (server._control).
+            # A server told to stop answers "stopping" until it is gone (workers._control).
             stopping = args.action == "stop" or " stopping=1" in answer
             answer = answer.replace(" stopping=1", "")
             print(f"{name}{here}: {'stopping, ' if stopping else ''}{readable(answer)}")
@@ -103,5 +103,5 @@ def ask(path, action):
 
 
 def server_control(action) -> bytes:
-    from linkwrap.server.server import CONTROL
+    from linkwrap.server.protocol import CONTROL
     return CONTROL + action.encode() + b"\n"

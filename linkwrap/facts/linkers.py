@@ -39,7 +39,7 @@ _CACHE_FORMAT = 5  # 5: lld is the newest of ld.lld and ld.lld-NN
 
 
 # This process's last discover() for a link: (its key, the stamps of what it depends on, its answer).
-# A server's spare found the linkers for the link it rehearsed (server.rehearse()); the link then
+# A server's spare found the linkers for the link it rehearsed (server/warm.rehearse()); the link then
 # needs only the stat() calls that say nothing changed: PATH's directories (a linker installed or
 # removed), the linkers themselves (upgraded: another version), where the Python linker is looked for.
 _last = None

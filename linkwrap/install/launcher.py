@@ -89,7 +89,7 @@ def _native_client(name: str, script: str, path: str) -> bool:
     """Compile client.c for this script into path with the system's cc. -> False: none compiled."""
     import shutil
     from linkwrap import __version__
-    from linkwrap.server.server import install_id
+    from linkwrap.server.lifetime import install_id
     cc = shutil.which("cc")
     if cc is None:
         return False

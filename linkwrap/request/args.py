@@ -43,7 +43,7 @@ class ArgsError(UsageError):
 
 
 # This process's last parse() of a command line that reads no file (its key, its request, rustc's
-# temporary directory in it): a server's spare rehearsed the last link (server.rehearse()), and a build
+# temporary directory in it): a server's spare rehearsed the last link (server/warm.rehearse()), and a build
 # relinks the same output again and again. What the answer depends on beyond argv and cwd -- the Cargo
 # configuration and the variables that name the driver -- is asked again every time (driver_for).
 _last = None

@@ -57,7 +57,7 @@ class Plan(record("Plan", "final link_path mode work_dir")):
 
 
 _owner = None
-_owners = {}  # by pid: a server's child forgets _owner (server.settle) and is the spare it was
+_owners = {}  # by pid: a server's child forgets _owner (server/world.settle) and is the spare it was
 
 
 def owner_tag() -> str:

@@ -117,7 +117,7 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
         warn(f"cannot open {db_path}: {e.strerror or e}")
         return memory()
     if ingest:
-        from linkwrap.server.server import TIDYING, wait_for_tidying
+        from linkwrap.server.tidying import TIDYING, wait_for_tidying
         _say_not_a_lock(os.path.join(state, TIDYING), "links through the link server are not waited for", warn)
         wait_for_tidying(state)  # links the server answered may still be writing their records
         ingested = False

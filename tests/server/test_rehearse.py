@@ -1,5 +1,5 @@
-"""The hand-off of a link's request to the server, and the spare's rehearsal of it (server.hand_off,
-server.rehearse): the next spare makes the last link's decisions before its own link comes, and keeps
+"""The hand-off of a link's request to the server, and the spare's rehearsal of it (warm.hand_off,
+warm.rehearse): the next spare makes the last link's decisions before its own link comes, and keeps
 what is pure (args, linkers, the direct line) and the private directory beside the output."""
 import json
 import os
@@ -7,7 +7,7 @@ import socket
 
 from forked import in_a_fork
 from linkrecords import c_object
-from linkwrap.server import server as srv
+from linkwrap.server import warm, world
 from linkwrap.request import invocation
 
 
@@ -20,8 +20,8 @@ def _handing_off():
     heard, told = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     heard.setblocking(False)
     st = os.fstat(told.fileno())
-    srv._OWN["handoff"] = (st.st_dev, st.st_ino)
-    srv._handoff = told
+    world._OWN["handoff"] = (st.st_dev, st.st_ino)
+    world._handoff = told
     return heard, told
 
 
@@ -29,11 +29,11 @@ def test_a_childs_request_reaches_the_server_whole_once_per_link(tmp_path):
     heard, told = _handing_off()
     env = {"PATH": os.environ["PATH"], **{f"CARGO_VAR_{i}": "x" * 100 for i in range(200)}}  # > PIPE_BUF
     argv = ["a.o", "-o", "out", *[f"-Wl,--defsym=s{i}=0" for i in range(100)]]
-    srv.hand_off(_invocation(tmp_path, argv, env))
-    srv.hand_off(_invocation(tmp_path, ["b.o", "-o", "again"], env))  # a retry's second start: not again
+    warm.hand_off(_invocation(tmp_path, argv, env))
+    warm.hand_off(_invocation(tmp_path, ["b.o", "-o", "again"], env))  # a retry's second start: not again
     state = {"last": None}
-    srv._last_request(heard, state)
-    assert srv._last_link(state["last"]) == (argv, None, str(tmp_path), env)
+    warm._last_request(heard, state)
+    assert warm._last_link(state["last"]) == (argv, None, str(tmp_path), env)
     heard.close()
     told.close()
 
@@ -43,9 +43,9 @@ def test_a_hand_off_whose_fd_number_went_to_a_clients_fd_sends_nothing(tmp_path)
     heard, told = _handing_off()
     r, w = os.pipe()
     os.dup2(w, told.fileno())  # the client's pipe now has that number
-    srv.hand_off(_invocation(tmp_path, ["a.o", "-o", "out"], {}))
+    warm.hand_off(_invocation(tmp_path, ["a.o", "-o", "out"], {}))
     state = {"last": None}
-    srv._last_request(heard, state)
+    warm._last_request(heard, state)
     os.close(w)
     told.close()  # the pipe's last write end, at the hand-off's number
     assert state["last"] is None and os.read(r, 64) == b""  # nothing was written to the client's pipe
@@ -56,7 +56,7 @@ def test_a_hand_off_whose_fd_number_went_to_a_clients_fd_sends_nothing(tmp_path)
 def _rehearsed(last):
     """In a forked spare: rehearse(last), then what it kept. -> dict."""
     def rehearse():
-        srv.rehearse(last)
+        warm.rehearse(last)
         from linkwrap.request import args
         from linkwrap.run import direct
         return json.dumps({"args": args._last[0] if args._last else None,

@@ -1,4 +1,4 @@
-"""A server child that served a link serves the next one (server._back()): no fork, no rehearsal,
+"""A server child that served a link serves the next one (reuse._back()): no fork, no rehearsal,
 no exit per link -- and nothing of one link reaches the next: not its environment, working
 directory, umask, fds, output or record; not a nice, limits or cgroup that cannot be put back;
 not a forking linker's worker. Real server, real mold behind a stand-in that notes what it sees."""
@@ -55,7 +55,7 @@ os.execv({mold!r}, [{mold!r}] + sys.argv[1:])
 
 # What a link may leave changed in a reused child's modules: the memos, each checked before its
 # next use (docs/design.md), and the server's own bookkeeping. Anything else is a leftover.
-MEMOS = {"linkwrap.server.server._KEPT", "linkwrap.server.server._LINK", "linkwrap.request.args._last",
+MEMOS = {"linkwrap.server.world._KEPT", "linkwrap.server.world._LINK", "linkwrap.request.args._last",
          "linkwrap.request.args._compiled", "linkwrap.request.config._last", "linkwrap.facts.linkers._last",
          "linkwrap.run.direct._split", "linkwrap.run.direct._lines", "linkwrap.facts.filesystems._FS_LAST",
          "linkwrap.facts.cgroups._CGROUP_DIRS", "linkwrap.facts.filesystems._MOUNTINFO", "linkwrap.run.output._owner",
@@ -211,8 +211,8 @@ def test_a_child_that_took_another_nice_or_limits_serves_the_next_link_as_its_ow
     assert (a["nice"], a["nofile"]) == {"nice": (own[0] + 5, own[1]), "soft limit": (own[0], [low, hard]),
                                         "hard limit": (own[0], [low, low])}[how]  # the build's, in its link
     child = served_by(a, server)
-    from linkwrap.server import server as srv
-    if (how == "hard limit" and not srv._capable(24)) or (how == "nice" and not srv._may_renice(own[0])):
+    from linkwrap.server import world
+    if (how == "hard limit" and not world._capable(24)) or (how == "nice" and not world._may_renice(own[0])):
         # No CAP_SYS_RESOURCE, or neither CAP_SYS_NICE nor RLIMIT_NICE room (so in some containers,
         # even as root): it cannot go back, and the child exits after that link; later links have
         # the server's limits and priority all the same.
@@ -240,7 +240,7 @@ def test_a_niced_servers_children_serve_the_links_of_builds_at_another_nice(tmp_
     """Each link runs at its build's priority where the child may take it (CAP_SYS_NICE or RLIMIT_NICE;
     else at the server's), and goes back to the server's after: the children are reused (before,
     every link of such a server took a fresh child)."""
-    from linkwrap.server import server as srv
+    from linkwrap.server import world
     mine = os.getpriority(os.PRIO_PROCESS, 0)
     assert os.getpriority(os.PRIO_PROCESS, niced_server) == min(19, mine + 5)
     env = peek_env(tmp_path, peek)
@@ -248,18 +248,18 @@ def test_a_niced_servers_children_serve_the_links_of_builds_at_another_nice(tmp_
     a = seen(tmp_path)[-1]
     child = served_by(a, niced_server)
     b, _ = until_served_by(child, client, tmp_path, env, niced_server, [f"app-b{i}" for i in range(6)])
-    may = srv._may_renice(mine)  # whether nice +5 may go back to mine (the child takes the build's)
+    may = world._may_renice(mine)  # whether nice +5 may go back to mine (the child takes the build's)
     assert a["nice"] == b["nice"] == (mine if may else min(19, mine + 5))
 
 
 LIMITS_BACK = """
 import resource, sys
-from linkwrap.server import server
-server._own_world()
+from linkwrap.server import world
+world._own_world()
 own = resource.getrlimit(resource.RLIMIT_NOFILE)
 lower = own[1] - 1 if sys.argv[1] == "hard" else own[1]  # NOFILE's hard limit is never unlimited
 resource.setrlimit(resource.RLIMIT_NOFILE, (min(own[0], lower, 512), lower))
-may = server._limits_go_back()
+may = world._limits_go_back()
 try:
     resource.setrlimit(resource.RLIMIT_NOFILE, own)
     back = True
@@ -342,8 +342,8 @@ def test_a_child_exits_at_its_bound_of_links_and_links_go_on(tmp_path, lw_home, 
 
 RENICE = """
 import os
-from linkwrap.server import server
-may = server._may_renice(0)
+from linkwrap.server import world
+may = world._may_renice(0)
 os.nice(19)
 try:
     os.setpriority(os.PRIO_PROCESS, 0, 0)
@@ -358,7 +358,7 @@ print(may, back)
 def test_a_child_knows_whether_it_may_go_back_from_nice_19(privileged):
     """Without CAP_SYS_NICE (an unprivileged server: setpriv drops it from root here) and with
     RLIMIT_NICE 0 going back from the tidying's nice 19 is refused: a child that could not go back
-    tidies at its own priority instead (server._answer), and _may_renice() says which it is."""
+    tidies at its own priority instead (workers._answer), and _may_renice() says which it is."""
     drop = [] if privileged else [tool("setpriv"), "--bounding-set=-sys_nice", "--inh-caps=-sys_nice"]
     done = subprocess.run([tool("prlimit"), "--nice=0", *drop, sys.executable, "-c", RENICE], capture_output=True,
                           text=True)
@@ -434,7 +434,7 @@ def test_a_reused_childs_memos_see_what_changed_between_its_links(tmp_path, lw_h
 def test_a_big_links_memory_is_not_the_record_of_a_later_link(tmp_path, lw_home, client, server, peek):
     """A linker's ru_maxrss takes in the memory of the process that spawned it (posix_spawn: its
     memory until the exec). After a link whose response file made its child some 20 MB bigger, that
-    child serves again only once it is back to its size, with its peak reset (server._back()), or
+    child serves again only once it is back to its size, with its peak reset (reuse._back()), or
     exits: no later link records the big link's memory as its own."""
     env = peek_env(tmp_path, peek)
     link(client, tmp_path, env, "small-first")

@@ -17,7 +17,7 @@ import pytest
 from conftest import stop_servers, tool
 from linkrecords import c_object, db_rows
 from linkwrap.install import launcher
-from linkwrap.server import server as srv
+from linkwrap.server import lifetime, protocol, world
 from linkwrap.server import start
 
 STANDIN = r'''#!{python}
@@ -90,7 +90,7 @@ def no_link_debris(directory):
 
 
 def socket_path(home):
-    return os.path.join(str(home), "run", srv.socket_name(srv.world_key()))
+    return os.path.join(str(home), "run", lifetime.socket_name(lifetime.world_key()))
 
 
 def server_pid(home):
@@ -474,7 +474,7 @@ def _memory_cgroup(pid="self"):
 @pytest.fixture
 def memory_cgroups():
     """Two fresh memory cgroups (v1 here; the tests are root): A for the build, S for the server."""
-    mnt = srv._cgroup_mounts()["memory"][0]
+    mnt = world._cgroup_mounts()["memory"][0]
     base = os.path.join(mnt, f"linkwrap-test-{os.getpid()}-{time.time_ns()}")
     groups = {n: os.path.join(base, n) for n in ("A", "S")}
     for g in groups.values():
@@ -696,7 +696,7 @@ def test_a_garbled_request_is_refused_and_the_server_goes_on(tmp_path, lw_home, 
     import struct
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(socket_path(lw_home))
-    s.sendall(struct.pack("<II", srv.MAGIC, 5) + b"0.1\0x")  # a payload that ends too soon
+    s.sendall(struct.pack("<II", protocol.MAGIC, 5) + b"0.1\0x")  # a payload that ends too soon
     assert s.recv(16) == b"F"
     s.close()
     done = link(client, tmp_path, env_with(tmp_path))
