@@ -27,12 +27,6 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 CHILD = r"""
 import json, marshal, os, sys, time
-<<<<<<< HEAD
-from linkwrap.server import server
-from linkwrap.request import args, invocation
-from linkwrap.run import output
-from linkwrap import pipeline
-=======
 try:
     from linkwrap.server import warm, world
 except ImportError:  # a tree from before linkwrap/server/server.py was split
@@ -40,7 +34,6 @@ except ImportError:  # a tree from before linkwrap/server/server.py was split
 from linkwrap.request import args, invocation
 from linkwrap.run import output
 from linkwrap import pipeline
->>>>>>> h6
 argv, cwd, out, links = json.loads(sys.argv[1])
 import linkwrap
 assert linkwrap.__file__.startswith(os.environ["PYTHONPATH"] + "/"), linkwrap.__file__

@@ -116,17 +116,6 @@ FINE = [
     ("linkwrap/server/server.py", "child", [r"^\s*req = parse_request\(data\)"], "after", PM.format("accept.decoded")),
     ("linkwrap/server/server.py", "child", [r"^\s*conn = take\(req, fds, conn\)"], "before", PM.format("fds.settled")),
     ("linkwrap/server/server.py", "run_link", [r"^\s*heard\(\)  # what came before"], "before", PM.format("taken.async")),
-<<<<<<< HEAD
-    ("linkwrap/run/run.py", "execute", [r"^\s*if rsp:  # before commit"], "before", PM.format("exited.spawned")),
-    ("linkwrap/run/run.py", "spawn", [r"^\s*code = os\.waitstatus_to_exitcode"], "before", PM.format("exited.wall")),
-    ("linkwrap/run/run.py", "execute", [r"^\s*result = list\(spawn\("], "after", PM.format("exited.result")),
-    ("linkwrap/run/output.py", "commit", [r"^\s*swapped = _later is not None"], "after", PM.format("exited.swapped")),
-    ("linkwrap/run/output.py", "commit", [r"^\s*_later\.append\(\(plan\.work_dir"], "after", PM.format("exited.kept")),
-    ("linkwrap/run/run.py", "execute", [r"^\s*return Outcome\(\*result"], "before", PM.format("exited.outcome")),
-    ("linkwrap/pipeline.py", "link", [r"^\s*answer\(outcome\.returncode\)"], "before", PM.format("committed.pipeline")),
-    ("linkwrap/server/server.py", "_answer", [r"faults\.UNHEARD = True"], "before", PM.format("committed.locked")),
-    ("linkwrap/server/server.py", "_answer", [r"^\s*for fd in fds:"], "before", PM.format("committed.nulled")),
-=======
     ("linkwrap/run/run.py", "execute", [r"^\s*if rsp:  # before commit"], "before", PM.format("exited.spawned")),
     ("linkwrap/run/run.py", "spawn", [r"^\s*code = os\.waitstatus_to_exitcode"], "before", PM.format("exited.wall")),
     ("linkwrap/run/run.py", "execute", [r"^\s*result = list\(spawn\("], "after", PM.format("exited.result")),
@@ -136,7 +125,6 @@ FINE = [
     ("linkwrap/pipeline.py", "link", [r"^\s*answer\(outcome\.returncode\)"], "before", PM.format("committed.pipeline")),
     (WORKERS, "_answer", [r"faults\.UNHEARD = True"], "before", PM.format("committed.locked")),
     (WORKERS, "_answer", [r"^\s*for fd in fds:"], "before", PM.format("committed.nulled")),
->>>>>>> h6
 ]
 # --back-to-back: when spares are forked and ready, when a link's child has tidied
 SPARES = [
