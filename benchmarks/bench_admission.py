@@ -60,7 +60,10 @@ def cost():
     """What prediction and admission add to every link, warm, in this process (medians of 2000)."""
     import timing
     from linkwrap.records import record
-    from linkwrap.wrap import admission, args, predict, probe
+    from linkwrap.choice import admission
+    from linkwrap.request import args
+    from linkwrap.evidence import predict
+    from linkwrap.facts import probe
     home = tempfile.mkdtemp(prefix="bench-admission-cost-")
     os.environ["LINKWRAP_HOME"] = home
     try:
@@ -86,10 +89,10 @@ def cost():
             med, p90 = timing.median_us(fn, 2000)
             print(f"  {label}: median {med:.0f} us (p90 {p90:.0f})")
         full(request, predict)
-        for module in ("linkwrap.wrap.predict", "linkwrap.wrap.admission"):
+        for module in ("linkwrap.evidence.predict", "linkwrap.choice.admission"):
             # What the link path has imported by then (choose, run) first: only this module's own cost.
             code = (f"import sys; sys.path.insert(0, {os.path.dirname(HERE)!r}); "
-                    "import linkwrap.wrap.choose, linkwrap.wrap.run, linkwrap.wrap.record; "
+                    "import linkwrap.choice.choose, linkwrap.run.run, linkwrap.record.record; "
                     f"import time; t = time.perf_counter(); import {module}; "
                     "print((time.perf_counter() - t) * 1000)")
             runs = sorted(float(subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True,

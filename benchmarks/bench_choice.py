@@ -138,7 +138,7 @@ def main():
         with filesystem(base, "ext4") as point:
             project, outputs = build_and_save(point, args, env)
             sys.path.insert(0, os.path.dirname(HERE))
-            from linkwrap.bench import save
+            from linkwrap.record import save
             os.environ["LINKWRAP_HOME"] = env["LINKWRAP_HOME"]
             saved = {p: save.find([o], project)[0]["path"] for p, o in outputs.items()}
             keep = os.path.join(base, "saved")

@@ -73,7 +73,7 @@ def main() -> None:
             line += f"   added per compile {d[0]:+5.1f} ms ({d[1]:+.1f} to {d[2]:+.1f})"
         print(line)
 
-    from linkwrap.wrap import args as args_mod
+    from linkwrap.request import args as args_mod
     rustc = ["-m64", *[f"/tmp/target/debug/deps/crate{i}-0123456789abcdef.rlib" for i in range(300)],
              "-Wl,--as-needed", "-Wl,-Bstatic", "-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl", "-lc",
              "-Wl,--eh-frame-hdr", "-Wl,-z,noexecstack", "-L", "/opt/rust/lib", "-o", "/tmp/target/debug/app",

@@ -35,10 +35,10 @@ USER_TEXT = 'record = true\n[linkers.lld]\nextra_flags = ["-O2"]\n'
 # Timed in a fresh interpreter: the import of config, then one load (ns); whether tomllib came in.
 FRESH = """
 import sys, time
-from linkwrap.wrap import args
+from linkwrap.request import args
 request = args.parse(["m.o", "-o", "target/release/deps/app-1"], driver="cc", environ={}, cwd=sys.argv[1])
 t0 = time.perf_counter_ns()
-from linkwrap.wrap import config
+from linkwrap.request import config
 t1 = time.perf_counter_ns()
 config.load(request, {})
 t2 = time.perf_counter_ns()
@@ -83,7 +83,7 @@ def main():
         with open(os.path.join(os.path.dirname(proj), "linkwrap.toml"), "w") as f:
             f.write(PROJECT_TEXT)
 
-        from linkwrap.wrap import args, config
+        from linkwrap.request import args, config
 
         def loader(cwd):
             request = args.parse(["m.o", "-o", "target/release/deps/app-1"], driver="cc", environ={}, cwd=cwd)

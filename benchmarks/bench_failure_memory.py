@@ -1,6 +1,6 @@
 """What the failure memory saves where nothing is learnt (`[choice] learn = false`): a relink of an
 output on which lld fails (-z start-stop-gc collects a `__start_<section>` section that GNU ld keeps;
-tests/wrap/test_pipeline_retry.py) and the link as asked passes.
+tests/test_pipeline_retry.py) and the link as asked passes.
 
   remembered  the output's evidence holds "lld failed here": GNU ld links, once
   forgotten   the evidence removed before the link (as every link was before the memory applied

@@ -26,8 +26,10 @@ import json, os, sys, tempfile, time
 sys.path.insert(0, sys.argv[1])
 sys.path.insert(0, os.path.join(sys.argv[1], "benchmarks"))
 from timing import median_us
-from linkwrap.wrap import args, config, linkers, output
-from linkwrap.wrap.policy import FRESH
+from linkwrap.request import args, config
+from linkwrap.facts import linkers
+from linkwrap.run import output
+from linkwrap.choice.policy import FRESH
 n = int(sys.argv[2])
 work = tempfile.mkdtemp(prefix="lw-bench-")
 os.environ["LINKWRAP_HOME"] = os.path.join(work, "home")

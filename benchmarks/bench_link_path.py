@@ -28,7 +28,9 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 CHILD = r"""
 import json, marshal, os, sys, time
 from linkwrap.server import server
-from linkwrap.wrap import args, invocation, output, pipeline
+from linkwrap.request import args, invocation
+from linkwrap.run import output
+from linkwrap import pipeline
 argv, cwd, out, links = json.loads(sys.argv[1])
 import linkwrap
 assert linkwrap.__file__.startswith(os.environ["PYTHONPATH"] + "/"), linkwrap.__file__

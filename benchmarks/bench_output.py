@@ -28,9 +28,10 @@ import sys
 import tempfile
 import time
 
-from linkwrap.wrap import args as args_mod
-from linkwrap.wrap import linkers, run
-from linkwrap.wrap.policy import FRESH, IN_PLACE, Decision
+from linkwrap.request import args as args_mod
+from linkwrap.facts import linkers
+from linkwrap.run import run
+from linkwrap.choice.policy import FRESH, IN_PLACE, Decision
 
 LINKER_FLAGS = {"mold": ("--no-fork",), "lld": (), "bfd": ()}
 

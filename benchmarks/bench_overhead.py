@@ -112,8 +112,9 @@ def p90_shift(base, other, resamples=2000):
 
 
 def bench_link(label, argv, cwd, env, linker, client, script, runs, work, baseline=None):
-    from linkwrap.wrap import args, run
-    from linkwrap.wrap.choose import choose
+    from linkwrap.request import args
+    from linkwrap.run import run
+    from linkwrap.choice.choose import choose
     env = {**env, "LINKWRAP_LINKER": linker}
     req = args.parse(argv, environ=env, cwd=cwd)
     decision = choose(req, env).decision  # the script's: what the cc+flags column adds
@@ -213,7 +214,10 @@ def parts(name, out, samples):
 def breakdown(samples, req, decision, env, cwd, work, rounds=15):
     """linkwrap's work split by stage, timed in this process on the same link."""
     med = statistics.median
-    from linkwrap.wrap import invocation, output, pipeline, probe, run
+    from linkwrap.request import invocation
+    from linkwrap.run import output, run
+    from linkwrap import pipeline
+    from linkwrap.facts import probe
     probe._syscall()  # as the server does before its first link: commit and the history exchange names
     times = {}
 
@@ -259,7 +263,7 @@ def breakdown(samples, req, decision, env, cwd, work, rounds=15):
 
 
 def args_with_output(argv, out):
-    from linkwrap.wrap import args
+    from linkwrap.request import args
     return args.with_output(list(argv), out)
 
 

@@ -29,7 +29,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=2000)
     opts = ap.parse_args()
     os.environ.setdefault("LINKWRAP_HOME", tempfile.mkdtemp(prefix="lw-bench-"))
-    from linkwrap.wrap import args, config, linkers, policy, probe
+    from linkwrap.request import args, config
+    from linkwrap.facts import linkers, probe
+    from linkwrap.choice import policy
     found = linkers.discover()
     real = policy.linker_options
     print(f"load {os.getloadavg()} on {os.cpu_count()} CPUs; {opts.rounds} rounds each")

@@ -19,7 +19,9 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from timing import median_us  # noqa: E402
 
-from linkwrap.wrap import args, probe
+from linkwrap.request import args
+
+from linkwrap.facts import probe
 
 
 def fresh_us(code, env, runs=15):
@@ -109,14 +111,14 @@ def main():
         print("\none-off costs in a fresh interpreter (median of 15, microseconds):")
         pre = "import time; t = time.perf_counter_ns(); "
         once = [
-            ("import linkwrap.wrap.probe", pre + "from linkwrap.wrap import probe; "
+            ("import linkwrap.facts.probe", pre + "from linkwrap.facts import probe; "
                                               "print(time.perf_counter_ns() - t)"),
             ("first snapshot(), 1 MiB output",
-             "from linkwrap.wrap import args, probe; import time; "
+             "from linkwrap.request import args; from linkwrap.facts import probe; import time; "
              f"r = args.parse(['-o', {small!r}]); t = time.perf_counter_ns(); probe.snapshot(r); "
              "print(time.perf_counter_ns() - t)"),
             ("first snapshot(), 32 MiB output (sets up _ctypes)",
-             "from linkwrap.wrap import args, probe; import time; "
+             "from linkwrap.request import args; from linkwrap.facts import probe; import time; "
              f"r = args.parse(['-o', {big!r}]); t = time.perf_counter_ns(); probe.snapshot(r); "
              "print(time.perf_counter_ns() - t)"),
             ("import ctypes (what _syscall avoids)", pre + "import ctypes; print(time.perf_counter_ns() - t)"),

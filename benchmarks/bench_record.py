@@ -21,8 +21,10 @@ def main():
     home = tempfile.mkdtemp(prefix="bench-record-")
     atexit.register(shutil.rmtree, home, True)  # its inputs and outputs (up to ~1 GB) go with it
     os.environ["LINKWRAP_HOME"] = home
-    from linkwrap.wrap import args, policy, record
-    from linkwrap.wrap.run import Outcome
+    from linkwrap.request import args
+    from linkwrap.choice import policy
+    from linkwrap.record import record
+    from linkwrap.run.run import Outcome
 
     inputs = [f"/w/target/debug/deps/libdep{i}-0123456789abcdef.rlib" for i in range(120)]
     req = args.parse(["-m64", "main.o", *inputs, "-o", "/w/target/debug/deps/app-0123"], "cc",
@@ -47,7 +49,7 @@ def main():
     # The two per-link additions of issue 5's follow-up: the start-up read and a fall-back's first error.
     stderr = b"mold: fatal: unknown command line option: --frobnicate\ncollect2: error: ld returned 1 exit status\n"
     # Every record asks whether the driver compiled too (args.compiles); its answer is kept per command line.
-    from linkwrap.wrap import direct
+    from linkwrap.run import direct
 
     def fresh(argv):
         args._compiled = (None, False)
@@ -85,15 +87,15 @@ def main():
 
     # Import cost on the link path, from -X importtime (microseconds, cumulative), with
     # bytecode cached as an installed package has it (this sandbox sets PYTHONDONTWRITEBYTECODE).
-    code = "import linkwrap.wrap.record, linkwrap.wrap.build"
+    code = "import linkwrap.record.record, linkwrap.facts.build"
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": os.path.join(home, "pyc")}
     subprocess.run([sys.executable, "-c", code], env=env, check=True)
     done = subprocess.run([sys.executable, "-X", "importtime", "-c", code], env=env,
                           capture_output=True, text=True, check=True)
     cumulative = {line.rsplit("|", 1)[1].strip(): int(line.split("|")[1]) for line in done.stderr.splitlines()
                   if line.startswith("import time:") and line.split("|")[1].strip().isdigit()}
-    print(f"import of linkwrap.wrap.record: {cumulative['linkwrap.wrap.record'] / 1000:.2f} ms, "
-          f"linkwrap.wrap.build: {cumulative['linkwrap.wrap.build'] / 1000:.2f} ms (-X importtime, bytecode cached)")
+    print(f"import of linkwrap.record.record: {cumulative['linkwrap.record.record'] / 1000:.2f} ms, "
+          f"linkwrap.facts.build: {cumulative['linkwrap.facts.build'] / 1000:.2f} ms (-X importtime, bytecode cached)")
 
 if __name__ == "__main__":
     main()

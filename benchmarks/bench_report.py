@@ -43,7 +43,9 @@ def main():
             f.write('[package]\nname = "app"\nversion = "0.1.0"\n')
         projects.append(os.path.join(root, f"p{p}"))
 
-    from linkwrap.wrap import build, record
+    from linkwrap.facts import build
+
+    from linkwrap.record import record
     from linkwrap.store import db, spool
     from linkwrap.cli import scope
 

@@ -33,8 +33,8 @@ def sysroot_rlibs():
 
 
 def bench_save(tmp, objects, runs=30):
-    from linkwrap.bench import save
-    from linkwrap.wrap import args
+    from linkwrap.record import save
+    from linkwrap.request import args
 
     class Done:
         wall_ms, linker = 100.0, "rust-lld"
@@ -62,8 +62,9 @@ def bench_save(tmp, objects, runs=30):
 
 
 def bench_measured(tmp, rows):
-    from linkwrap.bench import measured
-    from linkwrap.wrap import args, linkers, probe
+    from linkwrap.evidence import measured
+    from linkwrap.request import args
+    from linkwrap.facts import linkers, probe
     req = args.parse(["main.o", "-o", os.path.join(tmp, "out", "app")], driver="cc", environ={}, cwd=tmp)
     facts = probe.snapshot(req)
     found = linkers.discover(req)
@@ -83,8 +84,10 @@ def bench_measured(tmp, rows):
 
 
 def bench_learn(tmp):
-    from linkwrap.bench import learn
-    from linkwrap.wrap import args, linkers, policy
+    from linkwrap.evidence import learn
+    from linkwrap.request import args
+    from linkwrap.facts import linkers
+    from linkwrap.choice import policy
     req = args.parse(["main.o", "-o", os.path.join(tmp, "app")], driver="cc", environ={}, cwd=tmp)
     info = linkers.discover(req)["mold"]
     decision = policy.Decision(info, (), (), policy.FRESH, ("mold: first installed",))

@@ -72,7 +72,7 @@ def program(d, mb, cxx=False):
 
 def shims(work):
     """{name: -B directory} for each installed linker that links C (linkwrap's own discovery)."""
-    from linkwrap.wrap import linkers
+    from linkwrap.facts import linkers
     found = linkers.discover()
     out = {}
     for name in ("bfd", "mold", "wild", "lld", "gold"):
@@ -83,7 +83,7 @@ def shims(work):
         os.makedirs(d)
         os.symlink(info.path, os.path.join(d, "ld"))
         # The driver flag linkwrap's policy gives wild < 0.9, which takes no gcc plugin.
-        from linkwrap.wrap.policy import WILD_PLUGIN_SINCE
+        from linkwrap.choice.policy import WILD_PLUGIN_SINCE
         plugin = ["-fno-use-linker-plugin"] if name == "wild" and tuple(info.version or ()) < WILD_PLUGIN_SINCE else []
         out[f"{name} {'.'.join(map(str, info.version or ()))}".strip()] = ["-B" + d, *plugin]
     return out

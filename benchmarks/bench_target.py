@@ -1,4 +1,4 @@
-"""What finding a Cargo link's target and driver adds to one link (linkwrap/wrap/target.py).
+"""What finding a Cargo link's target and driver adds to one link (linkwrap/request/target.py).
 
     python benchmarks/bench_target.py [--rounds 30] [--calls 300]
 
@@ -20,7 +20,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from linkwrap.wrap import args  # noqa: E402
+from linkwrap.request import args  # noqa: E402
 
 
 def argv_for(project):

@@ -92,12 +92,12 @@ ANCHORS = [
     ("linkwrap/server/server.py", "run_link", [r"return pipeline\.link\("], "before", PM.format("pipeline")),
     ("linkwrap/server/server.py", "_answer", [r"conn\.sendall\(reply\)", r"conn\.send\(reply\)"], "after",
      PM.format("answered")),
-    ("linkwrap/wrap/pipeline.py", "link", [r"settings, facts, decision = choice\.settings"], "after",
+    ("linkwrap/pipeline.py", "link", [r"settings, facts, decision = choice\.settings"], "after",
      PM.format("chosen")),
-    ("linkwrap/wrap/run.py", "spawn", [r"pid = os\.posix_spawnp\("], "before", PM.format("spawn")),
-    ("linkwrap/wrap/run.py", "spawn", [r"wall_ms = \(time\.perf_counter_ns\(\) - started\)"], "before",
+    ("linkwrap/run/run.py", "spawn", [r"pid = os\.posix_spawnp\("], "before", PM.format("spawn")),
+    ("linkwrap/run/run.py", "spawn", [r"wall_ms = \(time\.perf_counter_ns\(\) - started\)"], "before",
      PM.format("exited")),
-    ("linkwrap/wrap/run.py", "execute", [r"^    if error:"], "before", PM.format("committed")),
+    ("linkwrap/run/run.py", "execute", [r"^    if error:"], "before", PM.format("committed")),
 ]
 ORDER = ["t0", "client0", "connected", "sent", "accept", "parsed", "fds", "taken", "pipeline", "chosen", "spawn",
          "exited", "committed", "answered", "answer", "t1"]
@@ -113,13 +113,13 @@ FINE = [
     ("linkwrap/server/server.py", "child", [r"^\s*req = parse_request\(data\)"], "after", PM.format("accept.decoded")),
     ("linkwrap/server/server.py", "child", [r"^\s*conn = take\(req, fds, conn\)"], "before", PM.format("fds.settled")),
     ("linkwrap/server/server.py", "run_link", [r"^\s*heard\(\)  # what came before"], "before", PM.format("taken.async")),
-    ("linkwrap/wrap/run.py", "execute", [r"^\s*if rsp:  # before commit"], "before", PM.format("exited.spawned")),
-    ("linkwrap/wrap/run.py", "spawn", [r"^\s*code = os\.waitstatus_to_exitcode"], "before", PM.format("exited.wall")),
-    ("linkwrap/wrap/run.py", "execute", [r"^\s*result = list\(spawn\("], "after", PM.format("exited.result")),
-    ("linkwrap/wrap/output.py", "commit", [r"^\s*swapped = _later is not None"], "after", PM.format("exited.swapped")),
-    ("linkwrap/wrap/output.py", "commit", [r"^\s*_later\.append\(\(plan\.work_dir"], "after", PM.format("exited.kept")),
-    ("linkwrap/wrap/run.py", "execute", [r"^\s*return Outcome\(\*result"], "before", PM.format("exited.outcome")),
-    ("linkwrap/wrap/pipeline.py", "link", [r"^\s*answer\(outcome\.returncode\)"], "before", PM.format("committed.pipeline")),
+    ("linkwrap/run/run.py", "execute", [r"^\s*if rsp:  # before commit"], "before", PM.format("exited.spawned")),
+    ("linkwrap/run/run.py", "spawn", [r"^\s*code = os\.waitstatus_to_exitcode"], "before", PM.format("exited.wall")),
+    ("linkwrap/run/run.py", "execute", [r"^\s*result = list\(spawn\("], "after", PM.format("exited.result")),
+    ("linkwrap/run/output.py", "commit", [r"^\s*swapped = _later is not None"], "after", PM.format("exited.swapped")),
+    ("linkwrap/run/output.py", "commit", [r"^\s*_later\.append\(\(plan\.work_dir"], "after", PM.format("exited.kept")),
+    ("linkwrap/run/run.py", "execute", [r"^\s*return Outcome\(\*result"], "before", PM.format("exited.outcome")),
+    ("linkwrap/pipeline.py", "link", [r"^\s*answer\(outcome\.returncode\)"], "before", PM.format("committed.pipeline")),
     ("linkwrap/server/server.py", "_answer", [r"faults\.UNHEARD = True"], "before", PM.format("committed.locked")),
     ("linkwrap/server/server.py", "_answer", [r"^\s*for fd in fds:"], "before", PM.format("committed.nulled")),
 ]
@@ -268,8 +268,9 @@ def main():
         shutil.copytree(os.path.join(ROOT, "examples", "cargo-workspace"), ws,
                         ignore=shutil.ignore_patterns("target", ".cargo"))
         links = bo.capture_links(ws, os.path.join(work, "target"), work)
-        from linkwrap.wrap import args, run
-        from linkwrap.wrap.choose import choose
+        from linkwrap.request import args
+        from linkwrap.run import run
+        from linkwrap.choice.choose import choose
         env = {**os.environ, "LINKWRAP_LINKER": opts.linker}
         argv = links[opts.link]
         req = args.parse(argv, environ=env, cwd=ws)

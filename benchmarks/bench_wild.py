@@ -34,8 +34,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 import genproject  # noqa: E402
 import mounts  # noqa: E402  (tests/mounts.py: mkfs + loop mounts, always unmounted)
 
-from linkwrap.wrap import args as args_mod, linkers, policy, probe, run  # noqa: E402
-from linkwrap.wrap.policy import FRESH  # noqa: E402
+from linkwrap.request import args as args_mod  # noqa: E402
+
+from linkwrap.facts import linkers, probe
+
+from linkwrap.choice import policy
+
+from linkwrap.run import run
+from linkwrap.choice.policy import FRESH  # noqa: E402
 
 LINKERS = ("wild", "rust-lld", "mold", "lld")
 

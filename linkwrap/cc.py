@@ -98,13 +98,13 @@ def launch_usage(argv, prog):
 
 def _run(argv, driver) -> None:
     try:
-        from linkwrap.wrap.args import links
+        from linkwrap.request.args import links
         if not links(argv):
             # A compile (`make CC='linkwrap-launch cc'` runs every step here), not a link: the
             # driver itself, before the link path is even imported.
             _exec_driver(argv, driver)
         interruptible()
-        from linkwrap.wrap.pipeline import main as link
+        from linkwrap.pipeline import main as link
         interrupted()
         code = link(argv, driver=driver)
         quiet_sigint()  # the link is over: a late ^C is a quiet death, not a traceback

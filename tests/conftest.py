@@ -35,7 +35,9 @@ def lw_home(tmp_path, monkeypatch):
 def _forget_memos():
     """Each test starts as a new process would: without what an earlier test's links kept in memory
     (a server's spare keeps them between the links it rehearses and serves; args, direct, linkers)."""
-    from linkwrap.wrap import args, build, config, direct, linkers, probe
+    from linkwrap.request import args, config
+    from linkwrap.facts import build, linkers, probe
+    from linkwrap.run import direct
     args._last = config._last = direct._split = linkers._last = None
     probe._FS_LAST.clear()
     direct._lines.clear()
@@ -152,7 +154,7 @@ def _trusted_binary(path) -> bool:
 def find_wild():
     """A real wild: on PATH, else the newest under shared/tools/wild/<version>/ in a directory
     holding this checkout (CI clones main next to a copy of shared/). None when there is none."""
-    from linkwrap.wrap.linkers import parse_version, version_text
+    from linkwrap.facts.linkers import parse_version, version_text
     candidates = [shutil.which("wild")]
     d = REPO
     while os.path.dirname(d) != d:
@@ -189,7 +191,7 @@ def machine_linkers() -> dict:
     here, never from a test's literal), with rust-lld where rustc says; asked once per session."""
     if not _MACHINE:
         import tempfile
-        from linkwrap.wrap import linkers
+        from linkwrap.facts import linkers
         with tempfile.TemporaryDirectory() as home:
             saved = os.environ.get("LINKWRAP_HOME")
             os.environ["LINKWRAP_HOME"] = home

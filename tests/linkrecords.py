@@ -35,7 +35,7 @@ def cc_link(argv, cwd, env=None):
 def not_small(body):
     """C source body with a constant array that makes its object more than probe.SMALL_INPUT_BYTES:
     a link of it is no small link (docs/policy.md 1.3), whose order a test of another rule expects."""
-    from linkwrap.wrap.probe import SMALL_INPUT_BYTES
+    from linkwrap.facts.probe import SMALL_INPUT_BYTES
     return body + f"const char linkwrap_test_pad[{SMALL_INPUT_BYTES}] = {{1}};\n"
 
 
@@ -67,7 +67,7 @@ def db_rows(home, sql="SELECT * FROM links ORDER BY id"):
 def spool_record(home, **fields):
     """Append one hand-made record to the spool under home, as record.save would; -> its uid."""
     import time
-    from linkwrap.wrap import record
+    from linkwrap.record import record
     rec = {"v": record.FORMAT, "uid": f"hand-{time.time_ns()}", "started_unix": time.time(), "exit_status": 0,
            "wall_ms": 1.0, "fell_back": False, **fields}
     record.append(str(home), record.encode(rec))

@@ -1,4 +1,4 @@
-"""Helpers for the output-safety tests (tests/wrap/test_output.py, test_run.py): real
+"""Helpers for the output-safety tests (tests/run/test_output.py, test_run.py): real
 objects, the real linkwrap-cc with a forced linker, and catching a linker mid-write."""
 import os
 import signal
@@ -9,8 +9,9 @@ import pytest
 
 import pids
 from conftest import comment_mark, machine_linkers, script, tool
-from linkwrap.wrap import args, linkers
-from linkwrap.wrap.policy import Decision
+from linkwrap.request import args
+from linkwrap.facts import linkers
+from linkwrap.choice.policy import Decision
 
 LINKERS = ["mold", "lld", "bfd"]
 STATIC = ["-nostdlib", "-static"]

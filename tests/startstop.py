@@ -2,7 +2,7 @@
 
 GNU ld, mold and wild 0.8 keep the `myset` section; lld >= 13 collects it (-z start-stop-gc is its
 default) and fails with "undefined symbol: __start_myset" -- a failure of linkwrap's choice, not of the
-caller's inputs, so linkwrap must link as asked (tests/wrap/test_pipeline_retry.py, tests/server/test_tidy.py).
+caller's inputs, so linkwrap must link as asked (tests/test_pipeline_retry.py, tests/server/test_tidy.py).
 The program prints the sum of its records' values: 3.
 """
 MAIN_C = """#include <stdio.h>

@@ -37,7 +37,7 @@ def test_launch_version():
     assert done.returncode == 0 and done.stdout.startswith("linkwrap-launch (linkwrap ")
 
 
-@pytest.mark.parametrize("broken", ["linkwrap/wrap/probe.py", "linkwrap/wrap/pipeline.py"])
+@pytest.mark.parametrize("broken", ["linkwrap/facts/probe.py", "linkwrap/pipeline.py"])
 def test_a_partial_install_links_as_asked(tmp_path, lw_home, hello_obj, broken):
     # A pip uninstall or upgrade racing the build: a module of the link path is gone.
     import shutil
@@ -96,7 +96,7 @@ def test_a_ctrl_c_that_falls_in_a_finaliser_is_not_lost(tmp_path, lw_home, hello
     import signal
     code = textwrap.dedent(f"""
         import os, sys, types
-        import linkwrap.wrap.pipeline as pipeline
+        import linkwrap.pipeline as pipeline
 
         class Late:
             def __del__(self):
@@ -109,7 +109,7 @@ def test_a_ctrl_c_that_falls_in_a_finaliser_is_not_lost(tmp_path, lw_home, hello
                 Late()
                 return pipeline.main
 
-        sys.modules["linkwrap.wrap.pipeline"] = Importing("linkwrap.wrap.pipeline")
+        sys.modules["linkwrap.pipeline"] = Importing("linkwrap.pipeline")
         sys.argv = ["linkwrap-cc", {str(hello_obj)!r}, "-o", "prog"]
         from linkwrap.cc import main
         main()
@@ -126,7 +126,7 @@ def test_a_ctrl_c_that_falls_in_a_finaliser_later_on_the_link_path_stops_the_lin
     import signal
     code = textwrap.dedent(f"""
         import os, sys
-        from linkwrap.wrap import run
+        from linkwrap.run import run
 
         class Late:
             def __del__(self):

@@ -66,14 +66,14 @@ def callers_default(manifest, found) -> str | None:
     """The linker the caller's own command runs: rust-lld when rustc forced it, else the driver's ld."""
     if manifest.get("rust_lld"):
         return "rust-lld"
-    from linkwrap.wrap.choose import driver_ld
-    from linkwrap.wrap.args import LinkRequest
+    from linkwrap.choice.choose import driver_ld
+    from linkwrap.request.args import LinkRequest
     req = LinkRequest(**dict.fromkeys(LinkRequest._fields))   # driver_ld reads rust_lld alone
     return driver_ld(req, found, os.environ) or ("bfd" if "bfd" in found else None)
 
 
 def request_for(manifest, args, out):
-    from linkwrap.wrap import args as args_mod
+    from linkwrap.request import args as args_mod
     full = args_mod.with_output(args, out)
     fields = dict.fromkeys(args_mod.LinkRequest._fields)   # fields added later stay unset (None)
     fields.update(argv=tuple(full), args=tuple(full), driver=manifest["driver"], output=out,
@@ -85,7 +85,10 @@ def request_for(manifest, args, out):
 
 def candidates(manifest, args, found, work, only=None) -> list:
     """Every installed linker (or those in `only`) and the variants the policy could choose."""
-    from linkwrap.wrap import config, policy, probe, run
+    from linkwrap.request import config
+    from linkwrap.choice import policy
+    from linkwrap.facts import probe
+    from linkwrap.run import run
     out = os.path.join(work, "probe-out")
     facts = probe.snapshot(request_for(manifest, args, out))
     cands = []
@@ -120,7 +123,8 @@ def elf_type(path):
 def run_once(cand, manifest, env, spawner=None):
     """(wall_ms, peak_rss_kb, None) or (None, None, first error line). spawner: a dict, given the
     bench's own peak at the run's start under cand (the highest)."""
-    from linkwrap.wrap import record, run
+    from linkwrap.record import record
+    from linkwrap.run import run
     if cand.variant != "in-place":
         try:
             os.unlink(cand.out)
@@ -153,10 +157,10 @@ def bench(manifest, args, found, *, budget_s=60.0, only=None, max_rounds=1000, p
 
     base: the linker whose fresh write the others are paired with round by round (the caller's
     own default), or None."""
-    from linkwrap.wrap import run
+    from linkwrap.run import run
     where = os.path.dirname(manifest["output"])
     if not os.path.isdir(where):
-        from linkwrap.bench.save import saved_dir
+        from linkwrap.record.save import saved_dir
         where = saved_dir()
     work = os.path.join(where, f".linkwrap-bench-{os.getpid()}")
     os.mkdir(work, 0o700)

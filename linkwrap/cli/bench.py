@@ -12,7 +12,7 @@ object per link:
   (ratio*: this time / ratio_vs's in the same round, median and 95 % CI, null without a default
    timed in at least 3 of the same rounds; times_ms: the timed runs by round, null for none)
 The results go to the store (table bench_results) and to the measurement cache that every link
-reads (linkwrap/bench/measured.py), so the next link of these outputs uses the fastest.
+reads (linkwrap/evidence/measured.py), so the next link of these outputs uses the fastest.
 A saved link whose inputs are gone or changed is a one-line error.
 """
 import json
@@ -33,15 +33,16 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from linkwrap.bench import replay, save
+    from linkwrap.bench import replay
+    from linkwrap.record import save
     from linkwrap.errors import UsageError
-    from linkwrap.wrap import linkers
+    from linkwrap.facts import linkers
     if args.budget <= 0:
         raise UsageError("--budget must be a positive number of seconds")
     # A saved link that is missing or broken is a SaveError: one line, exit 1.
     manifests = save.find(args.outputs, os.getcwd())
     prepared = [(m, save.replay_args(m)) for m in manifests]
-    from linkwrap.wrap.args import compiles
+    from linkwrap.request.args import compiles
     for m, _ in prepared:
         if compiles(m["args"]):  # as saved: a replay's copies of the sources have names of their own
             raise save.SaveError(f"{m['output']}: its saved link compiles sources too, so a replay would time "
@@ -89,7 +90,7 @@ def _report(manifest, results, facts, rounds, budget, default) -> dict:
 
 def _keep(manifest, results, facts, rounds) -> None:
     """Into the store (reports) and the measurement cache (the link path)."""
-    from linkwrap.bench import measured
+    from linkwrap.evidence import measured
     from linkwrap.store import db as store
     from linkwrap.store.spool import utc_iso
     machine = measured.machine_key(getattr(facts, "cpus", None))

@@ -16,8 +16,8 @@ import sys
 
 from linkwrap import paths
 from linkwrap.errors import LinkwrapError, UsageError
-from linkwrap.wrap import args as args_mod
-from linkwrap.wrap import config as config_mod
+from linkwrap.request import args as args_mod
+from linkwrap.request import config as config_mod
 
 
 def add_arguments(parser) -> None:
@@ -46,7 +46,7 @@ def run(args) -> int:
     report = describe(settings, cwd, environ)
     report["profiles"] = profile_overrides(settings)
     report["applied_order"] = applied_order(settings)
-    from linkwrap.wrap import linkers
+    from linkwrap.facts import linkers
     installed = list(linkers.discover(request, environ))
     report["installed"] = installed
     report["forced_not_installed"] = settings.forced if settings.forced and settings.forced not in installed else None
@@ -88,7 +88,7 @@ def applied_order(settings):
     order. {rust, text}, or None when `prefer` was configured (then it is the order, as shown)."""
     if settings.sources.get("prefer", "default") != "default":
         return None
-    from linkwrap.wrap.policy import static_order
+    from linkwrap.choice.policy import static_order
     rust = list(static_order(settings.prefer, ("rust-lld",)))
     return {"rust": rust,
             "text": ("applied: first what `linkwrap bench` measured for the output, else what its relinks "
@@ -187,5 +187,5 @@ def _init(user: bool) -> int:
 
 
 def _disabled(environ) -> bool:
-    from linkwrap.wrap.invocation import disabled
+    from linkwrap.request.invocation import disabled
     return disabled(environ)

@@ -76,7 +76,7 @@ def split_words(args):
 
 
 def build_request(output, link_args, kind, environ, cwd):
-    from linkwrap.wrap import args as args_mod
+    from linkwrap.request import args as args_mod
     driver = environ.get("LINKWRAP_CC") or "cc"
     # An unreadable @file raises args.ArgsError, a UsageError: one error line.
     if link_args:
@@ -92,15 +92,15 @@ def build_request(output, link_args, kind, environ, cwd):
 
 def explain(request, environ) -> dict:
     """The report as a plain dict (what --json prints). Raises ConfigError as config.load does."""
-    from linkwrap.wrap import policy
-    from linkwrap.wrap.choose import choose
+    from linkwrap.choice import policy
+    from linkwrap.choice.choose import choose
     entry = entry_dict(environ)
     reaps = entry["point"] == "server"
     choice = choose(request, environ, reaps=reaps)
     if choice.config_error is not None:
         raise choice.config_error  # the user's to fix: one line, exit 1 (and so does the link)
     settings, facts, found = choice.settings, choice.facts, choice.found
-    from linkwrap.wrap.invocation import disabled
+    from linkwrap.request.invocation import disabled
     if disabled(environ):  # what pipeline.link checks first
         decision = policy.as_asked("LINKWRAP_DISABLE=1: linkwrap is off, the link runs exactly as asked")
     elif any(doing != "predicting memory" for doing, _ in choice.faults):
@@ -111,7 +111,7 @@ def explain(request, environ) -> dict:
     linked_as = cargo_link_path(request.output)
     if linked_as and facts is not None and decision.linker is not None:
         # What the link really meets: Cargo deletes deps/<bin>-<hash> first, so there is no output.
-        from linkwrap.wrap.probe import OutputFacts
+        from linkwrap.facts.probe import OutputFacts
         request = request._replace(output=linked_as)
         gone = OutputFacts(exists=False, **dict.fromkeys(f for f in OutputFacts._fields if f != "exists"))
         facts = facts._replace(output=gone)
@@ -186,13 +186,13 @@ def inputs_gone(request) -> dict:
 
 def memory_dict(choice) -> dict:
     """The prediction and its source, whether the link would wait for memory, and the room now."""
-    from linkwrap.wrap import admission
+    from linkwrap.choice import admission
     p = choice.memory
     running = {}
     room = None
     try:
         from linkwrap import paths
-        from linkwrap.wrap.predict import read_table
+        from linkwrap.evidence.predict import read_table
         # Read without the lock: a torn read shows no running links, and explain changes nothing.
         running = read_table(os.path.join(paths.state_dir(), admission.LEDGER), admission.FORMAT).get("running", {})
         running = {pid: e for pid, e in running.items() if admission.alive(pid, e[0])}
@@ -206,8 +206,8 @@ def memory_dict(choice) -> dict:
 
 
 def probe_dict(facts) -> dict:
-    from linkwrap.wrap.policy import cache_not_measured
-    from linkwrap.wrap.probe import OutputFacts, Probe
+    from linkwrap.choice.policy import cache_not_measured
+    from linkwrap.facts.probe import OutputFacts, Probe
     if facts is None:
         # Same keys, every fact unknown: the interface stays stable.
         out = dict.fromkeys(OutputFacts._fields)
@@ -288,7 +288,7 @@ def entry_dict(environ) -> dict:
 
 def start_dict(request, decision, environ) -> dict:
     """How the link would be started: the linker itself, or through the driver, and why."""
-    from linkwrap.wrap import direct
+    from linkwrap.run import direct
     try:
         direct.command(request, decision, request.output, environ)
     except direct.NotDirect as e:
@@ -319,7 +319,7 @@ def measured_dict(measured, decision):
 
 
 def compiles(request) -> bool:
-    from linkwrap.wrap.args import compiles as compiles_sources
+    from linkwrap.request.args import compiles as compiles_sources
     return compiles_sources(request.args)
 
 
@@ -330,7 +330,7 @@ def learned_dict(learned, decision, compiles=False):
     of it is evidence); None when learning is off."""
     if learned is None:
         return None
-    from linkwrap.bench.learn import EXPLORING
+    from linkwrap.evidence.learn import EXPLORING
     label = decision.linker.label if decision.linker else None
     taught = [r for r in decision.reasons if label and r.startswith(label + ":")
               and (EXPLORING in r or "this output's relinks" in r)]
@@ -378,7 +378,7 @@ def whose_link(row, cwd):
 
 def recorded_request(row, kind, environ):
     """The recorded link's own command line, where it can still be read; else None."""
-    from linkwrap.wrap import args as args_mod
+    from linkwrap.request import args as args_mod
     from linkwrap.store.queries import json_list
     argv, cwd = json_list(row["argv"]), row["cwd"]
     if not argv or not cwd or not os.path.isdir(cwd):
@@ -485,7 +485,7 @@ def render(report) -> None:
     facts = Table(title="Facts", title_justify="left", show_header=False, box=None, padding=(0, 2))
     facts.add_column(style="cyan")
     facts.add_column()
-    from linkwrap.wrap.policy import size_text
+    from linkwrap.choice.policy import size_text
     out = p["output"]
     regular = out.get("is_regular")
     not_opened = "not checked (not a regular file)" if regular is False else None

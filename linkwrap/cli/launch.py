@@ -13,6 +13,6 @@ def run_verbatim(argv) -> int:
         return usage
     argv = argv[1:] if argv[:1] == ["--"] else argv
     interruptible()
-    from linkwrap.wrap.pipeline import main as link
+    from linkwrap.pipeline import main as link
     interrupted()
     return link(argv[1:], driver=argv[0])

@@ -98,7 +98,7 @@ def _export(args) -> int:
 
 
 def off_marker() -> str:
-    from linkwrap.wrap.record import OFF_MARKER
+    from linkwrap.record.record import OFF_MARKER
     return os.path.join(paths.state_dir(), OFF_MARKER)
 
 
@@ -201,7 +201,7 @@ def _clear(yes: bool) -> int:
     """Delete links.db and the spool, under the ingestion lock, once the user said yes."""
     import fcntl
     from linkwrap.store import db, spool
-    from linkwrap.wrap.record import SPOOL
+    from linkwrap.record.record import SPOOL
     state = paths.state_dir()
     if not os.path.isdir(state):
         print("No link records.")

@@ -45,7 +45,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from linkwrap.wrap import build
+    from linkwrap.facts import build
     argv = list(args.build_command)
     if argv[:1] == ["--"]:
         argv = argv[1:]

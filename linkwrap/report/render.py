@@ -55,7 +55,7 @@ def fmt_pct(x) -> str:
 def try_reason(link):
     """The policy's reason when this link was a try (another linker timed on a real link, to learn
     which links that output fastest); else None."""
-    from linkwrap.bench.learn import EXPLORING
+    from linkwrap.evidence.learn import EXPLORING
     return next((r for r in link.get("reasons") or () if EXPLORING in r), None)
 
 

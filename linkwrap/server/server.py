@@ -108,7 +108,7 @@ def socket_name(key) -> str:
 # --- the server ------------------------------------------------------------------
 
 # Where a link starts: the modules the child runs (its own and the pipeline's).
-LINK_ROOTS = ("linkwrap.server.server", "linkwrap.wrap.pipeline")
+LINK_ROOTS = ("linkwrap.server.server", "linkwrap.pipeline")
 
 
 def link_imports(roots=LINK_ROOTS) -> list:
@@ -160,15 +160,15 @@ def warm() -> None:
             importlib.import_module(name)
         except Exception:  # `from x import name` of a function, a module of another platform
             pass
-    from linkwrap.wrap import probe
+    from linkwrap.facts import probe
     probe._syscall()  # ~0.5 ms once here, not per link (output._exchange, probe's cachestat)
     _TOUCHED.extend(_hand_off_objects())
 
 
 # The objects of the link's hand-off and answer (the modules below: their functions, code and
 # constants, classes), listed once in the server: a spare touches each before it waits (touch()).
-HAND_OFF = ("linkwrap.server.server", "linkwrap.wrap.run", "linkwrap.wrap.output", "linkwrap.wrap.pipeline",
-            "linkwrap.wrap.invocation", "linkwrap.faults", "linkwrap.records", "linkwrap.cache", "linkwrap.paths",
+HAND_OFF = ("linkwrap.server.server", "linkwrap.run.run", "linkwrap.run.output", "linkwrap.pipeline",
+            "linkwrap.request.invocation", "linkwrap.faults", "linkwrap.records", "linkwrap.cache", "linkwrap.paths",
             "socket", "os", "posixpath", "stat")
 _TOUCHED = []
 
@@ -415,7 +415,7 @@ def spare(listener, notify_w, life_r, state) -> None:
     if _handoff is not None:
         st = os.fstat(_handoff.fileno())
         _OWN["handoff"] = (st.st_dev, st.st_ino)
-        from linkwrap.wrap import pipeline
+        from linkwrap import pipeline
         pipeline.HANDOFF = hand_off
     # A link already waiting (a burst took every spare) is served at once, its page copies made
     # as it runs: a rehearsal first would keep it waiting ~3.5 ms more (rehearse()).
@@ -505,8 +505,11 @@ def rehearse(last=None) -> None:
     directory. Nothing is written but the caches a link fills anyway (linkers, the driver's
     expansion), and nothing is linked."""
     try:
-        from linkwrap.wrap import args, direct, probe, record
-        from linkwrap.wrap.choose import choose
+        from linkwrap.request import args
+        from linkwrap.run import direct
+        from linkwrap.facts import probe
+        from linkwrap.record import record
+        from linkwrap.choice.choose import choose
         probe.keep_mountinfo()  # a link reads the mount table again only if it changed
         # What settle() does with a client's request, on this process's own environment.
         env = dict(os.environ)
@@ -536,9 +539,9 @@ def rehearse(last=None) -> None:
                 direct.command(request, choice.decision, request.output, env)
             except direct.NotDirect:
                 pass
-        from linkwrap.wrap.choose import with_memory
+        from linkwrap.choice.choose import with_memory
         choice = with_memory(choice._replace(facts=probe.complete(choice.facts, request, env)), request)
-        from linkwrap.wrap.run import Outcome
+        from linkwrap.run.run import Outcome
         outcome = Outcome(0, 1.0, 1.0, 1.0, 1, b"", b"", ("ld",), choice.decision.write_mode, 1, None, "direct")
         record.encode(record.make(request, choice.facts, choice.decision, outcome, started_ns=0, environ=env))
     except Exception:  # a rehearsal only: the link itself says what fails
@@ -782,14 +785,14 @@ def child(conn, reached=None, known=None) -> None:
     # Served again after this link only if settle() changed nothing that cannot go back exactly.
     _LINK["again"] = (not _LINK.get("changed") and _KEPT.get("fds") is not None
                       and _KEPT["links"] + 1 < _KEPT["per_child"])
-    from linkwrap.wrap import run
+    from linkwrap.run import run
     # While the linker runs, not before it: the tidying lock's file (after take(): no fd of the
     # client's may land on it) and /dev/null for the answer.
     run.WHILE_LINKING.append(_ahead_of_the_answer)
     done = []
     result = run_link(req, peer_pid, conn, reached, done)
     if not done:  # Exec, Killed, a configuration error: answered at the end
-        from linkwrap.wrap import invocation
+        from linkwrap.request import invocation
         if isinstance(result, invocation.Exec):
             reply = b"D" + b"\0".join(os.fsencode(a) for a in result.argv) + b"\0"
         elif isinstance(result, invocation.Killed):
@@ -797,7 +800,8 @@ def child(conn, reached=None, known=None) -> None:
         else:
             reply = f"X{int(result)}\n".encode()
         _answer(conn, reply, req["fds"], done)
-    from linkwrap.wrap import invocation, output, run
+    from linkwrap.request import invocation
+    from linkwrap.run import output, run
     # An interrupted link's worker was stopped with it: nothing of that link outlives this child. A
     # link that ended was reaped by the pipeline; a worker still writing then is left to finish.
     interrupted = isinstance(result, invocation.Killed)
@@ -1098,7 +1102,7 @@ def settle(req, peer_pid) -> None:
     import _signal
     for sig in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP, _signal.SIGCHLD):
         _signal.signal(sig, _signal.SIG_DFL)
-    from linkwrap.wrap import output
+    from linkwrap.run import output
     output._owner = None  # this child owns the link's private directory, not the server
 
 
@@ -1196,7 +1200,7 @@ def _open_fds() -> set:
     """This process's open fds above 2 (0-2 are the link's, then its own again: _KEPT["stdio"]),
     but the kept mount table's (probe.keep_mountinfo())."""
     import fcntl
-    from linkwrap.wrap import probe
+    from linkwrap.facts import probe
     out = set()
     for name in os.listdir("/proc/self/fd"):
         try:
@@ -1254,7 +1258,9 @@ def _back(req, done) -> bool:
     import gc
     import resource
     from linkwrap import faults
-    from linkwrap.wrap import output, pipeline, probe, run
+    from linkwrap.run import output, run
+    from linkwrap import pipeline
+    from linkwrap.facts import probe
     global _handoff
     try:
         _LINK["why"] = "a child left"  # what stopped it, for the tests' notes (LINKWRAP_TEST_STATE)
@@ -1553,7 +1559,9 @@ def run_link(req, peer_pid, conn, reached=None, done=None):
     import fcntl
     import select
     import socket
-    from linkwrap.wrap import invocation, output, pipeline, run
+    from linkwrap.request import invocation
+    from linkwrap.run import output, run
+    from linkwrap import pipeline
     done = [] if done is None else done
 
     def heard(*_):

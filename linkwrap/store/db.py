@@ -139,7 +139,7 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
                 trim(conn, limits)
             except sqlite3.Error as e:
                 warn(f"cannot trim {db_path} to its limits: {e}")
-            from linkwrap.bench import learn, measured
+            from linkwrap.evidence import learn, measured
             learn.prune(limits)   # the learnt evidence is kept by the same limits
             try:
                 measured.migrate()    # an earlier linkwrap's one-file measurements, into shards
@@ -156,7 +156,7 @@ def open_store(*, ingest=True, warn=warn) -> sqlite3.Connection:
 def retention() -> dict:
     """[records] limits from linkwrap.toml (the defaults when it cannot be read: its error is said
     by the commands that read it, and the link path)."""
-    from linkwrap.wrap import config
+    from linkwrap.request import config
     try:
         return config.load(None, os.environ).retention
     except Exception:
@@ -197,10 +197,10 @@ def trim(conn, limits) -> int:
 
 
 def refit(conn) -> None:
-    """Fit the memory model the link path predicts with (linkwrap.wrap.predict) on the new records.
+    """Fit the memory model the link path predicts with (linkwrap.evidence.predict) on the new records.
     It is an aid to prediction: a failure leaves the last model in place."""
     try:
-        from linkwrap.wrap import predict
+        from linkwrap.evidence import predict
         predict.refit(conn)
     except Exception:
         pass

@@ -19,7 +19,7 @@ def m001_initial(db):
     db.execute("""
         CREATE TABLE builds (
             id INTEGER PRIMARY KEY,
-            build_key TEXT NOT NULL UNIQUE,   -- see linkwrap.wrap.build
+            build_key TEXT NOT NULL UNIQUE,   -- see linkwrap.facts.build
             tool TEXT,                        -- cargo | ninja | make | linkwrap run | ...
             pid INTEGER,
             command TEXT,
@@ -109,7 +109,7 @@ def m005_bench_results(db):
         CREATE TABLE bench_results (
             id INTEGER PRIMARY KEY,
             measured_utc TEXT NOT NULL,       -- ISO 8601, Z
-            machine_key TEXT NOT NULL,        -- CPU model and usable CPUs (linkwrap.bench.measured)
+            machine_key TEXT NOT NULL,        -- CPU model and usable CPUs (linkwrap.evidence.measured)
             fs_type TEXT,                     -- filesystem the outputs were written to
             kernel_release TEXT,
             project_dir TEXT,                 -- the link's working directory
@@ -138,7 +138,7 @@ def m005_bench_results(db):
 
 @migration
 def m006_memory(db):
-    # Links that fit in memory (linkwrap/wrap/admission.py): the prediction, what the link added, the wait.
+    # Links that fit in memory (linkwrap/choice/admission.py): the prediction, what the link added, the wait.
     for column in ("predicted_peak_kb INTEGER",   # what the link was predicted to add to its memory group
                    "prediction_source TEXT",      # output | model | default
                    "charge_kb INTEGER",           # what it added, estimated from its peak RSS (charge_how)
@@ -161,7 +161,7 @@ def m007_link_start(db):
 
 @migration
 def m008_project(db):
-    # The project a build belongs to (linkwrap.wrap.build.project_of), set when it is ingested:
+    # The project a build belongs to (linkwrap.facts.build.project_of), set when it is ingested:
     # what `summary`, `report` and `log status` are scoped to.
     db.execute("ALTER TABLE builds ADD COLUMN project_dir TEXT")  # Cargo workspace root, CMake source dir, ninja file's dir
     db.execute("ALTER TABLE builds ADD COLUMN build_dir TEXT")    # Cargo target dir, CMake build dir, ninja file's dir

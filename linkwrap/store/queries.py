@@ -44,7 +44,7 @@ def current_project(db, cwd):
                 best, depth = project, len(real)
     if best is not None:
         return best, True
-    from linkwrap.wrap.build import cargo_root, cmake_source
+    from linkwrap.facts.build import cargo_root, cmake_source
     found = cargo_root(here) or cmake_source(here) or _cmake_top(here)
     return (found, False) if found else (None, False)
 

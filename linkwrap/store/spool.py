@@ -1,4 +1,4 @@
-"""Move the links spool (written by linkwrap.wrap.record) into links.db.
+"""Move the links spool (written by linkwrap.record.record) into links.db.
 
 Input: <state_dir>/links.spool, frames of MAGIC + length + marshal(dict) + TRAILER.
 Output: rows in builds and links; the spool is emptied.
@@ -16,7 +16,7 @@ import marshal
 import os
 import time
 
-from linkwrap.wrap.record import MAGIC, ROTATED, SPOOL, TRAILER
+from linkwrap.record.record import MAGIC, ROTATED, SPOOL, TRAILER
 
 INGESTING = SPOOL + ".ingesting"
 LOCK = "links.lock"
@@ -270,7 +270,7 @@ def set_project(db, build_id, rec) -> None:
     """Give a build its project (once: the first record ingested decides)."""
     if db.execute("SELECT project_dir FROM builds WHERE id = ?", (build_id,)).fetchone()[0] is not None:
         return
-    from linkwrap.wrap.build import BUILD_TOOLS, project_of
+    from linkwrap.facts.build import BUILD_TOOLS, project_of
     tool = rec.get("build_tool")
     if tool in BUILD_TOOLS:
         # /proc's command line, space-joined: good enough to find -C DIR or --manifest-path.
@@ -303,7 +303,7 @@ def backfill_projects(db, limit=2000) -> int:
                    "cwd": first[0] if first else None, "output_path": first[1] if first else None}
             if tool == "linkwrap run" and command:
                 import shlex
-                from linkwrap.wrap.build import project_of
+                from linkwrap.facts.build import project_of
                 try:
                     project, build_dir = project_of(cwd, shlex.split(command))
                 except ValueError:

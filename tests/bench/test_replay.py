@@ -15,7 +15,7 @@ import pytest
 
 from clirun import linkwrap
 from conftest import script, tool
-from linkwrap.wrap import linkers
+from linkwrap.facts import linkers
 
 MAIN = """
 fn work(n: u64) -> u64 {{ (0..n).fold({seed}, |a, x| a.wrapping_mul(31).wrapping_add(x)) }}
@@ -155,7 +155,7 @@ def test_ratios_to_the_default_are_paired_by_round_and_decide_the_choice(saved):
     from linkwrap.bench.replay import median_ci
     project, env, output = saved
     # only this test's measurements decide: the earlier tests' are dropped from the link path's cache
-    from linkwrap.bench.measured import CACHE
+    from linkwrap.evidence.measured import CACHE
     for found in Path(env["LINKWRAP_HOME"]).rglob(CACHE):
         shutil.rmtree(found)
     done = bench(project, env, "--linker", "rust-lld", "--linker", "mold", "--linker", "bfd")

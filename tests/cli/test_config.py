@@ -5,7 +5,7 @@ import textwrap
 import pytest
 
 from clirun import linkwrap
-from linkwrap.wrap import config
+from linkwrap.request import config
 
 
 @pytest.fixture
@@ -166,7 +166,7 @@ def test_init_writes_the_template_once(project):
     written = project / "linkwrap.toml"
     assert written.read_text().startswith("# linkwrap.toml: how linkwrap links this project")
     assert config.parse_text(written.read_text()) == {}     # all commented out: the defaults
-    # What it says of a bad LINKWRAP_LINKER is what a link does (tests/wrap/test_config.py): it fails.
+    # What it says of a bad LINKWRAP_LINKER is what a link does (tests/request/test_config.py): it fails.
     text = " ".join(line.lstrip("# ") for line in written.read_text().splitlines())
     assert "links then fail" in text and "LINKWRAP_CONFIG_ERRORS=warn links as asked" in text
     assert "links then run as asked" not in text

@@ -106,7 +106,7 @@ def test_cargo_build_passes_with_a_fault_injected_into_linkwrap(workspace, tmp_p
     # sitecustomize runs at interpreter start (pip's console script keeps site): it breaks the
     # policy the way a bug would, for every link of the build.
     (inject / "sitecustomize.py").write_text(
-        "import linkwrap.wrap.policy as p\n"
+        "import linkwrap.choice.policy as p\n"
         "def broken(*a, **k):\n    raise RuntimeError('injected policy fault')\n"
         "p.decide = broken\n")
     target = tmp_path / "target"

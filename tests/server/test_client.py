@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from linkwrap.install import launcher
-from linkwrap.wrap import args
+from linkwrap.request import args
 
 TABLE = [
     ["x.o", "-o", "app"], ["-c", "m.c"], ["-c", "m.c", "-o", "m.o"], ["-S", "m.c"], ["-E", "m.c"], ["-M", "m.c"],

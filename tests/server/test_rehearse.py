@@ -8,7 +8,7 @@ import socket
 from forked import in_a_fork
 from linkrecords import c_object
 from linkwrap.server import server as srv
-from linkwrap.wrap import invocation
+from linkwrap.request import invocation
 
 
 def _invocation(tmp_path, argv, env):
@@ -57,7 +57,8 @@ def _rehearsed(last):
     """In a forked spare: rehearse(last), then what it kept. -> dict."""
     def rehearse():
         srv.rehearse(last)
-        from linkwrap.wrap import args, direct
+        from linkwrap.request import args
+        from linkwrap.run import direct
         return json.dumps({"args": args._last[0] if args._last else None,
                            "split_path": direct._split[0][1] if direct._split else None,
                            "output": args._last[1].output if args._last else None})

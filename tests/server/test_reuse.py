@@ -55,12 +55,12 @@ os.execv({mold!r}, [{mold!r}] + sys.argv[1:])
 
 # What a link may leave changed in a reused child's modules: the memos, each checked before its
 # next use (docs/design.md), and the server's own bookkeeping. Anything else is a leftover.
-MEMOS = {"linkwrap.server.server._KEPT", "linkwrap.server.server._LINK", "linkwrap.wrap.args._last",
-         "linkwrap.wrap.args._compiled", "linkwrap.wrap.config._last", "linkwrap.wrap.linkers._last",
-         "linkwrap.wrap.direct._split", "linkwrap.wrap.direct._lines", "linkwrap.wrap.probe._FS_LAST",
-         "linkwrap.wrap.probe._CGROUP_DIRS", "linkwrap.wrap.probe._MOUNTINFO", "linkwrap.wrap.output._owner",
-         "linkwrap.wrap.output._owners", "linkwrap.wrap.build._seen",
-         "linkwrap.wrap.build._boot"}
+MEMOS = {"linkwrap.server.server._KEPT", "linkwrap.server.server._LINK", "linkwrap.request.args._last",
+         "linkwrap.request.args._compiled", "linkwrap.request.config._last", "linkwrap.facts.linkers._last",
+         "linkwrap.run.direct._split", "linkwrap.run.direct._lines", "linkwrap.facts.probe._FS_LAST",
+         "linkwrap.facts.probe._CGROUP_DIRS", "linkwrap.facts.probe._MOUNTINFO", "linkwrap.run.output._owner",
+         "linkwrap.run.output._owners", "linkwrap.facts.build._seen",
+         "linkwrap.facts.build._boot"}
 
 
 @pytest.fixture

@@ -88,7 +88,7 @@ def test_a_warning_after_the_answer_is_kept_for_a_link_that_can_say_it(tmp_path,
 
 
 def test_a_linkers_failure_is_kept_before_the_answer(tmp_path, lw_home, client, server):  # noqa: F811
-    """lld fails on this link (-z start-stop-gc; tests/wrap/test_pipeline_retry.py) and the link passes
+    """lld fails on this link (-z start-stop-gc; tests/test_pipeline_retry.py) and the link passes
     as asked. The next link of the output, started as soon as the first answered, while the first's
     child cannot tidy (the spool is locked), must not try lld again."""
     (tmp_path / "a.c").write_text(MAIN_C)

@@ -8,7 +8,7 @@ import textwrap
 import time
 
 from linkwrap.store import db, spool
-from linkwrap.wrap import record
+from linkwrap.record import record
 
 
 def frame(uid):

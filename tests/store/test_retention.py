@@ -8,7 +8,7 @@ import time
 from conftest import script
 from linkwrap import faults
 from linkwrap.store import db, spool
-from linkwrap.wrap import record
+from linkwrap.record import record
 
 
 def _user_config(lw_home, text):

@@ -5,7 +5,7 @@ import sys
 import textwrap
 
 from linkwrap.store import db, spool
-from linkwrap.wrap import record
+from linkwrap.record import record
 
 
 def frame(uid, **extra):
@@ -53,7 +53,7 @@ def test_a_leftover_from_a_crashed_ingestion_is_taken_once(lw_home):
 
 WRITER = textwrap.dedent("""
     import sys
-    from linkwrap.wrap import record
+    from linkwrap.record import record
     state, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     for i in range(n):
         record.append(state, record.encode({"v": 1, "uid": f"{tag}-{i}", "started_unix": 1.8e9 + i,

@@ -1,0 +1,360 @@
+"""Linker discovery: which linkers this machine has, where, and which version.
+
+Finding them is a few stat() calls on PATH. Asking for versions means running
+each linker with --version, so the answers are cached (marshal, keyed on each
+binary's path, size and mtime): a warm link starts no --version process.
+"""
+import os
+from linkwrap.records import record
+
+from linkwrap import cache as cache_mod
+from linkwrap import paths
+
+
+class LinkerInfo(record("LinkerInfo", "name path version version_text")):
+    """name: mold|wild|lld|rust-lld|bfd|gold|python; version: tuple of ints or None."""
+    __slots__ = ()
+
+    @property
+    def label(self) -> str:
+        v = ".".join(map(str, self.version)) if self.version else "?"
+        return f"{self.name} {v}"
+
+
+# The order in which executable names are tried for each linker.
+CANDIDATES = {
+    "mold": ("mold", "ld.mold"),
+    "wild": ("wild", "ld.wild"),
+    "lld": ("ld.lld",),            # and ld.lld-NN: the newest of them all (see _newest_lld)
+    "bfd": ("ld.bfd",),
+    "gold": ("ld.gold",),
+    "rust-lld": ("rust-lld",),     # on PATH when rustc runs the link
+}
+# Every linker linkwrap knows, by the name config, policy, records and LINKWRAP_LINKER use:
+# the one list (config.LINKER_NAMES is this list).
+NAMES = ("mold", "wild", "lld", "rust-lld", "bfd", "gold", "python")
+_CACHE_FORMAT = 5  # 5: lld is the newest of ld.lld and ld.lld-NN
+
+
+# This process's last discover() for a link: (its key, the stamps of what it depends on, its answer).
+# A server's spare found the linkers for the link it rehearsed (server.rehearse()); the link then
+# needs only the stat() calls that say nothing changed: PATH's directories (a linker installed or
+# removed), the linkers themselves (upgraded: another version), where the Python linker is looked for.
+_last = None
+
+
+def discover(request=None, environ=os.environ) -> dict:
+    """{name: LinkerInfo} for every linker found. Never raises for a missing one.
+
+    A cross link (request.target another machine's) gets that target's GNU ld and gold
+    (`aarch64-linux-gnu-ld.bfd`: the host's know only the host) and never the Python linker
+    (x86-64 only); mold, wild and lld link for several machines with one binary."""
+    global _last
+    if request is None:  # the commands: rust-lld may come from `rustc --print sysroot`
+        return _discover(request, environ)
+    key = (environ.get("PATH", os.defpath), request.target, request.driver, request.rust_lld)
+    last = _last
+    if last is not None and last[0] == key and cache_mod.unchanged(last[1]):
+        return dict(last[2])
+    found = _discover(request, environ)
+    import sys
+    watched = [d for d in key[0].split(os.pathsep) if d] + [info.path for info in found.values()]
+    watched += [os.path.dirname(os.path.abspath(sys.argv[0])), os.path.dirname(sys.executable)]
+    if request.rust_lld:
+        watched.append(request.rust_lld)
+    _last = (key, cache_mod.stamps(watched), found)
+    return dict(found)
+
+
+def _discover(request, environ) -> dict:
+    path_dirs = [d for d in environ.get("PATH", os.defpath).split(os.pathsep) if d]
+    cache = _load_cache()
+    prefix = ""
+    if request is not None and (request.target or request.driver):
+        from linkwrap.request import target
+        prefix = target.tool_prefix(request.target, request.driver)
+    found = _search_path(path_dirs, cache, prefix)
+    rust_lld = _rust_lld(request, found, path_dirs, cache)
+    found.pop("rust-lld", None)
+    if rust_lld:
+        found["rust-lld"] = rust_lld
+    python_ld = None if prefix else _python_linker()
+    if python_ld:
+        found["python"] = python_ld
+    return _with_versions(found, cache)
+
+
+def candidates(prefix=""):
+    """CANDIDATES for a target whose GNU tools carry `prefix` (`aarch64-linux-gnu-`)."""
+    if not prefix:
+        return CANDIDATES
+    return {**CANDIDATES, "bfd": (f"{prefix}ld.bfd", f"{prefix}ld"), "gold": (f"{prefix}ld.gold",)}
+
+
+def _search_path(path_dirs, cache, prefix="") -> dict:
+    """The linkers on PATH. Remembered per PATH and its directories' mtimes
+    (installing or removing a binary changes its directory's mtime), so a warm
+    link makes one stat() per PATH entry instead of listing directories."""
+    key = []
+    for d in path_dirs:
+        try:
+            key.append((d, os.stat(d).st_mtime_ns))
+        except OSError:
+            key.append((d, -1))
+    key = (prefix, tuple(key))
+    hit = cache.get("search" + prefix)
+    if hit and hit[0] == key:
+        return dict(hit[1])
+    found = {}
+    for name, exes in candidates(prefix).items():
+        path = _newest_lld(path_dirs) if name == "lld" else _which_any(exes, path_dirs)
+        if path:
+            found[name] = path
+    cache["search" + prefix] = (key, found)
+    cache["dirty"] = True
+    return dict(found)
+
+
+def _which_any(names, path_dirs):
+    for d in path_dirs:
+        for n in names:
+            p = os.path.join(d, n)
+            if os.access(p, os.X_OK) and not os.path.isdir(p):
+                return p
+    return None
+
+
+def _newest_lld(path_dirs):
+    """The newest LLD of ld.lld and ld.lld-NN on PATH (Debian's lld is 14, lld-16 is ld.lld-16 only).
+
+    Versions are asked only when there are several: this runs on a cold cache, when PATH changed."""
+    found, seen = [], set()
+    for d in path_dirs:
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        numbered = sorted((n for n in names if n.startswith("ld.lld-") and n[7:].isdigit()),
+                          key=lambda n: -int(n[7:]))
+        for n in (["ld.lld"] if "ld.lld" in names else []) + numbered:
+            p = os.path.join(d, n)
+            real = os.path.realpath(p)
+            if real not in seen and os.access(p, os.X_OK) and not os.path.isdir(p):
+                seen.add(real)
+                found.append(p)
+    if len(found) < 2:
+        return found[0] if found else None
+    # max() keeps the first of equals: PATH order decides between the same version.
+    return max(found, key=lambda p: parse_version("lld", version_text("lld", p)) or ())
+
+
+def _rust_lld(request, found, path_dirs, cache):
+    """rust-lld: where rustc's injected -B said, else on PATH (rustc puts
+    <sysroot>/lib/rustlib/<host>/bin there), else, for the commands only, where
+    `rustc --print sysroot` says. A link rustc did not make never runs rustc:
+    rustup would resolve a toolchain for that directory, maybe download one."""
+    if request is not None and request.rust_lld and os.access(request.rust_lld, os.X_OK):
+        return request.rust_lld
+    if found.get("rust-lld"):
+        return found["rust-lld"]
+    if request is not None:
+        return None
+    return _cached_sysroot_rust_lld(path_dirs, cache)
+
+
+def _python_linker():
+    """linkwrap-ld: the console script installed next to the one running now."""
+    import sys
+    for d in (os.path.dirname(os.path.abspath(sys.argv[0])), os.path.dirname(sys.executable)):
+        p = os.path.join(d, "linkwrap-ld")
+        if os.access(p, os.X_OK):
+            return p
+    return None
+
+
+# --- versions, cached ------------------------------------------------------
+
+def _load_cache():
+    return cache_mod.load("linkers.marshal", _CACHE_FORMAT)
+
+
+def _store_cache(data):
+    cache_mod.store("linkers.marshal", data)
+
+
+def _stamp(path):
+    st = os.stat(path)
+    return (st.st_size, st.st_mtime_ns)
+
+
+def _with_versions(found: dict, cache: dict) -> dict:
+    versions = cache.setdefault("versions", {})
+    dirty = cache.pop("dirty", False)
+    result = {}
+    for name, path in found.items():
+        try:
+            stamp = _stamp(path)
+        except OSError:
+            continue
+        key = f"{name}\0{path}"
+        entry = versions.get(key)
+        if entry is None or tuple(entry[0]) != stamp:
+            text = version_text(name, path)
+            entry = (stamp, parse_version(name, text), text)
+            versions[key] = entry
+            dirty = True
+        result[name] = LinkerInfo(name, path, entry[1], entry[2])
+    if dirty:
+        _store_cache(cache)
+    return result
+
+
+def version_text(name: str, path: str) -> str:
+    """The first line the linker prints for its version ('' when it won't say)."""
+    import subprocess  # cold path only: the cache answers warm links
+    if name == "python":
+        from linkwrap import __version__
+        return f"linkwrap.ld {__version__}"
+    cmd = [path, "-flavor", "gnu", "--version"] if name == "rust-lld" else [path, "--version"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, timeout=10, stdin=subprocess.DEVNULL,
+                             env={**os.environ, "LC_ALL": "C"}).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    lines = out.decode("utf-8", "replace").strip().splitlines()
+    return lines[0].strip() if lines else ""
+
+
+# One pattern per linker, from the version strings in shared/reference/linkers.md.
+_VERSION_PATTERNS = {
+    "mold": r"^mold (?:\(sold\) )?(\d+(?:\.\d+)+)",
+    "wild": r"^Wild (?:version )?(\d+(?:\.\d+)+)",
+    "lld": r"\bLLD (\d+\.\d+(?:\.\d+)?)",
+    "rust-lld": r"\bLLD (\d+\.\d+(?:\.\d+)?)",
+    "bfd": r"^GNU ld .*?(\d+\.\d+(?:\.\d+)?)(?:[-.\w]*)\s*$",
+    "gold": r"^GNU gold .*?\)\s+(\d+\.\d+)",
+    "python": r"^linkwrap\.ld (\d+(?:\.\d+)+)",
+}
+
+
+def parse_version(name: str, text: str):
+    """'mold 1.10.1 (compatible with GNU ld)' -> (1, 10, 1); None when unknown.
+
+    For gold the binutils release (2.40) is returned, not gold's own 1.16.
+    """
+    import re
+    if name == "gold":
+        m = re.search(r"Binutils[^)]*?(\d+\.\d+(?:\.\d+)?)\)", text) or re.search(r"version (\d+\.\d+)", text)
+    else:
+        m = re.search(_VERSION_PATTERNS.get(name, r"(\d+\.\d+(?:\.\d+)?)"), text)
+    if not m:
+        return None
+    return tuple(int(x) for x in m.group(1).split("."))
+
+
+def _cached_sysroot_rust_lld(path_dirs, cache):
+    """Ask `rustc --print sysroot` once per rustc binary (cached like versions)."""
+    rustc = _which_any(("rustc",), path_dirs)
+    if not rustc:
+        return None
+    sysroots = cache.setdefault("sysroot", {})
+    try:
+        stamp = _stamp(rustc)
+    except OSError:
+        return None
+    entry = sysroots.get(rustc)
+    if entry is None or tuple(entry[0]) != stamp:
+        import subprocess
+        try:
+            root = subprocess.run([rustc, "--print", "sysroot"], capture_output=True, timeout=20,
+                                  stdin=subprocess.DEVNULL).stdout.decode().strip()
+            host = subprocess.run([rustc, "-vV"], capture_output=True, timeout=20,
+                                  stdin=subprocess.DEVNULL).stdout.decode()
+            triple = next((l.split(":", 1)[1].strip() for l in host.splitlines() if l.startswith("host:")), "")
+        except (OSError, subprocess.SubprocessError):
+            return None
+        candidate = os.path.join(root, "lib", "rustlib", triple, "bin", "rust-lld") if root and triple else ""
+        entry = (stamp, candidate)
+        sysroots[rustc] = entry
+        cache["dirty"] = True
+    return entry[1] if entry[1] and os.access(entry[1], os.X_OK) else None
+
+
+def shim_dir(info: LinkerInfo) -> str:
+    """A private directory of symlinks that makes the cc driver run `info`.
+
+    gcc 12 has no --ld-path and rejects -fuse-ld=wild (reference §5), so the
+    driver gets `-B<this dir>` first; it finds `ld` (or `ld.<x>` for any
+    -fuse-ld=<x>) here. Only symlinks live here because gcc adds every -B dir
+    as a -L dir too. Created atomically so concurrent links never see half.
+    """
+    try:
+        return _shim_in(os.path.join(paths.cache_dir(), "shim"), info)
+    except OSError:
+        # A cache dir that cannot be written (read-only, full) must not turn the choice off.
+        return _shim_in(os.path.join(_private_tmp(), "shim"), info)
+
+
+def _private_tmp() -> str:
+    """$TMPDIR/linkwrap-<uid>: made 0700, used only when it is a real directory of ours that
+    nobody else can write (/tmp is shared: another user may have made that name first)."""
+    import stat
+    d = os.path.join(os.environ.get("TMPDIR") or "/tmp", f"linkwrap-{os.geteuid()}")
+    try:
+        os.mkdir(d, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(d)
+    if not stat.S_ISDIR(st.st_mode) or paths.others_can_write(st):
+        raise OSError(13, "not a private directory of this user's", d)
+    return d
+
+
+def _shim_in(root, info) -> str:
+    import zlib  # a builtin: hashlib costs milliseconds to import
+    d = os.path.join(root, f"{info.name}-{zlib.crc32(info.path.encode()):08x}")
+    paths.make_private_dir(os.path.dirname(d))
+    _refuse_unless_private(os.path.dirname(d))
+    if _points_at(d, info.path):
+        _refuse_unless_private(d)
+        return d
+    tmp = f"{d}.{os.getpid()}.tmp"
+    paths.make_private_dir(tmp)
+    # wild >= 0.9 picks its platform from argv[0]'s stem: never name it ld64*, link, wasm-ld.
+    for n in ("ld", "ld.lld", "ld.bfd", "ld.gold", "ld.mold", "ld.wild"):
+        link = os.path.join(tmp, n)
+        if not os.path.lexists(link):
+            os.symlink(info.path, link)
+    try:
+        os.rename(tmp, d)
+    except OSError:
+        # Another link made it first (or an old one is stale): keep a correct one.
+        import shutil
+        if not _points_at(d, info.path):
+            shutil.rmtree(d, ignore_errors=True)
+            try:
+                os.rename(tmp, d)
+            except OSError:
+                pass
+        shutil.rmtree(tmp, ignore_errors=True)
+    return d
+
+
+def _points_at(d, path) -> bool:
+    """d is a shim whose `ld` is the symlink to path that _shim_in makes. One readlink: two
+    realpath()s (an lstat per component of both paths) cost a tenth of a link's choice."""
+    try:
+        return os.readlink(os.path.join(d, "ld")) == path
+    except OSError:  # no such shim, or its `ld` is not a symlink: made anew
+        return False
+
+
+def _refuse_unless_private(d):
+    """The driver runs whatever `ld` the shim holds: never one another user could have put there."""
+    for where in (d, os.path.dirname(d)):
+        if paths.others_can_write(os.lstat(where)):
+            from linkwrap import faults
+            from linkwrap.errors import LinkwrapError
+            faults.warn_once("unsafe-shim", f"{where} can be written by other users: linking as asked "
+                                            "until it is removed (linkwrap makes its own directories 0700)")
+            raise LinkwrapError(f"{where} can be written by other users")

@@ -1,0 +1,530 @@
+"""CONFIG: linkwrap.toml (user's, then project's) and LINKWRAP_* variables -> Config.
+
+Input: the LinkRequest (its cwd finds the project file, its output path the
+Cargo profile) and the environment. Output: one Config record whose
+`sources` says where every value came from (`linkwrap config` prints them).
+
+Layers, later wins: defaults, the user file (paths.user_config_file()), its
+[profile.<p>] table, the project file (linkwrap.toml in cwd or the nearest
+parent, stopping at a directory holding .git), its [profile.<p>] table, and
+the environment (LINKWRAP_LINKER, LINKWRAP_PROFILE). docs/policy.md lists the keys.
+A LINKWRAP_LINKER that names no linker linkwrap knows is a ConfigError too:
+a typo must not quietly mean "the usual choice".
+
+This runs on every link: tomllib costs milliseconds to import, so a file is parsed
+only when it exists, and its validated contents are cached with marshal keyed
+on (path, size, mtime); a warm link imports no TOML parser. A malformed file
+raises ConfigError naming file and line (pipeline.py then links as asked).
+"""
+import os
+import stat  # already imported by os: free
+from linkwrap.records import record
+
+from linkwrap import cache as cache_mod
+from linkwrap import paths
+from linkwrap.errors import ConfigError
+from linkwrap.facts.linkers import NAMES
+
+FILE_NAME = "linkwrap.toml"
+LINKER_NAMES = NAMES
+DEFAULT_PREFER = tuple(n for n in NAMES if n != "python")  # linkwrap's own linker only when asked for
+DEFAULT = "default"
+# How much of its own state linkwrap keeps ([records] in linkwrap.toml; 0 = no limit). The spool and
+# the fault log are bounded on the link path, links.db by the commands that ingest the spool.
+RETENTION = {"keep_days": 90, "max_db_mb": 256, "max_spool_mb": 64, "max_log_kb": 1024, "max_learned": 2000}
+ENV_LINKER = "env LINKWRAP_LINKER"
+_CACHE_FORMAT = 2
+_CACHE_MAX_FILES = 64
+
+
+class Config(record("Config", [
+    "prefer",        # tuple[str]: linker names, most preferred first
+    "forbid",        # frozenset[str]
+    "forced",        # str | None: LINKWRAP_LINKER, lower-cased; always one of LINKER_NAMES
+    "extra_flags",   # dict[str, tuple[str]]: linker name -> extra linker flags
+    "in_place",      # bool: allow in-place writes when every safety rule holds
+    "record",        # bool: keep per-link records
+    "sources",       # dict[str, str]: key -> where its value came from
+    "profile",       # str | None: the build profile the overrides were taken for
+    "files",         # tuple[str]: configuration files read, user's first
+    "ignored",       # tuple[(path, why)]: files not read because another user could have written them
+    "retention",     # dict[str, number]: [records] keep_days, max_db_mb, max_spool_mb, max_log_kb, max_learned
+    "memory",        # dict: [memory] admission (bool | None = when a limit applies), headroom_mb, max_wait_s
+    "learn",         # bool: [choice] learn: learn the fastest linker from an output's relinks
+    "save",          # str: [bench] save: "off" | "all" | "largest" (links kept for `linkwrap bench`)
+])):
+    """The settings for one link. Keys of `sources`: prefer, forbid, linker,
+    in_place, record, profile, linkers.<name>.extra_flags, records.<key>, memory.<key>."""
+    __slots__ = ()
+
+
+def defaults() -> Config:
+    sources = {"prefer": DEFAULT, "forbid": DEFAULT, "linker": DEFAULT, "in_place": DEFAULT,
+               "record": DEFAULT, "profile": DEFAULT}
+    return Config(DEFAULT_PREFER, frozenset(), None, {}, True, True, sources, None, (), (), dict(RETENTION),
+                  dict(MEMORY_DEFAULTS), True, "off")
+
+
+# [memory]: admission of links by their predicted memory (linkwrap/choice/admission.py).
+MEMORY_DEFAULTS = {"admission": None, "headroom_mb": 64, "max_wait_s": 300.0}
+
+
+def load(request=None, environ=None, profile=None) -> Config:
+    """The merged configuration for this link.
+
+    profile: (name, source) chosen by the caller (`linkwrap config --profile`),
+    which wins over LINKWRAP_PROFILE and the output path. Raises ConfigError for
+    a malformed or unreadable file and for an unknown LINKWRAP_LINKER.
+    """
+    global _last
+    environ = os.environ if environ is None else environ
+    cwd = getattr(request, "cwd", None) or os.getcwd()
+    output = getattr(request, "output", None)
+    profile, profile_source = profile or profile_for(output, environ)
+    layers = []
+    files = []
+    cache = []  # the marshal cache, read once per load (only when a file exists)
+    user = paths.user_config_file()
+    project, _, project_why = _search(cwd)
+    # The same files, found the same way, not changed since (content, owner, mode: the change time):
+    # the same Config (a server's spare loaded it for the link it rehearsed).
+    key = (cwd, profile, profile_source, user, project, project_why, environ.get("LINKWRAP_LINKER"))
+    last = _last
+    if last is not None and last[0] == key and cache_mod.unchanged(last[1]):
+        return last[2]
+    watched = (user, os.path.dirname(user), project) if project else (user, os.path.dirname(user))
+    stamps = cache_mod.stamps(watched)
+    ignored = []
+    for kind, path in (("user file", user), ("project file", project)):
+        if not path or (kind == "project file" and user and _same_file(path, user)):
+            continue
+        why = project_why if kind == "project file" else untrusted(path)
+        if why:
+            ignored.append((path, why))
+            continue
+        table = read_file(path, cache)
+        if table is None:
+            continue
+        files.append(path)
+        label = f"{kind} {path}"
+        layers.append((label, table))
+        for name in profile_tables(profile):
+            if name in table.get("profile", {}):
+                layers.append((f"{label} [profile.{name}]", table["profile"][name]))
+    config = merge(layers, environ, profile, profile_source, tuple(files), tuple(ignored))
+    _last = (key, stamps, config)
+    return config
+
+
+# This process's last load(): (its key, the stamps of its files, its Config).
+_last = None
+
+
+def merge(layers, environ, profile=None, profile_source=DEFAULT, files=(), ignored=()) -> Config:
+    """Apply validated tables in order (later wins), then the environment. Pure."""
+    c = defaults()
+    prefer, forbid, in_place, record = c.prefer, c.forbid, c.in_place, c.record
+    extra, sources, memory = {}, dict(c.sources), dict(c.memory)
+    retention = dict(c.retention)
+    learn, save = c.learn, c.save
+    for label, table in layers:
+        for key, value in table.get("records", {}).items():
+            retention[key], sources[f"records.{key}"] = value, label
+        if "prefer" in table:
+            prefer, sources["prefer"] = tuple(table["prefer"]), label
+        if "forbid" in table:
+            forbid, sources["forbid"] = frozenset(table["forbid"]), label
+        if "in_place" in table:
+            in_place, sources["in_place"] = table["in_place"], label
+        if "record" in table:
+            record, sources["record"] = table["record"], label
+        if "learn" in table.get("choice", {}):
+            learn, sources["choice.learn"] = table["choice"]["learn"], label
+        if "save" in table.get("bench", {}):
+            save, sources["bench.save"] = table["bench"]["save"], label
+        for name, settings in table.get("linkers", {}).items():
+            if "extra_flags" in settings:
+                extra[name] = tuple(settings["extra_flags"])
+                sources[f"linkers.{name}.extra_flags"] = label
+        for name, value in table.get("memory", {}).items():
+            memory[name], sources[f"memory.{name}"] = value, label
+    forced = forced_linker(environ)
+    if forced:
+        sources["linker"] = ENV_LINKER
+    sources["profile"] = profile_source
+    return Config(prefer, forbid, forced, extra, in_place, record, sources, profile, files, ignored, retention,
+                  memory, learn, save)
+
+
+def forced_linker(environ) -> str | None:
+    """LINKWRAP_LINKER, lower-cased; None when unset or blank; ConfigError when unknown."""
+    raw = (environ.get("LINKWRAP_LINKER") or "").strip()
+    if not raw:
+        return None
+    name = raw.lower()
+    if name not in LINKER_NAMES:
+        shown = raw if raw.isprintable() else repr(raw)[1:-1]  # the message stays one line
+        raise ConfigError(f"LINKWRAP_LINKER={shown}: not a linker linkwrap knows ({', '.join(LINKER_NAMES)})")
+    return name
+
+
+# --- which files -----------------------------------------------------------
+
+def find_project_file(cwd: str) -> str | None:
+    """linkwrap.toml in cwd or the nearest parent; the search ends at a .git or /.
+
+    For Cargo links rustc runs the linker in the workspace root, so this is the
+    workspace's file; for ninja/CMake it is the build directory and upwards.
+    Anything named linkwrap.toml counts (lexists): a directory or a dangling
+    symlink of that name is an error for read_file, not a reason to read a
+    file further up that the user did not mean.
+
+    Another user's file is never read (it can name a linker plugin: code run as
+    this user), as git refuses another user's repository: the search stops at
+    the first directory not owned by this user or root, and a file that another
+    user owns or could have replaced is ignored (None here; load() says why).
+    """
+    path, _, why = _search(cwd)
+    return None if why else path
+
+
+def search_end(cwd: str) -> str:
+    """The last directory find_project_file looks in: the one holding .git, or /."""
+    return _search(cwd)[1]
+
+
+def _search(cwd):
+    """-> (nearest linkwrap.toml or None, the last directory searched, why it is untrusted or None)."""
+    d = os.path.abspath(cwd)
+    me = os.geteuid()
+    while True:
+        try:
+            st = os.stat(d)
+        except OSError:
+            return None, d, None
+        if st.st_uid not in (me, 0):
+            return None, d, None
+        candidate = os.path.join(d, FILE_NAME)
+        if os.path.lexists(candidate):
+            return candidate, d, untrusted(candidate, st)
+        parent = os.path.dirname(d)
+        if parent == d or os.path.exists(os.path.join(d, ".git")):
+            return None, d, None
+        d = parent
+
+
+def untrusted(path, dir_st=None) -> str | None:
+    """Why another user could have written this configuration file, or None."""
+    me = os.geteuid()
+    try:
+        for st in (os.lstat(path), os.stat(path)):
+            if st.st_uid not in (me, 0):
+                return f"owned by another user (uid {st.st_uid})"
+            if st.st_mode & stat.S_IWOTH and not stat.S_ISLNK(st.st_mode):
+                return "writable by other users"
+        if dir_st is None:
+            dir_st = os.stat(os.path.dirname(path) or ".")
+    except OSError:
+        return None  # missing or unreadable: read_file says what is wrong
+    if dir_st.st_mode & stat.S_IWOTH and not dir_st.st_mode & stat.S_ISVTX:
+        return "its directory is writable by other users"
+    return None
+
+
+def _same_file(a, b) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+# --- which profile ---------------------------------------------------------
+
+# Cargo writes a profile's outputs as <target-dir>/[<triple>/]<profile>/deps/<file>,
+# .../<profile>/examples/<file> and build scripts as .../<profile>/build/<pkg>-<hash>/<file>.
+_PROFILE_PARENT = ("deps", "examples")
+
+
+def profile_for(output, environ) -> tuple:
+    """(profile, where it came from): LINKWRAP_PROFILE, else the output path."""
+    forced = (environ.get("LINKWRAP_PROFILE") or "").strip()
+    if forced:
+        return forced, "env LINKWRAP_PROFILE"
+    name = profile_of(output)
+    return (name, f"output path {output}") if name else (None, DEFAULT)
+
+
+def profile_of(output) -> str | None:
+    """'…/target/debug/deps/foo-1a2b' -> 'debug'; None when the path says nothing."""
+    if not output:
+        return None
+    parts = [p for p in os.path.normpath(output).split(os.sep) if p]
+    dirs = parts[:-1]
+    if len(dirs) >= 2 and dirs[-1] in _PROFILE_PARENT:
+        return dirs[-2]
+    if len(dirs) >= 3 and dirs[-2] == "build":
+        return dirs[-3]
+    for i in range(len(dirs) - 1, -1, -1):
+        if dirs[i] == "target" and i + 1 < len(dirs):
+            rest = dirs[i + 1:]
+            # target/<triple>/<profile>: a target triple has at least two dashes
+            if rest[0].count("-") >= 2 and len(rest) > 1:
+                return rest[1]
+            return rest[0]
+    return None
+
+
+def profile_tables(profile) -> tuple:
+    """Cargo's `dev` profile builds into target/debug: [profile.dev] and [profile.debug] both apply."""
+    if not profile:
+        return ()
+    return ("dev", "debug") if profile in ("debug", "dev") else (profile,)
+
+
+# --- reading one file, cached ----------------------------------------------
+
+CACHE_NAME = "config.marshal"
+
+
+def read_file(path: str, _cache=None):
+    """The validated table of one file, None if it does not exist; ConfigError if malformed
+    or unreadable (a directory, a dangling symlink, no permission, not UTF-8)."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):  # absent (a parent may be a file)
+        if os.path.islink(path):
+            raise ConfigError(f"{path}: cannot read: a symbolic link to a missing file") from None
+        return None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        # Never open it: a FIFO would block the link.
+        what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise ConfigError(f"{path}: cannot read: {what}")
+    # inode and ctime too: an edit within one mtime tick, or a file replaced by rename, is still seen
+    stamp = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+    if _cache is None:
+        _cache = []
+    if not _cache:
+        _cache.append(_load_cache())
+    cache = _cache[0]
+    entry = cache["files"].get(path)
+    if entry is not None and entry[0] == stamp:
+        table, error = entry[1], entry[2]
+    else:
+        table, error = None, None
+        try:
+            table = parse_text(_read_text(path), path)
+        except ConfigError as e:
+            error = str(e)
+        # Errors are cached too: a broken file must not cost every link a tomllib import.
+        files = cache["files"]
+        if len(files) >= _CACHE_MAX_FILES:
+            files.clear()
+        files[path] = [stamp, table, error]
+        _store_cache(cache)
+    if error:
+        raise ConfigError(error)
+    return table
+
+
+def _read_text(path) -> str:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 text") from None
+
+
+def _load_cache() -> dict:
+    data = cache_mod.load(CACHE_NAME, _CACHE_FORMAT)
+    if not isinstance(data.get("files"), dict):
+        data["files"] = {}
+    return data
+
+
+def _store_cache(data) -> None:
+    cache_mod.store(CACHE_NAME, data)
+
+
+# --- parsing and validating ------------------------------------------------
+
+_TOP_KEYS = ("prefer", "forbid", "in_place", "record", "linkers", "records", "memory", "choice", "bench", "profile")
+# Small tables: key -> (allowed values or bool, what the error says it must be).
+_SMALL_TABLES = {"choice": {"learn": ((True, False), "true or false")},
+                 "bench": {"save": (("off", "all", "largest"), '"off", "all" or "largest"')}}
+
+
+def parse_text(text: str, path: str = FILE_NAME) -> dict:
+    """TOML text -> validated table: {prefer, forbid, in_place, record, linkers, profile}.
+
+    Only plain lists, strings, bools and dicts remain, so the result can be
+    marshalled. Raises ConfigError "<path>:<line>: <what>".
+    """
+    import tomllib  # cold path: only on a cache miss
+    try:
+        raw = tomllib.loads(text)
+        return _table(raw, text, path, (), allow_profile=True)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(_toml_error(path, str(e), text)) from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to read") from None
+    except (ValueError, TypeError, MemoryError) as e:  # whatever else a parser can raise on odd input
+        raise ConfigError(f"{path}: cannot parse: {type(e).__name__}: {e}") from None
+
+
+def _toml_error(path, message, text) -> str:
+    # tomllib says "Invalid value (at line 3, column 9)" or "... (at end of document)".
+    what, sep, where = message.rpartition(" (at line ")
+    if sep and where.endswith(")"):
+        line, _, column = where[:-1].partition(", column ")
+        return f"{path}:{line}: {what} (column {column})"
+    if message.endswith(" (at end of document)"):
+        last = text.count("\n") + (0 if text.endswith("\n") else 1)
+        return f"{path}:{max(last, 1)}: {message[:-len(' (at end of document)')]} (at end of file)"
+    return f"{path}: {message}"
+
+
+def _table(raw, text, path, where, allow_profile) -> dict:
+    out = {}
+    allowed = _TOP_KEYS if allow_profile else _TOP_KEYS[:-1]
+    for key, value in raw.items():
+        if key not in allowed:
+            _fail(text, path, where, key, f"unknown key '{_dotted(where, key)}' (known: {', '.join(allowed)})")
+        if key in ("prefer", "forbid"):
+            out[key] = _names(value, text, path, where, key)
+        elif key in ("in_place", "record"):
+            if not isinstance(value, bool):
+                _fail(text, path, where, key, f"'{_dotted(where, key)}' must be true or false")
+            out[key] = value
+        elif key == "linkers":
+            out[key] = _linkers(value, text, path, where + (key,))
+        elif key == "records":
+            out[key] = _records(value, text, path, where + (key,))
+        elif key == "memory":
+            out[key] = _memory(value, text, path, where + (key,))
+        elif key in _SMALL_TABLES:
+            out[key] = _small_table(key, value, text, path, where)
+        else:
+            if not isinstance(value, dict):
+                _fail(text, path, where, key, "'profile' must be a table: [profile.<name>]")
+            profiles = {}
+            for name, sub in value.items():
+                if not isinstance(sub, dict):
+                    _fail(text, path, where + ("profile",), name, f"'profile.{name}' must be a table")
+                profiles[name] = _table(sub, text, path, where + ("profile", name), allow_profile=False)
+            out[key] = profiles
+    return out
+
+
+def _names(value, text, path, where, key) -> list:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        _fail(text, path, where, key, f"'{_dotted(where, key)}' must be a list of linker names")
+    for v in value:
+        if v not in LINKER_NAMES:
+            _fail(text, path, where, key, f"'{_dotted(where, key)}': unknown linker '{v}' "
+                                           f"(known: {', '.join(LINKER_NAMES)})")
+    return list(value)
+
+
+def _linkers(value, text, path, where) -> dict:
+    if not isinstance(value, dict):
+        _fail(text, path, where[:-1], where[-1], "'linkers' must be a table: [linkers.<name>]")
+    out = {}
+    for name, settings in value.items():
+        if name not in LINKER_NAMES:
+            _fail(text, path, where, name, f"unknown linker '{name}' in [linkers] (known: {', '.join(LINKER_NAMES)})")
+        if not isinstance(settings, dict):
+            _fail(text, path, where, name, f"'linkers.{name}' must be a table")
+        for key, flags in settings.items():
+            if key != "extra_flags":
+                _fail(text, path, where + (name,), key, f"unknown key '{_dotted(where + (name,), key)}' (known: extra_flags)")
+            if not isinstance(flags, list) or not all(isinstance(f, str) and f for f in flags):
+                _fail(text, path, where + (name,), key, f"'{_dotted(where + (name,), key)}' must be a list of non-empty strings")
+        out[name] = {k: list(v) for k, v in settings.items()}
+    return out
+
+
+def _records(value, text, path, where) -> dict:
+    if not isinstance(value, dict):
+        _fail(text, path, where[:-1], where[-1], "'records' must be a table: [records]")
+    for key, number in value.items():
+        if key not in RETENTION:
+            _fail(text, path, where, key, f"unknown key '{_dotted(where, key)}' (known: {', '.join(RETENTION)})")
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or number < 0:
+            _fail(text, path, where, key, f"'{_dotted(where, key)}' must be a number >= 0 (0: no limit)")
+    return dict(value)
+
+
+def _memory(value, text, path, where) -> dict:
+    if not isinstance(value, dict):
+        _fail(text, path, where[:-1], where[-1], "'memory' must be a table: [memory]")
+    for key, v in value.items():
+        if key not in MEMORY_DEFAULTS:
+            _fail(text, path, where, key, f"unknown key '{_dotted(where, key)}' (known: {', '.join(MEMORY_DEFAULTS)})")
+        if key == "admission" and not isinstance(v, bool):
+            _fail(text, path, where, key, f"'{_dotted(where, key)}' must be true or false")
+        if key == "headroom_mb" and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            _fail(text, path, where, key, f"'{_dotted(where, key)}' must be a whole number of MiB, 0 or more")
+        if key == "max_wait_s" and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1e6):
+            _fail(text, path, where, key, f"'{_dotted(where, key)}' must be a number of seconds above 0")
+    return {k: float(v) if k == "max_wait_s" else v for k, v in value.items()}
+
+
+def _small_table(name, value, text, path, where) -> dict:
+    if not isinstance(value, dict):
+        _fail(text, path, where, name, f"'{_dotted(where, name)}' must be a table: [{name}]")
+    known = _SMALL_TABLES[name]
+    for key, v in value.items():
+        if key not in known:
+            _fail(text, path, where + (name,), key,
+                  f"unknown key '{_dotted(where + (name,), key)}' (known: {', '.join(known)})")
+        allowed, words = known[key]
+        if type(v) is not type(allowed[0]) or v not in allowed:
+            _fail(text, path, where + (name,), key, f"'{_dotted(where + (name,), key)}' must be {words}")
+    return dict(value)
+
+
+def _dotted(where, key) -> str:
+    return ".".join((*where, key))
+
+
+def _fail(text, path, where, key, message):
+    raise ConfigError(f"{path}:{line_of(text, where, key)}: {message}")
+
+
+def line_of(text: str, where: tuple, key: str) -> int:
+    """The line that sets `key` in table `where` (best effort; TOML parsers give no positions).
+
+    `key =` under [where] or a dotted `a.key =` under [b] for where=(b, a);
+    else the header [where.key]; else line 1.
+    """
+    table, header_line = "", None
+    full = ".".join((*where, key))
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if line.startswith("["):
+            table = _header_name(line)
+            if table == full and header_line is None:
+                header_line = n
+            continue
+        lhs, eq, _ = line.partition("=")
+        if eq and not line.startswith("#"):
+            here = ".".join(p for p in (table, _unquote_key(lhs)) if p)
+            if here == full:
+                return n
+    return header_line or 1
+
+
+def _header_name(line: str) -> str:
+    inner = line.strip("[] \t").split("]")[0]
+    return _unquote_key(inner)
+
+
+def _unquote_key(key: str) -> str:
+    return ".".join(p.strip().strip("\"'") for p in key.strip().split("."))

@@ -1,0 +1,140 @@
+"""linkwrap.record.save: what is kept, how, and the size cap."""
+import os
+import stat
+
+import pytest
+
+from linkwrap.record import save
+from linkwrap.request import args
+
+
+def request(tmp_path, out, *inputs, extra=()):
+    return args.parse([*map(str, inputs), *extra, "-o", str(out)], driver="cc", environ={}, cwd=str(tmp_path))
+
+
+class Done:
+    wall_ms = 12.0
+    linker = "mold 1.10.1"
+
+
+def make(path, size):
+    path.write_bytes(os.urandom(size))
+    return path
+
+
+def test_inputs_are_hard_linked_and_stable_ones_referenced(tmp_path, lw_home):
+    a = make(tmp_path / "a.o", 1000)
+    script = make(tmp_path / "list.ver", 10)
+    out = make(tmp_path / "app", 50)
+    libc = "/usr/lib/x86_64-linux-gnu/libc.so.6" if os.path.exists("/usr/lib/x86_64-linux-gnu/libc.so.6") else None
+    extra = [f"-Wl,--version-script={script}"] + ([libc] if libc else [])
+    path = save.save(request(tmp_path, out, a, extra=extra), Done())
+    m = save.load(path)
+    how, where, size, _ = m["files"][str(a)]
+    assert how == "object" and size == 1000
+    assert os.stat(where).st_ino == os.stat(a).st_ino           # a hard link: nothing copied
+    assert m["copied_bytes"] == 0 and m["e_type"] is None        # "app" is no ELF file
+    assert m["files"][str(script)][0] == "object"                # named inside -Wl,--version-script=
+    if libc:
+        assert m["files"][libc][0] == "stable"
+    # private whatever the umask
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(where)).st_mode) == 0o700
+    # the build deletes its objects: the replay arguments point into the store
+    os.unlink(a)
+    os.unlink(script)
+    replayed = save.replay_args(m)
+    assert where in replayed and f"-Wl,--version-script={m['files'][str(script)][1]}" in replayed
+
+
+def test_a_saved_input_that_changed_is_one_clear_line(tmp_path, lw_home):
+    a = make(tmp_path / "a.o", 100)
+    m = save.load(save.save(request(tmp_path, tmp_path / "app", a), Done()))
+    with open(m["files"][str(a)][1], "ab") as f:   # the same inode, written in place
+        f.write(b"x")
+    with pytest.raises(save.SaveError, match=r"changed since the link was saved \(100 -> 101 bytes\)"):
+        save.replay_args(m)
+
+
+def test_the_store_cap_evicts_the_least_recently_used(tmp_path, lw_home):
+    paths = []
+    for i in range(3):
+        obj = make(tmp_path / f"in{i}.o", 4000)
+        paths.append(save.save(request(tmp_path, tmp_path / f"out{i}", obj), Done()))
+        os.utime(paths[-1], (1000 + i, 1000 + i))
+    os.utime(paths[0], (2000, 2000))           # replayed lately: most recently used
+    removed = save.evict(8000)
+    assert removed == [paths[1]]
+    kept = save.all_saved()
+    assert {m["path"] for m in kept} == {paths[0], paths[2]}
+    store = os.path.dirname(next(iter(kept[0]["files"].values()))[1])
+    assert len(os.listdir(store)) == 2         # the evicted link's object is gone too
+
+
+def test_a_store_directory_of_someone_else_is_refused(tmp_path, lw_home):
+    os.makedirs(lw_home, exist_ok=True)
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    os.symlink(target, lw_home / "saved")
+    a = make(tmp_path / "a.o", 10)
+    with pytest.raises(save.SaveError, match="not a directory of this user's"):
+        save.save(request(tmp_path, tmp_path / "app", a), Done())
+
+
+def test_save_largest_keeps_a_projects_three_largest_outputs(tmp_path, lw_home):
+    from linkwrap.request import config
+    settings = config.merge([("project file", {"bench": {"save": "largest"}})], {})
+
+    class Facts:
+        def __init__(self, n):
+            self.input_bytes = n
+
+    def link(name, size):
+        obj = make(tmp_path / f"{name}.o", 10)
+        req = request(tmp_path, tmp_path / name, obj)
+        if save.wanted(req, Facts(size), {}, settings):
+            save.save(req, Done())
+
+    for name, size in (("a", 100), ("b", 300), ("c", 200), ("tiny", 50), ("d", 400)):
+        link(name, size)
+    assert {os.path.basename(m["output"]) for m in save.all_saved()} == {"b", "c", "d"}
+    assert not save.wanted(request(tmp_path, tmp_path / "x", make(tmp_path / "x.o", 1)), Facts(10), {},
+                           config.merge([], {}))
+    assert save.wanted(request(tmp_path, tmp_path / "x", make(tmp_path / "x.o", 1)), Facts(10),
+                       {"LINKWRAP_SAVE": "1"}, config.merge([], {}))
+
+
+@pytest.mark.parametrize("fstype, copies", [("btrfs", False), ("ext4", True)])
+def test_where_no_hard_link_can_be_made_a_clone_then_a_counted_copy(tmp_path, lw_home, monkeypatch, fstype, copies):
+    """btrfs clones the blocks (FICLONE): nothing copied; ext4 cannot clone: the copy is counted.
+    The store sits on the output's filesystem (a loop mount here, not the state directory's)."""
+    import mounts
+
+    def refuse(*a, **k):   # as fs.protected_hardlinks refuses another user's file
+        raise PermissionError(1, "Operation not permitted")
+
+    with mounts.loop_mount(tmp_path, fstype) as point:
+        obj = make(tmp_path.__class__(point) / "a.o", 1 << 20)
+        monkeypatch.setattr(os, "link", refuse)
+        m = save.load(save.save(request(tmp_path, tmp_path.__class__(point) / "app", obj), Done()))
+        monkeypatch.undo()
+        how, where, size, _ = m["files"][str(obj)]
+        assert how == "object" and where.startswith(os.path.join(point, ".linkwrap-saved"))
+        assert os.stat(where).st_dev == os.stat(point).st_dev
+        with open(where, "rb") as a, open(obj, "rb") as b:
+            assert a.read() == b.read()
+        assert m["copied_bytes"] == (size if copies else 0)
+
+
+def test_a_link_that_compiles_too_saved_before_is_not_benchmarked(tmp_path, lw_home):
+    # Saved by a linkwrap that did not yet leave such links out: bench says why, in one line.
+    import subprocess
+    from conftest import script
+    (tmp_path / "main.c").write_text("int main(void) { return 0; }\n")
+    subprocess.run(["cc", "main.c", "-o", "app"], cwd=tmp_path, check=True)
+    save.save(args.parse(["main.c", "-o", str(tmp_path / "app")], driver="cc", environ={}, cwd=str(tmp_path)),
+              Done())
+    done = subprocess.run([script("linkwrap"), "bench", "--budget", "1", "app"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "compiles sources too" in done.stderr and done.stdout == "", done
