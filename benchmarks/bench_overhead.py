@@ -218,7 +218,8 @@ def breakdown(samples, req, decision, env, cwd, work, rounds=15):
     from linkwrap.run import output, run
     from linkwrap import pipeline
     from linkwrap.facts import probe
-    probe._syscall()  # as the server does before its first link: commit and the history exchange names
+    from linkwrap import libc
+    libc.syscall()  # as the server does before its first link: commit and the history exchange names
     times = {}
 
     def timing(mod, name, label):

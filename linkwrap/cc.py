@@ -63,10 +63,6 @@ def die_of_sigint():
 
 quiet_sigint()
 
-LAUNCH_USAGE = ("usage: linkwrap-launch [--] <compiler driver> <link arguments...>\n"
-                "Links through linkwrap: the driver (cc, c++, gcc…) and its whole link\n"
-                "command line, as CMake's <LANG>_LINKER_LAUNCHER and ninja link rules pass them.\n")
-
 
 def main() -> None:
     _after_client()
@@ -75,25 +71,13 @@ def main() -> None:
 
 def launch_main() -> None:
     _after_client()
+    from linkwrap.request.invocation import launch_usage
     usage = launch_usage(sys.argv[1:], "linkwrap-launch")
     if usage is not None:
         sys.exit(usage)
     argv = sys.argv[1:]
     argv = argv[1:] if argv[:1] == ["--"] else argv
     _run(argv[1:], argv[0])
-
-
-def launch_usage(argv, prog):
-    """For -h/--help, --version or no driver: say so; -> the exit status. None: a link to run."""
-    argv = argv[1:] if argv[:1] == ["--"] else argv
-    if argv[:1] in (["-V"], ["--version"]):
-        from linkwrap import __version__
-        sys.stdout.write(f"{prog} (linkwrap {__version__})\n")
-        return 0
-    if argv and argv[0] not in ("-h", "--help"):
-        return None
-    (sys.stdout if argv else sys.stderr).write(LAUNCH_USAGE.replace("linkwrap-launch", prog))
-    return 0 if argv else 2
 
 
 def _run(argv, driver) -> None:

@@ -15,6 +15,7 @@ rests on, and why.
 from linkwrap.records import record
 
 from linkwrap.facts.probe import CACHE_PROBE_MIN_BYTES, SMALL_INPUT_BYTES
+from linkwrap.facts.linkers import FAST
 
 IN_PLACE = "in-place"  # the linker may overwrite the existing inode: every hard link sees the new binary
 FRESH = "fresh"        # a new inode: the old one, and every other name for it, stays untouched
@@ -209,10 +210,6 @@ def choose_linker(request, linkers, config, reasons, probe=None, measured=None, 
     return None
 
 
-# Fast linkers: the caller's own default goes first among these when nothing is measured, so a
-# link through linkwrap is never slower than without it (rust-lld beat mold 1.15x on a real Rust
-# link here, mold beat rust-lld 0.83x on a generated one: shared/reference/measurements.md).
-FAST = ("mold", "wild", "lld", "rust-lld")
 # ...but not on a small C link (probe.small_inputs): there these were no faster than GNU ld alone
 # (mold 1.02-1.07x, its CIs reaching 1; lld 1.4-1.6x) and slower eight at a time on 2 CPUs (mold
 # 1.06-1.28x, lld 1.4-1.65x), while wild took 0.5-0.55x (benchmarks/bench_small.py, docs/policy.md 1.3).

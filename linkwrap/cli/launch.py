@@ -7,7 +7,8 @@ def run_verbatim(argv) -> int:
         from linkwrap.cli.main import verbatim_help
         sys.stdout.write(verbatim_help("launch"))
         return 0
-    from linkwrap.cc import interruptible, interrupted, launch_usage
+    from linkwrap.cc import interruptible, interrupted
+    from linkwrap.request.invocation import launch_usage
     usage = launch_usage(argv, "linkwrap launch")
     if usage is not None:
         return usage

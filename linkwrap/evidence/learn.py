@@ -113,7 +113,7 @@ def note(request, decision, outcome, cpus, first_attempt=None, learning=True) ->
 
     learning=False (`learn = false`, a configured `prefer`, LINKWRAP_LINKER): only a linker's failure
     is kept, as every choice but a forced one consults it; nothing is written otherwise."""
-    from linkwrap.choice.policy import FAST
+    from linkwrap.facts.linkers import FAST
     if not request.output:
         return
     name = decision.linker.name if decision.linker is not None else None
@@ -140,7 +140,7 @@ def note(request, decision, outcome, cpus, first_attempt=None, learning=True) ->
         samples.append(round(corrected_ms(outcome.wall_ms, cpus), 3))
         del samples[:-KEEP]
     from linkwrap import paths
-    from linkwrap.run import output
+    from linkwrap import libc
     where, name = os.path.split(path)
     paths.make_private_dir(os.path.dirname(where))
     dfd = paths.open_private_dir(where, create=True)  # never written through a planted link
@@ -154,7 +154,7 @@ def note(request, decision, outcome, cpus, first_attempt=None, learning=True) ->
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
         with os.fdopen(fd, "wb") as f:
             marshal.dump(data, f)
-        output.replace_file(tmp, name, dir_fd=dfd)
+        libc.replace_file(tmp, name, dir_fd=dfd)
     finally:
         os.close(dfd)
     if new:

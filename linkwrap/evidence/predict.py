@@ -193,7 +193,7 @@ def keep(state, linker, output, charge_kb, input_bytes) -> None:
 def _write(where, name, table) -> None:
     """table into the file name of directory fd where (the history's lock held)."""
     import marshal
-    from linkwrap.run import output
+    from linkwrap import libc
     # Per process, and the lock held: no other writer has this name (a crashed one's is truncated).
     tmp = f"{name}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=where)
@@ -203,7 +203,7 @@ def _write(where, name, table) -> None:
             data = data[os.write(fd, data):]
     finally:
         os.close(fd)
-    output.replace_file(tmp, name, dir_fd=where)
+    libc.replace_file(tmp, name, dir_fd=where)
 
 
 def _history_dir(state, create=False) -> int:

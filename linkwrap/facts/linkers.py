@@ -30,9 +30,11 @@ CANDIDATES = {
     "gold": ("ld.gold",),
     "rust-lld": ("rust-lld",),     # on PATH when rustc runs the link
 }
-# Every linker linkwrap knows, by the name config, policy, records and LINKWRAP_LINKER use:
-# the one list (config.LINKER_NAMES is this list).
-NAMES = ("mold", "wild", "lld", "rust-lld", "bfd", "gold", "python")
+# Fast linkers: the caller's own default goes first among these when nothing is measured, so a
+# link through linkwrap is never slower than without it (rust-lld beat mold 1.15x on a real Rust
+# link here, mold beat rust-lld 0.83x on a generated one: shared/reference/measurements.md). The
+# policy races them; the evidence times them (evidence/learn.py): a fact both read, kept here.
+FAST = ("mold", "wild", "lld", "rust-lld")
 _CACHE_FORMAT = 5  # 5: lld is the newest of ld.lld and ld.lld-NN
 
 

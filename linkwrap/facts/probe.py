@@ -752,7 +752,7 @@ def held_by_others(fd):
 
 
 # Below this size the page cache hardly matters to a link, and measuring it
-# needs a foreign call (~0.5 ms to set up once, see _syscall), so small outputs
+# needs a foreign call (~0.5 ms to set up once, see libc.syscall), so small outputs
 # report None: not measured.
 CACHE_PROBE_MIN_BYTES = 8 << 20
 
@@ -778,7 +778,8 @@ SYS_cachestat = 451  # Linux >= 6.5; the same number on every architecture
 
 def pages_cached_cachestat(fd):
     """nr_cache of cachestat(2) over the whole file, or None where it is missing."""
-    syscall, c_long, c_uint64, get_errno = _syscall()
+    from linkwrap import libc
+    syscall, c_long, c_uint64, get_errno = libc.syscall()
     rng = (c_uint64 * 2)(0, 0)  # struct cachestat_range {off, len}; len 0 = to the end
     out = (c_uint64 * 5)()      # nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted
     res = syscall(c_long(SYS_cachestat), c_long(fd), rng, out, c_long(0))  # arrays pass as pointers
@@ -788,41 +789,6 @@ def pages_cached_cachestat(fd):
             _NO_CACHESTAT.append(True)
         return None
     return out[0]
-
-
-_SYSCALL = []  # (syscall, c_long, c_uint64, get_errno), made once per process
-
-
-def _syscall():
-    """libc's syscall(2), callable from Python.
-
-    Built on _ctypes, the C half of ctypes: ~0.5 ms, where `import ctypes`
-    costs 1.5-3 ms (it defines every C type and imports struct). Should this
-    interpreter's _ctypes not fit, the ctypes module does the same.
-    """
-    if not _SYSCALL:
-        try:
-            import _ctypes
-
-            class c_long(_ctypes._SimpleCData):
-                _type_ = "l"
-
-            class c_uint64(_ctypes._SimpleCData):
-                _type_ = "Q"
-
-            class Syscall(_ctypes.CFuncPtr):
-                _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
-                _restype_ = c_long
-
-            class Libc:
-                _handle = _ctypes.dlopen(None, os.RTLD_NOW)  # the process itself: libc is in it
-
-            _SYSCALL.append((Syscall(("syscall", Libc)), c_long, c_uint64, _ctypes.get_errno))
-        except Exception:
-            import ctypes
-            libc = ctypes.CDLL(None, use_errno=True)
-            _SYSCALL.append((libc.syscall, ctypes.c_long, ctypes.c_uint64, ctypes.get_errno))
-    return _SYSCALL[0]
 
 
 def pages_cached_mincore(fd, size):

@@ -389,6 +389,11 @@ _LINKED = (".o", ".a", ".so", ".rlib", ".rmeta", ".lo", ".obj")
 _compiled = (None, False)  # the last command line asked about, by identity, and its answer
 
 
+# Inputs gcc would compile rather than link (compiles() here, direct.split() for its own start).
+SOURCE_SUFFIXES = frozenset("c cc cp cpp cxx c++ C CPP i ii m mi mm M mii s S sx f for ftn f90 f95 f03 f08 "
+                            "F FOR FTN F90 F95 F03 F08 go d di ads adb h hh hpp hxx H tcc rs".split())
+
+
 def compiles(args) -> bool:
     """Whether the driver also compiles: the command line names a source file (`c++ -o app main.cpp`,
     make's one-step rule). Its time is then the compile's as well as the link's, so it is recorded as
@@ -396,18 +401,17 @@ def compiles(args) -> bool:
     global _compiled
     if _compiled[0] is args:  # learn and record ask about the same link
         return _compiled[1]
-    from linkwrap.run.direct import _SOURCE_SUFFIXES
     # Most links name only objects, libraries and flags: a join, a search and one filtering pass
     # say so in a fraction of the walk below (benchmarks/bench_record.py).
     found = "\0-x" in "\0" + "\0".join(args)
     if not found:
         for a in [a for a in args if a[:1] != "-" and not a.endswith(_LINKED)]:
             dot = a.rfind(".")
-            if dot > a.rfind("/") and a[dot + 1:] in _SOURCE_SUFFIXES:
+            if dot > a.rfind("/") and a[dot + 1:] in SOURCE_SUFFIXES:
                 found = True
                 break
     if found:
-        found = _walk(args, _SOURCE_SUFFIXES)  # is it an input, or the value of -o, -L, -I…?
+        found = _walk(args, SOURCE_SUFFIXES)  # is it an input, or the value of -o, -L, -I…?
     _compiled = (args, found)
     return found
 

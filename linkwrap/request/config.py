@@ -23,11 +23,13 @@ from linkwrap.records import record
 from linkwrap import cache as cache_mod
 from linkwrap import paths
 from linkwrap.errors import ConfigError
-from linkwrap.facts.linkers import NAMES
 
 FILE_NAME = "linkwrap.toml"
-LINKER_NAMES = NAMES
-DEFAULT_PREFER = tuple(n for n in NAMES if n != "python")  # linkwrap's own linker only when asked for
+# Every linker linkwrap knows, by the name config, policy, records and LINKWRAP_LINKER use: the one
+# list. It is the caller's vocabulary (what LINKWRAP_LINKER and linkwrap.toml may name), so it lives
+# with the settings; facts/linkers.py finds the ones installed.
+LINKER_NAMES = ("mold", "wild", "lld", "rust-lld", "bfd", "gold", "python")
+DEFAULT_PREFER = tuple(n for n in LINKER_NAMES if n != "python")  # linkwrap's own linker only when asked for
 DEFAULT = "default"
 # How much of its own state linkwrap keeps ([records] in linkwrap.toml; 0 = no limit). The spool and
 # the fault log are bounded on the link path, links.db by the commands that ingest the spool.

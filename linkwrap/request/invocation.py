@@ -8,6 +8,7 @@ dying of the signal that interrupted it -- is a result the entry point acts on, 
 the script may exec or die in place of its caller.
 """
 import os
+import sys  # built in, already loaded
 from linkwrap.records import record
 
 
@@ -69,3 +70,23 @@ def die(sig) -> None:
     except (ValueError, OSError):
         pass
     os._exit(128 + sig)
+
+
+# linkwrap-launch's own command line (the script, `linkwrap launch`, and the server's 'L' request
+# read it alike): a launcher that was given no driver is not a link.
+LAUNCH_USAGE = ("usage: linkwrap-launch [--] <compiler driver> <link arguments...>\n"
+                "Links through linkwrap: the driver (cc, c++, gcc…) and its whole link\n"
+                "command line, as CMake's <LANG>_LINKER_LAUNCHER and ninja link rules pass them.\n")
+
+
+def launch_usage(argv, prog):
+    """For -h/--help, --version or no driver: say so; -> the exit status. None: a link to run."""
+    argv = argv[1:] if argv[:1] == ["--"] else argv
+    if argv[:1] in (["-V"], ["--version"]):
+        from linkwrap import __version__
+        sys.stdout.write(f"{prog} (linkwrap {__version__})\n")
+        return 0
+    if argv and argv[0] not in ("-h", "--help"):
+        return None
+    (sys.stdout if argv else sys.stderr).write(LAUNCH_USAGE.replace("linkwrap-launch", prog))
+    return 0 if argv else 2

@@ -26,6 +26,7 @@ driver (pipeline.py), so an LTO archive, which is not looked into, still links.
 import os
 
 from linkwrap import paths
+from linkwrap.request.args import SOURCE_SUFFIXES
 
 _CACHE = "direct.marshal"
 _FORMAT = 1
@@ -49,9 +50,6 @@ _PAIRED = frozenset("-u -z -T -e -Xassembler -Xpreprocessor -isystem -include -i
 _DRIVER_ONLY = ("-flto", "-fwhopr", "-fuse-linker-plugin", "-v", "-###", "-print-", "-dump", "-save-temps",
                 "-x", "-c", "-S", "-E", "-specs", "--specs", "-wrapper", "-B", "--ld-path", "-fuse-ld",
                 "-Wl,-plugin", "-Xlinker", "--help", "--version", "-time", "-fdump", "-pipe", "-combine")
-# Inputs gcc would compile rather than link.
-_SOURCE_SUFFIXES = frozenset("c cc cp cpp cxx c++ C CPP i ii m mi mm M mii s S sx f for ftn f90 f95 f03 f08 "
-                             "F FOR FTN F90 F95 F03 F08 go d di ads adb h hh hpp hxx H tcc rs".split())
 
 
 # This process's last split() (its key, its result), and the lines learn() found, by key: the cache
@@ -129,7 +127,7 @@ def split(args):
         a = args[i]
         if a[:1] != "-":  # an input (most arguments): no option below starts otherwise
             dot = a.rfind(".")
-            if dot > a.rfind("/") and a[dot + 1:] in _SOURCE_SUFFIXES:
+            if dot > a.rfind("/") and a[dot + 1:] in SOURCE_SUFFIXES:
                 raise NotDirect(f"{a} is compiled by the driver")
             items.append(a)
             i += 1

@@ -40,6 +40,7 @@ Otherwise the linker writes the output itself, as it would unwrapped.
 import os
 import stat  # already imported by os: free
 from linkwrap.records import record
+from linkwrap import libc
 
 from linkwrap.choice.policy import FRESH, IN_PLACE
 
@@ -194,8 +195,8 @@ def commit(plan, ok: bool, held=False):
         return False, None, None
     # In the server's child the old output's removal waits for tidy(): swapped with the new one, it
     # stays in the work directory under the new one's name.
-    swapped = _later is not None and plan.mode == FRESH and _exchange(plan.link_path, plan.final)
-    if swapped and _is_dir(plan.link_path) and _exchange(plan.link_path, plan.final):
+    swapped = _later is not None and plan.mode == FRESH and libc.exchange(plan.link_path, plan.final)
+    if swapped and _is_dir(plan.link_path) and libc.exchange(plan.link_path, plan.final):
         # A directory came to the output's name since prepare(): swapped back whole, it keeps its
         # name and contents (tidy() would remove it with the work directory), and rename() below
         # fails on it with one line, as it always did.
@@ -225,53 +226,6 @@ def _is_dir(path) -> bool:
         return stat.S_ISDIR(os.lstat(path).st_mode)
     except OSError:
         return False
-
-
-# renameat2(2)'s number where it is known; elsewhere commit() renames.
-_RENAMEAT2 = {"x86_64": 316, "aarch64": 276, "riscv64": 276}.get(os.uname().machine)
-_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
-
-
-def _can_exchange() -> bool:
-    from linkwrap.facts import probe
-    return bool(probe._SYSCALL) and _RENAMEAT2 is not None
-
-
-def _exchange(new, old, dir_fd=None) -> bool:
-    """Swap the names new and old atomically (renameat2 RENAME_EXCHANGE). -> False when not
-    done (no old output, no such call here, a filesystem without it): then rename().
-
-    ext4 (auto_da_alloc) allocates a file's delayed blocks and starts their writeback when a
-    rename replaces another file, inside the rename: 0.28 ms for a new 4 MB file here, where the
-    exchange takes 0.015. GNU ld (unlink, then write) and mold (its old output renamed away and
-    back) never rename over a file either. Only where the call is set up already (the server
-    does it once): setting it up costs a link more than it saves."""
-    if not _can_exchange():
-        return False
-    from linkwrap.facts import probe
-    syscall, c_long, _, _ = probe._SYSCALL[0]
-    at = _AT_FDCWD if dir_fd is None else dir_fd
-    return syscall(c_long(_RENAMEAT2), c_long(at), os.fsencode(new), c_long(at),
-                   os.fsencode(old), c_long(_RENAME_EXCHANGE)) == 0
-
-
-def replace_file(tmp, target, dir_fd=None) -> None:
-    """os.replace(tmp, target) for a small state file rewritten after a link (the memory history, a
-    relink's evidence), by exchange where that is set up (the server's child): ext4 starts the
-    writeback of a file renamed over another inside the rename (_exchange). Measured right after
-    real links of the example's build script, in one process set up as the server's child: the
-    history's keep() 0.50 ms by rename, 0.19 ms by exchange and unlink (medians of 30). Readers see
-    the old file or the new one, as with a rename. Unlike that rename, nothing starts the new
-    contents' writeback: after a crash of the machine they may read as empty (a state file's loss,
-    never a link's), and a crash of this process between the exchange and the unlink leaves the old
-    contents under the tmp name. tmp and target: names in directory fd dir_fd, when given."""
-    if _exchange(tmp, target, dir_fd):
-        try:
-            os.unlink(tmp, dir_fd=dir_fd)  # now the old contents
-        except OSError:
-            pass
-        return
-    os.replace(tmp, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 
 
 # Work directories whose removal waits for tidy(): a list in the server's child, which answers the
@@ -305,7 +259,7 @@ def hold(plan) -> bool:
     (the server's child). -> True when commit() need not try again."""
     if _later is None or plan.work_dir is None or plan.final is None or plan.mode != FRESH:
         return False
-    if _can_exchange():
+    if libc.can_exchange():
         return False  # commit() swaps the old output into the work directory: no second name needed
     _hold_old(plan)
     return True
@@ -328,7 +282,7 @@ def _hold_old(plan) -> None:
 
 def _move_kept(work, keep, swapped=False) -> None:
     """Move the entries of work named keep[0]* to keep[1] (the link's files beside its output);
-    swapped: keep[0] itself is the old output (_exchange) and stays."""
+    swapped: keep[0] itself is the old output (libc.exchange) and stays."""
     try:
         fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:

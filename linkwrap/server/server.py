@@ -160,8 +160,8 @@ def warm() -> None:
             importlib.import_module(name)
         except Exception:  # `from x import name` of a function, a module of another platform
             pass
-    from linkwrap.facts import probe
-    probe._syscall()  # ~0.5 ms once here, not per link (output._exchange, probe's cachestat)
+    from linkwrap import libc
+    libc.syscall()  # ~0.5 ms once here, not per link (libc.exchange, probe's cachestat)
     _TOUCHED.extend(_hand_off_objects())
 
 
@@ -747,7 +747,7 @@ def child(conn, reached=None, known=None) -> None:
     if req["version"] != __version__:
         _refuse(conn, b"V")
     if req["name"] == "linkwrap-launch":
-        from linkwrap.cc import launch_usage
+        from linkwrap.request.invocation import launch_usage
         import io
         saved, sys.stdout, sys.stderr = (sys.stdout, sys.stderr), io.StringIO(), io.StringIO()
         try:

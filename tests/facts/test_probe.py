@@ -14,6 +14,7 @@ import pytest
 import mounts
 from conftest import tool
 from linkwrap.request import args
+from linkwrap import libc
 from linkwrap.facts import probe
 
 
@@ -333,7 +334,7 @@ def test_mincore_agrees_with_cachestat(tmp_path):
 
 def test_syscall_is_built_on_ctypes_c_half_and_reports_errno():
     import errno
-    syscall, c_long, _, get_errno = probe._syscall()
+    syscall, c_long, _, get_errno = libc.syscall()
     assert type(syscall).__name__ == "Syscall"  # not the 1.5-3 ms ctypes fallback
     assert syscall(c_long(100000)) == -1 and get_errno() == errno.ENOSYS
     sys_getpid = {"x86_64": 39, "aarch64": 172}[os.uname().machine]

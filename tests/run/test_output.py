@@ -17,6 +17,7 @@ import pytest
 
 import pids
 from conftest import script, tool
+from linkwrap import libc
 from linkwrap.run import output, run
 from linkwrap.choice import policy
 from linkwrap.choice.policy import FRESH, IN_PLACE
@@ -47,7 +48,7 @@ def test_in_the_servers_child_the_new_output_is_swapped_in_and_the_old_leaves_wi
     under its name and the old one in the work directory, where tidy() removes it; the link's
     other files still go beside the output, the old output never does."""
     from linkwrap.facts import probe
-    probe._syscall()  # the server sets the call up before its children fork
+    libc.syscall()  # the server sets the call up before its children fork
     monkeypatch.setattr(output, "_later", [])
     out = tmp_path / "a.out"
     out.write_bytes(b"old")
@@ -83,7 +84,7 @@ def test_a_directory_made_at_the_output_name_during_a_server_link_is_kept_whole(
     work directory, and tidy() would remove it: it is swapped back, and the link fails with one
     line as the rename always made it (EISDIR)."""
     from linkwrap.facts import probe
-    probe._syscall()
+    libc.syscall()
     monkeypatch.setattr(output, "_later", [])
     out = tmp_path / "a.out"
     out.write_bytes(b"old")
@@ -102,7 +103,7 @@ def test_a_directory_made_at_the_output_name_during_a_server_link_is_kept_whole(
 def test_without_the_exchange_the_server_link_renames_over_a_second_name(tmp_path, monkeypatch):
     """Where renameat2 is not known (another architecture): hold() gives the old output a second
     name while the linker runs, commit() renames, tidy() removes the second name."""
-    monkeypatch.setattr(output, "_RENAMEAT2", None)
+    monkeypatch.setattr(libc, "RENAMEAT2", None)
     monkeypatch.setattr(output, "_later", [])
     out = tmp_path / "a.out"
     out.write_bytes(b"old")
@@ -671,9 +672,9 @@ def test_a_state_file_is_replaced_whole_by_exchange_where_set_up_or_by_rename(tm
     from linkwrap.run import output
     from linkwrap.facts import probe
     if exchange:
-        probe._syscall()
+        libc.syscall()
     else:
-        monkeypatch.setattr(output, "_can_exchange", lambda: False)
+        monkeypatch.setattr(libc, "can_exchange", lambda: False)
     target, tmp = tmp_path / "table", tmp_path / "table.1.tmp"
     target.write_bytes(b"old")
     tmp.write_bytes(b"new")
@@ -681,10 +682,10 @@ def test_a_state_file_is_replaced_whole_by_exchange_where_set_up_or_by_rename(tm
     with monkeypatch.context() as m:
         if exchange:  # the exchange itself, not a rename after it failed
             m.setattr(os, "replace", lambda *a: pytest.fail("renamed, not exchanged"))
-        output.replace_file(str(tmp), str(target))
+        libc.replace_file(str(tmp), str(target))
     assert target.read_bytes() == b"new" and os.stat(target).st_ino == new_inode
     assert sorted(os.listdir(tmp_path)) == ["table"]   # the old contents are gone with the tmp name
     tmp.write_bytes(b"first")                           # no target yet: a rename
     (tmp_path / "table").unlink()
-    output.replace_file(str(tmp), str(target))
+    libc.replace_file(str(tmp), str(target))
     assert target.read_bytes() == b"first" and sorted(os.listdir(tmp_path)) == ["table"]
