@@ -22,6 +22,9 @@ from timing import median_us  # noqa: E402
 from linkwrap.request import args
 
 from linkwrap.facts import probe
+from linkwrap.facts import output_file
+from linkwrap.facts import filesystems
+from linkwrap.facts import cgroups as cgroups_facts
 
 
 def fresh_us(code, env, runs=15):
@@ -80,27 +83,27 @@ def main():
             ("  filesystem(dir, mountinfo)", lambda: probe.filesystem(d, mountinfo)),
             ("  filesystem(dir, +1000 mounts): st_dev found", lambda: probe.filesystem(d, crowded)),
             ("  filesystem(dir, +1000 mounts): prefix (btrfs subvol)",
-             lambda: probe._longest_prefix(probe._mounts_holding(crowded, sub), sub)),
-            ("  mounts() full parse, +1000 mounts (not on the link path)", lambda: probe.mounts(crowded)),
+             lambda: filesystems._longest_prefix(filesystems._mounts_holding(crowded, sub), sub)),
+            ("  mounts() full parse, +1000 mounts (not on the link path)", lambda: filesystems.mounts(crowded)),
             ("  kernel_version()", probe.kernel_version),
             ("  output_facts(missing)", lambda: probe.output_facts(missing)),
             ("  output_facts(1 MiB file)", lambda: probe.output_facts(small)),
             ("  output_facts(32 MiB file)", lambda: probe.output_facts(big)),
-            ("    held_by_others(fd) (write lease)", lambda: probe.held_by_others(fd_small)),
-            ("    cached_fraction(fd, 32 MiB) (cachestat)", lambda: probe.cached_fraction(fd_big, 32 << 20)),
+            ("    held_by_others(fd) (write lease)", lambda: output_file.held_by_others(fd_small)),
+            ("    cached_fraction(fd, 32 MiB) (cachestat)", lambda: output_file.cached_fraction(fd_big, 32 << 20)),
             ("    pages_cached_mincore(fd, 32 MiB) (fallback)",
-             lambda: probe.pages_cached_mincore(fd_big, 32 << 20)),
+             lambda: output_file.pages_cached_mincore(fd_big, 32 << 20)),
             ("  input_bytes(100 inputs)", lambda: probe.input_bytes(req_small)),
             ("  cgroup_dirs(mountinfo)", lambda: probe.cgroup_dirs(mountinfo)),
             ("  cgroup_dirs(+1000 mounts)", lambda: probe.cgroup_dirs(crowded)),
             ("  cpus(cgroups)", lambda: probe.cpus(cgroups)),
             ("  mem_available_mb()", probe.mem_available_mb),
-            ("  mem_limit_mb(cgroups)", lambda: probe.mem_limit_mb(cgroups)),
+            ("  mem_limit_mb(cgroups)", lambda: cgroups_facts.mem_limit_mb(cgroups)),
             ("  thp_mode()", probe.thp_mode),
             ("  jobserver(environ)", lambda: probe.jobserver(os.environ)),
         ]
         print(f"probe cost, warm, {runs} runs each (median / p90, microseconds); "
-              f"{len(probe.mounts(mountinfo))} mounts, kernel {os.uname().release}, {os.cpu_count()} CPUs")
+              f"{len(filesystems.mounts(mountinfo))} mounts, kernel {os.uname().release}, {os.cpu_count()} CPUs")
         width = max(len(label) for label, _ in rows)
         for label, fn in rows:
             med, p90 = median_us(fn, runs)

@@ -37,9 +37,10 @@ def _forget_memos():
     (a server's spare keeps them between the links it rehearses and serves; args, direct, linkers)."""
     from linkwrap.request import args, config
     from linkwrap.facts import build, linkers, probe
+    from linkwrap.facts import filesystems
     from linkwrap.run import direct
     args._last = config._last = direct._split = linkers._last = None
-    probe._FS_LAST.clear()
+    filesystems._FS_LAST.clear()
     direct._lines.clear()
     build._seen.clear()
     yield

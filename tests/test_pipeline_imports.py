@@ -16,7 +16,8 @@ BUDGET = frozenset("""
     linkwrap.request linkwrap.facts linkwrap.evidence linkwrap.choice linkwrap.run linkwrap.record
     linkwrap.request.args linkwrap.facts.build linkwrap.choice.choose linkwrap.request.config
     linkwrap.facts.linkers linkwrap.run.output linkwrap.pipeline linkwrap.choice.policy
-    linkwrap.facts.probe linkwrap.record.record linkwrap.run.run linkwrap.request.target
+    linkwrap.facts.probe linkwrap.facts.procfs linkwrap.facts.filesystems linkwrap.facts.cgroups
+    linkwrap.facts.output_file linkwrap.libc linkwrap.record.record linkwrap.run.run linkwrap.request.target
     linkwrap.choice.admission linkwrap.evidence.predict linkwrap.request.invocation linkwrap.run.direct
     linkwrap.evidence.measured linkwrap.evidence.learn
 """.split())  # _operator: built in (no file), records' field getters (linkwrap/records.py)

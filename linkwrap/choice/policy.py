@@ -8,13 +8,14 @@ overwrite the output in place, and a short sentence per rule that fired.
 
 Unknown facts count against in-place writes and against version-gated
 flags. A fact the probe does not measure (the page-cache share of an output
-under probe.CACHE_PROBE_MIN_BYTES) counts the same, but its reason says "not
+under output_file.CACHE_PROBE_MIN_BYTES) counts the same, but its reason says "not
 measured", never "unknown". docs/policy.md gives each rule, the fact it
 rests on, and why.
 """
 from linkwrap.records import record
 
-from linkwrap.facts.probe import CACHE_PROBE_MIN_BYTES, SMALL_INPUT_BYTES
+from linkwrap.facts.probe import SMALL_INPUT_BYTES
+from linkwrap.facts.output_file import CACHE_PROBE_MIN_BYTES
 from linkwrap.facts.linkers import FAST
 
 IN_PLACE = "in-place"  # the linker may overwrite the existing inode: every hard link sees the new binary

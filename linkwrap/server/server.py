@@ -508,9 +508,10 @@ def rehearse(last=None) -> None:
         from linkwrap.request import args
         from linkwrap.run import direct
         from linkwrap.facts import probe
+        from linkwrap.facts import filesystems
         from linkwrap.record import record
         from linkwrap.choice.choose import choose
-        probe.keep_mountinfo()  # a link reads the mount table again only if it changed
+        filesystems.keep_mountinfo()  # a link reads the mount table again only if it changed
         # What settle() does with a client's request, on this process's own environment.
         env = dict(os.environ)
         _own_world()
@@ -1198,9 +1199,9 @@ def _may_renice(nice) -> bool:
 
 def _open_fds() -> set:
     """This process's open fds above 2 (0-2 are the link's, then its own again: _KEPT["stdio"]),
-    but the kept mount table's (probe.keep_mountinfo())."""
+    but the kept mount table's (filesystems.keep_mountinfo())."""
     import fcntl
-    from linkwrap.facts import probe
+    from linkwrap.facts import filesystems
     out = set()
     for name in os.listdir("/proc/self/fd"):
         try:
@@ -1209,8 +1210,8 @@ def _open_fds() -> set:
             continue
         if int(name) > 2:
             out.add(int(name))
-    if probe._MOUNTINFO:
-        out.discard(probe._MOUNTINFO[0])
+    if filesystems._MOUNTINFO:
+        out.discard(filesystems._MOUNTINFO[0])
     return out
 
 
@@ -1260,7 +1261,7 @@ def _back(req, done) -> bool:
     from linkwrap import faults
     from linkwrap.run import output, run
     from linkwrap import pipeline
-    from linkwrap.facts import probe
+    from linkwrap.facts import filesystems, probe
     global _handoff
     try:
         _LINK["why"] = "a child left"  # what stopped it, for the tests' notes (LINKWRAP_TEST_STATE)
@@ -1327,8 +1328,8 @@ def _back(req, done) -> bool:
         _LINK["why"] = "the signal mask, fds or memory"
         if _signal.pthread_sigmask(_signal.SIG_BLOCK, ()) != _KEPT["mask"] or _open_fds() != _KEPT["fds"]:
             return False
-        if not probe._MOUNTINFO:
-            probe.keep_mountinfo()
+        if not filesystems._MOUNTINFO:
+            filesystems.keep_mountinfo()
         gc.collect()  # the link's cycles: the collector is off in the spares (serve())
         # A linker started with posix_spawn shares this process's memory until its exec, and the
         # kernel folds that memory's peak into the linker's ru_maxrss: the next link's record would

@@ -206,7 +206,7 @@ def test_linkwrap_disable_is_explained_as_the_link_would_do(tmp_path, lw_home):
 
 
 def test_a_small_output_says_not_measured(tmp_path, lw_home):
-    """The probe measures the page-cache share only from probe.CACHE_PROBE_MIN_BYTES (8 MiB) on:
+    """The probe measures the page-cache share only from output_file.CACHE_PROBE_MIN_BYTES (8 MiB) on:
     below that explain must say "not measured", not "unknown". The decision stays fresh."""
     out = tmp_path / "app"
     out.write_bytes(os.urandom(1_200_000))

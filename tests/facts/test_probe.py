@@ -16,6 +16,9 @@ from conftest import tool
 from linkwrap.request import args
 from linkwrap import libc
 from linkwrap.facts import probe
+from linkwrap.facts import output_file
+from linkwrap.facts import filesystems
+from linkwrap.facts import cgroups
 
 
 def snap(output, inputs=(), cwd=None):
@@ -53,8 +56,8 @@ def test_a_kept_mount_table_is_read_again_only_after_a_mount_changed(tmp_path, m
     """keep_mountinfo() (the server's spares): the table is read again when poll() tells a mount
     came or went, and given up when its fd number was given to another file."""
     monkeypatch.setattr(probe, "_MOUNTINFO", [])
-    probe.keep_mountinfo()
-    fd = probe._MOUNTINFO[0]
+    filesystems.keep_mountinfo()
+    fd = filesystems._MOUNTINFO[0]
     kept = probe.read_mountinfo()
     assert probe.read_mountinfo() is kept  # nothing changed: not read again
     outside = snap(str(tmp_path / "a")).fs
@@ -66,7 +69,7 @@ def test_a_kept_mount_table_is_read_again_only_after_a_mount_changed(tmp_path, m
     r, w = os.pipe()
     os.dup2(r, fd)  # as the server's child puts a client's jobserver fd at its own number
     try:
-        assert probe.read_mountinfo() == probe._read("/proc/self/mountinfo") and probe._MOUNTINFO == []
+        assert probe.read_mountinfo() == probe._read("/proc/self/mountinfo") and filesystems._MOUNTINFO == []
         os.write(w, b"+")
         assert os.read(fd, 1) == b"+"  # the pipe was neither read nor closed
     finally:
@@ -95,7 +98,7 @@ def test_btrfs_subvolume_has_its_own_device_yet_is_named_btrfs(tmp_path):
         # The premise: st_dev of a subvolume matches no mountinfo line.
         st = os.stat(sub)
         dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
-        assert dev not in [m.dev for m in probe.mounts()]
+        assert dev not in [m.dev for m in filesystems.mounts()]
         facts = snap(os.path.join(sub, "out"))
         assert facts.fs == "btrfs"
         assert "compress=zstd:1" in facts.fs_options
@@ -128,16 +131,16 @@ MOUNTINFO = textwrap.dedent("""\
 
 
 def test_mountinfo_parsing_unescapes_and_merges_options():
-    table = probe.mounts(MOUNTINFO)
+    table = filesystems.mounts(MOUNTINFO)
     assert [m.point for m in table] == [
         "/", "/home/me/My Build", "/net/src", "/mnt/remote", "/mnt/disk", "/sys/fs/cgroup"]
     btrfs = table[1]
     assert (btrfs.dev, btrfs.fstype, btrfs.source) == ("0:40", "btrfs", "/dev/sdb1")
-    assert probe._merge_options(btrfs.options, btrfs.super_options) == \
+    assert filesystems._merge_options(btrfs.options, btrfs.super_options) == \
         "rw,relatime,compress=zstd:3,subvolid=5"
-    assert probe._longest_prefix(table, "/home/me/My Build/t/x").fstype == "btrfs"
-    assert probe._longest_prefix(table, "/home/me/My Buildings").fstype == "ext4"
-    assert probe.mounts("garbage\n\n") == []
+    assert filesystems._longest_prefix(table, "/home/me/My Build/t/x").fstype == "btrfs"
+    assert filesystems._longest_prefix(table, "/home/me/My Buildings").fstype == "ext4"
+    assert filesystems.mounts("garbage\n\n") == []
 
 
 @pytest.mark.parametrize("fstype, local", [
@@ -234,7 +237,7 @@ def test_lease_refused_without_ownership_is_unknown(tmp_path):
         try:
             os.setresgid(65534, 65534, 65534)
             os.setresuid(65534, 65534, 65534)
-            os.write(w, repr(probe.held_by_others(fd)).encode())
+            os.write(w, repr(output_file.held_by_others(fd)).encode())
         finally:
             os._exit(0)
     os.close(w)
@@ -242,7 +245,7 @@ def test_lease_refused_without_ownership_is_unknown(tmp_path):
     os.waitpid(pid, 0)
     os.close(fd)
     assert answer == "None"
-    assert probe.held_by_others(os.open(out, os.O_RDONLY)) is False  # root may
+    assert output_file.held_by_others(os.open(out, os.O_RDONLY)) is False  # root may
 
 
 def test_held_by_others_leaves_sigio_as_it_was():
@@ -323,11 +326,11 @@ def test_mincore_agrees_with_cachestat(tmp_path):
     try:
         pages = (16 << 20) // mmap.PAGESIZE
         _read_all(path)
-        assert probe.pages_cached_cachestat(fd) == pages
-        assert probe.pages_cached_mincore(fd, 16 << 20) == pages
+        assert output_file.pages_cached_cachestat(fd) == pages
+        assert output_file.pages_cached_mincore(fd, 16 << 20) == pages
         _drop(path)
-        assert probe.pages_cached_cachestat(fd) == 0
-        assert probe.pages_cached_mincore(fd, 16 << 20) == 0
+        assert output_file.pages_cached_cachestat(fd) == 0
+        assert output_file.pages_cached_mincore(fd, 16 << 20) == 0
     finally:
         os.close(fd)
 
@@ -343,7 +346,7 @@ def test_syscall_is_built_on_ctypes_c_half_and_reports_errno():
 
 def test_small_outputs_are_not_measured(tmp_path):
     out = tmp_path / "small"
-    out.write_bytes(b"x" * (probe.CACHE_PROBE_MIN_BYTES - 1))
+    out.write_bytes(b"x" * (output_file.CACHE_PROBE_MIN_BYTES - 1))
     assert snap(str(out)).output.cached_fraction is None
 
 
@@ -475,19 +478,19 @@ def test_kernel_version_of_this_machine():
     ("400000 100000", 4), ("max", None), ("100000 50000", 2),
 ])
 def test_cpu_max(text, n):
-    assert probe.parse_cpu_max(text) == n
+    assert cgroups.parse_cpu_max(text) == n
 
 
 @pytest.mark.parametrize("quota, period, n", [("-1\n", "100000\n", None), ("250000", "100000", 3)])
 def test_cfs_quota(quota, period, n):
-    assert probe.parse_cfs_quota(quota, period) == n
+    assert cgroups.parse_cfs_quota(quota, period) == n
 
 
 @pytest.mark.parametrize("text, limit", [
     ("max\n", None), ("536870912\n", 512 << 20), ("9223372036854771712\n", None),
 ])
 def test_memory_max(text, limit):
-    assert probe.parse_memory_max(text) == limit
+    assert cgroups.parse_memory_max(text) == limit
 
 
 def test_cgroup_dirs_v2_walk_up_from_the_leaf():
@@ -518,10 +521,10 @@ def test_cgroup_dirs_v1_per_controller():
 
 
 def _cgroup_v1_dir(controller):
-    for m in probe.mounts():
+    for m in filesystems.mounts():
         if m.fstype == "cgroup" and controller in m.super_options.split(","):
             return m.point
-    for m in probe.mounts():
+    for m in filesystems.mounts():
         if m.fstype == "cgroup2":
             return m.point
     pytest.fail("no cgroup hierarchy mounted")
@@ -565,7 +568,7 @@ def test_real_cgroup_limits_reach_the_probe(tmp_path):
 
 def test_cpus_without_limits_is_the_affinity():
     assert probe.snapshot(args.parse(["-o", "x"])).cpus == min(
-        len(os.sched_getaffinity(0)), probe.cgroup_cpu_limit(probe.cgroup_dirs(probe.read_mountinfo())) or 10**6)
+        len(os.sched_getaffinity(0)), cgroups.cgroup_cpu_limit(probe.cgroup_dirs(probe.read_mountinfo())) or 10**6)
 
 
 def test_cpus_follow_affinity_of_the_process():
@@ -630,7 +633,7 @@ def test_the_tightest_memory_limit_names_its_group(tmp_path):
     for d, limit in (("outer", 512 << 20), ("outer/inner", 256 << 20), ("outer/inner/leaf", None)):
         os.makedirs(tmp_path / d)
         (tmp_path / d / "memory.max").write_text(str(limit) if limit else "max\n")
-    dirs = probe.CgroupDirs([], [str(tmp_path / "outer/inner/leaf"), str(tmp_path / "outer/inner"),
+    dirs = cgroups.CgroupDirs([], [str(tmp_path / "outer/inner/leaf"), str(tmp_path / "outer/inner"),
                                  str(tmp_path / "outer")])
     assert probe.memory_group(dirs) == (256 << 20, str(tmp_path / "outer/inner"))
     (tmp_path / "outer/inner/memory.current").write_text(str(300 << 20))

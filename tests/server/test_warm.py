@@ -69,7 +69,7 @@ def test_a_link_served_by_a_child_imports_no_module(tmp_path, lw_home, client, s
 
 
 def test_a_mount_made_between_two_server_links_is_seen_by_the_second(tmp_path, lw_home, client, server):  # noqa: F811
-    """The spares keep the mount table they read before they wait (probe.keep_mountinfo()): a mount
+    """The spares keep the mount table they read before they wait (filesystems.keep_mountinfo()): a mount
     made while they wait is seen by the link they serve."""
     obj = c_object(tmp_path)
     env = {**os.environ, "LINKWRAP_LINKER": "mold"}
