@@ -368,7 +368,7 @@ def test_each_unsafe_fact_means_fresh(change, reason):
 def test_a_small_output_says_its_cache_share_was_not_measured(size, words):
     """probe.cached_fraction measures only outputs of CACHE_PROBE_MIN_BYTES or more: below that
     None means "not measured", and the reason must say that, not "unknown". Still fresh."""
-    assert probe_mod.CACHE_PROBE_MIN_BYTES == 8 << 20
+    assert output_file.CACHE_PROBE_MIN_BYTES == 8 << 20
     d = decide(pr=probe(output(size=size, cached_fraction=None)))
     assert d.write_mode == FRESH
     fresh = [r for r in d.reasons if r.endswith("-> fresh")]
@@ -537,6 +537,7 @@ import sys  # noqa: E402
 
 import mounts  # noqa: E402
 from linkwrap.facts import probe as probe_mod  # noqa: E402
+from linkwrap.facts import output_file  # noqa: E402
 from linkwrap.run import run
 from linkwrap.choice.choose import choose  # noqa: E402
 

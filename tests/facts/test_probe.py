@@ -55,7 +55,7 @@ def test_names_the_filesystem_of_a_real_mount(tmp_path, fstype, options, expect_
 def test_a_kept_mount_table_is_read_again_only_after_a_mount_changed(tmp_path, monkeypatch):
     """keep_mountinfo() (the server's spares): the table is read again when poll() tells a mount
     came or went, and given up when its fd number was given to another file."""
-    monkeypatch.setattr(probe, "_MOUNTINFO", [])
+    monkeypatch.setattr(filesystems, "_MOUNTINFO", [])
     filesystems.keep_mountinfo()
     fd = filesystems._MOUNTINFO[0]
     kept = probe.read_mountinfo()

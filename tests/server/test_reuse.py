@@ -57,8 +57,8 @@ os.execv({mold!r}, [{mold!r}] + sys.argv[1:])
 # next use (docs/design.md), and the server's own bookkeeping. Anything else is a leftover.
 MEMOS = {"linkwrap.server.server._KEPT", "linkwrap.server.server._LINK", "linkwrap.request.args._last",
          "linkwrap.request.args._compiled", "linkwrap.request.config._last", "linkwrap.facts.linkers._last",
-         "linkwrap.run.direct._split", "linkwrap.run.direct._lines", "linkwrap.facts.probe._FS_LAST",
-         "linkwrap.facts.probe._CGROUP_DIRS", "linkwrap.facts.probe._MOUNTINFO", "linkwrap.run.output._owner",
+         "linkwrap.run.direct._split", "linkwrap.run.direct._lines", "linkwrap.facts.filesystems._FS_LAST",
+         "linkwrap.facts.cgroups._CGROUP_DIRS", "linkwrap.facts.filesystems._MOUNTINFO", "linkwrap.run.output._owner",
          "linkwrap.run.output._owners", "linkwrap.facts.build._seen",
          "linkwrap.facts.build._boot"}
 
