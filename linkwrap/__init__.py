@@ -1,6 +1,6 @@
 """linkwrap: fast and safe linking on Linux.
 
 Nothing is imported here: this package is imported on every link, and each
-import costs the build time (see docs/design.md, "The hot path").
+import costs the build time (see docs/hot-path.md, "The import budget").
 """
 __version__ = "0.1.0"

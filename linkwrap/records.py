@@ -4,7 +4,7 @@ An immutable tuple with named fields, _fields, _replace() and _asdict().
 Why not namedtuple itself: `import collections` costs ~3.4 ms in the
 interpreter linkwrap-cc runs (python -I -S, where site has not imported it),
 and namedtuple builds each class with exec(). Why not a frozen dataclass:
-`import dataclasses` costs ~16 ms (docs/design.md, "The hot path").
+`import dataclasses` costs ~16 ms (docs/hot-path.md, "The import budget").
 """
 from _operator import itemgetter  # built in: `operator` is a module to import
 

@@ -1,4 +1,4 @@
-"""The link path's import budget (docs/design.md, "The hot path"), guarded rather than only written:
+"""The link path's import budget (docs/hot-path.md, "The import budget"), guarded rather than only written:
 a warm link under `python -I -S` (as the installed entry point runs it) may import these modules and
 no others. No timing is asserted; a module added here is a decision to make in review."""
 import os
@@ -23,7 +23,7 @@ BUDGET = frozenset("""
 """.split())  # _operator: built in (no file), records' field getters (linkwrap/records.py)
 # Built in (no file to load), used only on some links: freeing a big old output, a warning's crc.
 SOMETIMES = frozenset({"_thread", "binascii"})
-# What the budget exists to keep out (measured costs in docs/design.md).
+# What the budget exists to keep out (measured costs in docs/hot-path.md).
 NEVER = frozenset({"subprocess", "json", "sqlite3", "dataclasses", "enum", "collections", "re", "tomllib",
                    "threading", "platformdirs", "signal", "shutil", "tempfile"})
 
@@ -45,7 +45,7 @@ def test_a_warm_link_imports_only_its_budget(tmp_path, lw_home, hello_obj):
     cold = imported_by_a_link(tmp_path, argv, env)   # fills the caches (runs --version: subprocess)
     warm = imported_by_a_link(tmp_path, argv, env)   # over the existing output, as a rebuild does
     assert "linkwrap.record.record" in warm and "linkwrap.run.run" in warm  # it did link and record
-    assert warm - BUDGET - SOMETIMES == set(), "new imports on the link path: see docs/design.md"
+    assert warm - BUDGET - SOMETIMES == set(), "new imports on the link path: see docs/hot-path.md"
     assert not warm & NEVER
     assert "subprocess" in cold  # the budget is about warm links: the check can tell them apart
 

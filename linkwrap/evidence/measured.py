@@ -2,7 +2,7 @@
 
 `linkwrap bench` writes its results to the store (SQLite, for reports) and to small marshal
 files, `<cache>/measurements/NN.marshal`, which are what a link reads: no sqlite3 on the link path
-(docs/design.md, "The hot path"). Results apply only to the project they were measured in, so they
+(docs/hot-path.md, "The import budget"). Results apply only to the project they were measured in, so they
 are split by project (NN: the crc32 of its directory, modulo SHARDS) and a link reads only its
 project's shard: as one file of 2000 results, every link of every project paid 1.6 ms of CPU to read
 it. A link with no shard for its project pays two failed open()s (the shard, the one-file cache of

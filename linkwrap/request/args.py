@@ -10,7 +10,7 @@ and it, not rustc's default, is what the line asks for (rustc_forces_lld()).
 
 Records are linkwrap.records.record types (namedtuple's interface), not frozen
 dataclasses: this module runs on every link and `import dataclasses` alone costs
-~15 ms here (docs/design.md, "The hot path").
+~15 ms here (docs/hot-path.md, "The import budget").
 """
 import os
 from linkwrap.errors import UsageError
