@@ -1,2 +1,3 @@
-"""Measuring links: saving them for replay (save.py), replaying them on every linker (replay.py),
-and the small cache of results the link path reads (measured.py). Only measured.py is on the link path."""
+"""Measuring links: replaying a saved link (record/save.py keeps it) on every linker, interleaved
+(replay.py). What it measures goes to the store the link path reads (evidence/measured.py): bench
+sits above the link path and writes below it, so the choice reads measurements as evidence."""

@@ -54,7 +54,7 @@ os.execv({mold!r}, [{mold!r}] + sys.argv[1:])
 '''
 
 # What a link may leave changed in a reused child's modules: the memos, each checked before its
-# next use (docs/design.md), and the server's own bookkeeping. Anything else is a leftover.
+# next use (docs/server.md), and the server's own bookkeeping. Anything else is a leftover.
 MEMOS = {"linkwrap.server.world._KEPT", "linkwrap.server.world._LINK", "linkwrap.request.args._last",
          "linkwrap.request.args._compiled", "linkwrap.request.config._last", "linkwrap.facts.linkers._last",
          "linkwrap.run.direct._split", "linkwrap.run.direct._lines", "linkwrap.facts.filesystems._FS_LAST",
