@@ -4,7 +4,8 @@ note() returns the one-line reason that goes into the link's record; the
 traceback goes to <state dir>/linkwrap.log (`linkwrap log status` names it).
 note_config() logs a configuration error there too, as the user's, apart from faults.
 warn_once() is for what the user must fix (a malformed linkwrap.toml): one
-line on stderr the first time, remembered by a marker file.
+line the first time, remembered by a marker file, on stderr -- or, in a link rustc runs, on the
+build's terminal (terminal_of()), since rustc keeps a successful linker's stderr to itself.
 """
 import os
 
@@ -95,16 +96,65 @@ def _keep_newer_half(path) -> None:
 UNHEARD = False
 
 
+# (pid, $TERM) of the process whose controlling terminal takes warnings instead of stderr: set by
+# the pipeline for a link rustc runs (its temporary directory on the line). rustc shows a successful linker's stderr
+# only under `-W linker-messages` (rustc 1.95: nothing by default), so a warning there would be
+# marked as said and never read; the build's terminal, where there is one, is where the user looks.
+TERMINAL_OF = None
+
+
 def warn_once(kind: str, message: str) -> None:
-    """Print `linkwrap: warning: <message>` unless this kind of warning was said before."""
-    if UNHEARD:
-        return
+    """Print `linkwrap: warning: <message>` unless this kind of warning was said before: on the
+    terminal of TERMINAL_OF when that is set and has one, else on stderr."""
     try:
-        if first_time(kind):
-            from linkwrap.errors import warning_line
-            os.write(2, warning_line(message).encode("utf-8", "surrogateescape"))
+        fd = terminal_of(TERMINAL_OF[0]) if TERMINAL_OF else None
+        if fd is None and UNHEARD:
+            return
+        try:
+            if first_time(kind):
+                from linkwrap.errors import warning_line
+                line = warning_line(message)
+                if fd is not None and (TERMINAL_OF[1] or "dumb") != "dumb":
+                    line = "\r\x1b[K" + line  # over Cargo's progress line, as Cargo's own messages are
+                os.write(2 if fd is None else fd, line.encode("utf-8", "surrogateescape"))
+        finally:
+            if fd is not None:
+                os.close(fd)
     except BaseException:
         pass
+
+
+def terminal_of(pid):
+    """An fd open for writing on the controlling terminal of process pid, or None: none, not a
+    terminal device this user owns (never another user's: root's build must not write to it), or
+    not found. From /proc/<pid>/stat's tty_nr, so it works in the server's child too, which has no
+    terminal of its own: the build's client process does."""
+    try:
+        with open(f"/proc/{int(pid)}/stat", "rb") as f:
+            text = f.read()
+        tty_nr = int(text[text.rindex(b")") + 2:].split()[4])  # state ppid pgrp session tty_nr
+    except (OSError, ValueError, IndexError):
+        return None
+    major, minor = (tty_nr >> 8) & 0xFFF, (tty_nr & 0xFF) | ((tty_nr >> 12) & 0xFFF00)
+    if 136 <= major <= 143:   # Unix98 pseudo-terminals: /dev/pts/N
+        path = f"/dev/pts/{(major - 136) * 256 + minor}"
+    elif major == 4 and 0 < minor < 64:  # virtual consoles
+        path = f"/dev/tty{minor}"
+    else:
+        return None
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NOCTTY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (st.st_mode & 0o170000 == 0o020000 and st.st_rdev == os.makedev(major, minor)
+                and st.st_uid == os.geteuid()):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
 
 
 def first_time(kind: str) -> bool:

@@ -35,6 +35,7 @@ def link(inv, answer=None):
     relink taught, removing the private directory. Not called when the result is Exec or Killed."""
     started_ns = time.perf_counter_ns()
     argv, driver, environ = inv.argv, inv.driver, inv.environ
+    faults.TERMINAL_OF = None  # a reused server child: the last link's terminal is not this one's
     if invocation.disabled(environ):
         return passthrough(argv, driver, environ)
     try:
@@ -49,6 +50,9 @@ def link(inv, answer=None):
     if not request.inputs and request.output is None:
         # `--version`, `-print-prog-name=ld`, `--help`…: a question to the driver, not a link.
         return passthrough(argv, driver, environ)
+    # rustc keeps a successful link's stderr to itself: what must be said goes to the build's terminal.
+    if args.rustc_temp_dir(request.args) is not None:
+        faults.TERMINAL_OF = (inv.caller_pid, environ.get("TERM"))
 
     # config → linkers → probe → policy; a fault in any of them means "as asked", with the reason.
     # What only the record needs (the memory prediction, the facts in probe.LATER) waits for the

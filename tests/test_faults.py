@@ -44,3 +44,64 @@ def test_a_fault_the_log_cannot_keep_says_why_and_not_where_it_is_not(lw_home):
     log.rmdir()
     faults.note("probing", RuntimeError("again"))
     assert faults.unkept is None and "RuntimeError: again" in log.read_text()
+
+
+def _in_a_terminal(argv, cwd, env, timeout=600):
+    """Run argv as a session leader whose controlling terminal is a new pty (as a build in a terminal
+    is); -> (exit status, everything the terminal showed)."""
+    import os
+    import pty
+    import select
+    import time
+    pid, master = pty.fork()
+    if pid == 0:  # the child: pty.fork made the pty its controlling terminal
+        try:
+            os.chdir(cwd)
+            os.execvpe(argv[0], argv, env)
+        finally:
+            os._exit(127)
+    shown, deadline = b"", time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 1.0)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the last process holding the terminal is gone
+                break
+            if not chunk:
+                break
+            shown += chunk
+    _, status = os.waitpid(pid, 0)
+    os.close(master)
+    return os.waitstatus_to_exitcode(status), shown.decode("utf-8", "replace")
+
+
+def test_a_warning_in_a_cargo_build_reaches_the_builds_terminal(tmp_path, lw_home, monkeypatch):
+    """rustc keeps a successful linker's stderr to itself (rustc 1.95 shows it only under -W
+    linker-messages): a once-per-build warning of a link rustc runs (LINKWRAP_CONFIG_ERRORS=warn and a
+    broken linkwrap.toml) is written to the build's terminal instead, once, and the build passes.
+    Without a terminal (a pipe, as CI has) the build is as quiet as before."""
+    import os
+    import subprocess
+    from cargokit import env_name, host_triple, new_crate
+    from conftest import script
+    monkeypatch.setenv("CARGO_HOME", str(tmp_path / "cargo-home"))
+    for var in ("RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", env_name(host_triple(), "LINKER")):
+        monkeypatch.delenv(var, raising=False)
+    crate = new_crate(tmp_path)
+    os.mkdir(os.path.join(crate, "src", "bin"))
+    with open(os.path.join(crate, "src", "bin", "second.rs"), "w") as f:
+        f.write("fn main() {}\n")
+    assert subprocess.run([script("linkwrap"), "install"], cwd=crate, capture_output=True).returncode == 0
+    with open(os.path.join(crate, "linkwrap.toml"), "w") as f:
+        f.write("prefer = [\n")  # malformed
+    env = {**os.environ, "LINKWRAP_CONFIG_ERRORS": "warn", "TERM": "xterm",
+           "CARGO_TARGET_DIR": str(tmp_path / "target")}
+    piped = subprocess.run(["cargo", "build", "--quiet"], cwd=crate, env={**env, "CARGO_TARGET_DIR": str(tmp_path / "t0")},
+                           capture_output=True, text=True, timeout=600)
+    assert piped.returncode == 0 and "linkwrap" not in piped.stderr
+    status, shown = _in_a_terminal(["cargo", "build", "--quiet"], crate, env)
+    assert status == 0, shown
+    warnings = [line for line in shown.splitlines() if "linkwrap: warning:" in line]
+    assert len(warnings) == 1, shown  # two links in the build, said once
+    assert "linkwrap.toml" in warnings[0] and "linking as asked" in warnings[0]
