@@ -129,6 +129,19 @@ def trusted_chain_problem(path: str, mend: bool = False) -> str | None:
     return None
 
 
+def untrusted_state() -> str | None:
+    """trusted_chain_problem() of the state, cache or config directory (the first found), or None:
+    every link and install asks, before anything is read from or written there."""
+    dirs = (state_dir(), cache_dir(), config_dir())
+    for d in dict.fromkeys(dirs):
+        if any(e.startswith(d.rstrip("/") + "/") for e in dirs):
+            continue  # walked on the way to one below it
+        problem = trusted_chain_problem(d)
+        if problem:
+            return problem
+    return None
+
+
 def _own_root(path: str) -> tuple:
     """(the outermost of the state, cache and config roots that holds path, True), else (path, False):
     the part linkwrap makes and owns starts there."""

@@ -114,10 +114,9 @@ def untrusted(problem: str):
 def check_state() -> None:
     """Refuse (InstallError) before anything is written when the state, cache or config directory
     sits where another user could change it: every build would run what they put there."""
-    for d in dict.fromkeys((paths.state_dir(), paths.cache_dir(), paths.config_dir())):
-        problem = paths.trusted_chain_problem(d)
-        if problem:
-            raise untrusted(problem)
+    problem = paths.untrusted_state()
+    if problem:
+        raise untrusted(problem)
 
 
 def _c_string(text: str) -> str:
