@@ -92,8 +92,8 @@ def open_trusted_dir(path: str, create: bool = False, own_from: str | None = Non
 
     Every directory on the way is root's or this user's and writable by no one else (others_can_write's
     rule) -- except a sticky one such as /tmp, where only an entry's owner (root or us: checked at the
-    next step) can rename it. From own_from down (default: the state, cache or config root path is in,
-    else path itself) every directory is this user's own and none is a symlink. Above it a symlink
+    next step) can rename it. From own_from (a directory path is in; default: the state, cache or
+    config root path is in, else path itself) down every directory is this user's own and none is a symlink. Above it a symlink
     (root's or ours, in a directory already checked) is followed: its target is walked and checked the
     same way -- rather than realpath() first, because builds are then given path as written, which is
     only as safe as the directories its symlinks sit in. create: missing directories are made 0700
@@ -115,11 +115,11 @@ def open_trusted_dir(path: str, create: bool = False, own_from: str | None = Non
         walk.close()
 
 
-def trusted_chain_problem(path: str, mend: bool = False) -> str | None:
+def trusted_chain_problem(path: str) -> str | None:
     """Why open_trusted_dir(path) refuses the part of path that exists (one line), or None: a missing
     directory is no problem, open_trusted_dir(create=True) makes it."""
     try:
-        os.close(open_trusted_dir(path, mend=mend))
+        os.close(open_trusted_dir(path))
     except FileNotFoundError:
         return None
     except UntrustedDir as e:
@@ -231,7 +231,13 @@ class _Walk:
             raise UntrustedDir(self.where(), f"is writable by {who}")
 
     def take(self) -> int:
-        return self.fds.pop()
+        """The last directory's fd, at the lowest free number once the ones above it are closed: the
+        walk leaves no holes below it (a server's fds keep the numbers they had without it)."""
+        fd = self.fds.pop()
+        self.close()
+        low = os.dup(fd)
+        os.close(fd if low < fd else low)
+        return low if low < fd else fd
 
     def close(self) -> None:
         for fd in self.fds:
