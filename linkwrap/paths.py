@@ -74,7 +74,7 @@ class UntrustedDir(PermissionError):
     and why in one line ("/shared is owned by user bob and writable by them")."""
 
     def __init__(self, directory: str, why: str):
-        super().__init__(13, why, directory)
+        super().__init__(13, f"{directory} {why}", directory)  # strerror: the whole line, for "cannot …: <it>"
         self.directory, self.why = directory, why
 
     def __str__(self):

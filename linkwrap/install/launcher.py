@@ -215,6 +215,9 @@ def problem(path: str):
         return f"{path} is not executable"
     if not _private(path):
         return f"{path} or its directory can be written by other users (`linkwrap install` again makes it 0700)"
+    chain = paths.trusted_chain_problem(os.path.dirname(path))
+    if chain:  # the native client then links without it (client.c's trusted_dir)
+        return f"{chain}: its owner could put their own program there"
     for line in text.splitlines():
         if line.startswith("py="):
             python = shlex.split(line[3:])[0] if line[3:].strip() else ""
