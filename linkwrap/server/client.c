@@ -17,7 +17,8 @@
  * Nothing is run or reached through a directory another user could change (issue 31:
  * a shared LINKWRAP_HOME's owner swapping bin/<hash> for their own): LW_SCRIPT's
  * directory and the run directory are checked as paths.py's open_trusted_dir checks
- * them (trusted_dir()); the script's failing, the client runs the driver itself.
+ * them (trusted_dir()); when the script's fails, the client neither connects nor runs it:
+ * it execs the driver itself.
  *
  * `linkwrap install` prepends LW_SCRIPT, LW_VERSION and LW_INSTALL and compiles it
  * with the system's cc (statically where the C library allows: no dynamic loader's
