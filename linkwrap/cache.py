@@ -14,28 +14,25 @@ def load(name: str, fmt: int) -> dict:
     """The cache `name` if it holds format `fmt`, else {"format": fmt}.
 
     A cache names the linkers every link runs and the flags it passes them: one
-    that another user could have written is not used (and said once)."""
+    that another user could have written, or in a directory another user could change, is not used
+    (and said once)."""
     path = os.path.join(paths.cache_dir(), name)
-    sub, base = os.path.split(name)
-    dfd = None
+    try:  # its directory, and every one above, checked by fd (paths.open_trusted_dir)
+        dfd = paths.open_trusted_dir(os.path.dirname(path))
+    except paths.UntrustedDir as e:
+        _refuse(f"{e}: {path} not used")
+        return {"format": fmt}
+    except OSError:  # not there (or a file where a directory goes)
+        return {"format": fmt}
     try:
-        if sub:  # a shard: its directory is opened without following a link, and must be private
-            try:
-                dfd = paths.open_private_dir(os.path.dirname(path))
-            except OSError as e:
-                import errno
-                if isinstance(e, PermissionError) or e.errno == errno.ELOOP:  # not private, a symlink
-                    _refuse(path)
-                return {"format": fmt}  # else not there (or a file where a directory goes)
-        fd = os.open(base if sub else path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+        fd = os.open(os.path.basename(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
     except OSError:
         return {"format": fmt}
     finally:
-        if dfd is not None:
-            os.close(dfd)
+        os.close(dfd)
     try:
-        if paths.others_can_write(os.fstat(fd)) or not sub and _not_private(os.path.dirname(path)):
-            _refuse(path)
+        if paths.others_can_write(os.fstat(fd)):
+            _refuse(f"{path} can be written by other users: not used")
             return {"format": fmt}
         # loads() of one read: marshal.load(f) reads a file object a few bytes at a time (58 ms
         # for a 1200-row cache here, against ~1 ms), and a file object costs its io layers.
@@ -49,44 +46,32 @@ def load(name: str, fmt: int) -> dict:
     return {"format": fmt}
 
 
-def _not_private(directory) -> bool:
-    """directory is a symlink (lstat: not followed), not a directory, or others could write in it."""
-    import stat
-    st = os.lstat(directory)
-    return not stat.S_ISDIR(st.st_mode) or paths.others_can_write(st)
-
-
-def _refuse(path) -> None:
+def _refuse(why) -> None:
     from linkwrap import faults
-    faults.warn_once("unsafe-cache", f"{path} or its directory can be written by other users: not used "
-                                     f"(linkwrap makes its own directories 0700)")
+    faults.warn_once("unsafe-cache", f"{why} (linkwrap makes its own directories 0700)")
 
 
 def store(name: str, data: dict) -> bool:
     """Replace the cache atomically (concurrent links read old or new, never half). -> whether it was
-    written. A name in a subdirectory (a shard) is written through that directory's fd: made 0700,
-    never followed through a link, refused when it is not private."""
-    root = paths.cache_dir()
-    sub, base = os.path.split(name)
-    dfd = None
+    written. Written through its directory's fd (a shard's too): made 0700, never through a link,
+    refused when it or one above is not trusted (paths.open_trusted_dir)."""
+    path = os.path.join(paths.cache_dir(), name)
     try:
-        paths.make_private_dir(root)
-        if _not_private(root):
-            return False
-        if sub:
-            dfd = paths.open_private_dir(os.path.join(root, sub), create=True)
-        dst = base if sub else os.path.join(root, name)
-        tmp = f"{dst}.{os.getpid()}.tmp"
+        dfd = paths.open_trusted_dir(os.path.dirname(path), create=True)
+    except OSError:  # UntrustedDir too: load() says so
+        return False
+    try:
+        base = os.path.basename(path)
+        tmp = f"{base}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
         with open(fd, "wb") as f:
             marshal.dump(data, f)
-        os.replace(tmp, dst, src_dir_fd=dfd, dst_dir_fd=dfd)
+        os.replace(tmp, base, src_dir_fd=dfd, dst_dir_fd=dfd)
         return True
     except (OSError, ValueError):
         return False
     finally:
-        if dfd is not None:
-            os.close(dfd)
+        os.close(dfd)
 
 
 def read_all(fd) -> bytes:

@@ -8,7 +8,7 @@ Everything here runs once per link, inside the build, so two rules hold:
 import os
 import time
 
-from linkwrap import faults
+from linkwrap import faults, paths
 from linkwrap.request import args, invocation
 from linkwrap.choice import policy
 from linkwrap.record import record
@@ -37,6 +37,15 @@ def link(inv, answer=None):
     argv, driver, environ = inv.argv, inv.driver, inv.environ
     faults.TERMINAL_OF = None  # a reused server child: the last link's terminal is not this one's
     if invocation.disabled(environ):
+        return passthrough(argv, driver, environ)
+    refused = paths.untrusted_state()
+    if refused:
+        # Its owner could change what links run (a shim, a cached linker): as asked, touching nothing
+        # there -- said every time, since a note that it was said would have to be kept there.
+        import sys
+        from linkwrap.errors import warning_line
+        sys.stderr.write(warning_line(f"{refused}: linkwrap's state not used; linking as asked "
+                                      "(set LINKWRAP_HOME to a directory of your own)"))
         return passthrough(argv, driver, environ)
     try:
         if not args.links(argv, inv.cwd):

@@ -79,6 +79,8 @@ def loop_mount(directory, fstype, options=None, size_mb=None):
 
 @contextlib.contextmanager
 def tmpfs_mount(directory, options="size=64m"):
+    # A tmpfs is 1777 unless told (as /tmp): 0700, as a state directory must be (paths.open_trusted_dir).
+    options = options if "mode=" in options else f"{options},mode=0700"
     with mounted(["-t", "tmpfs", "-o", options, "tmpfs"], os.path.join(str(directory), "tmpfs")) as point:
         yield point
 

@@ -98,3 +98,22 @@ def test_links_db_and_its_wal_and_shm_are_0600(lw_home):
         assert stat.S_IMODE((lw_home / "links.db").stat().st_mode) == 0o600
     finally:
         os.umask(old)
+
+
+def test_a_linkwrap_home_in_another_users_directory_links_as_asked_touching_nothing(tmp_path, hello_obj,
+                                                                                    other_user):
+    """Issue 31: its owner could change the shims and caches every link trusts. The link runs as asked,
+    with one warning naming the directory, and nothing is read or written there (no record, no cache)."""
+    shared = tmp_path / "shared"
+    home = shared / "lw"
+    home.mkdir(parents=True)
+    os.chown(shared, other_user[1], other_user[2])
+    env = {**os.environ, "LINKWRAP_HOME": str(home), "LINKWRAP_LINKER": "bfd"}
+    proc = subprocess.run([script("linkwrap-cc"), str(hello_obj), "-o", "prog"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == (f"linkwrap: warning: {shared} is owned by user {other_user[0]} and writable by them: "
+                           "linkwrap's state not used; linking as asked (set LINKWRAP_HOME to a directory of "
+                           "your own)\n")
+    assert os.listdir(home) == []
+    assert subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True).stdout == "hello\n"

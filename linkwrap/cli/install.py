@@ -109,6 +109,7 @@ def cargo_file(args):
 def run(args) -> int:
     from linkwrap.install import launcher, marker
     kind = which(args)
+    launcher.check_state()  # before anything is written: builds would run what another user put there
 
     def entry(name):
         return launcher.entry_point(name, args.console_script, write=not args.dry_run)

@@ -81,6 +81,11 @@ def collect(path=None) -> dict:
     # What a bare `linker = "linkwrap-cc"` runs for a build started from here.
     on_path = {cargo.SCRIPT: cargo.on_path()}
     from linkwrap.cli.summary import forced_linker_lines   # LINKWRAP_LINKER naming a missing linker
+    from linkwrap import paths
+    untrusted = paths.untrusted_state()
+    if untrusted:  # issue 31: each link then runs as asked, and install refuses
+        broken.insert(0, f"{untrusted}: linkwrap's state is not used there (links run as asked, without "
+                         "linkwrap); set LINKWRAP_HOME to a directory of your own")
     return {"scripts": scripts, "on_path": on_path, "places": places,
             "warnings": broken + warnings + forced_linker_lines(path)}
 

@@ -309,71 +309,91 @@ def shim_dir(info: LinkerInfo) -> str:
     """
     try:
         return _shim_in(os.path.join(paths.cache_dir(), "shim"), info)
+    except paths.UntrustedDir as e:
+        _refuse(e)
     except OSError:
-        # A cache dir that cannot be written (read-only, full) must not turn the choice off.
-        return _shim_in(os.path.join(_private_tmp(), "shim"), info)
-
-
-def _private_tmp() -> str:
-    """$TMPDIR/linkwrap-<uid>: made 0700, used only when it is a real directory of ours that
-    nobody else can write (/tmp is shared: another user may have made that name first)."""
-    import stat
-    d = os.path.join(os.environ.get("TMPDIR") or "/tmp", f"linkwrap-{os.geteuid()}")
+        pass  # a cache dir that cannot be written (read-only, full) must not turn the choice off
+    tmp = os.path.join(os.environ.get("TMPDIR") or "/tmp", f"linkwrap-{os.geteuid()}")
     try:
-        os.mkdir(d, 0o700)
-    except FileExistsError:
-        pass
-    st = os.lstat(d)
-    if not stat.S_ISDIR(st.st_mode) or paths.others_can_write(st):
-        raise OSError(13, "not a private directory of this user's", d)
+        return _shim_in(os.path.join(tmp, "shim"), info, own_from=tmp)
+    except paths.UntrustedDir as e:
+        _refuse(e)
+
+
+# The names a driver looks for under -B. wild >= 0.9 picks its platform from argv[0]'s stem:
+# never name it ld64*, link, wasm-ld.
+SHIM_NAMES = ("ld", "ld.lld", "ld.bfd", "ld.gold", "ld.mold", "ld.wild")
+
+
+def _shim_in(root, info, own_from=None) -> str:
+    """The shim for info under root, made when missing or stale. Every directory on the way is
+    checked (paths.open_trusted_dir): the driver runs whatever `ld` the shim holds. /tmp is shared:
+    there $TMPDIR/linkwrap-<uid> (own_from) must be ours, whoever made that name first."""
+    import zlib  # a builtin: hashlib costs milliseconds to import
+    name = f"{info.name}-{zlib.crc32(info.path.encode()):08x}"
+    d = os.path.join(root, name)
+    try:
+        fd = paths.open_trusted_dir(d, own_from=own_from)
+    except FileNotFoundError:
+        fd = None
+    if fd is not None:
+        try:
+            if _points_at(fd, info.path):
+                return d
+        finally:
+            os.close(fd)
+    dfd = paths.open_trusted_dir(root, create=True, own_from=own_from)
+    try:
+        _make_shim(dfd, name, info.path)
+    finally:
+        os.close(dfd)
     return d
 
 
-def _shim_in(root, info) -> str:
-    import zlib  # a builtin: hashlib costs milliseconds to import
-    d = os.path.join(root, f"{info.name}-{zlib.crc32(info.path.encode()):08x}")
-    paths.make_private_dir(os.path.dirname(d))
-    _refuse_unless_private(os.path.dirname(d))
-    if _points_at(d, info.path):
-        _refuse_unless_private(d)
-        return d
-    tmp = f"{d}.{os.getpid()}.tmp"
-    paths.make_private_dir(tmp)
-    # wild >= 0.9 picks its platform from argv[0]'s stem: never name it ld64*, link, wasm-ld.
-    for n in ("ld", "ld.lld", "ld.bfd", "ld.gold", "ld.mold", "ld.wild"):
-        link = os.path.join(tmp, n)
-        if not os.path.lexists(link):
-            os.symlink(info.path, link)
+def _make_shim(dfd, name, target) -> None:
+    """Shim `name` in the directory of dfd, made aside and renamed: concurrent links never see half."""
+    tmp = f"{name}.{os.getpid()}.tmp"
     try:
-        os.rename(tmp, d)
+        os.mkdir(tmp, 0o700, dir_fd=dfd)
+    except FileExistsError:
+        pass  # left by a link of this pid that died: completed
+    tfd = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+    try:
+        for n in SHIM_NAMES:
+            try:
+                os.symlink(target, n, dir_fd=tfd)
+            except FileExistsError:
+                pass
+    finally:
+        os.close(tfd)
+    try:
+        os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
     except OSError:
         # Another link made it first (or an old one is stale): keep a correct one.
         import shutil
-        if not _points_at(d, info.path):
-            shutil.rmtree(d, ignore_errors=True)
+        if not _points_at(dfd, target, name):
+            shutil.rmtree(name, dir_fd=dfd, ignore_errors=True)
             try:
-                os.rename(tmp, d)
+                os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
             except OSError:
                 pass
-        shutil.rmtree(tmp, ignore_errors=True)
-    return d
+        shutil.rmtree(tmp, dir_fd=dfd, ignore_errors=True)
 
 
-def _points_at(d, path) -> bool:
-    """d is a shim whose `ld` is the symlink to path that _shim_in makes. One readlink: two
-    realpath()s (an lstat per component of both paths) cost a tenth of a link's choice."""
+def _points_at(dfd, path, name="") -> bool:
+    """The shim (the directory of dfd, or its entry name) has the `ld` symlink to path that _make_shim
+    makes. One readlink: two realpath()s (an lstat per component of both paths) cost a tenth of a
+    link's choice."""
     try:
-        return os.readlink(os.path.join(d, "ld")) == path
+        return os.readlink(os.path.join(name, "ld"), dir_fd=dfd) == path
     except OSError:  # no such shim, or its `ld` is not a symlink: made anew
         return False
 
 
-def _refuse_unless_private(d):
+def _refuse(e):
     """The driver runs whatever `ld` the shim holds: never one another user could have put there."""
-    for where in (d, os.path.dirname(d)):
-        if paths.others_can_write(os.lstat(where)):
-            from linkwrap import faults
-            from linkwrap.errors import LinkwrapError
-            faults.warn_once("unsafe-shim", f"{where} can be written by other users: linking as asked "
-                                            "until it is removed (linkwrap makes its own directories 0700)")
-            raise LinkwrapError(f"{where} can be written by other users")
+    from linkwrap import faults
+    from linkwrap.errors import LinkwrapError
+    faults.warn_once("unsafe-shim", f"{e.directory} can be written by other users: linking as asked "
+                                    "until it is removed (linkwrap makes its own directories 0700)")
+    raise LinkwrapError(str(e))

@@ -58,21 +58,65 @@ def _read(path):
 
 
 def _write(path, data: bytes, mode) -> None:
-    """Replace path with data (temp + rename: a build running it meanwhile sees old or new)."""
-    if _read(path) == data:
-        return
-    tmp = f"{path}.{os.getpid()}.tmp"
+    """Replace path with data (temp + rename: a build running it meanwhile sees old or new), through
+    the fd of its directory: every directory from / down is one no other user can change (a shared
+    LINKWRAP_HOME's owner could else swap bin/<hash> for their own between this and the next build)."""
+    where, name = os.path.split(path)
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        dfd = paths.open_trusted_dir(where, create=True, mend=True)
+    except paths.UntrustedDir as e:
+        raise untrusted(str(e)) from None
     except OSError as e:
-        from linkwrap.errors import InstallError
-        raise InstallError(f"cannot write linkwrap's entry point {path}: {e.strerror}\n"
-                           "hint: set LINKWRAP_HOME to a writable directory, or use --console-script") from None
+        raise _cannot_write(path, e) from None
+    try:
+        if _is_ours(dfd, name, data, mode):
+            return
+        tmp = f"{name}.{os.getpid()}.tmp"
+        try:
+            os.unlink(tmp, dir_fd=dfd)  # O_EXCL below: never a file someone left under that name
+        except FileNotFoundError:
+            pass
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dfd)
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(fd, mode)  # whatever the umask
+            f.write(data)
+        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except OSError as e:
+        raise _cannot_write(path, e) from None
+    finally:
+        os.close(dfd)
+
+
+def _is_ours(dfd, name, data, mode) -> bool:
+    """name in dfd's directory is already data, with that mode, and only this user can change it."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        return (not paths.others_can_write(st) and st.st_mode & 0o7777 == mode and st.st_size == len(data)
+                and f.read() == data)
+
+
+def _cannot_write(path, e):
+    from linkwrap.errors import InstallError
+    return InstallError(f"cannot write linkwrap's entry point {path}: {e.strerror}\n"
+                        "hint: set LINKWRAP_HOME to a writable directory, or use --console-script")
+
+
+def untrusted(problem: str):
+    """install's refusal of a state directory on a path another user could change (issue 31)."""
+    from linkwrap.errors import InstallError
+    return InstallError(f"{problem}: not used for linkwrap's state (set LINKWRAP_HOME to a directory of your own)")
+
+
+def check_state() -> None:
+    """Refuse (InstallError) before anything is written when the state, cache or config directory
+    sits where another user could change it: every build would run what they put there."""
+    problem = paths.untrusted_state()
+    if problem:
+        raise untrusted(problem)
 
 
 def _c_string(text: str) -> str:
@@ -143,28 +187,8 @@ def _write_script(name: str, path: str) -> str:
     text = marker.template("launcher.py", python_sh=shlex.quote(sys.executable), tag=marker.tag(), script=name,
                            package_parent=repr(package_parent), entry=ENTRIES[name],
                            is_launcher=str(launcher), sh_fallback=fallback)
-    try:
-        with open(path, encoding="utf-8") as f:
-            if f.read() == text and _private(path):
-                return path
-    except OSError:
-        pass
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        # Every link runs this file: 0700 directories and a 0700 script whatever the umask.
-        paths.make_private_dir(os.path.dirname(path))
-        for d in (os.path.dirname(path), os.path.dirname(os.path.dirname(path))):
-            if paths.others_can_write(os.lstat(d)):
-                os.chmod(d, 0o700)  # ours, made under umask 000 by an older linkwrap
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o700)
-        with open(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
-            os.fchmod(fd, 0o700)
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError as e:
-        from linkwrap.errors import InstallError
-        raise InstallError(f"cannot write linkwrap's entry point {path}: {e.strerror}\n"
-                           "hint: set LINKWRAP_HOME to a writable directory, or use --console-script") from None
+    # Every link runs this file: 0700 directories and a 0700 script whatever the umask.
+    _write(path, text.encode("utf-8", "surrogateescape"), 0o700)
     return path
 
 
@@ -191,6 +215,9 @@ def problem(path: str):
         return f"{path} is not executable"
     if not _private(path):
         return f"{path} or its directory can be written by other users (`linkwrap install` again makes it 0700)"
+    chain = paths.trusted_chain_problem(os.path.dirname(path))
+    if chain:  # the native client then links without it (client.c's trusted_dir)
+        return f"{chain}: its owner could put their own program there"
     for line in text.splitlines():
         if line.startswith("py="):
             python = shlex.split(line[3:])[0] if line[3:].strip() else ""

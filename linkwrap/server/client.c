@@ -14,6 +14,12 @@
  * exec of the Python entry point LW_SCRIPT, which links as before and starts a
  * server for the next links. A build never hangs or fails because of the server.
  *
+ * Nothing is run or reached through a directory another user could change (issue 31:
+ * a shared LINKWRAP_HOME's owner swapping bin/<hash> for their own): LW_SCRIPT's
+ * directory and the run directory are checked as paths.py's open_trusted_dir checks
+ * them (trusted_dir()); when the script's fails, the client neither connects nor runs it:
+ * it execs the driver itself.
+ *
  * `linkwrap install` prepends LW_SCRIPT, LW_VERSION and LW_INSTALL and compiles it
  * with the system's cc (statically where the C library allows: no dynamic loader's
  * work per link).
@@ -21,6 +27,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,16 +46,30 @@ extern char **environ;
 static char **g_argv;
 static int g_sock = -1;
 
+/* LW_SCRIPT by the real path of its directory, once trusted_dir() passed it ("" else); else why not:
+ * g_script_errno (missing), or g_untrusted (the directory another user could change, and how). */
+static char g_script[PATH_MAX + 256];
+static int g_script_errno;
+static char g_untrusted[PATH_MAX + 64];
+
 static void fallback(const char *why) {
     if (g_sock >= 0)
         close(g_sock);
     setenv("LINKWRAP_SERVER_FALLBACK", why, 1);
     char *name = g_argv[0];
-    g_argv[0] = (char *)LW_SCRIPT;
-    execv(LW_SCRIPT, g_argv);
-    /* linkwrap is gone: link exactly as asked, and say why. */
-    fprintf(stderr, "linkwrap: warning: cannot run %s (%s); linking without linkwrap (run `linkwrap install` again)\n",
-            LW_SCRIPT, strerror(errno));
+    errno = g_script_errno;
+    if (g_script[0]) {
+        g_argv[0] = g_script;
+        execv(g_script, g_argv);
+    }
+    /* linkwrap is gone, or not to be trusted: link exactly as asked, and say why. */
+    if (g_untrusted[0])
+        fprintf(stderr, "linkwrap: warning: %s: linkwrap's directory not used; linking without linkwrap "
+                        "(set LINKWRAP_HOME to a directory of your own and run `linkwrap install` again)\n",
+                g_untrusted);
+    else
+        fprintf(stderr, "linkwrap: warning: cannot run %s (%s); linking without linkwrap (run `linkwrap install` "
+                        "again)\n", LW_SCRIPT, strerror(errno));
     char **args = g_argv + 1;
     const char *base = strrchr(name, '/');
     if (strcmp(base ? base + 1 : name, "linkwrap-launch") == 0) {
@@ -134,7 +155,71 @@ static void world_key(char out[17]) {
     snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
 
-/* The run directory, as server.py's run_dir(): ours, 0700, not a symlink. */
+/* paths.py's open_trusted_dir, minimal: realpath() (the kernel's walk), then each component of that
+ * opened from the one before with O_NOFOLLOW (a symlink met: the path changed since) and checked by
+ * fstat: root's or ours, writable by no one else -- but a sticky one (/tmp), where only an entry's
+ * owner can rename it: the next must be root's or ours -- and the last ours and private. What is
+ * run or reached afterwards goes by the fd or by real, never by dir. -> the fd; -1: missing (errno),
+ * or why[0] set: "<directory> is owned by uid N" / "is writable by others" / "changed (a symlink)". */
+static int trusted_dir(const char *dir, char real[PATH_MAX], char *why, size_t whylen) {
+    why[0] = 0;
+    if (!realpath(dir, real))
+        return -1;
+    int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    size_t at = 0; /* real[0..at): the directory fd is */
+    for (;;) {
+        struct stat s;
+        size_t from = at;
+        while (real[from] == '/')
+            from++;
+        int last = real[from] == 0;
+        if (fd < 0 || fstat(fd, &s) != 0)
+            return -1;
+        int others = (s.st_mode & S_IWOTH) || ((s.st_mode & S_IWGRP) && s.st_gid != getegid());
+        int theirs = s.st_uid != geteuid() && (last || s.st_uid != 0);
+        if (theirs || (others && (last || !(s.st_mode & S_ISVTX)))) {
+            if (theirs)
+                snprintf(why, whylen, "%.*s is owned by uid %u", (int)(at ? at : 1), real, (unsigned)s.st_uid);
+            else
+                snprintf(why, whylen, "%.*s is writable by other users", (int)(at ? at : 1), real);
+            close(fd);
+            return -1;
+        }
+        if (last)
+            return fd;
+        size_t n = strcspn(real + from, "/");
+        char name[NAME_MAX + 1];
+        if (n > NAME_MAX) {
+            close(fd);
+            return -1;
+        }
+        memcpy(name, real + from, n);
+        name[n] = 0;
+        int next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        close(fd);
+        at = from + n;
+        if (next < 0 && errno == ELOOP)
+            snprintf(why, whylen, "%.*s changed while it was checked (a symbolic link)", (int)at, real);
+        if (next < 0)
+            return -1;
+        fd = next;
+    }
+}
+
+/* LW_SCRIPT's directory checked: g_script set, or why not (see there). */
+static void check_script(void) {
+    char dir[PATH_MAX], real[PATH_MAX];
+    const char *slash = strrchr(LW_SCRIPT, '/');
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash ? slash - LW_SCRIPT : 0), LW_SCRIPT);
+    int fd = trusted_dir(dir[0] ? dir : "/", real, g_untrusted, sizeof g_untrusted);
+    g_script_errno = errno;
+    if (fd < 0)
+        return;
+    close(fd);
+    snprintf(g_script, sizeof g_script, "%s/%s", strcmp(real, "/") ? real : "", slash ? slash + 1 : LW_SCRIPT);
+}
+
+/* The run directory, as server.py's run_dir(): ours, 0700, not a symlink, trusted_dir() above. */
 static int open_run_dir(void) {
     char p[4096];
     const char *home = getenv("LINKWRAP_HOME"), *rt = getenv("XDG_RUNTIME_DIR");
@@ -149,7 +234,8 @@ static int open_run_dir(void) {
         snprintf(p, sizeof p, "%s/.local/state/linkwrap/run", h);
     else
         return -1;
-    int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    char real[PATH_MAX], why[PATH_MAX + 64];
+    int fd = trusted_dir(p, real, why, sizeof why);
     struct stat s;
     if (fd < 0 || fstat(fd, &s) != 0 || s.st_uid != geteuid() || (s.st_mode & 077)) {
         if (fd >= 0)
@@ -277,6 +363,9 @@ int main(int argc, char **argv) {
     (void)argc;
     g_argv = argv;
     driver_if_not_a_link(argv);
+    check_script();
+    if (!g_script[0])
+        fallback(g_untrusted[0] ? "untrusted" : "absent"); /* the driver: no server, no script */
     const char *off = getenv("LINKWRAP_SERVER");
     if (off && strcmp(off, "off") == 0)
         fallback("off");

@@ -31,15 +31,11 @@ def run_dir(environ=os.environ) -> str:
 
 
 def open_run_dir(environ=os.environ, create=False) -> int:
-    """An O_PATH-like fd of the run directory, after checking it is ours and 0700 (not followed if a symlink)."""
+    """An O_PATH-like fd of the run directory, after checking it is ours and 0700, and every directory above
+    one no other user can change (paths.open_trusted_dir: made 0700 when create)."""
+    from linkwrap import paths
     path = run_dir(environ)
-    if create:
-        try:
-            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-            os.mkdir(path, 0o700)
-        except FileExistsError:
-            pass
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fd = paths.open_trusted_dir(path, create=create)
     st = os.fstat(fd)
     if st.st_uid != os.geteuid() or st.st_mode & 0o077:
         os.close(fd)

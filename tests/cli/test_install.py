@@ -6,6 +6,7 @@ import pytest
 
 from conftest import path_without_linkwrap, script
 from install.buildtools import EXAMPLES, linkwrap
+from users import other_user, reachable_dir  # noqa: F401
 
 HOST = "x86_64-unknown-linux-gnu"
 
@@ -178,3 +179,36 @@ def test_forcing_over_a_compiler_driver_keeps_it_as_the_driver(project):
     assert done.returncode == 0, done.stderr
     assert (f"linkwrap: note: linkwrap links {HOST} through 'clang' as the compiler driver (kept in its marker; "
             f"LINKWRAP_CC_{HOST.upper().replace('-', '_')} names another)") in done.stdout
+
+
+def test_a_linkwrap_home_in_another_users_directory_is_refused_and_nothing_written(project, reachable_dir,
+                                                                                     other_user):
+    """Issue 31: the shared directory's owner could rename bin/<hash> away and put their own linkwrap-cc
+    there, which the next build runs as us. Refused before anything is written, in one line."""
+    if os.geteuid() != 0:
+        pytest.skip("plays another user: needs root to chown")
+    shared = os.path.join(reachable_dir, "shared")
+    home = os.path.join(shared, "lw")
+    os.makedirs(home, mode=0o700)
+    os.chown(shared, other_user[1], other_user[2])
+    done = lw("install", cwd=project, env={"LINKWRAP_HOME": home})
+    assert done.returncode == 1
+    assert done.stderr == (f"linkwrap: error: {shared} is owned by user {other_user[0]} and writable by them: "
+                           "not used for linkwrap's state (set LINKWRAP_HOME to a directory of your own)\n")
+    assert os.listdir(home) == [] and not (project / ".cargo").exists()
+
+
+def test_an_install_whose_bin_was_handed_to_another_user_is_refused(project, lw_home, other_user):
+    """After a good install, bin/ becomes another user's (who could swap bin/<hash>): install again refuses,
+    naming it, and writes nothing through it."""
+    if os.geteuid() != 0:
+        pytest.skip("plays another user: needs root to chown")
+    assert lw("install", cwd=project).returncode == 0
+    os.chown(lw_home / "bin", other_user[1], other_user[2])
+    cc = entry("linkwrap-cc")
+    before = os.stat(cc)
+    done = lw("install", "--force", cwd=project / "src")
+    assert done.returncode == 1
+    assert done.stderr == (f"linkwrap: error: {lw_home / 'bin'} is owned by user {other_user[0]} and writable by "
+                           "them: not used for linkwrap's state (set LINKWRAP_HOME to a directory of your own)\n")
+    assert os.stat(cc).st_mtime_ns == before.st_mtime_ns

@@ -7,6 +7,7 @@ import pytest
 
 from conftest import path_without_linkwrap, script
 from install.buildtools import EXAMPLES, linkwrap, run
+from users import other_user  # noqa: F401
 
 HOST = "x86_64-unknown-linux-gnu"
 
@@ -111,3 +112,18 @@ def test_an_entry_point_whose_python_is_gone_is_reported(project, tmp_path):
     warnings = status(project)["warnings"]
     assert len(warnings) == 1 and "its Python /deleted/venv/bin/python is gone" in warnings[0]
     assert "warning: " in lw("status", cwd=project).stdout
+
+
+def test_an_install_whose_home_was_handed_to_another_user_is_named(project, lw_home, other_user):
+    """Issue 31: once linkwrap's home is another user's, status says so -- both as the state's problem
+    and as the reason the installed linker will not run linkwrap."""
+    if os.geteuid() != 0:
+        pytest.skip("plays another user: needs root to chown")
+    assert lw("install", cwd=project).returncode == 0
+    os.chown(lw_home, other_user[1], other_user[2])
+    warnings = status(project)["warnings"]
+    theirs = f"{lw_home} is owned by user {other_user[0]} and writable by them"
+    assert warnings[0] == (f"{theirs}: linkwrap's state is not used there (links run as asked, without "
+                           "linkwrap); set LINKWRAP_HOME to a directory of your own")
+    assert any(f"will not run linkwrap ({theirs}: its owner could put their own program there)" in w
+               for w in warnings[1:]), warnings
