@@ -284,44 +284,81 @@ def split_response_text(text: str) -> list:
     character as it is (inside quotes too; a last lone one is kept), ' and " group (the other kind
     literal inside), '' is an empty argument, an unterminated quote runs to the end.
 
-    At C speed (a 100 MB file char by char in Python took 29 s): with no quote or backslash at all,
-    str.split() (the same whitespace as str.isspace); else a regex finds each argument's text, and
-    only those holding a quote or backslash are taken apart piece by piece."""
-    if "\\" not in text and "'" not in text and '"' not in text:
+    At C speed whatever the text (a 100 MB file char by char in Python took 29 s): str.split() (the
+    same whitespace as str.isspace) where nothing is quoted or escaped, a regex for each argument's
+    text where something is, and those texts undone all at once (_unquoted)."""
+    specials = text.count("\\") + text.count("'") + text.count('"')
+    if not specials:
         return text.split()
-    word, _, _ = _response_patterns()
-    return [w if "\\" not in w and "'" not in w and '"' not in w else _unquote(w) for w in word.findall(text)]
+    if specials * 128 < len(text):
+        # A regex match costs ~0.5 us an argument, the sparse way ~1.6 us one that has a special
+        # character and next to nothing one that has none (benchmarks/bench_overhead.py).
+        return _split_sparse(text)
+    return _unquoted(_response_patterns()[0].findall(text))  # dense: every argument's text by the regex
 
 
-def _unquote(word) -> str:
-    """One argument's text (a match of the word pattern) without its quotes and escapes."""
-    _, piece, escape = _response_patterns()
-    out = []
-    for m in piece.finditer(word):
-        k = m.lastindex
-        if k is None:  # a lone backslash at the very end
-            out.append("\\")
-        elif k == 1 or k == 4:  # an escaped character, a plain run
-            out.append(m.group(k))
-        else:  # a quoted run's inside: escapes taken, a last lone backslash kept
-            out.append(escape.sub(r"\1", m.group(k)))
-    return "".join(out)
+def _split_sparse(text) -> list:
+    """split_response_text where few arguments have a quote or backslash (rustc's lines, a path with
+    a space now and then): str.split() up to each, the regex for where it ends."""
+    word, special = _response_patterns()[0], _response_patterns()[3]
+    out, raw, at, pos = [], [], [], 0
+    while m := special.search(text, pos):
+        start = m.start()
+        before = text[pos:start].split()
+        if before and not text[start - 1].isspace():
+            start -= len(before.pop())  # its argument began there
+        out += before
+        m = word.match(text, start)  # it ends at whitespace or the end: pos is always between arguments
+        at.append(len(out))
+        out.append(None)
+        raw.append(m.group())
+        pos = m.end()
+    out += text[pos:].split()
+    for i, arg in zip(at, _unquoted(raw)):
+        out[i] = arg
+    return out
+
+
+def _unquoted(words) -> list:
+    """Arguments' texts (the word pattern's matches) without their quotes and escapes: joined by a
+    NUL (which, as a rule, none has) and undone at once (one at a time in Python would be slower than
+    the old parser on a file of short quoted arguments). Only the very last can end in a lone
+    backslash or an open quote, and it is last in the joined text too."""
+    joined = "\0".join(words)
+    if joined.count("\0") >= len(words):  # a NUL of their own: one at a time
+        return [_undo(w) for w in words]
+    return _undo(joined).split("\0")
+
+
+def _undo(text) -> str:
+    """Delimiting quotes taken out, then every backslash takes the next character: the same pairs
+    as in one pass, since no delimiter ever follows an escaping backslash. re.split and a join, not
+    re.sub: Python 3.11 expands a sub's template in Python, match by match."""
+    _, quotes, escape, _ = _response_patterns()
+    if "'" in text or '"' in text:
+        text = "".join(filter(None, quotes.split(text)))  # what precedes each quoted run, its inside
+    return "".join(escape.split(text)) if "\\" in text else text  # a last lone backslash stays
 
 
 _patterns = None  # compiled on the first @file with a quote or backslash (most links pass none)
 
 
 def _response_patterns():
-    """(word, piece, escape): one argument's text, its pieces, an escape. `\\s` is str.isspace's
-    whitespace (both are Py_UNICODE_ISSPACE; tests/wrap/test_args.py checks every code point).
-    No pattern can backtrack: each run stops only where its alternatives end."""
+    """(word, quotes, escape, special): the text of an argument; a quoted run and what precedes it
+    (escapes in both as they are, so that an escaped quote is no delimiter); an escape; what needs
+    them. `\\s` is str.isspace's whitespace (both are Py_UNICODE_ISSPACE; tests/wrap/test_args.py
+    checks every code point). Possessive repeats, each run stopping only where its alternatives
+    end: nothing backtracks, nor keeps a state per repetition (a 90 MB argument of short quoted runs
+    took 16 GB without). Each match starts where the last ended (quotes' at the end by its \\Z), so
+    none ever starts inside an escape or a quoted run."""
     global _patterns
     if _patterns is None:
         import re
-        single, double = r"(?:[^'\\]+|\\.?)*", r'(?:[^"\\]+|\\.?)*'  # a quote's inside
-        word = re.compile(rf"""(?:[^\s'"\\]+|\\.?|'{single}'?|"{double}"?)+""", re.S)
-        piece = re.compile(rf"""\\(.)|'({single})'?|"({double})"?|([^'"\\]+)|\\""", re.S)
-        _patterns = (word, piece, re.compile(r"\\(.)", re.S))
+        single, double = r"(?:[^'\\]++|\\.?)*+", r'(?:[^"\\]++|\\.?)*+'  # a quote's inside
+        plain, escaped = r"""[^\s'"\\]""", r"\\.?"  # .? : a last lone backslash is itself
+        word = re.compile(rf"""(?=\S){plain}*+(?:(?:{escaped}|'{single}'?|"{double}"?){plain}*+)*+""", re.S)
+        quotes = re.compile(rf"""((?:[^'"\\]++|{escaped})*+)(?:'({single})'?|"({double})"?|\Z)""", re.S)
+        _patterns = (word, quotes, re.compile(r"\\(.)", re.S), re.compile(r"""[\\'"]"""))
     return _patterns
 
 

@@ -110,12 +110,23 @@ TRICKY = [
     "\"a\\", "a \\", "\\\\", "\\\\\\", "a\\ b", "a\\\nb", "a\\\r\nb", "\\'a\\\"", "\\ ", " \\ \\  ",
     "'unterminated run", "\"unterminated \\\" run", "'a'\"b\"c\\d", "\u00e9t\u00e9 'caf\u00e9 au lait'",
     "x\udc80y '\udcff'", "@inner -o\tout", "-Wl,-rpath,'$ORIGIN/../lib'", "'\n' \"\t\"", "a'\u2003'b",
+    "a\0b 'c\0' \\\0 d",
 ]
+
+
+def assert_splits_as_the_reference(text):
+    """split_response_text, and each of its two ways whichever it takes here (the sparse one is for
+    texts with few quotes and backslashes, the dense one a regex match for every argument)."""
+    want = reference_split_response_text(text)
+    assert args.split_response_text(text) == want, text
+    if "\\" in text or "'" in text or '"' in text:
+        assert args._split_sparse(text) == want, text
+        assert args._unquoted(args._response_patterns()[0].findall(text)) == want, text
 
 
 def test_response_text_splits_as_the_reference_on_tricky_text():
     for text in TRICKY:
-        assert args.split_response_text(text) == reference_split_response_text(text), text
+        assert_splits_as_the_reference(text)
 
 
 def test_response_text_splits_as_the_reference_on_random_text():
@@ -124,11 +135,15 @@ def test_response_text_splits_as_the_reference_on_random_text():
     alphabet = "a \t\n'\"\\"
     for n in range(4000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 24)))
-        assert args.split_response_text(text) == reference_split_response_text(text), text
-    mixed = alphabet + "b\r\u00a0\u2003\u00e9"
+        assert_splits_as_the_reference(text)
+    mixed = alphabet + "b\r\u00a0\u2003\u00e9\0"  # a NUL: _unquoted's separator
     for n in range(1000):  # long texts: the fast paths and the pieces meet
         text = "".join(rng.choice(mixed) for _ in range(rng.randrange(50, 400)))
-        assert args.split_response_text(text) == reference_split_response_text(text), text
+        assert_splits_as_the_reference(text)
+    plain = "abc/.-_ \n\t"
+    for n in range(300):  # few quotes and backslashes, as in rustc's files: the sparse way
+        text = "".join(rng.choice(alphabet if rng.random() < 0.01 else plain) for _ in range(rng.randrange(500, 3000)))
+        assert_splits_as_the_reference(text)
 
 
 def test_quoting_is_the_references_and_splits_back():
@@ -150,7 +165,7 @@ def test_the_parsers_whitespace_is_str_isspace_on_every_code_point():
     assert set(re.findall(r"\s", every)) == spaces
     assert set(every) - set("".join(every.split())) == spaces
     for c in sorted(spaces):
-        assert args.split_response_text(f"a{c}'b{c}'\\{c}c") == reference_split_response_text(f"a{c}'b{c}'\\{c}c")
+        assert_splits_as_the_reference(f"a{c}'b{c}'\\{c}c{c}x\\")
 
 
 def test_a_large_response_file_with_quoted_and_escaped_arguments(tmp_path):
