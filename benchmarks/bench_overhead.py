@@ -301,17 +301,17 @@ def ninja_builds(launcher, builds, work, programs=40):
           ", ".join(f"{k} {statistics.median(v):.0f} ms" for k, v in times.items()))
 
 
-def response_text(mb, seed=31):
+def response_text(mb, spaced=40, seed=31):
     """About mb MB of a generated response file as rustc writes one (one argument a line, backslash
-    and space escaped): objects and rlibs in a target directory, -L and -Wl flags, every 40th in a
-    directory with a space (escaped), every 200th quoted, every 500th a backslash in its name."""
+    and space escaped): objects and rlibs in a target directory, -L and -Wl flags, every `spaced`th
+    in a directory with a space (escaped), every 200th quoted, every 500th a backslash in its name."""
     import random
     rng = random.Random(seed)
     crates = ["serde", "syn", "quote", "proc_macro2", "libc", "regex", "tokio", "hashbrown", "memchr", "log"]
     lines, size, i = [], 0, 0
     while size < mb * 1_000_000:
         h = f"{rng.getrandbits(64):016x}"
-        base = "/home/user/My\\ Projects/app" if i % 40 == 0 else "/home/user/src/app"
+        base = "/home/user/My\\ Projects/app" if i % spaced == 0 else "/home/user/src/app"
         kind = i % 7
         if kind == 0:
             arg = f"-L{base}/target/release/deps"
@@ -332,50 +332,50 @@ def response_text(mb, seed=31):
 
 
 def response_files(runs, old_100mb):
-    """Parsing a 1 MB and a 100 MB @file: args.expand_response_files (read, decode, split, look for
-    nested @files: what each parse of the command line pays), its split alone, and the char-by-char
-    split it replaced (tests/wrap/test_args.py's reference; on 100 MB only with --old-100mb: ~30 s a
-    run); then writing such a file back (run.py's quote_response_arg per argument), new and old."""
+    """Parsing a 1 MB and a 100 MB @file (and 100 MB of one whose every path has a space, escaped:
+    the parser's dense way): args.expand_response_files (read, decode, split, look for nested
+    @files: what each parse of the command line pays), its split alone, and the char-by-char split
+    it replaced (tests/wrap/test_args.py's reference; on 100 MB only with --old-100mb, one run of
+    ~10-30 s); then writing it back (run.py's quote_response_arg per argument), new and old."""
     sys.path.insert(0, ROOT)
     from tests.wrap.test_args import reference_quote_response_arg, reference_split_response_text
     from linkwrap.wrap import args
 
     def measure(label, fn, n):
-        fn()  # warm: the page cache, re's compiled patterns
         ms = []
         for _ in range(n):
             t = time.perf_counter()
             fn()
             ms.append((time.perf_counter() - t) * 1000)
         med, p, (lo, hi) = median_ci(ms)
-        print(f"  {label:44s} {med:9.1f} ms (p90 {p:.1f}, 95% CI {lo:.1f}..{hi:.1f}; {n} runs)", flush=True)
+        print(f"  {label:34s} {med:9.1f} ms (p90 {p:.1f}, 95% CI {lo:.1f}..{hi:.1f}; {n} runs)", flush=True)
         return med
 
-    print("response files (in this process; medians):")
+    print("response files, in this process (median, p90, 95% CI of the median):")
     with tempfile.TemporaryDirectory() as work:
-        for mb in (1, 100):
-            text = response_text(mb)
-            path = os.path.join(work, f"rsp-{mb}")
+        for mb, spaced, what in ((1, 40, ""), (100, 40, ""), (100, 1, ", every path with a space")):
+            text = response_text(mb, spaced)
+            path = os.path.join(work, f"rsp-{mb}-{spaced}")
             with open(path, "w") as f:
                 f.write(text)
             n = runs if mb == 1 else max(3, runs // 4)
-            parsed = args.split_response_text(text)
-            print(f" {mb} MB: {len(parsed)} arguments, {text.count(chr(39)) // 2} quoted, "
-                  f"{sum(chr(92) in a for a in text.split(chr(10)))} with a backslash")
+            old_too = mb == 1 or old_100mb
+            parsed = args.expand_response_files(["@" + path], work)  # warm: the page cache, re's patterns
+            print(f" {mb} MB{what}: {len(parsed)} arguments, {sum('/My Projects/' in a for a in parsed)} with a "
+                  f"space, {text.count(chr(39)) // 2} quoted, {sum(chr(92) in a for a in parsed)} with a backslash")
             measure("expand_response_files(['@file'])", lambda: args.expand_response_files(["@" + path], work), n)
             new = measure("split_response_text", lambda: args.split_response_text(text), n)
-            if mb == 1 or old_100mb:
+            if old_too:
                 assert reference_split_response_text(text) == parsed
                 old = measure("reference (char by char) split", lambda: reference_split_response_text(text),
                               n if mb == 1 else 1)
-                print(f"  {'':44s} {old / new:9.0f}x faster")
+                print(f"  {'':34s} {old / new:9.0f}x faster")
             new = measure("quote_response_arg, joined", lambda: "\n".join(map(args.quote_response_arg, parsed)), n)
-            if mb == 1 or old_100mb:
+            if old_too:
                 old = measure("reference quote, joined", lambda: "\n".join(map(reference_quote_response_arg, parsed)),
                               n if mb == 1 else 1)
-                print(f"  {'':44s} {old / new:9.0f}x faster")
+                print(f"  {'':34s} {old / new:9.0f}x faster")
             del text, parsed
-
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

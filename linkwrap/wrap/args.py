@@ -370,7 +370,8 @@ def quote_response_arg(arg: str) -> str:
     if "\\" not in arg and "'" not in arg and '"' not in arg and arg.split() == [arg]:
         return arg  # nothing to escape (split() == [arg]: no whitespace), as nearly every argument
     import re
-    return re.sub(r"""([\\'"\s])""", r"\\\1", arg)
+    # A split before each and a join, not re.sub: Python 3.11 expands a sub's template in Python.
+    return "\\".join(re.split(r"""(?=[\\'"\s])""", arg))
 
 
 # --- what the command line says about the output ---------------------------
