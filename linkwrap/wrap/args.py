@@ -300,7 +300,7 @@ def split_response_text(text: str) -> list:
 def _split_sparse(text) -> list:
     """split_response_text where few arguments have a quote or backslash (rustc's lines, a path with
     a space now and then): str.split() up to each, the regex for where it ends."""
-    word, special = _response_patterns()[0], _response_patterns()[3]
+    word, _, _, special = _response_patterns()
     out, raw, at, pos = [], [], [], 0
     while m := special.search(text, pos):
         start = m.start()

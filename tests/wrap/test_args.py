@@ -157,6 +157,12 @@ def test_quoting_is_the_references_and_splits_back():
         assert args.split_response_text("\n".join(quoted)) == argv
 
 
+def test_one_long_argument_of_quoted_runs_and_escapes():
+    """An argument can be the whole file: its pieces are undone at once, whatever their number."""
+    for text in ("'a'\"b\"\\ " * 20000, "a\\\n" * 30000 + "'open \\' " * 1000, "\"x\\\"\"" * 20000 + " z"):
+        assert_splits_as_the_reference(text)
+
+
 def test_the_parsers_whitespace_is_str_isspace_on_every_code_point():
     """split_response_text's fast paths take whitespace as str.split() and re's \\s do: the very set
     of characters str.isspace() (the reference's test) says are whitespace."""
