@@ -7,10 +7,11 @@ client with the warm link server -- on real links:
   big           a generated std-only Rust debug link (benchmarks/genproject.py; ~150 MB of inputs)
 
 then a clean `cargo build` of the example and a parallel ninja build of many small C programs,
-with and without linkwrap.
+with and without linkwrap; last, parsing a 1 MB and a 100 MB @response file (--response-files: that alone).
 
     python3 benchmarks/bench_overhead.py [--runs 21] [--linker mold] [--no-big] [--builds 5]
-                                         [--baseline DIR]
+                                         [--baseline DIR] [--old-100mb]
+    python3 benchmarks/bench_overhead.py --response-files [--runs 21] [--old-100mb]
 
 --baseline DIR adds another linkwrap tree's native client and server (DIR: a checkout, e.g.
 `git archive main | tar -x -C DIR`) to the same interleaved rounds, and prints this tree's client
@@ -305,6 +306,82 @@ def ninja_builds(launcher, builds, work, programs=40):
           ", ".join(f"{k} {statistics.median(v):.0f} ms" for k, v in times.items()))
 
 
+def response_text(mb, spaced=40, seed=31):
+    """About mb MB of a generated response file as rustc writes one (one argument a line, backslash
+    and space escaped): objects and rlibs in a target directory, -L and -Wl flags, every `spaced`th
+    in a directory with a space (escaped), every 200th quoted, every 500th a backslash in its name."""
+    import random
+    rng = random.Random(seed)
+    crates = ["serde", "syn", "quote", "proc_macro2", "libc", "regex", "tokio", "hashbrown", "memchr", "log"]
+    lines, size, i = [], 0, 0
+    while size < mb * 1_000_000:
+        h = f"{rng.getrandbits(64):016x}"
+        base = "/home/user/My\\ Projects/app" if i % spaced == 0 else "/home/user/src/app"
+        kind = i % 7
+        if kind == 0:
+            arg = f"-L{base}/target/release/deps"
+        elif kind == 1:
+            arg = f"-Wl,-rpath,{base}/target/release/lib{i}"
+        elif kind < 4:
+            arg = f"{base}/target/release/deps/lib{rng.choice(crates)}-{h}.rlib"
+        else:
+            arg = f"{base}/target/release/deps/app-{h}.app.{h[:7]}-cgu.{i % 256:02}.rcgu.o"
+        if i % 200 == 0:
+            arg = "'" + arg.replace("\\ ", " ") + "'"
+        elif i % 500 == 1:
+            arg = arg.replace("/deps/", "/deps\\\\win\\\\")
+        lines.append(arg)
+        size += len(arg) + 1
+        i += 1
+    return "\n".join(lines) + "\n"
+
+
+def response_files(runs, old_100mb):
+    """Parsing a 1 MB and a 100 MB @file (and 100 MB of one whose every path has a space, escaped:
+    the parser's dense way): args.expand_response_files (read, decode, split, look for nested
+    @files: what each parse of the command line pays), its split alone, and the char-by-char split
+    it replaced (tests/wrap/test_args.py's reference; on 100 MB only with --old-100mb, one run of
+    ~10-30 s); then writing it back (run.py's quote_response_arg per argument), new and old."""
+    sys.path.insert(0, ROOT)
+    from tests.wrap.test_args import reference_quote_response_arg, reference_split_response_text
+    from linkwrap.wrap import args
+
+    def measure(label, fn, n):
+        ms = []
+        for _ in range(n):
+            t = time.perf_counter()
+            fn()
+            ms.append((time.perf_counter() - t) * 1000)
+        med, p, (lo, hi) = median_ci(ms)
+        print(f"  {label:34s} {med:9.1f} ms (p90 {p:.1f}, 95% CI {lo:.1f}..{hi:.1f}; {n} runs)", flush=True)
+        return med
+
+    print("response files, in this process (median, p90, 95% CI of the median):")
+    with tempfile.TemporaryDirectory() as work:
+        for mb, spaced, what in ((1, 40, ""), (100, 40, ""), (100, 1, ", every path with a space")):
+            text = response_text(mb, spaced)
+            path = os.path.join(work, f"rsp-{mb}-{spaced}")
+            with open(path, "w") as f:
+                f.write(text)
+            n = runs if mb == 1 else max(3, runs // 4)
+            old_too = mb == 1 or old_100mb
+            parsed = args.expand_response_files(["@" + path], work)  # warm: the page cache, re's patterns
+            print(f" {mb} MB{what}: {len(parsed)} arguments, {sum('/My Projects/' in a for a in parsed)} with a "
+                  f"space, {text.count(chr(39)) // 2} quoted, {sum(chr(92) in a for a in parsed)} with a backslash")
+            measure("expand_response_files(['@file'])", lambda: args.expand_response_files(["@" + path], work), n)
+            new = measure("split_response_text", lambda: args.split_response_text(text), n)
+            if old_too:
+                assert reference_split_response_text(text) == parsed
+                old = measure("reference (char by char) split", lambda: reference_split_response_text(text),
+                              n if mb == 1 else 1)
+                print(f"  {'':34s} {old / new:9.0f}x faster")
+            new = measure("quote_response_arg, joined", lambda: "\n".join(map(args.quote_response_arg, parsed)), n)
+            if old_too:
+                old = measure("reference quote, joined", lambda: "\n".join(map(reference_quote_response_arg, parsed)),
+                              n if mb == 1 else 1)
+                print(f"  {'':34s} {old / new:9.0f}x faster")
+            del text, parsed
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=21)
@@ -314,7 +391,14 @@ def main():
     ap.add_argument("--modules", type=int, default=16)
     ap.add_argument("--funcs", type=int, default=34)
     ap.add_argument("--baseline", metavar="DIR", help="another linkwrap tree whose client and server run too")
+    ap.add_argument("--response-files", action="store_true", help="only the 1 MB and 100 MB @file parse")
+    ap.add_argument("--old-100mb", action="store_true", help="the replaced char-by-char parser on 100 MB too (~30 s)")
     opts = ap.parse_args()
+    if opts.response_files:
+        print(f"uptime: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f} (1/5/15 min load), "
+              f"{os.cpu_count()} CPUs")
+        response_files(opts.runs, opts.old_100mb)
+        return
 
     with tempfile.TemporaryDirectory() as work:
         home = os.path.join(work, "home")
@@ -349,6 +433,7 @@ def main():
             clean_builds(ws, client, opts.builds, work, opts.linker)
             launch = launcher.fast_script("linkwrap-launch")
             ninja_builds(launch, opts.builds, work)
+            response_files(opts.runs, opts.old_100mb)
             print(f"uptime after: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f}")
         finally:
             from linkwrap.cli.server import ask

@@ -61,6 +61,131 @@ def test_quote_is_the_inverse_of_split():
         assert args.split_response_text(args.quote_response_arg(arg)) == [arg]
 
 
+# --- the response-file parser against the char-by-char one it replaced --------------------------
+
+def reference_split_response_text(text: str) -> list:
+    """split_response_text as it was until it went to re (a character at a time in Python: 29 s for
+    100 MB): the oracle for what it must still do, and benchmarks/bench_overhead.py's old figure."""
+    args, cur, have, quote, i = [], [], False, None, 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text):
+            cur.append(text[i + 1])
+            have, i = True, i + 2
+            continue
+        if quote:
+            if c == quote:
+                quote = None
+            else:
+                cur.append(c)
+        elif c in "'\"":
+            quote, have = c, True
+        elif c.isspace():
+            if have:
+                args.append("".join(cur))
+                cur, have = [], False
+        else:
+            cur.append(c)
+            have = True
+        i += 1
+    if have:
+        args.append("".join(cur))
+    return args
+
+
+def reference_quote_response_arg(arg: str) -> str:
+    """quote_response_arg as it was (a character at a time)."""
+    out = []
+    for c in arg:
+        if c in "\\'\"" or c.isspace():
+            out.append("\\")
+        out.append(c)
+    return "".join(out) if arg else "''"
+
+
+TRICKY = [
+    "", " ", "\n\n", "a", "a b\tc\nd\r\ne", "  lead and trail  ", "a\u00a0b\u2003c\u3000d\x1ce\x85f",
+    "'", '"', "''", '""', "'' \"\" ''", "a'' b", "''a", "a\"\"", "'a b' \"c d\"", "a\"b c\"d", "a'b c'd e",
+    "'it\"s' \"it's\"", "'a\\'b' \"a\\\"b\"", "'a\\\\b' \"a\\\\b\"", "'a\\nb' x\\ty", "\\", "a\\", "'a\\",
+    "\"a\\", "a \\", "\\\\", "\\\\\\", "a\\ b", "a\\\nb", "a\\\r\nb", "\\'a\\\"", "\\ ", " \\ \\  ",
+    "'unterminated run", "\"unterminated \\\" run", "'a'\"b\"c\\d", "\u00e9t\u00e9 'caf\u00e9 au lait'",
+    "x\udc80y '\udcff'", "@inner -o\tout", "-Wl,-rpath,'$ORIGIN/../lib'", "'\n' \"\t\"", "a'\u2003'b",
+    "a\0b 'c\0' \\\0 d",
+]
+
+
+def assert_splits_as_the_reference(text):
+    """split_response_text, and each of its two ways whichever it takes here (the sparse one is for
+    texts with few quotes and backslashes, the dense one a regex match for every argument)."""
+    want = reference_split_response_text(text)
+    assert args.split_response_text(text) == want, text
+    if "\\" in text or "'" in text or '"' in text:
+        assert args._split_sparse(text) == want, text
+        assert args._unquoted(args._response_patterns()[0].findall(text)) == want, text
+
+
+def test_response_text_splits_as_the_reference_on_tricky_text():
+    for text in TRICKY:
+        assert_splits_as_the_reference(text)
+
+
+def test_response_text_splits_as_the_reference_on_random_text():
+    import random
+    rng = random.Random(31)
+    alphabet = "a \t\n'\"\\"
+    for n in range(4000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 24)))
+        assert_splits_as_the_reference(text)
+    mixed = alphabet + "b\r\u00a0\u2003\u00e9\0"  # a NUL: _unquoted's separator
+    for n in range(1000):  # long texts: the fast paths and the pieces meet
+        text = "".join(rng.choice(mixed) for _ in range(rng.randrange(50, 400)))
+        assert_splits_as_the_reference(text)
+    plain = "abc/.-_ \n\t"
+    for n in range(300):  # few quotes and backslashes, as in rustc's files: the sparse way
+        text = "".join(rng.choice(alphabet if rng.random() < 0.01 else plain) for _ in range(rng.randrange(500, 3000)))
+        assert_splits_as_the_reference(text)
+
+
+def test_quoting_is_the_references_and_splits_back():
+    import random
+    rng = random.Random(4)
+    alphabet = "ab/. \t\n'\"\\\u00a0\u2003"
+    for n in range(2000):
+        argv = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12))) for _ in range(rng.randrange(1, 6))]
+        quoted = [args.quote_response_arg(a) for a in argv]
+        assert quoted == [reference_quote_response_arg(a) for a in argv], argv
+        assert args.split_response_text("\n".join(quoted)) == argv
+
+
+def test_one_long_argument_of_quoted_runs_and_escapes():
+    """An argument can be the whole file: its pieces are undone at once, whatever their number."""
+    for text in ("'a'\"b\"\\ " * 20000, "a\\\n" * 30000 + "'open \\' " * 1000, "\"x\\\"\"" * 20000 + " z"):
+        assert_splits_as_the_reference(text)
+
+
+def test_the_parsers_whitespace_is_str_isspace_on_every_code_point():
+    """split_response_text's fast paths take whitespace as str.split() and re's \\s do: the very set
+    of characters str.isspace() (the reference's test) says are whitespace."""
+    every = "".join(map(chr, range(0x110000)))
+    spaces = {c for c in every if c.isspace()}
+    assert set(re.findall(r"\s", every)) == spaces
+    assert set(every) - set("".join(every.split())) == spaces
+    for c in sorted(spaces):
+        assert_splits_as_the_reference(f"a{c}'b{c}'\\{c}c{c}x\\")
+
+
+def test_a_large_response_file_with_quoted_and_escaped_arguments(tmp_path):
+    """Through the file: rustc's one argument a line, some quoted, some escaped, a nested @file."""
+    wanted = []
+    for i in range(20000):
+        wanted.append([f"/t/deps/libc{i}.rlib", f"/my dir/o {i}.o", f"-Wl,x'{i}\"", f"\u00e9\\{i}", ""][i % 5])
+    lines = [args.quote_response_arg(a) for a in wanted]
+    lines[6] = "'/my dir/o 6.o'"  # a quoted spelling of the same
+    (tmp_path / "inner").write_text("-lm\r\n'-lpthread'\r\n")
+    (tmp_path / "big").write_text("\n".join(lines) + "\n@inner\n", encoding="utf-8")
+    assert args.expand_response_files(["@big"], str(tmp_path)) == wanted + ["-lm", "-lpthread"]
+
+
 def test_output_kinds():
     assert args.output_kind(["-shared", "-o", "x.so"]) == "shared"
     assert args.output_kind(["-static-pie"]) == "static-pie"
