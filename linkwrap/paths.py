@@ -117,10 +117,12 @@ def open_trusted_dir(path: str, create: bool = False, own_from: str | None = Non
 
 def trusted_chain_problem(path: str) -> str | None:
     """Why open_trusted_dir(path) refuses the part of path that exists (one line), or None: a missing
-    directory is no problem, open_trusted_dir(create=True) makes it."""
+    directory is no problem, open_trusted_dir(create=True) makes it; nor is a file where a directory
+    goes (LINKWRAP_HOME a file): nothing can be read or written below it, and state_problem() says it
+    where it costs the records, once."""
     try:
         os.close(open_trusted_dir(path))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except UntrustedDir as e:
         return str(e)

@@ -122,8 +122,17 @@ def test_group_write_is_refused_unless_the_group_is_this_users_own(tmp_path, oth
     assert "is owned by user" in str(_refusal(str(shared / "lw" / "cache"), create=True))
 
 
-def test_a_missing_directory_is_no_problem_and_a_file_is_one(tmp_path, monkeypatch):
+def test_a_missing_directory_or_a_file_in_the_way_is_no_trust_problem(tmp_path, monkeypatch):
+    """Neither can be read or written below: no one else's to change. A file in the way is the
+    records' problem (paths.state_problem, said once where it costs them), not the chain's."""
     monkeypatch.setenv("LINKWRAP_HOME", str(tmp_path / "lw"))
     assert paths.trusted_chain_problem(str(tmp_path / "lw" / "bin")) is None
     (tmp_path / "lw").write_text("")
-    assert paths.trusted_chain_problem(str(tmp_path / "lw" / "bin")) == f"{tmp_path / 'lw'}: Not a directory"
+    assert paths.trusted_chain_problem(str(tmp_path / "lw" / "bin")) is None
+    assert paths.state_problem() == (f"LINKWRAP_HOME={tmp_path / 'lw'} is not a directory (linkwrap keeps "
+                                     "its link records, cache and configuration there)")
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    os.chmod(shared, 0o777)  # world-writable, not sticky: a file there is still a problem above it
+    (shared / "lw").write_text("")
+    assert "writable" in paths.trusted_chain_problem(str(shared / "lw" / "bin"))
