@@ -340,11 +340,11 @@ def response_files(runs, old_100mb):
     """Parsing a 1 MB and a 100 MB @file (and 100 MB of one whose every path has a space, escaped:
     the parser's dense way): args.expand_response_files (read, decode, split, look for nested
     @files: what each parse of the command line pays), its split alone, and the char-by-char split
-    it replaced (tests/wrap/test_args.py's reference; on 100 MB only with --old-100mb, one run of
+    it replaced (tests/request/test_args.py's reference; on 100 MB only with --old-100mb, one run of
     ~10-30 s); then writing it back (run.py's quote_response_arg per argument), new and old."""
     sys.path.insert(0, ROOT)
     from tests.wrap.test_args import reference_quote_response_arg, reference_split_response_text
-    from linkwrap.wrap import args
+    from linkwrap.request import args
 
     def measure(label, fn, n):
         ms = []

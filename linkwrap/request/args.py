@@ -346,7 +346,7 @@ _patterns = None  # compiled on the first @file with a quote or backslash (most 
 def _response_patterns():
     """(word, quotes, escape, special): the text of an argument; a quoted run and what precedes it
     (escapes in both as they are, so that an escaped quote is no delimiter); an escape; what needs
-    them. `\\s` is str.isspace's whitespace (both are Py_UNICODE_ISSPACE; tests/wrap/test_args.py
+    them. `\\s` is str.isspace's whitespace (both are Py_UNICODE_ISSPACE; tests/request/test_args.py
     checks every code point). Possessive repeats, each run stopping only where its alternatives
     end: nothing backtracks, nor keeps a state per repetition (a 90 MB argument of short quoted runs
     took 16 GB without). Each match starts where the last ended (quotes' at the end by its \\Z), so
