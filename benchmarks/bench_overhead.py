@@ -343,7 +343,7 @@ def response_files(runs, old_100mb):
     it replaced (tests/request/test_args.py's reference; on 100 MB only with --old-100mb, one run of
     ~10-30 s); then writing it back (run.py's quote_response_arg per argument), new and old."""
     sys.path.insert(0, ROOT)
-    from tests.wrap.test_args import reference_quote_response_arg, reference_split_response_text
+    from tests.request.test_args import reference_quote_response_arg, reference_split_response_text
     from linkwrap.request import args
 
     def measure(label, fn, n):
