@@ -179,6 +179,23 @@ def rehearse(last=None) -> None:
         pass
 
 
+# A response file larger than this is not rehearsed: its words (60 000 arguments of a 2 MB one make
+# a child ~13 MB bigger) would stay in the spare that rehearsed it, and a linker's ru_maxrss takes in
+# its spawner's memory: the next link's record would carry the big link's memory as its own.
+REHEARSED_RESPONSE_MAX = 256 << 10
+
+
+def _big_response_file(inv) -> bool:
+    for a in inv.argv:
+        if a[:1] == "@":
+            try:
+                if os.stat(os.path.join(inv.cwd, a[1:])).st_size > REHEARSED_RESPONSE_MAX:
+                    return True
+            except (OSError, ValueError):
+                pass
+    return False
+
+
 def hand_off(inv) -> None:
     """While the linker runs: tell the server this link's request (what the next spare rehearses).
 
@@ -190,7 +207,7 @@ def hand_off(inv) -> None:
     # environment and number of arguments) would be rehearsed alike: not sent, and the server is
     # not woken for it.
     shape = (inv.cwd, inv.driver, len(inv.argv), inv.environ)
-    if world._KEPT.get("handed") == shape:
+    if world._KEPT.get("handed") == shape or _big_response_file(inv):
         return
     import marshal
     import socket
