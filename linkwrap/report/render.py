@@ -233,9 +233,16 @@ def compile_line(b) -> str | None:
 def saved_lines(console, saved, history=None) -> None:
     """What a user installed linkwrap for, first: this time against the caller's default's."""
     if saved and saved["links"]:
-        print_hanging(console, saved_line(saved), style="bold")
+        print_indented(console, saved_line(saved), style="bold")
     if history and history["links"]:
-        print_hanging(console, history_line(history))
+        print_indented(console, history_line(history))
+
+
+def print_indented(console: Console, text: str, style=None) -> None:
+    """A sentence whose wrapped lines are indented two cells, so it reads as one item."""
+    import textwrap
+    for line in textwrap.wrap(text, max(20, console.width), subsequent_indent="  ", break_on_hyphens=False):
+        print_line(console, line, style)
 
 
 def render_build(b, console: Console, history=None) -> None:

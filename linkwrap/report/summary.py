@@ -47,8 +47,14 @@ NOTES = {
     "forced_missing": "linkers LINKWRAP_LINKER forced that were not installed, so those links chose as "
                       "usual: per forced linker, how many links and what they used instead.",
     "waited_ms": "time a link waited for memory before it ran (its wall_ms does not include it); "
-                 "null where admission was off. predicted_peak_kb is what it was predicted to add to its "
-                 "memory group, charge_kb what it added, estimated from its peak RSS.",
+                 "null where waiting for memory was off. predicted_peak_kb is the memory it was expected "
+                 "to need, charge_kb what it took, estimated from its peak RSS.",
+    "saved": "the links' time against what the caller's default linker (rustc's rust-lld, else the "
+             "compiler's own ld) would have taken on them: measured_links of links have an estimate, "
+             "from `linkwrap bench` runs of both linkers on that output on this machine (default_ms: "
+             "wall_ms over the paired ratio), or exact for links linked as asked; the others have none "
+             "and no saving is claimed for them. measured_ms counts a fall-back's failed first attempt. "
+             "history: the same over every build of the project.",
 }
 
 

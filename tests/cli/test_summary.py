@@ -93,7 +93,7 @@ def test_a_cargo_build_lists_every_link_with_real_times(tmp_path, lw_home):
     narrow = lw("summary", cwd=root, env={"LINKWRAP_HOME": str(lw_home), "COLUMNS": "80"}).stdout
     lines = narrow.splitlines()
     assert all(len(line) <= 80 for line in lines), narrow
-    assert lines[0].startswith(f"build #{b['id']}  cargo  3 links  ") and "cargo" in lines[0]
+    assert lines[0].startswith(f"build 1 of this project (#{b['id']})  cargo  3 links  ") and "cargo" in lines[0]
     names = {line.split("  ")[0].strip() for line in lines}
     assert {"demo (build script)", "demo", "demo_derive (proc-macro)"} <= names, narrow
     assert "linkwrap's own time:" in narrow and "starting Python and loading linkwrap" in narrow
@@ -344,9 +344,12 @@ def test_a_forced_linker_that_is_not_installed_is_said_by_summary_status_and_con
                            if d and not os.access(os.path.join(d, "wild"), os.X_OK))
     env = {"PATH": path, "LINKWRAP_LINKER": "wild"}
     obj = c_object(tmp_path)
-    for out in ("a", "b"):
+    # One line on stderr, once per build (both links here are of one build: this test's process's)
+    said_once = ("linkwrap: warning: LINKWRAP_LINKER=wild, but wild is not installed: this build links with "
+                 "linkwrap's usual choice (said once per build; `linkwrap config` shows what is installed)\n")
+    for out, stderr in (("a", said_once), ("b", "")):
         done = cc_link([obj, "-o", out], cwd=tmp_path, env=env)
-        assert done.returncode == 0 and done.stdout == done.stderr == "", done.stderr   # silent: it linked
+        assert done.returncode == 0 and done.stdout == "" and done.stderr == stderr, done.stderr
     [used] = {r["linker_version"] for r in db_rows(lw_home)}
     said = f"forced linker wild is not installed (LINKWRAP_LINKER=wild; 2 links used {used})"
     text = lw("summary", cwd=tmp_path, env={"COLUMNS": "200"}).stdout
@@ -363,6 +366,9 @@ def test_a_forced_linker_that_is_not_installed_is_said_by_summary_status_and_con
     assert "forced linker" not in lw("config", cwd=tmp_path, env={"LINKWRAP_LINKER": "mold"}).stdout
     cc_link([obj, "-o", "c"], cwd=tmp_path, env={"LINKWRAP_LINKER": "mold"})
     assert summary_json("--all", cwd=tmp_path)["forced_missing"][0]["links"] == 2
+    # Another build is told again.
+    done = cc_link([obj, "-o", "b"], cwd=tmp_path, env={**env, "LINKWRAP_BUILD_ID": "another-build"})
+    assert done.returncode == 0 and done.stderr == said_once, done.stderr
 
 
 def test_a_cmake_builds_links_belong_to_its_project_from_the_source_or_the_build_directory(tmp_path, lw_home):
