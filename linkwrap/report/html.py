@@ -219,7 +219,7 @@ def lone_links_table(builds, host) -> str:
     """One table for consecutive builds of one plain link each, a row a build (newest first)."""
     rows = []
     for b in builds:
-        lead = (f'<td id="build-{e(host)}-{b["id"]}">#{b["id"]} <span class=dim>{e((b["started_utc"] or "")[:16].replace("T", " "))}'
+        lead = (f'<td id="build-{e(host)}-{b["id"]}">{e(build_name(b))} <span class=dim>{e((b["started_utc"] or "")[:16].replace("T", " "))}'
                 f' · {e(short_command(b["command"]))}</span></td>')
         rows += [_link_row(l, lead) for l in b["links"]]
     return (f"<h2>{plural(len(builds), 'build')} of one link each</h2>"

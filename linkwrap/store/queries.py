@@ -198,9 +198,12 @@ def latest_bench_by_output(conn) -> list:
 
 
 def project_links(conn, project=None) -> list:
-    """Every link of the project's listed builds (of every project when None), for its history."""
+    """Every link of the project's builds (of every project when None), with what report/saved.py
+    reads of it: the project's history of what linkwrap saved."""
     where, params = _in_project(project)
-    return conn.execute("SELECT links.* FROM links JOIN builds ON builds.id = links.build_id "
+    return conn.execute("SELECT links.build_id, links.cwd, links.output_path, links.linker, links.linker_path, "
+                        "links.write_mode, links.wall_ms, links.first_wall_ms, links.fs_type, links.compiles, "
+                        "links.exit_status FROM links JOIN builds ON builds.id = links.build_id "
                         f"WHERE links.output_path IS NOT NULL AND links.output_path != ''{where}",
                         params).fetchall()
 
