@@ -5,8 +5,10 @@ optionally a .ninja_log. Output: {"builds": [BuildSummary...], "totals": {...}}
 where each BuildSummary holds its links slowest first, totals, per-linker
 totals, failures, fall-backs and, when known, the share of the build's wall
 time spent linking: from `linkwrap run`'s own timing, else from a .ninja_log
-whose last run is this ninja build's (ninja_share). "notes" says what the
-time figures measure.
+whose last run is this ninja build's (ninja_share). Each build's "saved" (and the
+totals') is report/saved.py's: its links' time against what the caller's default linker
+would have taken, where bench measured it; history() is the same over a project's builds.
+"notes" says what the time figures measure.
 """
 import os
 import time
