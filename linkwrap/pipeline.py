@@ -75,6 +75,9 @@ def link(inv, answer=None):
     for path, why in settings.ignored if settings is not None else ():
         # Another user's file could name a linker plugin: not read, and said once.
         faults.warn_once(f"config-{_crc(path)}", f"ignoring {path}: {why}")
+    if settings is not None and settings.forced and settings.forced not in choice.found and \
+            choice.config_error is None and not choice.faults:
+        _forced_missing(settings.forced, environ, inv)
     if choice.config_error is not None:
         e = choice.config_error
         faults.note_config(e)
@@ -281,6 +284,15 @@ def _python_ld_without_fallback(decision, environ) -> bool:
     """LINKWRAP_LD_NO_FALLBACK=1 (for tests): linkwrap's own linker's failure is the link's result."""
     return environ.get("LINKWRAP_LD_NO_FALLBACK") == "1" and decision.linker is not None \
         and decision.linker.name == "python"
+
+
+def _forced_missing(name, environ, inv) -> None:
+    """LINKWRAP_LINKER names a linker that is not installed: the links choose as usual, which a
+    successful link would never say. One line, once per build (as a configuration error's warning)."""
+    from linkwrap.facts import build
+    faults.warn_once(f"forced-{_crc(name + build.identify(environ, inv.caller_pid).key)}",
+                     f"LINKWRAP_LINKER={name}, but {name} is not installed: this build links with "
+                     "linkwrap's usual choice (said once per build; `linkwrap config` shows what is installed)")
 
 
 def _crc(text: str) -> str:

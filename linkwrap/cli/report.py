@@ -72,6 +72,8 @@ def run(args) -> int:
         conn = store.open_store()
         project, shows = scope.resolve(conn, args)
         data = select(conn, args, project)
+        from linkwrap.cli.summary import history_of
+        data["history"] = history_of(conn, data["builds"], project)
         from linkwrap.store import queries
         text = html.page(data, generated_utc=generated, machine=export.machine(), scope=f"Builds of {shows}",
                          bench=queries.latest_bench(conn))

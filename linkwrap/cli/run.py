@@ -110,6 +110,8 @@ def _summarise(args, key, command, cwd, started_unix, wall_ms, code, project=(No
         return
     row = queries.find_build(conn, str(build_id))
     data = summary.summarize(conn, [row], ninja_log=None)
+    from linkwrap.cli.summary import history_of
+    data["history"] = history_of(conn, [row], None)   # what linkwrap saved over this project's builds
     if args.json:
         from linkwrap.report import jsonout
         jsonout.dump(data, sys.stdout)

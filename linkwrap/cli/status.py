@@ -122,7 +122,7 @@ def entry_point_problem(config, linker):
                 from linkwrap.install import marker
                 where = f"put {os.path.dirname(marker.script_path(linker))} on PATH"
             except LinkwrapError:
-                where = "install linkwrap (`pip install linkwrap`) so that it is on PATH"
+                where = f"install linkwrap (`{marker.install_command()}`) so that it is on PATH"
             return (f'{config}: linker = "{linker}" is not on PATH: {fails}; {where}, or run '
                     f"`linkwrap install --absolute` (this machine only)")
         if cargo.on_path() is None:

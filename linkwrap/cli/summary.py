@@ -39,8 +39,21 @@ def collect(args, db) -> dict:
         builds = [last] if last else []
     data = _collect(args, db, builds, since)
     data["scope"] = {"project_dir": project, "shows": scope_text}
+    data["history"] = history_of(db, builds, project)
     data["dropped_records"] = queries.dropped_records(db)
     return data
+
+
+def history_of(db, builds, project):
+    """What linkwrap saved over the history of the shown builds' project (of every project when they
+    are of several, or of none known); None when no build is shown."""
+    from linkwrap.report import summary
+    if not builds:
+        return None
+    if project is None:
+        known = {b["project_dir"] for b in builds}
+        project = known.pop() if len(known) == 1 else None
+    return summary.history(db, project)
 
 
 def _collect(args, db, builds, since) -> dict:

@@ -184,7 +184,7 @@ def teammates(path: str, linker: str, state):
     where = "is tracked by git" if state == "tracked" else "is in a git work tree"
     if linker == SCRIPT:
         return [f"note: {path} {where}: once it is committed, every teammate and CI runner needs linkwrap "
-                f"(`pip install linkwrap`, {SCRIPT} on PATH), or Cargo stops with "
+                f"(`pip install .` in a checkout of linkwrap, {SCRIPT} on PATH), or Cargo stops with "
                 f"\"linker `{SCRIPT}` not found\"; for yourself alone: `linkwrap uninstall` and "
                 f"`linkwrap install --global`"], []
     return [], [f"{path} {where}, and {linker} exists on this machine only: do not commit it "

@@ -51,7 +51,16 @@ def script_path(name: str) -> str:
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return path
     raise InstallError(f"cannot find the {name} script next to linkwrap (looked in {', '.join(candidates)})\n"
-                       "hint: reinstall the package: pip install linkwrap")
+                       f"hint: reinstall it: {install_command()}")
+
+
+def install_command() -> str:
+    """How linkwrap is installed, as a hint says it: from its checkout (README: `pip install .`), as no
+    package index carries it; this one's own checkout when it runs from one (an editable install)."""
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if os.path.isfile(os.path.join(checkout, "pyproject.toml")):
+        return f"pip install {checkout}"
+    return "pip install . in a checkout of linkwrap"
 
 
 def _is_shim(path: str) -> bool:

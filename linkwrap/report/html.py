@@ -17,7 +17,8 @@ Colours are fixed per linker (LINKER_COLOURS), so mold is the same blue in every
 import html
 import zlib
 
-from linkwrap.report.render import fmt_bytes, fmt_kb, fmt_ms, fmt_peak, fmt_pct, plural, short_command
+from linkwrap.report.render import (build_name, fmt_bytes, fmt_kb, fmt_ms, fmt_peak, fmt_pct, history_line,
+                                    plural, saved_line, short_command)
 from linkwrap.report.summary import fell_back, parse_utc
 
 # Fixed per linker name (not per version, not per report); Tableau 10, colour-blind aware.
@@ -34,6 +35,7 @@ CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }
 h3 { font-size: 1.05em; margin-top: 1.5em; }
+.saved-build { font-size: 1.2em; margin: .3em 0; } .saved-history { margin: .3em 0 1em; }
 table { border-collapse: collapse; margin: .5em 0 1.5em; font-size: 13px; }
 th, td { padding: 2px 10px; text-align: left; border-bottom: 1px solid #eee; vertical-align: middle; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
@@ -217,7 +219,7 @@ def lone_links_table(builds, host) -> str:
     """One table for consecutive builds of one plain link each, a row a build (newest first)."""
     rows = []
     for b in builds:
-        lead = (f'<td id="build-{e(host)}-{b["id"]}">#{b["id"]} <span class=dim>{e((b["started_utc"] or "")[:16].replace("T", " "))}'
+        lead = (f'<td id="build-{e(host)}-{b["id"]}">{e(build_name(b))} <span class=dim>{e((b["started_utc"] or "")[:16].replace("T", " "))}'
                 f' · {e(short_command(b["command"]))}</span></td>')
         rows += [_link_row(l, lead) for l in b["links"]]
     return (f"<h2>{plural(len(builds), 'build')} of one link each</h2>"
@@ -350,6 +352,20 @@ def legend(summary) -> str:
             + f'<span><i style="background:{FAILED}"></i>failed</span></p>')
 
 
+def saved_lead(summary) -> str:
+    """The first thing on the page: the last build's time against the caller's default's, and the
+    project's history of it (render.saved_line, history_line)."""
+    builds = [b for b in summary["builds"] if b.get("saved") and b["saved"]["links"]]
+    lines = []
+    if builds:
+        last = builds[-1]
+        lines.append(f'<p class="saved-build"><b>{e(build_name(last).capitalize())}:</b> {e(saved_line(last["saved"]))}</p>')
+    history = summary.get("history")
+    if history and history["links"]:
+        lines.append(f'<p class="saved-history">{e(history_line(history))}</p>')
+    return "".join(lines)
+
+
 def body(summary, machine) -> list:
     """The sections for one machine's builds."""
     t = summary["totals"]
@@ -363,6 +379,7 @@ def body(summary, machine) -> list:
                  for b in builds if any(ran(l) for l in b["links"])]
     errors = config_errors(l for b in builds for l in b["links"])
     parts = [
+        saved_lead(summary),
         context(summary, machine),
         f'<p class="totals">{plural(len(builds), "build")}, {plural(t["links"], "link")}, '
         f'{e(fmt_ms(t["wall_ms"]))} linking in total, peak RSS {e(fmt_peak(t))}, '
@@ -393,8 +410,9 @@ def body(summary, machine) -> list:
                            f"({fmt_ms(share['compile_sum_ms'])}, not in linking)")
         bown = [own_ms(l) for l in b["links"] if own_ms(l) is not None]
         berrors = config_errors(b["links"])
-        parts += [f'<h2 id="build-{e(machine.get("host") or "")}-{b["id"]}">Build #{b["id"]} · {e(b["tool"])} · '
-                  f'{e(short_command(b["command"]))}</h2>',
+        parts += [f'<h2 id="build-{e(machine.get("host") or "")}-{b["id"]}">{e(build_name(b).capitalize())} · '
+                  f'{e(b["tool"])} · {e(short_command(b["command"]))}</h2>',
+                  f'<p class="saved">{e(saved_line(b["saved"]))}</p>' if b.get("saved") else "",
                   f'<p class="dim">{e(b["cwd"] or "")} · {e(b["started_utc"] or "")} · '
                   f'{plural(b["totals"]["links"] - berrors, "link")}, {e(fmt_ms(b["totals"]["wall_ms"]))}{e(share_text)}'
                   + (f" · {plural(berrors, 'configuration error')} (no linker ran)" if berrors else "")

@@ -5,8 +5,10 @@ optionally a .ninja_log. Output: {"builds": [BuildSummary...], "totals": {...}}
 where each BuildSummary holds its links slowest first, totals, per-linker
 totals, failures, fall-backs and, when known, the share of the build's wall
 time spent linking: from `linkwrap run`'s own timing, else from a .ninja_log
-whose last run is this ninja build's (ninja_share). "notes" says what the
-time figures measure.
+whose last run is this ninja build's (ninja_share). Each build's "saved" (and the
+totals') is report/saved.py's: its links' time against what the caller's default linker
+would have taken, where bench measured it; history() is the same over a project's builds.
+"notes" says what the time figures measure.
 """
 import os
 import time
@@ -20,7 +22,7 @@ LINK_FIELDS = (
     "input_bytes", "input_count", "fs_type", "kernel_release", "nlink_before", "cwd", "project_dir",
     "first_linker", "first_error", "startup_ms", "driver",
     "predicted_peak_kb", "prediction_source", "charge_kb", "waited_ms", "wait_note", "entry_point",
-    "compiles", "spawner_rss_kb",
+    "compiles", "spawner_rss_kb", "linker_path", "first_wall_ms",
 )
 
 # Printed with every summary's JSON: what the time figures measure.
@@ -47,8 +49,14 @@ NOTES = {
     "forced_missing": "linkers LINKWRAP_LINKER forced that were not installed, so those links chose as "
                       "usual: per forced linker, how many links and what they used instead.",
     "waited_ms": "time a link waited for memory before it ran (its wall_ms does not include it); "
-                 "null where admission was off. predicted_peak_kb is what it was predicted to add to its "
-                 "memory group, charge_kb what it added, estimated from its peak RSS.",
+                 "null where waiting for memory was off. predicted_peak_kb is the memory it was expected "
+                 "to need, charge_kb what it took, estimated from its peak RSS.",
+    "saved": "the links' time against what the caller's default linker (rustc's rust-lld, else the "
+             "compiler's own ld) would have taken on them: measured_links of links have an estimate, "
+             "from `linkwrap bench` runs of both linkers on that output on this machine (default_ms: "
+             "wall_ms over the paired ratio), or exact for links linked as asked; the others have none "
+             "and no saving is claimed for them. measured_ms counts a fall-back's failed first attempt. "
+             "history: the same over every build of the project.",
 }
 
 
@@ -156,7 +164,9 @@ def busy_ms(links) -> float:
     return union(spans)
 
 
-def build_summary(db, build, *, since_utc=None, ninja_log=None, on_ninja_mismatch=None) -> dict:
+def build_summary(db, build, *, since_utc=None, ninja_log=None, on_ninja_mismatch=None, measured=None) -> dict:
+    """measured: saved.index() of the bench results, for what the caller's default would have taken."""
+    from linkwrap.report import saved
     rows = queries.links_since(db, build["id"], since_utc) if since_utc else queries.links_of(db, build["id"])
     links = [link_dict(r) for r in rows]
     share = None
@@ -175,6 +185,8 @@ def build_summary(db, build, *, since_utc=None, ninja_log=None, on_ninja_mismatc
         share.update(compile_links=len(compiled), compile_sum_ms=sum(l["wall_ms"] or 0.0 for l in compiled))
     return {
         "id": build["id"],
+        # Its number among its project's builds: the id counts every project's.
+        "project_build": queries.project_build_number(db, build),
         "key": build["build_key"],
         "tool": build["tool"],
         "command": build["command"],
@@ -185,6 +197,7 @@ def build_summary(db, build, *, since_utc=None, ninja_log=None, on_ninja_mismatc
         "wall_ms": build["wall_ms"],
         "exit_status": build["exit_status"],
         "totals": totals(links),
+        "saved": saved.saving(links, measured or {}),
         "by_linker": by_linker(links),
         "linking": share,
         "failures": [l for l in links if l["failed"]],
@@ -196,13 +209,26 @@ def build_summary(db, build, *, since_utc=None, ninja_log=None, on_ninja_mismatc
 
 def summarize(db, builds, *, since_utc=None, ninja_log=None, on_ninja_mismatch=None) -> dict:
     """on_ninja_mismatch(sentence): told why ninja_log was not used (None: nothing is said)."""
+    from linkwrap.report import saved
+    measured = saved.index(queries.latest_bench_by_output(db))
     summaries = [build_summary(db, b, since_utc=since_utc, ninja_log=ninja_log,
-                               on_ninja_mismatch=on_ninja_mismatch) for b in builds]
+                               on_ninja_mismatch=on_ninja_mismatch, measured=measured) for b in builds]
     if since_utc:
         summaries = [s for s in summaries if s["links"] or s["wall_ms"]]
     every = [l for s in summaries for l in s["links"]]
-    return {"builds": summaries, "totals": totals(every), "by_linker": by_linker(every),
-            "forced_missing": forced_missing(every), "notes": NOTES}
+    return {"builds": summaries, "totals": totals(every), "saved": saved.saving(every, measured),
+            "by_linker": by_linker(every), "forced_missing": forced_missing(every), "notes": NOTES}
+
+
+def history(db, project) -> dict:
+    """saved.saving() over every link of the project's builds (every project's when None), with how
+    many builds: what linkwrap saved over the project's history."""
+    from linkwrap.report import saved
+    rows = queries.project_links(db, project)
+    links = [{**dict(r), "failed": r["exit_status"] not in (0, None)} for r in rows]  # link_dict's, cheaper
+    out = saved.saving(links, saved.index(queries.latest_bench_by_output(db)))
+    out.update(builds=len({r["build_id"] for r in rows}), project_dir=project)
+    return out
 
 
 # A .ninja_log's times and a link record's come from different clocks and moments

@@ -180,3 +180,39 @@ def latest_bench(conn) -> list:
     except sqlite3.Error:   # a store from before m005 opened read-only
         return []
     return [dict(r) for r in rows]
+
+
+def latest_bench_by_output(conn) -> list:
+    """The newest `linkwrap bench` result of each project, output key (Cargo's hash left out), linker and
+    variant (dicts): what `summary` reads to say what the caller's default would have taken."""
+    import sqlite3
+    try:
+        rows = conn.execute("""
+            SELECT * FROM bench_results b WHERE id = (
+                SELECT max(id) FROM bench_results c
+                WHERE c.project_dir IS b.project_dir AND c.output_key IS b.output_key
+                  AND c.linker = b.linker AND c.variant = b.variant)""").fetchall()
+    except sqlite3.Error:   # a store from before m005 opened read-only
+        return []
+    return [dict(r) for r in rows]
+
+
+def project_links(conn, project=None) -> list:
+    """Every link of the project's builds (of every project when None), with what report/saved.py
+    reads of it: the project's history of what linkwrap saved."""
+    where, params = _in_project(project)
+    return conn.execute("SELECT links.build_id, links.cwd, links.output_path, links.linker, links.linker_path, "
+                        "links.write_mode, links.wall_ms, links.first_wall_ms, links.fs_type, links.compiles, "
+                        "links.exit_status FROM links JOIN builds ON builds.id = links.build_id "
+                        f"WHERE links.output_path IS NOT NULL AND links.output_path != ''{where}",
+                        params).fetchall()
+
+
+def project_build_number(conn, build):
+    """The build's number among its project's builds that linked something (1 for the first), or None
+    when its project is unknown: build numbers (`--build`) count every project's."""
+    project = build["project_dir"] if "project_dir" in build.keys() else None
+    if not project:
+        return None
+    return conn.execute(f"SELECT count(*) FROM builds WHERE project_dir = ? AND id <= ? AND {_LINKED}",
+                        (project, build["id"])).fetchone()[0]

@@ -209,3 +209,39 @@ def test_config_error_links_are_counted_apart_and_not_plotted(tmp_path, lw_home)
     assert '<span class="config-errors">1 configuration error</span>: no linker ran, not in the time plots' in page
     assert "1 link, " in page and "1 configuration error (no linker ran)" in page
     assert "configuration error (no linker ran)</td>" in page       # still listed in the build's table
+
+
+FIRST_SCREEN = """<script>
+window.addEventListener('load', () => {
+  const at = s => { const n = document.querySelector(s); if (!n) return null;
+                    const b = n.getBoundingClientRect(); return [b.top, b.height, n.textContent]; };
+  const pre = document.createElement('pre');
+  pre.id = 'measured';
+  pre.textContent = JSON.stringify({build: at('.saved-build'), history: at('.saved-history'),
+                                    context: at('table.context'), screen: window.innerHeight});
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+def test_the_first_screen_leads_with_the_time_against_the_callers_default(tmp_path, lw_home):
+    import html as html_mod
+    import json
+    c_object(tmp_path, "m", big=True)
+    cc = script("linkwrap-cc")
+    env = {"LINKWRAP_SAVE": "1", "LINKWRAP_LINKER": "mold"}
+    lw("run", "--quiet", "--", cc, "m.o", "-o", "app", cwd=tmp_path, env=env)
+    lw("bench", "--budget", "1", "--linker", "mold", "--linker", "bfd", "app", cwd=tmp_path, env=env)
+    lw("run", "--quiet", "--", cc, "m.o", "-o", "app", cwd=tmp_path, env=env)
+    page = lw("report", "--html", "-", cwd=tmp_path).stdout
+    (tmp_path / "first.html").write_text(page.replace("</body>", FIRST_SCREEN + "</body>"))
+    dom = chromium_dom(tmp_path / "first.html", tmp_path)
+    seen = json.loads(html_mod.unescape(re.search(r'<pre id="measured">([^<]*)</pre>', dom).group(1)))
+    # The same words as `linkwrap summary`, above the context, inside the first screen.
+    text = lw("summary", cwd=tmp_path, env={"COLUMNS": "300"}).stdout.splitlines()
+    top, height, said = seen["build"]
+    last = summary_json(cwd=tmp_path)["builds"][0]["id"]
+    assert said == f"Build 2 of this project (#{last}): " + text[2], (said, text)
+    assert "(measured)" in said and "~" in said
+    assert seen["history"][2] == text[3] and text[3].startswith("This project, 2 builds (2 links): ")
+    assert height > 0 and top < seen["history"][0] < seen["context"][0] and seen["history"][0] < seen["screen"]

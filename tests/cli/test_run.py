@@ -240,8 +240,8 @@ def test_a_build_whose_every_link_compiles_too_has_no_linking_share(tmp_path, lw
     assert b["linking"]["link_share"] is None and b["linking"]["compile_links"] == 1
     # summary's wrapped lines stay under their text, never at column 0
     for line in lw("summary", cwd=tmp_path, env={"COLUMNS": "60"}).stdout.splitlines():
-        assert not line or line.startswith((" ", "build #", "20", "Compile+link:", "Build:", "linkwrap's own",
-                                            "By linker")), line
+        assert not line or line.startswith((" ", "build ", "20", "Compile+link:", "Build:", "linkwrap's own",
+                                            "By linker", "Linked in ", "This project, ")), line
 
 
 def other_checkout(tmp_path):

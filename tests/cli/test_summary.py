@@ -93,11 +93,11 @@ def test_a_cargo_build_lists_every_link_with_real_times(tmp_path, lw_home):
     narrow = lw("summary", cwd=root, env={"LINKWRAP_HOME": str(lw_home), "COLUMNS": "80"}).stdout
     lines = narrow.splitlines()
     assert all(len(line) <= 80 for line in lines), narrow
-    assert lines[0].startswith(f"build #{b['id']}  cargo  3 links  ") and "cargo" in lines[0]
+    assert lines[0].startswith(f"build 1 of this project (#{b['id']})  cargo  3 links  ") and "cargo" in lines[0]
     names = {line.split("  ")[0].strip() for line in lines}
     assert {"demo (build script)", "demo", "demo_derive (proc-macro)"} <= names, narrow
     assert "linkwrap's own time:" in narrow and "starting Python and loading linkwrap" in narrow
-    assert "linkwrap's work once started" in narrow
+    assert "choosing a linker and recording the link" in narrow
     assert "overhead_ms" in data["notes"] and "start-up" in data["notes"]["overhead_ms"]
     assert all(l["startup_ms"] > 0 for l in b["links"])
     (root / "demo/src/main.rs").write_text('demo_derive::answer!();\nfn main() { println!("{}", answer()); }\n')
@@ -344,9 +344,12 @@ def test_a_forced_linker_that_is_not_installed_is_said_by_summary_status_and_con
                            if d and not os.access(os.path.join(d, "wild"), os.X_OK))
     env = {"PATH": path, "LINKWRAP_LINKER": "wild"}
     obj = c_object(tmp_path)
-    for out in ("a", "b"):
+    # One line on stderr, once per build (both links here are of one build: this test's process's)
+    said_once = ("linkwrap: warning: LINKWRAP_LINKER=wild, but wild is not installed: this build links with "
+                 "linkwrap's usual choice (said once per build; `linkwrap config` shows what is installed)\n")
+    for out, stderr in (("a", said_once), ("b", "")):
         done = cc_link([obj, "-o", out], cwd=tmp_path, env=env)
-        assert done.returncode == 0 and done.stdout == done.stderr == "", done.stderr   # silent: it linked
+        assert done.returncode == 0 and done.stdout == "" and done.stderr == stderr, done.stderr
     [used] = {r["linker_version"] for r in db_rows(lw_home)}
     said = f"forced linker wild is not installed (LINKWRAP_LINKER=wild; 2 links used {used})"
     text = lw("summary", cwd=tmp_path, env={"COLUMNS": "200"}).stdout
@@ -363,6 +366,9 @@ def test_a_forced_linker_that_is_not_installed_is_said_by_summary_status_and_con
     assert "forced linker" not in lw("config", cwd=tmp_path, env={"LINKWRAP_LINKER": "mold"}).stdout
     cc_link([obj, "-o", "c"], cwd=tmp_path, env={"LINKWRAP_LINKER": "mold"})
     assert summary_json("--all", cwd=tmp_path)["forced_missing"][0]["links"] == 2
+    # Another build is told again.
+    done = cc_link([obj, "-o", "b"], cwd=tmp_path, env={**env, "LINKWRAP_BUILD_ID": "another-build"})
+    assert done.returncode == 0 and done.stderr == said_once, done.stderr
 
 
 def test_a_cmake_builds_links_belong_to_its_project_from_the_source_or_the_build_directory(tmp_path, lw_home):
@@ -418,3 +424,37 @@ def test_a_full_disk_fall_back_is_counted_alike_in_the_table_and_the_json(tmp_pa
     assert "linked as asked instead (1):" in table and link["first_linker"] in table, table
     assert link["first_error"] in table, table
     assert "after fall-back" in table, table
+
+
+def test_summary_leads_with_the_time_against_the_callers_default_once_bench_measured_it(tmp_path, lw_home):
+    c_object(tmp_path, "m", big=True)
+    cc = script("linkwrap-cc")
+    env = {"LINKWRAP_SAVE": "1", "LINKWRAP_LINKER": "mold", "COLUMNS": "200"}
+    lw("run", "--quiet", "--", cc, "m.o", "-o", "app", cwd=tmp_path, env=env)
+    lines = lw("summary", cwd=tmp_path, env=env).stdout.splitlines()
+    # First, after which build it is: what the user installed linkwrap for, honestly not known yet.
+    assert lines[0].startswith("build 1 of this project (#"), lines
+    assert lines[2].startswith("Linked in ") and "not measured yet" in lines[2] and "saved" not in lines[2], lines
+    assert "This project, 1 build (1 link): what the default linker would have taken is not measured yet" == lines[3]
+    # bench replays the saved link with mold and with the caller's default, GNU ld.
+    lw("bench", "--budget", "1", "--linker", "mold", "--linker", "bfd", "app", cwd=tmp_path, env=env)
+    lw("run", "--quiet", "--", cc, "m.o", "-o", "app", cwd=tmp_path, env=env)
+    data = summary_json(cwd=tmp_path, env=env)
+    [b] = data["builds"]
+    [l] = b["links"]
+    [bench] = db_rows(lw_home, "SELECT * FROM bench_results WHERE linker = 'mold' AND variant = 'fresh'")
+    assert l["linker"] == "mold" and bench["ratio_vs"] == "bfd" and b["project_build"] == 2
+    default_ms = l["wall_ms"] / bench["ratio_median"]
+    s = b["saved"]
+    assert s["measured_links"] == s["links"] == 1 and abs(s["default_ms"] - default_ms) < 0.01  # --json rounds
+    assert abs(s["saved_ms"] - (default_ms - l["wall_ms"])) < 0.01
+    from linkwrap.report.render import fmt_ms
+    [label] = {r["linker_label"] for r in db_rows(lw_home, "SELECT * FROM bench_results WHERE linker = 'bfd'")}
+    lines = lw("summary", cwd=tmp_path, env=env).stdout.splitlines()
+    assert lines[0].startswith("build 2 of this project (#"), lines
+    assert lines[2].startswith(f"Linked in {fmt_ms(l['wall_ms'])}; the default linker ({label}) would take "
+                               f"~{fmt_ms(default_ms)} (measured): "), lines
+    # Over the project's history: both builds, and both links measured (the first was mold's too).
+    assert data["history"]["builds"] == 2 and data["history"]["measured_links"] == 2
+    assert lines[3].startswith("This project, 2 builds (2 links): ") and lines[3].endswith(
+        f"against the default linker ({label}) (measured) on every link"), lines

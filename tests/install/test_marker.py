@@ -56,3 +56,22 @@ def test_a_symlink_at_the_very_name_tried_fails_the_write_cleanly(theirs, other_
     assert untouched(victim) and os.path.islink(os.path.join(folder, name))
     with open(config, "rb") as f:
         assert f.read() == b"[build]\n"
+
+
+def test_the_reinstall_hint_names_a_command_that_installs_linkwrap():
+    # No package index carries linkwrap: the hint is its checkout's `pip install`, as the README's.
+    import tomllib
+    command = marker.install_command()
+    assert "pip install linkwrap" not in command
+    words = command.split()
+    assert words[:2] == ["pip", "install"]
+    if os.path.isabs(words[2]):
+        with open(os.path.join(words[2], "pyproject.toml"), "rb") as f:
+            assert tomllib.load(f)["project"]["name"] == "linkwrap"
+    else:
+        assert command == "pip install . in a checkout of linkwrap"
+    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "README.md")
+    assert "pip install ." in open(readme).read()
+    from linkwrap.install import cargo
+    notes, _ = cargo.teammates("/p/.cargo/config.toml", cargo.SCRIPT, "tracked")
+    assert "`pip install .` in a checkout of linkwrap" in notes[0] and "pip install linkwrap" not in notes[0]

@@ -717,3 +717,17 @@ def test_a_compile_through_the_server_is_the_drivers_alone(tmp_path, lw_home, se
     # Only the link is recorded, and it went through the server (so did the compiles before it).
     assert [os.path.basename(r["output_path"]) for r in db_rows(lw_home)] == ["hello"]
     assert entry_points(lw_home) == ["server"]
+
+
+def test_a_forced_linker_that_is_not_installed_is_said_once_per_build_through_the_server(tmp_path, lw_home, client,
+                                                                                      server):
+    # wild is a known linker found on PATH only: without its directories it is not installed.
+    path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep)
+                           if d and not os.access(os.path.join(d, "wild"), os.X_OK))
+    said = (b"linkwrap: warning: LINKWRAP_LINKER=wild, but wild is not installed: this build links with "
+            b"linkwrap's usual choice (said once per build; `linkwrap config` shows what is installed)\n")
+    for out, build, stderr in (("a", "one", said), ("b", "one", b""), ("c", "two", said)):
+        env = env_with(tmp_path, PATH=path, LINKWRAP_LINKER="wild", LINKWRAP_BUILD_ID=build)
+        done = link(client, tmp_path, env, out=out)
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", stderr), done.stderr
+    assert entry_points(lw_home) == ["server"] * 3
