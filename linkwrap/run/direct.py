@@ -25,7 +25,7 @@ driver (pipeline.py), so an LTO archive, which is not looked into, still links.
 """
 import os
 
-from linkwrap import paths
+from linkwrap import cache as cache_mod
 from linkwrap.request.args import SOURCE_SUFFIXES
 
 _CACHE = "direct.marshal"
@@ -200,7 +200,7 @@ def learn(driver, skeleton, environ=os.environ) -> tuple:
                      *(f"{k}={environ.get(k, '')}" for k in _ENV_KEYS)))
     hit = _lines.get(key)
     if hit is None:
-        cache = _load()
+        cache = cache_mod.load(_CACHE, _FORMAT)  # not used if another user could have written it
         lines = cache.setdefault("lines", {})
         hit = lines.get(key)
         if hit is None:
@@ -208,7 +208,7 @@ def learn(driver, skeleton, environ=os.environ) -> tuple:
             if len(lines) >= _MAX_ENTRIES:
                 lines.clear()  # drivers and flag sets change rarely: a full cache is stale
             lines[key] = hit
-            _store(cache)
+            cache_mod.store(_CACHE, cache)
         if len(_lines) >= _MAX_ENTRIES:
             _lines.clear()
         _lines[key] = hit
@@ -236,52 +236,6 @@ def _real(path):
         real = os.path.realpath(path)  # no /proc, or a file that is going
         return real, os.stat(real)
     return real, st
-
-
-def _load() -> dict:
-    """The cache, if it is a regular file of ours (not followed through a symlink)."""
-    import marshal
-    try:
-        fd = os.open(os.path.join(paths.cache_dir(), _CACHE), os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except OSError:
-        return {"format": _FORMAT}
-    try:
-        st = os.fstat(fd)
-        if st.st_uid == os.geteuid() and not st.st_mode & 0o022:
-            from linkwrap.cache import read_all
-            # loads() of one read: load() of a file object (a dup, an io layer) cost a tenth of a link's
-            # direct line, the file's bytes taken a few at a time.
-            data = marshal.loads(read_all(fd))
-            if isinstance(data, dict) and data.get("format") == _FORMAT:
-                return data
-    except (OSError, EOFError, ValueError, TypeError):
-        pass
-    finally:
-        os.close(fd)
-    return {"format": _FORMAT}
-
-
-def _store(data) -> None:
-    """Replace the cache atomically, mode 0600 whatever the umask; a failure costs a -### next time."""
-    import marshal
-    target = os.path.join(paths.cache_dir(), _CACHE)
-    tmp = f"{target}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            view = memoryview(marshal.dumps(data))
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-        os.replace(tmp, target)
-    except (OSError, ValueError):
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
 
 
 def _which(driver, environ):
