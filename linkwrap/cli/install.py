@@ -136,7 +136,8 @@ def run(args) -> int:
         notes, warnings = cargo.teammates(path, linker, state)
         say(notes if changed else [])
         warn(warnings)
-        warn(cargo.fights(triples, cargo.configs_read(root or os.getcwd())))
+        from linkwrap.install import cargo_checks
+        warn(cargo_checks.fights(triples, cargo_checks.configs_read(root or os.getcwd())))
         if changed and os.path.islink(path):
             say([f"note: {path} is a symbolic link: its target {os.path.realpath(path)} was edited"])
         if changed:

@@ -17,7 +17,7 @@ def add_arguments(parser) -> None:
 
 
 def collect(path=None) -> dict:
-    from linkwrap.install import cargo, cmake, launcher, marker, ninja
+    from linkwrap.install import cargo, cargo_checks, cmake, launcher, marker, ninja
     places, warnings, seen, broken = [], [], set(), []
 
     def place(kind, where, found, **details):
@@ -26,7 +26,7 @@ def collect(path=None) -> dict:
 
     def cargo_place(kind, config):
         try:
-            found = cargo.installed(config)
+            found = cargo_checks.installed(config)
         except LinkwrapError as e:
             place(kind, config, False, error=str(e))
             return []
@@ -75,7 +75,7 @@ def collect(path=None) -> dict:
             found = ninja.installed(where)
             place(kind, where, found, rules=found["rules"] if found else [])
     if targets:
-        warnings = cargo.fights(sorted(set(targets)), cargo.configs_read(root or os.getcwd()))
+        warnings = cargo_checks.fights(sorted(set(targets)), cargo_checks.configs_read(root or os.getcwd()))
     # The entry points `linkwrap install` writes from this interpreter (install/launcher.py).
     scripts = {name: launcher.fast_script(name, write=False) for name in ("linkwrap-cc", "linkwrap-launch")}
     # What a bare `linker = "linkwrap-cc"` runs for a build started from here.

@@ -55,6 +55,7 @@ def run(args) -> int:
 def _cargo_left(path) -> bool:
     from linkwrap.install import cargo
     try:
-        return bool(cargo.installed(path))
+        from linkwrap.install import cargo_checks
+        return bool(cargo_checks.installed(path))
     except Exception:
         return False

@@ -78,7 +78,8 @@ def cargo(args, env) -> list[str]:
         root = cargo_mod.project_root(os.getcwd())
     except LinkwrapError:
         root = None  # `cargo new`, `cargo install`: the global config still counts
-    configs = cargo_mod.configs_read(root or os.getcwd(), env)
+    from linkwrap.install import cargo_checks
+    configs = cargo_checks.configs_read(root or os.getcwd(), env)
     # A target file (`--target my.json`) is named by its stem in Cargo's environment names.
     targets = [os.path.splitext(os.path.basename(t))[0] if t.endswith(".json") else t
                for t in cargo_targets(args, env, configs)]

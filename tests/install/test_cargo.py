@@ -7,7 +7,7 @@ import pytest
 from conftest import script
 from install.buildtools import comment, execs, ran, run
 from linkwrap.errors import ConfigError, InstallError
-from linkwrap.install import cargo, marker
+from linkwrap.install import cargo, cargo_checks, marker
 from users import other_user  # noqa: F401 (fixture)
 
 HOST = "x86_64-unknown-linux-gnu"
@@ -203,19 +203,19 @@ def test_fights_are_found_in_env_and_config(tmp_path):
            "CARGO_ENCODED_RUSTFLAGS": "-C\x1flinker=clang"}
     data = cargo.parse("c.toml", b'[build]\nrustflags = "-C link-arg=-fuse-ld=lld"\n'
                                  b'[target.x86_64-unknown-linux-gnu]\nrustflags = ["-Clinker=cc"]\n')
-    found = cargo.fights([HOST], [("c.toml", data)], env)
+    found = cargo_checks.fights([HOST], [("c.toml", data)], env)
     assert len(found) == 5
     assert any(f.startswith("RUSTFLAGS has link-arg=-fuse-ld=gold") for f in found)
     assert any(f.startswith("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER=cc") for f in found)
     assert any("[build] rustflags" in f for f in found) and any(f"[target.{HOST}] rustflags" in f for f in found)
     assert all("\n" not in f for f in found)
-    assert cargo.fights([HOST], [], {"RUSTFLAGS": "-C opt-level=3"}) == []
+    assert cargo_checks.fights([HOST], [], {"RUSTFLAGS": "-C opt-level=3"}) == []
 
 
 def test_a_nearer_linker_shadows_a_global_install(tmp_path):
     near = cargo.parse("near", f'[target.{HOST}]\nlinker = "clang"\n'.encode())
     far = cargo.parse("far", f'[target.{HOST}]\nlinker = "{CC}"\n'.encode())
-    found = cargo.fights([HOST], [("near", near), ("far", far)], {})
+    found = cargo_checks.fights([HOST], [("near", near), ("far", far)], {})
     assert found == [f"near sets linker = 'clang' for {HOST}, and Cargo reads it first: linkwrap is not used"]
 
 
