@@ -229,14 +229,14 @@ def passes_vs(root, baseline, runs, files, funcs, rust=None):
 
 PARSE_CHILD = r"""
 import statistics, sys, time
-from linkwrap.ld import parse
+from linkwrap.ld import libraries, objects, parse
 path = sys.argv[1]
 view = parse._map(path)
-ar = parse.Archive(path, view, False)
+ar = libraries.Archive(path, view, False)
 def work():
     for h, mname, off, size in ar.members:
         if view[off:off + 4] == b"\x7fELF":
-            obj = parse.ObjectFile(mname, view[off:off + size], ar)
+            obj = objects.ObjectFile(mname, view[off:off + size], ar)
             for sec in obj.sections:
                 if sec is not None:
                     sec.get_relocs()

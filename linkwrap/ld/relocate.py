@@ -45,7 +45,7 @@ def apply_all(res, lk, live, diag, stats=None, buf=None):
     loaded = []     # loaded sections with relocations, copied: relocated after the copies
     _drop_inputs(res)
     memo = ({}, {})     # per link: Symbol -> symbol class, (type, class, writable) -> action
-    from linkwrap.ld.parse import InputSection
+    from linkwrap.ld.objects import InputSection
     nobits, alloc = elf.SHT_NOBITS, elf.SHF_ALLOC
     for o in lk.osecs:
         if o.type == nobits:

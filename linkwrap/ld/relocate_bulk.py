@@ -362,7 +362,7 @@ def apply_loaded(buf, lk, pending, res, alive, memo, stats=None, cache=None):
     a section not in it is done."""
     import numpy as np
     from linkwrap.ld import rela
-    from linkwrap.ld.parse import InputSection
+    from linkwrap.ld.objects import InputSection
     img = np.frombuffer(buf, dtype=np.uint8)
     ctx = _Loaded(np, lk, alive, memo)
     if cache is not None:

@@ -246,7 +246,7 @@ def _scan_arrays(np, mode, res, live, need, abs64_pre, allow_undefined):
     type, an action that is an error) or a TLS sequence is left to the loop, which names it in order.
     -> (the sections done, RELATIVE relocations, whether the GOT's base is used)."""
     from linkwrap.ld import rela
-    from linkwrap.ld.parse import InputSection
+    from linkwrap.ld.objects import InputSection
     alive = live.alive
     tables = live.tables
     # gc's tables cover its candidates; an .eh_frame kept as parsed is read here

@@ -66,7 +66,7 @@ def merge_properties(opts, objects) -> dict:
     """{pr_type: value} for the output (elfxx-x86.c's rules): an AND property survives only if every
     object has it; an OR property is the union of those that have it; an OR-AND property needs
     every object to have it. -z ibt / -z shstk force their bit, -z x86-64-vN adds an ISA level."""
-    from linkwrap.ld.parse import PROPERTY_AND, PROPERTY_OR, PROPERTY_OR_AND
+    from linkwrap.ld.objects import PROPERTY_AND, PROPERTY_OR, PROPERTY_OR_AND
     lists = [obj.properties or {} for obj in objects]
     everyone = [obj.properties is not None for obj in objects]
     out = {}
