@@ -12,7 +12,7 @@ formula), and what it needs is the classifier's action (classify.action). Overfl
 their location (object, section and offset), all in one run. In non-alloc
 sections (.debug_*) a reference to a discarded section becomes 0, the way GNU
 ld writes it. A link with enough relocations to pay for numpy applies them per
-object in bulk (relocate_bulk.py: loaded sections, then the others), and this
+object in bulk (relocate_loaded.py: loaded sections, then relocate_bulk.py: the others), and this
 loop takes only what a batch leaves it, section by section in output order.
 """
 from linkwrap.ld import classify, elf
@@ -76,7 +76,9 @@ def apply_all(res, lk, live, diag, stats=None, buf=None):
             relocate_bulk = None
     # what the bulk path left (or all): section by section, in output order, so errors come in that order
     cache = {}      # ObjectFile -> its locals' addresses, for both bulk paths
-    slow = relocate_bulk.apply_loaded(buf, lk, loaded, res, live.alive, memo, stats, cache) if relocate_bulk else {}
+    if relocate_bulk is not None:
+        from linkwrap.ld import relocate_loaded
+    slow = relocate_loaded.apply_loaded(buf, lk, loaded, res, live.alive, memo, stats, cache) if relocate_bulk else {}
     for m, start, addr in loaded:
         relocs = slow.get(m, ()) if relocate_bulk else None
         if relocs is None or relocs:
