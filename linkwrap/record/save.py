@@ -39,9 +39,7 @@ class SaveError(LinkwrapError):
     """A saved link that cannot be replayed; str() is the one line the user reads (exit 1)."""
 
 
-def saved_dir(state=None) -> str:
-    from linkwrap import paths
-    return os.path.join(state or paths.state_dir(), "saved")
+from linkwrap.evidence.saved import manifest_id, saved_dir  # noqa: F401 (also this module's names)
 
 
 def _private_dir(path) -> str:
@@ -162,13 +160,6 @@ def _keep(src, objects, st) -> int:
             os.unlink(tmp)
 
 
-def manifest_id(cwd, output) -> str:
-    import zlib
-    from linkwrap.evidence.measured import output_key
-    key = "\0".join((cwd, output_key(output))).encode("utf-8", "surrogateescape")
-    return f"{zlib.crc32(key):08x}"
-
-
 def save(request, outcome, facts=None, state=None) -> str:
     """Keep this (successful) link replayable; -> the manifest's path."""
     started = time.perf_counter_ns()
@@ -224,11 +215,12 @@ def save(request, outcome, facts=None, state=None) -> str:
     return path
 
 
-LARGEST = 3   # [bench] save = "largest" keeps this many outputs per project
+LARGEST = 3   # [bench] save = "largest" (the default) keeps this many outputs per project
 
 
 def wanted(request, facts, environ, settings, state=None) -> bool:
-    """LINKWRAP_SAVE=1 (`linkwrap run --save` sets it), `[bench] save = "all"`, or "largest" and
+    """LINKWRAP_SAVE=1 (`linkwrap run --save` sets it), `[bench] save = "all"`, or "largest" (the
+    default; LINKWRAP_SAVE=0 and CI make it "off", request/config.py) and
     this output is one of its project's LARGEST largest by input bytes (the others' saved links
     are dropped as they fall out). Never a link whose driver compiles sources too: replaying it
     would time the compile as the linker's."""
@@ -255,6 +247,8 @@ def wanted(request, facts, environ, settings, state=None) -> bool:
     key = output_key(request.output)
     if key not in top and len(top) >= LARGEST and facts.input_bytes <= min(top.values()):
         return False
+    if top.get(key) == facts.input_bytes:
+        return True   # ranked as before: the link path rewrites nothing (a relink of unchanged size)
     top[key] = facts.input_bytes
     ranked = sorted(top.items(), key=lambda kv: -kv[1])
     for dropped, _ in ranked[LARGEST:]:

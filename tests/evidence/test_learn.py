@@ -29,7 +29,8 @@ def test_relinks_converge_to_the_faster_linker_with_bounded_exploration(tmp_path
     (tmp_path / "linkwrap.toml").write_text(
         'forbid = ["wild", "rust-lld", "bfd", "gold"]\n'
         '[linkers.mold]\nextra_flags = ["--compress-debug-sections=zlib"]\n')
-    env = {**os.environ, "LINKWRAP_HOME": str(lw_home)}
+    # Saving off: no replay can measure this output, so its real links are the tries.
+    env = {**os.environ, "LINKWRAP_HOME": str(lw_home), "LINKWRAP_SAVE": "0"}
     env.pop("LINKWRAP_LINKER", None)
     link = ["main.o", "junk.o", "-o", "app"]
     seen = []
@@ -105,7 +106,8 @@ def test_a_candidate_that_failed_on_an_output_is_never_tried_there_again(tmp_pat
     # lld is given a flag it rejects: its try fails, the link is redone as asked, and lld is out
     (tmp_path / "linkwrap.toml").write_text(
         'forbid = ["wild", "rust-lld", "bfd", "gold"]\n[linkers.lld]\nextra_flags = ["--no-such-flag"]\n')
-    env = {**os.environ, "LINKWRAP_HOME": str(lw_home)}
+    # Saving off: no replay can measure this output, so its real links are the tries.
+    env = {**os.environ, "LINKWRAP_HOME": str(lw_home), "LINKWRAP_SAVE": "0"}
     reasons = []
     for _ in range(4):
         d = json.loads(linkwrap("explain", "--json", "--", "hello.o", "-o", "hello", cwd=tmp_path, env=env).stdout)
