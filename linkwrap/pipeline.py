@@ -241,12 +241,17 @@ def _saving(settings, environ) -> bool:
 
 def _save(request, facts, outcome, settings, environ) -> None:
     """Keep the link replayable for `linkwrap bench`; a failure costs only the saved copy."""
+    asked = True
     try:
         from linkwrap.record import save
         if save.wanted(request, facts, environ, settings):
-            save.save(request, outcome, facts)
+            # Saving by default (nobody asked): hard links only, or nothing (record/save.py).
+            asked = environ.get("LINKWRAP_SAVE") == "1" or settings.sources.get("bench.save", "default") != "default"
+            save.save(request, outcome, facts, links_only=not asked)
     except Exception as e:
-        faults.note("saving the link for replay", e)
+        from linkwrap.record.save import SaveError
+        if asked or not isinstance(e, SaveError):   # by default, a link not saved cheaply is simply not saved
+            faults.note("saving the link for replay", e)
 
 
 # LINKWRAP_CONFIG_ERRORS=warn: a configuration error is said once and links run as asked, for those

@@ -193,3 +193,21 @@ def test_the_defaults_and_what_turns_saving_off():
     assert config.merge([], {"CI": "false"}).save == "largest"
     # a file's own word wins over CI's default
     assert config.merge([("project file", {"bench": {"save": "largest"}})], {"CI": "1"}).save == "largest"
+
+
+def test_saving_by_default_only_hard_links_and_makes_no_store_on_another_filesystem(tmp_path, lw_home):
+    """Nobody asked (the default): an output on another filesystem than the state directory is not
+    saved, and nothing is made there; an input that cannot be hard-linked is not copied."""
+    import mounts
+    with mounts.loop_mount(tmp_path, "ext4") as point:
+        obj = make(tmp_path.__class__(point) / "a.o", 1 << 16)
+        with pytest.raises(save.SaveError):
+            save.save(request(tmp_path, tmp_path.__class__(point) / "app", obj), Done(), links_only=True)
+        assert not os.path.exists(os.path.join(point, ".linkwrap-saved"))
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    with mounts.loop_mount(other, "ext4") as point:   # the input there, the output beside the state
+        obj = make(tmp_path.__class__(point) / "b.o", 1 << 16)
+        with pytest.raises(save.SaveError, match="no hard link"):
+            save.save(request(tmp_path, tmp_path / "app", obj), Done(), links_only=True)
+    assert save.all_saved() == []
