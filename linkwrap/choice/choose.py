@@ -69,7 +69,9 @@ def choose(request, environ, memory=True, later=False, reaps=False) -> Choice:
         except Exception:
             measured = None
         # Before this output or its project is measured: what was measured here for other links.
-        if measured is None or len(measured.rows) < 2:   # fewer: no measured pick (policy.measured_pick)
+        # (Not where the policy would not look: LINKWRAP_LINKER, a configured `prefer`.)
+        if (measured is None or len(measured.rows) < 2) and not settings.forced \
+                and settings.sources.get("prefer") == "default":   # fewer rows: no measured pick
             try:
                 from linkwrap.evidence import prior as prior_mod
                 prior = prior_mod.applicable(request, facts, found)
