@@ -8,9 +8,14 @@ In this process (warm), medians of many calls:
                        20 projects for a link of one of them and of another project
   learn.evidence+note  the per-output evidence read and rewritten after the link
 End to end, interleaved pairs of real links through linkwrap-cc (hello world, mold):
-  LINKWRAP_SAVE=1 vs not, and the difference of the medians.
+  saving (the default) vs LINKWRAP_SAVE=0, and the median of the pair differences.
+With --rust MODULES FUNCS, the same on genproject's generated Rust program (16 34: ~150 MB of inputs,
+measurements.md's "generated std-only program"): first a real `cargo build` through linkwrap-cc with a
+fresh LINKWRAP_HOME (saving by default) and the disk its saved link holds once rustc has deleted its
+objects; then interleaved pairs of rustc's own link (wild forced, the fastest here, so the cost shows),
+each preceded by a rewrite of its objects into new inodes, as a rebuild leaves them.
 
-    python3 benchmarks/bench_save.py [--objects 40] [--rows 660] [--pairs 21]
+    python3 benchmarks/bench_save.py [--objects 40] [--rows 660] [--pairs 21] [--rust 16 34]
 """
 import argparse
 import glob
@@ -110,7 +115,7 @@ def bench_end_to_end(tmp, pairs):
     base = {**os.environ, "LINKWRAP_HOME": os.path.join(tmp, "home"), "LINKWRAP_LINKER": "mold"}
     plain, saving = [], []
     for i in range(pairs + 2):
-        order = [(base, plain), ({**base, "LINKWRAP_SAVE": "1"}, saving)]
+        order = [({**base, "LINKWRAP_SAVE": "0"}, plain), (base, saving)]
         if i % 2:
             order.reverse()   # interleaved, the order alternating
         for env, into in order:
@@ -122,11 +127,76 @@ def bench_end_to_end(tmp, pairs):
         statistics.median(s - p for s, p in zip(saving, plain))
 
 
+def store_bytes(home):
+    """(bytes of saved objects, of those held by the store alone: the disk saving costs)."""
+    total = alone = 0
+    from linkwrap.evidence.saved import saved_dir
+    for top, _, files in os.walk(saved_dir(home)):
+        for name in files:
+            st = os.lstat(os.path.join(top, name))
+            if "objects" in top:
+                total += st.st_size
+                alone += st.st_size if st.st_nlink == 1 else 0
+    return total, alone
+
+
+def renew(paths):
+    """Each file rewritten into a new inode (same bytes, same name): what a rebuild leaves."""
+    for p in paths:
+        tmp = p + ".renew"
+        with open(p, "rb") as src, open(tmp, "wb") as dst:
+            while chunk := src.read(1 << 22):
+                dst.write(chunk)
+        os.replace(tmp, p)
+
+
+def bench_rust(tmp, modules, funcs, pairs):
+    import genproject
+    from linkwrap.record import save
+    home = os.path.join(tmp, "rust-home")
+    project = genproject.rust(os.path.join(tmp, "gen"), modules, funcs)
+    cc = os.path.join(os.path.dirname(sys.executable), "linkwrap-cc")
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "LINKWRAP_SAVE", "LINKWRAP_LINKER")}
+    env.update(LINKWRAP_HOME=home, CARGO_TARGET_DIR=os.path.join(tmp, "gen-target"))
+    env[f"CARGO_TARGET_{genproject.host().replace('-', '_').upper()}_LINKER"] = cc
+    subprocess.run(["cargo", "build", "-q"], cwd=project, env=env, check=True)
+    os.environ["LINKWRAP_HOME"] = home
+    saved = [m for m in save.all_saved() if "genbig" in os.path.basename(m["output"])]
+    total, alone = store_bytes(home)
+    if saved:
+        m = saved[0]
+        objs = sum(1 for how, *_ in m["files"].values() if how == "object")
+        print(f"rust {modules}x{funcs}: cargo build saved {m['output']} ({m['input_bytes'] / 1e6:.0f} MB of inputs, "
+              f"{objs} objects hard-linked, {m['copied_bytes']} bytes copied) in {m['save_ms']:.1f} ms on the link path; "
+              f"store {total / 1e6:.1f} MB, {alone / 1e6:.1f} MB held by it alone once rustc deleted its objects")
+    argv, link_env, cwd = genproject.rust_link(project, target_dir=env["CARGO_TARGET_DIR"],
+                                               env={k: v for k, v in env.items() if not k.endswith("_LINKER")})
+    objects = [os.path.join(cwd, a) for a in argv if a.endswith(".o") and os.path.exists(os.path.join(cwd, a))]
+    base = {**env, **link_env, "LINKWRAP_LINKER": "wild"}
+    plain, saving = [], []
+    for i in range(pairs + 2):
+        order = [({**base, "LINKWRAP_SAVE": "0"}, plain), (base, saving)]
+        if i % 2:
+            order.reverse()
+        for e, into in order:
+            renew(objects)
+            t = time.perf_counter_ns()
+            subprocess.run([cc, *argv], cwd=cwd, env=e, check=True)
+            if i >= 2:
+                into.append((time.perf_counter_ns() - t) / 1e6)
+    diff = statistics.median(s - p for s, p in zip(saving, plain))
+    print(f"rust link through linkwrap-cc (wild), {pairs} interleaved pairs, {len(objects)} objects renewed "
+          f"each time: LINKWRAP_SAVE=0 {statistics.median(plain):.1f} ms, saving {statistics.median(saving):.1f} ms "
+          f"(median of pair differences {diff:+.1f} ms)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--objects", type=int, default=40)
     ap.add_argument("--rows", type=int, default=660)
     ap.add_argument("--pairs", type=int, default=21)
+    ap.add_argument("--rust", type=int, nargs=2, metavar=("MODULES", "FUNCS"),
+                    help="also genproject's Rust program of this size (16 34: ~150 MB of inputs)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-save-") as tmp:
         os.environ["LINKWRAP_HOME"] = os.path.join(tmp, "home")
@@ -139,8 +209,10 @@ def main():
               f"{other:.1f} us for another project's")
         print(f"learn.evidence + learn.note: {bench_learn(tmp):.1f} us per link")
         plain, saving, diff = bench_end_to_end(tmp, a.pairs)
-        print(f"hello link through linkwrap-cc (mold), {a.pairs} interleaved pairs: {plain:.1f} ms, "
-              f"with LINKWRAP_SAVE=1 {saving:.1f} ms (median of pair differences {diff:+.1f} ms)")
+        print(f"hello link through linkwrap-cc (mold), {a.pairs} interleaved pairs: LINKWRAP_SAVE=0 {plain:.1f} ms, "
+              f"saving (the default) {saving:.1f} ms (median of pair differences {diff:+.1f} ms)")
+        if a.rust:
+            bench_rust(tmp, *a.rust, a.pairs)
         print(f"load {os.getloadavg()[0]:.2f}")
 
 

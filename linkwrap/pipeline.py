@@ -154,8 +154,7 @@ def link(inv, answer=None):
     memory = ended_ns = None
     if ticket is not None and not reaps:  # the next link may be waiting for this one's memory: let it go first
         memory = _leave(ticket, choice, decision, request, outcome, facts)
-    saving = outcome.returncode == 0 and (environ.get("LINKWRAP_SAVE") == "1" or
-                                          getattr(settings, "save", "off") != "off")
+    saving = outcome.returncode == 0 and _saving(settings, environ)
     # What the relink taught: its time where linkwrap chose (learning on); a linker's failure always,
     # but for a linker forced by LINKWRAP_LINKER (asked for, not chosen: no evidence against it).
     teaching = choice.learned is not None or (
@@ -168,7 +167,7 @@ def link(inv, answer=None):
         if teaching and first is not None:
             # Before the answer: the build's next link of this output must not try the failed linker
             # again. Failures are rare; a success's time can wait until after the answer.
-            _learn(request, chosen, outcome, facts, first, choice.learned is not None)
+            _learn(request, chosen, outcome, facts, first, choice.learned is not None, choice.measured)
             teaching = False
         if recording and not who:  # nothing ran (no such driver): from the caller's ancestors while it lives
             from linkwrap.facts import build
@@ -195,7 +194,7 @@ def link(inv, answer=None):
                     caller_pid=inv.caller_pid, entry=inv.entry, reached_ns=inv.reached_ns, ended_ns=ended_ns,
                     build=who[0] if who else None)
     if teaching:
-        _learn(request, chosen, outcome, facts, first, choice.learned is not None)
+        _learn(request, chosen, outcome, facts, first, choice.learned is not None, choice.measured)
     if saving:
         _save(request, facts, outcome, settings, environ)  # now, while rustc's temporary inputs still exist
     return outcome.returncode
@@ -241,23 +240,34 @@ def _leave(ticket, choice, decision, request, outcome, facts):
     return predict.Memory(choice.memory.kb, choice.memory.source, charge_kb, how, None, None, None, None)
 
 
-def _learn(request, chosen, outcome, facts, first, learning) -> None:
-    """This relink's time (or failure) into its output's evidence; a fault costs only that."""
+def _learn(request, chosen, outcome, facts, first, learning, measured=None) -> None:
+    """This relink's time (or failure) into its output's evidence (and against its measurement); a
+    fault costs only that."""
     try:
         from linkwrap.evidence import learn
-        learn.note(request, chosen, outcome, getattr(facts, "cpus", None), first, learning)
+        learn.note(request, chosen, outcome, getattr(facts, "cpus", None), first, learning, measured)
     except Exception as e:
         faults.note("keeping what this relink taught", e)
 
 
+def _saving(settings, environ) -> bool:
+    from linkwrap.evidence.saved import saving
+    return saving(settings, environ)
+
+
 def _save(request, facts, outcome, settings, environ) -> None:
     """Keep the link replayable for `linkwrap bench`; a failure costs only the saved copy."""
+    asked = True
     try:
         from linkwrap.record import save
         if save.wanted(request, facts, environ, settings):
-            save.save(request, outcome, facts)
+            # Saving by default (nobody asked): hard links only, or nothing (record/save.py).
+            asked = environ.get("LINKWRAP_SAVE") == "1" or settings.sources.get("bench.save", "default") != "default"
+            save.save(request, outcome, facts, links_only=not asked)
     except Exception as e:
-        faults.note("saving the link for replay", e)
+        from linkwrap.record.save import SaveError
+        if asked or not isinstance(e, SaveError):   # by default, a link not saved cheaply is simply not saved
+            faults.note("saving the link for replay", e)
 
 
 # LINKWRAP_CONFIG_ERRORS=warn: a configuration error is said once and links run as asked, for those

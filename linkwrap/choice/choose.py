@@ -21,8 +21,10 @@ from linkwrap.records import record
 # measured, learned: what `linkwrap bench` measured and this output's relinks taught (None: nothing).
 # failed: the linkers that failed on this output where the link as asked then passed; consulted by
 # every choice but a forced one, whether or not learning is on.
-Choice = record("Choice", "settings found facts decision config_error faults memory measured learned failed",
-                (frozenset(),))
+# prior: other projects' like links measured on this machine (evidence/prior.py; None: not read, or
+# a fault reading it); replayable: this output's link is saved, so a replay can measure it.
+Choice = record("Choice", "settings found facts decision config_error faults memory measured learned failed "
+                "prior replayable", (frozenset(), None, False))
 
 
 def choose(request, environ, memory=True, later=False, reaps=False) -> Choice:
@@ -36,7 +38,8 @@ def choose(request, environ, memory=True, later=False, reaps=False) -> Choice:
     from linkwrap.request import config
     from linkwrap.facts import linkers, probe
     from linkwrap.choice import policy
-    settings = facts = config_error = measured = learned = None
+    settings = facts = config_error = measured = learned = prior = None
+    replayable = False
     failed = frozenset()
     found = {}
     faults = []
@@ -65,6 +68,20 @@ def choose(request, environ, memory=True, later=False, reaps=False) -> Choice:
             measured = measured_mod.applicable(request, facts, found)
         except Exception:
             measured = None
+        # Before this output or its project is measured: what was measured here for other links.
+        # (Not where the policy would not look: LINKWRAP_LINKER, a configured `prefer`.)
+        if (measured is None or len(measured.rows) < 2) and not settings.forced \
+                and settings.sources.get("prefer") == "default":   # fewer rows: no measured pick
+            try:
+                from linkwrap.evidence import prior as prior_mod
+                prior = prior_mod.applicable(request, facts, found)
+            except Exception:   # a hint too: without it the static order decides
+                prior = None
+        try:
+            from linkwrap.evidence import saved
+            replayable = saved.replayable(request, settings, environ)
+        except Exception:
+            replayable = False
         # A linker that failed here is remembered for every choice but LINKWRAP_LINKER (the caller's
         # -fuse-ld wins in the policy), or it would be tried, and fall back, on every link. Relinks'
         # times teach only where linkwrap chooses: not under a configured `prefer` or `learn = false`.
@@ -81,7 +98,8 @@ def choose(request, environ, memory=True, later=False, reaps=False) -> Choice:
         try:
             # Pure: which linker, which flags, how to write the output, and why.
             callers_ld = driver_ld(request, found, environ)
-            decision = policy.decide(request, facts, found, settings, measured, callers_ld, learned, failed, reaps)
+            decision = policy.decide(request, facts, found, settings, measured, callers_ld, learned, failed, reaps,
+                                     prior, replayable)
             if learned is not None and not policy.learns(request, facts, callers_ld):
                 # Its evidence was not consulted: nor is its time kept (a file rewritten every link
                 # for nothing); a linker's failure still is (learn.note(learning=False)).
@@ -89,7 +107,8 @@ def choose(request, environ, memory=True, later=False, reaps=False) -> Choice:
         except Exception as e:
             faults.append(("choosing a linker", e))
             decision = policy.as_asked(describe("choosing a linker", e))
-    choice = Choice(settings, found, facts, decision, config_error, tuple(faults), None, measured, learned, failed)
+    choice = Choice(settings, found, facts, decision, config_error, tuple(faults), None, measured, learned, failed,
+                    prior, replayable)
     return with_memory(choice, request) if memory else choice
 
 

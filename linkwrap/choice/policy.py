@@ -17,6 +17,7 @@ from linkwrap.records import record
 from linkwrap.facts.probe import SMALL_INPUT_BYTES
 from linkwrap.facts.output_file import CACHE_PROBE_MIN_BYTES
 from linkwrap.facts.linkers import FAST
+from linkwrap.evidence.prior import BY_MACHINE_ORDER, BY_MEASUREMENT
 
 IN_PLACE = "in-place"  # the linker may overwrite the existing inode: every hard link sees the new binary
 FRESH = "fresh"        # a new inode: the old one, and every other name for it, stays untouched
@@ -73,7 +74,7 @@ FUSE_LD = {"mold": "mold", "wild": "wild", "lld": "lld", "bfd": "bfd", "gold": "
 
 
 def decide(request, probe, linkers, config, measured=None, callers_ld=None, learned=None, failed=frozenset(),
-           reaps=False) -> Decision:
+           reaps=False, prior=None, replayable=False) -> Decision:
     """The linker, its flags and the write mode for one link, with reasons.
 
     measured: linkwrap.evidence.measured.Measured, the replay results that apply to this link (None:
@@ -83,10 +84,13 @@ def decide(request, probe, linkers, config, measured=None, callers_ld=None, lear
     link as asked then passed (learn.evidence's memory, kept whether or not learning is on).
     reaps: the process that runs the link waits for a forking linker's worker after it has
     answered the build (the server's child, a child subreaper); else it cannot, and mold and wild
-    get --no-fork.
+    get --no-fork. prior: linkwrap.evidence.prior.Prior, other projects' like links measured here
+    (None: no prior, the static order); replayable: this output's link is saved, so a replay can
+    measure it and its real links are never tries (docs/policy.md 1.4).
     """
     reasons = []
-    info = choose_linker(request, linkers, config, reasons, probe, measured, callers_ld, learned, failed)
+    info = choose_linker(request, linkers, config, reasons, probe, measured, callers_ld, learned, failed,
+                         prior, replayable)
     if info is None:
         return Decision(None, (), (), FRESH, tuple(reasons))
     extra = tuple(config.extra_flags.get(info.name, ())) if config is not None else ()
@@ -110,9 +114,10 @@ def decide(request, probe, linkers, config, measured=None, callers_ld=None, lear
 # --- which linker ----------------------------------------------------------
 
 def choose_linker(request, linkers, config, reasons, probe=None, measured=None, callers_ld=None, learned=None,
-                  failed=frozenset()):
+                  failed=frozenset(), prior=None, replayable=False):
     """LINKWRAP_LINKER, else the caller's own -fuse-ld=, else a configured `prefer`, else the
-    fastest measured here, else what this output's relinks taught, else the static order (the
+    fastest measured here, else what this output's relinks taught, else the prior (other projects'
+    like links measured here, else the machine default order), else the static order (the
     caller's own default first)."""
     # config.load refuses a LINKWRAP_LINKER that names no known linker.
     forced = config.forced if config is not None else None
@@ -165,6 +170,13 @@ def choose_linker(request, linkers, config, reasons, probe=None, measured=None, 
         if pick is not None:
             reasons.append(measured_reason(pick, linkers, measured))
             return linkers[pick[0].linker]
+        # Not measured: the prior orders what the rules allow (never a linker they pass over).
+        base = default[0] if default is not None else (callers_ld or "bfd")
+        prefer, by_prior = prior_order(prefer, linkers, forbid | unfit | failed, prior, base,
+                                       default is not None)
+        if by_prior is not None and by_prior[0] is None:
+            reasons.append(by_prior[1])   # what was looked at, and why it does not move the order
+            by_prior = None
         if default is None and probe is not None and getattr(probe, "small_inputs", None):
             # A small link whose caller's own linker is GNU ld: there mold and lld are no faster than
             # it alone and slower beside the build's other links, so they go right after it (where
@@ -180,10 +192,15 @@ def choose_linker(request, linkers, config, reasons, probe=None, measured=None, 
                                f"{' and '.join(n for n in slower if n in linkers)} after GNU ld, which links it "
                                "as fast alone and faster beside other links (docs/policy.md 1.3)")
         else:
-            taught = learned_pick(prefer, linkers, forbid | unfit, learned)
+            if replayable and learned is not None:
+                reasons.append("this output's link is saved: a replay measures its candidates, so its "
+                               "real links are no tries (docs/policy.md 1.4)")
+            taught = learned_pick(prefer, linkers, forbid | unfit, learned, explore=not replayable)
             if taught is not None:
                 reasons.append(taught[1])
                 return linkers[taught[0]]
+    else:
+        by_prior = None
     order = ", ".join(prefer)
     skipped = []
     for name in prefer:
@@ -202,7 +219,9 @@ def choose_linker(request, linkers, config, reasons, probe=None, measured=None, 
             reasons.append(f"{info.label} passed over: {unfit}")
             continue
         note = f" ({', '.join(skipped)} forbidden)" if skipped else ""
-        if default is not None and name == prefer[0]:
+        if by_prior is not None and name == by_prior[0]:
+            reasons.append(by_prior[1] + note)
+        elif default is not None and name == prefer[0]:
             reasons.append(f"{info.label}: {default[1]}, first of {order} while nothing is measured{note}")
         else:
             reasons.append(f"{info.label}: first installed of {order}{note}")
@@ -300,8 +319,63 @@ def measured_reason(pick, linkers, measured) -> str:
             f"({chosen.median_ms:.0f} ms ±{pct:.1f} %{vs}; {chosen.runs} rounds, {chosen.date})")
 
 
-def learned_pick(order, linkers, forbid, learned):
+# With nothing measured on this machine for links like this one, these go before the caller's own
+# default (where the rules allow them): wild took 0.59-0.68x rust-lld's time on a real 130 MB Rust
+# link here, 0.59-0.65x on a generated 150 MB one and 0.5-0.55x GNU ld's on small C links, where mold
+# took 1.09-1.16x and lld-16 1.06x rust-lld's on the real one (docs/policy.md 1.4).
+MACHINE_ORDER = ("wild",)
+
+
+def prior_order(order, linkers, excluded, prior, base, fast_default=True):
+    """(order, (first, reason) or None): the order with the prior's choice first.
+
+    A prior from other projects: the candidate whose paired ratio to base (the caller's default) had
+    its whole 95 % interval below 1 on every like link measured, the lowest median ratio winning
+    (first None, with a reason, when like links were measured and none was clearly faster: the order
+    stays). None of them: MACHINE_ORDER first where the caller's default is a fast linker
+    (fast_default: rustc's rust-lld, a driver whose ld is mold or lld). excluded: what the rules pass
+    over for this link."""
+    if prior is None:
+        return order, None
+    allowed = [n for n in order if n in linkers and n not in excluded]
+    by = {}
+    for r in prior.rows:
+        if r.vs == base and r.linker in allowed and r.linker != base and r.ratio is not None:
+            by.setdefault(r.linker, []).append(r)
+    if by:
+        clear = {n: rs for n, rs in by.items() if all(r.ratio_high is not None and r.ratio_high < 1 for r in rs)}
+        if not clear:
+            seen = ", ".join(f"{rs[0].label} {rs[0].ratio:.2f}x ({rs[0].project})" for rs in by.values())
+            return order, (None, f"{BY_MEASUREMENT}{prior.scope}: none clearly faster than {base} ({seen})")
+        name = min(clear, key=lambda n: (_median([r.ratio for r in clear[n]]), order.index(n)))
+        src = clear[name][0]   # the closest in size
+        more = f", and {len(clear[name]) - 1} more like links" if len(clear[name]) > 1 else ""
+        why = (f"{linkers[name].label}: {BY_MEASUREMENT}{prior.scope}: {src.label} measured {src.ratio:.2f}x the time "
+               f"of {base} (95 % CI {src.ratio_low:.2f}-{src.ratio_high:.2f}) on {src.project} {src.output} "
+               f"({size_text(src.input_bytes)} of inputs, this link {size_text(prior.input_bytes)}; "
+               f"{src.date}{more}); this output is not measured yet")
+        return (name,) + tuple(n for n in order if n != name), (name, why)
+    first = next((n for n in MACHINE_ORDER if n in allowed), None)
+    if first is None or not fast_default:
+        # Behind a slow default (GNU ld) the static order already starts with mold, which the figures
+        # put well ahead of it; the machine order is for the fast default the static order keeps first.
+        return order, None
+    if first == order[0]:
+        return order, None
+    why = (f"{linkers[first].label}: {BY_MACHINE_ORDER} ({', '.join(MACHINE_ORDER)} before "
+           f"{base}) while nothing like this link is measured here (docs/policy.md 1.4)")
+    return (first,) + tuple(n for n in order if n != first), (first, why)
+
+
+def _median(xs):
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def learned_pick(order, linkers, forbid, learned, explore=True):
     """(name, reason) from this output's own relinks, or None (the static order decides).
+    explore=False (the output is saved: a replay measures it): no tries, only what was judged.
 
     Exploration is bounded: while a fast candidate has fewer than learn.NEED timed relinks it is
     tried on at most every other link (never two tries in a row); once all are judged the fastest
@@ -324,7 +398,7 @@ def learned_pick(order, linkers, forbid, learned):
         exploit = min(judged, key=judged.get) if judged else cands[0]
         tries = [n for n in untried if n != exploit]
         # The first link of an output takes the usual choice; tries start with the second.
-        if tries and not learned.last_explored and stats.get(exploit, (0, 0))[0] >= 1:
+        if explore and tries and not learned.last_explored and stats.get(exploit, (0, 0))[0] >= 1:
             n = tries[0]
             return n, (f"{linkers[n].label}{EXPLORING} on this output ({stats.get(n, (0,))[0]} of {NEED} "
                        f"relinks timed; so far {summary}; never two tries in a row)")
@@ -332,7 +406,7 @@ def learned_pick(order, linkers, forbid, learned):
             return exploit, f"{linkers[exploit].label}: fastest of this output's relinks so far ({summary})"
         return None
     ranked = sorted(cands, key=judged.get)
-    if learned.links % EXPLORE_EVERY == EXPLORE_EVERY - 1 and not learned.last_explored:
+    if explore and learned.links % EXPLORE_EVERY == EXPLORE_EVERY - 1 and not learned.last_explored:
         n = ranked[1]
         return n, (f"{linkers[n].label}{EXPLORING} again on this output (one link in {EXPLORE_EVERY} "
                    f"re-checks the runner-up; {summary})")

@@ -13,7 +13,9 @@ Output: rich tables; --json prints a stable object:
                            choice but a forced one avoids them, whether or not learning is on],
                 "measured": null | {"used", "scope", "rows", "ignored"},
                 "learned": null | {"used", "exploring", "load_adjusted", "links", "explored", "failed",
-                                    "candidates", "compiles"}},
+                                    "candidates", "compiles"},
+                "prior": null | {"used", "scope", "input_bytes", "decided_by", "rows", "ignored"},
+                "replayable": whether the output's link is saved (then its real links are no tries)},
    "start": {"how": "direct" | "driver", "why"},
    "entry": {"point": "server" | "script", "why"}: the entry point a build's link reaches, whose
             decision is shown (the server's child reaps a forking linker's worker: no --no-fork),
@@ -116,7 +118,7 @@ def explain(request, environ) -> dict:
         request = request._replace(output=linked_as)
         gone = OutputFacts(exists=False, **dict.fromkeys(f for f in OutputFacts._fields if f != "exists"))
         facts = facts._replace(output=gone)
-        decision = policy.decide(request, facts, found, settings, reaps=reaps)
+        decision = policy.decide(request, facts, found, settings, reaps=reaps, prior=choice.prior)
         note = (f"Cargo links this binary as {linked_as} and deletes that file first: at link time there is "
                 "no output (shown below); this name is a hard link Cargo makes after the link")
     return {
@@ -128,7 +130,8 @@ def explain(request, environ) -> dict:
         "held_by": holders(request.output) if facts is not None and facts.output.held_by_others else [],
         "decision": dict(decision_dict(decision), failed=sorted(choice.failed or ()),
                          measured=measured_dict(choice.measured, decision),
-                         learned=learned_dict(choice.learned, decision, compiles(request))),
+                         learned=learned_dict(choice.learned, decision, compiles(request)),
+                         prior=prior_dict(choice.prior, decision), replayable=choice.replayable),
         "start": start_dict(request, decision, environ),
         "entry": entry,
         "linkers": {name: {"path": info.path, "version": _dotted(info.version)} for name, info in found.items()},
@@ -317,6 +320,12 @@ def measured_dict(measured, decision):
             "rows": [dict({k: getattr(r, k) for k in keys}, **{k: getattr(r, f) for k, f in paired.items()})
                      for r in rows],
             "ignored": list(measured.ignored)}
+
+
+def prior_dict(prior, decision):
+    """What was measured here for other links, and whether it decided (evidence/prior.as_dict)."""
+    from linkwrap.evidence.prior import as_dict
+    return as_dict(prior, decision)
 
 
 def compiles(request) -> bool:

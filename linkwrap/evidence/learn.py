@@ -108,11 +108,13 @@ def corrected_ms(wall_ms, cpus, load=None) -> float:
     return wall_ms * cpus / load
 
 
-def note(request, decision, outcome, cpus, first_attempt=None, learning=True) -> None:
+def note(request, decision, outcome, cpus, first_attempt=None, learning=True, measured=None) -> None:
     """Add this link to its output's evidence (after the link; the link path catches any fault).
 
     learning=False (`learn = false`, a configured `prefer`, LINKWRAP_LINKER): only a linker's failure
-    is kept, as every choice but a forced one consults it; nothing is written otherwise."""
+    is kept, as every choice but a forced one consults it; nothing is written otherwise.
+    measured: what applied to this link (measured.Measured); the relinks of this output clearly
+    slower than its measurement of the chosen linker mark that measurement stale (against_measured)."""
     from linkwrap.facts.linkers import FAST
     if not request.output:
         return
@@ -139,6 +141,7 @@ def note(request, decision, outcome, cpus, first_attempt=None, learning=True) ->
         samples = data["samples"].setdefault(name, [])
         samples.append(round(corrected_ms(outcome.wall_ms, cpus), 3))
         del samples[:-KEEP]
+        against_measured(request, name, decision.write_mode, samples, measured)
     from linkwrap import paths
     from linkwrap import libc
     where, name = os.path.split(path)
@@ -159,6 +162,29 @@ def note(request, decision, outcome, cpus, first_attempt=None, learning=True) ->
         os.close(dfd)
     if new:
         _bound(os.path.dirname(path), request)
+
+
+# "Clearly slower": the median of the last NEED relinks above this many times the measured median,
+# and by more than STALE_MARGIN_MS (a real link carries the driver and linkwrap's own few ms, which a
+# replay's median does not).
+STALE_FACTOR = 1.5
+STALE_MARGIN_MS = 20.0
+
+
+def against_measured(request, linker, write_mode, samples, measured) -> None:
+    """Mark this output's measurement stale (measured.mark_stale) when its relinks through the measured
+    linker are clearly slower than it: the output changed since, or the replay did not see what the
+    real link meets (a busier disk, a colder cache). Only a measurement of this very output."""
+    from linkwrap.evidence import measured as measured_mod
+    if measured is None or measured.scope != measured_mod.SCOPES[0] or len(samples) < NEED:
+        return
+    rows = {r.variant: r for r in measured.rows if r.linker == linker and not r.failed}
+    row = rows.get(write_mode) or rows.get("fresh")
+    if row is None:
+        return
+    relinks = _median(samples[-NEED:])
+    if relinks > row.median_ms * STALE_FACTOR and relinks - row.median_ms > STALE_MARGIN_MS:
+        measured_mod.mark_stale(request.cwd, request.output, linker, row.median_ms, relinks)
 
 
 def _bound(where, request) -> None:

@@ -12,8 +12,16 @@ A result applies to a link only when it was measured on the same machine (CPU mo
 CPUs), on the same filesystem type, and with the linker binary that is installed now (same path
 and mtime). Among those the closest scope wins, because the ranking is a property of the link,
 not only of its size (shared/reference/measurements.md): the same output of the same project,
-then the same project's outputs of the same kind; never another project's links. Results that would have applied but fail a check are named in
-`ignored`, so `linkwrap explain` can say why a measurement did not count.
+then the same project's outputs of the same kind. Another project's links are not measurements of
+this one: they reach the choice only as a prior (evidence/prior.py), from the machine-wide summary
+`<cache>/measurements/machine.marshal` that add_rows() keeps beside the shards (the paired ratios of
+every project's fresh results), so a link reads one more small file, not every shard. Results that
+would have applied but fail a check are named in `ignored`, so `linkwrap explain` can say why a
+measurement did not count.
+
+A measurement the real relinks contradict (learn.note: clearly slower than it said) is marked stale in
+`<cache>/measurements/stale.marshal`, {(project, output key): why}; whoever measures again
+(`linkwrap bench`, the background measurer) reads stale() and add_rows() clears the mark.
 """
 import os
 from linkwrap.records import record
@@ -26,6 +34,9 @@ LOCK = "measurements.lock"        # beside it: one writer of the shards at a tim
 FORMAT = 1
 SHARDS = 64
 MAX_ROWS = 1000   # newest kept in a shard: a few hundred outputs x candidates of one project
+MACHINE = os.path.join(CACHE, "machine.marshal")   # every project's paired fresh results: priors
+MACHINE_ROWS = 400   # newest kept there: ~60 KB, read by a link only when nothing of its own applies
+STALE = os.path.join(CACHE, "stale.marshal")        # outputs whose measurement the relinks contradict
 
 # One candidate's result on one saved link. Plain tuples in the file (marshal), Row here.
 Row = record("Row", [
@@ -103,8 +114,50 @@ def add_rows(new) -> None:
         _migrate()
         for name, rows in by_shard.items():
             _merge(name, rows)
+        summary = [r for rows in by_shard.values() for r in rows if for_priors(r)]
+        if summary:
+            _merge(MACHINE, summary, keep=MACHINE_ROWS)
+        _clear_stale({(r.project, r.output) for rows in by_shard.values() for r in rows})
     finally:
         os.close(lock)
+
+
+def for_priors(row) -> bool:
+    """A result another project's link may follow: a fresh write, timed, paired with the caller's default."""
+    return row.variant == "fresh" and not row.failed and row.ratio is not None and row.vs is not None
+
+
+def machine_rows() -> list:
+    """The machine-wide summary's results (every project's), newest last."""
+    return [row for row in map(_row, _raw(MACHINE) or ()) if row is not None]
+
+
+def stale() -> dict:
+    """{(project, output key): {"linker", "measured_ms", "relinks_ms", "utc"}}: the measurements that
+    this output's real relinks contradict, for whoever measures again."""
+    data = cache_mod.load(STALE, FORMAT).get("outputs")
+    return data if isinstance(data, dict) else {}
+
+
+def is_stale(request) -> bool:
+    return (request.cwd, output_key(request.output)) in stale()
+
+
+def mark_stale(project, output, linker, measured_ms, relinks_ms) -> None:
+    """The relinks of output through linker took relinks_ms (median), its measurement said measured_ms."""
+    import time
+    marks = stale()
+    key = (project, output_key(output))
+    if key in marks and marks[key].get("linker") == linker:
+        return   # marked already: not rewritten at every relink
+    marks[key] = {"linker": linker, "measured_ms": measured_ms, "relinks_ms": relinks_ms, "utc": time.time()}
+    cache_mod.store(STALE, {"format": FORMAT, "outputs": dict(list(marks.items())[-MAX_ROWS:])})
+
+
+def _clear_stale(keys) -> None:
+    marks = stale()
+    if marks and keys.intersection(marks):
+        cache_mod.store(STALE, {"format": FORMAT, "outputs": {k: v for k, v in marks.items() if k not in keys}})
 
 
 def _same(r) -> tuple:
@@ -112,7 +165,7 @@ def _same(r) -> tuple:
     return (r.machine, r.fs, r.project, r.output, r.linker, r.variant)
 
 
-def _merge(name, rows, newer=True) -> bool:
+def _merge(name, rows, newer=True, keep=None) -> bool:
     """rows into shard name: newer, they replace its results of the same link, linker and variant;
     else (the legacy file's) they go under them, only where the shard has no such result."""
     stored = [r for r in map(_row, _raw(name) or ()) if r is not None]
@@ -122,7 +175,7 @@ def _merge(name, rows, newer=True) -> bool:
     else:
         keys = {_same(r) for r in stored}
         merged = [r for r in rows if _same(r) not in keys] + stored
-    return cache_mod.store(name, {"format": FORMAT, "rows": [tuple(r) for r in merged[-MAX_ROWS:]]})
+    return cache_mod.store(name, {"format": FORMAT, "rows": [tuple(r) for r in merged[-(keep or MAX_ROWS):]]})
 
 
 def _lock() -> int:
@@ -202,10 +255,10 @@ def applicable(request, facts, found, rows=None):
                 if row is not None]
     if not rows:
         return None
-    return match(request, facts, found, rows, machine_key(getattr(facts, "cpus", None)), _stamps(found))
+    return match(request, facts, found, rows, machine_key(getattr(facts, "cpus", None)), stamps_of(found))
 
 
-def _stamps(found) -> dict:
+def stamps_of(found) -> dict:
     stamps = {}
     for name, info in found.items():
         try:
@@ -227,6 +280,21 @@ def scope_of(row, request, output):
     return 1 if row.kind == request.kind else None
 
 
+def why_not(row, machine, fs, stamps):
+    """Why a result does not hold for a link here now (machine, filesystem, linker binary), or None."""
+    if row.machine != machine:
+        return f"{row.label} measured on another machine ({row.machine})"
+    if row.fs != fs:
+        return f"{row.label} measured on {row.fs or 'an unknown filesystem'}, this output is on {fs or 'an unknown one'}"
+    if row.linker not in stamps:
+        return f"{row.label} measured {row.date} is not installed now"
+    if stamps[row.linker][0] != row.path:
+        return f"{row.label} measured {row.date} was {row.path}, now {stamps[row.linker][0]}"
+    if stamps[row.linker][1] != row.mtime_ns:
+        return f"{row.label} measured {row.date}: its binary changed since"
+    return None
+
+
 def match(request, facts, found, rows, machine, stamps) -> Measured:
     """Pure apart from its arguments: the results that apply, in the closest scope that has any."""
     fs = getattr(facts, "fs", None)
@@ -237,17 +305,7 @@ def match(request, facts, found, rows, machine, stamps) -> Measured:
         scope = scope_of(row, request, output)
         if scope is None:
             continue
-        why = None
-        if row.machine != machine:
-            why = f"{row.label} measured on another machine ({row.machine})"
-        elif row.fs != fs:
-            why = f"{row.label} measured on {row.fs or 'an unknown filesystem'}, this output is on {fs or 'an unknown one'}"
-        elif row.linker not in stamps:
-            why = f"{row.label} measured {row.date} is not installed now"
-        elif stamps[row.linker][0] != row.path:
-            why = f"{row.label} measured {row.date} was {row.path}, now {stamps[row.linker][0]}"
-        elif stamps[row.linker][1] != row.mtime_ns:
-            why = f"{row.label} measured {row.date}: its binary changed since"
+        why = why_not(row, machine, fs, stamps)
         if why:
             ignored[scope].append(why)
         else:

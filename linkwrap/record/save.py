@@ -39,9 +39,7 @@ class SaveError(LinkwrapError):
     """A saved link that cannot be replayed; str() is the one line the user reads (exit 1)."""
 
 
-def saved_dir(state=None) -> str:
-    from linkwrap import paths
-    return os.path.join(state or paths.state_dir(), "saved")
+from linkwrap.evidence.saved import manifest_id, saved_dir  # noqa: F401 (also this module's names)
 
 
 def _private_dir(path) -> str:
@@ -58,8 +56,10 @@ def _private_dir(path) -> str:
     return path
 
 
-def store_for(output_dir, state=None) -> str:
-    """The object store on the same filesystem as output_dir."""
+def store_for(output_dir, state=None, links_only=False) -> str:
+    """The object store on the same filesystem as output_dir. links_only (saving by default): only
+    the state directory's own store; SaveError for an output on another filesystem, where saving
+    would make a directory of its own at that filesystem's top."""
     from linkwrap import paths
     base = saved_dir(state)
     paths.make_private_dir(os.path.dirname(base))
@@ -67,6 +67,9 @@ def store_for(output_dir, state=None) -> str:
     dev = os.stat(output_dir).st_dev
     if os.stat(base).st_dev == dev:
         return _private_dir(os.path.join(base, "objects"))
+    if links_only:
+        raise SaveError(f"{output_dir}: on another filesystem than {base}; saved only when asked "
+                        "([bench] save, LINKWRAP_SAVE=1)")
     # The highest directory above the output on its filesystem that this user owns.
     top, d = None, os.path.realpath(output_dir)
     while True:
@@ -120,8 +123,9 @@ def _object_name(st) -> str:
     return f"{st.st_ino}-{st.st_size}-{st.st_mtime_ns}"
 
 
-def _keep(src, objects, st) -> int:
-    """Put src into the store; -> bytes copied (0 for a hard link or a clone)."""
+def _keep(src, objects, st, links_only=False) -> int:
+    """Put src into the store; -> bytes copied (0 for a hard link or a clone). links_only: a hard
+    link or SaveError (saving by default costs no copy: a few microseconds a file, no disk)."""
     dst = os.path.join(objects, _object_name(st))
     if os.path.exists(dst):
         return 0
@@ -130,8 +134,9 @@ def _keep(src, objects, st) -> int:
         return 0
     except FileExistsError:
         return 0
-    except OSError:
-        pass
+    except OSError as e:
+        if links_only:
+            raise SaveError(f"{src}: no hard link into {objects} ({e.strerror}); saved only when asked") from None
     tmp = f"{dst}.{os.getpid()}.tmp"
     fdin = os.open(src, os.O_RDONLY | os.O_CLOEXEC)
     try:
@@ -162,20 +167,14 @@ def _keep(src, objects, st) -> int:
             os.unlink(tmp)
 
 
-def manifest_id(cwd, output) -> str:
-    import zlib
-    from linkwrap.evidence.measured import output_key
-    key = "\0".join((cwd, output_key(output))).encode("utf-8", "surrogateescape")
-    return f"{zlib.crc32(key):08x}"
-
-
-def save(request, outcome, facts=None, state=None) -> str:
-    """Keep this (successful) link replayable; -> the manifest's path."""
+def save(request, outcome, facts=None, state=None, links_only=False) -> str:
+    """Keep this (successful) link replayable; -> the manifest's path. links_only: saving by default,
+    which hard-links or saves nothing (SaveError): no copy, no store on another filesystem."""
     started = time.perf_counter_ns()
     output = request.output
     if not output:
         raise SaveError("the link has no -o output")
-    objects = store_for(os.path.dirname(output), state)
+    objects = store_for(os.path.dirname(output), state, links_only)
     sysroot = os.path.dirname(os.path.dirname(os.path.dirname(request.rust_lld))) if request.rust_lld else None
     files, copied, seen = {}, 0, set()
     for arg in request.args:
@@ -193,7 +192,7 @@ def save(request, outcome, facts=None, state=None) -> str:
             if _stable(os.path.realpath(full), sysroot):
                 files[full] = ("stable", full, st.st_size, st.st_mtime_ns)
             else:
-                copied += _keep(full, objects, st)
+                copied += _keep(full, objects, st, links_only)
                 files[full] = ("object", os.path.join(objects, _object_name(st)), st.st_size, st.st_mtime_ns)
     e_type = None
     try:
@@ -224,11 +223,12 @@ def save(request, outcome, facts=None, state=None) -> str:
     return path
 
 
-LARGEST = 3   # [bench] save = "largest" keeps this many outputs per project
+LARGEST = 3   # [bench] save = "largest" (the default) keeps this many outputs per project
 
 
 def wanted(request, facts, environ, settings, state=None) -> bool:
-    """LINKWRAP_SAVE=1 (`linkwrap run --save` sets it), `[bench] save = "all"`, or "largest" and
+    """LINKWRAP_SAVE=1 (`linkwrap run --save` sets it), `[bench] save = "all"`, or "largest" (the
+    default; LINKWRAP_SAVE=0 and CI make it "off", request/config.py) and
     this output is one of its project's LARGEST largest by input bytes (the others' saved links
     are dropped as they fall out). Never a link whose driver compiles sources too: replaying it
     would time the compile as the linker's."""
@@ -255,6 +255,8 @@ def wanted(request, facts, environ, settings, state=None) -> bool:
     key = output_key(request.output)
     if key not in top and len(top) >= LARGEST and facts.input_bytes <= min(top.values()):
         return False
+    if top.get(key) == facts.input_bytes:
+        return True   # ranked as before: the link path rewrites nothing (a relink of unchanged size)
     top[key] = facts.input_bytes
     ranked = sorted(top.items(), key=lambda kv: -kv[1])
     for dropped, _ in ranked[LARGEST:]:

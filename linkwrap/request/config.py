@@ -53,7 +53,7 @@ class Config(record("Config", [
     "retention",     # dict[str, number]: [records] keep_days, max_db_mb, max_spool_mb, max_log_kb, max_learned
     "memory",        # dict: [memory] admission (bool | None = when a limit applies), headroom_mb, max_wait_s
     "learn",         # bool: [choice] learn: learn the fastest linker from an output's relinks
-    "save",          # str: [bench] save: "off" | "all" | "largest" (links kept for `linkwrap bench`)
+    "save",          # str: [bench] save: "off" | "all" | "largest" (links kept replayable; default "largest")
 ])):
     """The settings for one link. Keys of `sources`: prefer, forbid, linker,
     in_place, record, profile, linkers.<name>.extra_flags, records.<key>, memory.<key>."""
@@ -64,7 +64,20 @@ def defaults() -> Config:
     sources = {"prefer": DEFAULT, "forbid": DEFAULT, "linker": DEFAULT, "in_place": DEFAULT,
                "record": DEFAULT, "profile": DEFAULT}
     return Config(DEFAULT_PREFER, frozenset(), None, {}, True, True, sources, None, (), (), dict(RETENTION),
-                  dict(MEMORY_DEFAULTS), True, "off")
+                  dict(MEMORY_DEFAULTS), True, SAVE_DEFAULT)
+
+
+# Saving is on by default: each project's few largest outputs stay replayable, so their linkers can be
+# measured off the link path (docs/bench.md, "Saved without asking"). LINKWRAP_SAVE=0 turns it off, as
+# does a CI job (CI set, as every CI service sets it): nothing measures there, so saving would only
+# hold disk; `[bench] save` in a file says otherwise either way.
+SAVE_DEFAULT = "largest"
+ENV_SAVE = "env LINKWRAP_SAVE"
+ENV_CI = "env CI"
+
+
+def in_ci(environ) -> bool:
+    return (environ.get("CI") or "").strip().lower() not in ("", "0", "false", "no")
 
 
 # [memory]: admission of links by their predicted memory (linkwrap/choice/admission.py).
@@ -90,7 +103,8 @@ def load(request=None, environ=None, profile=None) -> Config:
     project, _, project_why = _search(cwd)
     # The same files, found the same way, not changed since (content, owner, mode: the change time):
     # the same Config (a server's spare loaded it for the link it rehearsed).
-    key = (cwd, profile, profile_source, user, project, project_why, environ.get("LINKWRAP_LINKER"))
+    key = (cwd, profile, profile_source, user, project, project_why, environ.get("LINKWRAP_LINKER"),
+           environ.get("LINKWRAP_SAVE"), in_ci(environ))
     last = _last
     if last is not None and last[0] == key and cache_mod.unchanged(last[1]):
         return last[2]
@@ -129,6 +143,8 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=(), ignor
     extra, sources, memory = {}, dict(c.sources), dict(c.memory)
     retention = dict(c.retention)
     learn, save = c.learn, c.save
+    if in_ci(environ):
+        save, sources["bench.save"] = "off", ENV_CI
     for label, table in layers:
         for key, value in table.get("records", {}).items():
             retention[key], sources[f"records.{key}"] = value, label
@@ -150,6 +166,8 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=(), ignor
                 sources[f"linkers.{name}.extra_flags"] = label
         for name, value in table.get("memory", {}).items():
             memory[name], sources[f"memory.{name}"] = value, label
+    if environ.get("LINKWRAP_SAVE") == "0":
+        save, sources["bench.save"] = "off", ENV_SAVE
     forced = forced_linker(environ)
     if forced:
         sources["linker"] = ENV_LINKER

@@ -29,7 +29,8 @@ def test_relinks_converge_to_the_faster_linker_with_bounded_exploration(tmp_path
     (tmp_path / "linkwrap.toml").write_text(
         'forbid = ["wild", "rust-lld", "bfd", "gold"]\n'
         '[linkers.mold]\nextra_flags = ["--compress-debug-sections=zlib"]\n')
-    env = {**os.environ, "LINKWRAP_HOME": str(lw_home)}
+    # Saving off: no replay can measure this output, so its real links are the tries.
+    env = {**os.environ, "LINKWRAP_HOME": str(lw_home), "LINKWRAP_SAVE": "0"}
     env.pop("LINKWRAP_LINKER", None)
     link = ["main.o", "junk.o", "-o", "app"]
     seen = []
@@ -105,7 +106,8 @@ def test_a_candidate_that_failed_on_an_output_is_never_tried_there_again(tmp_pat
     # lld is given a flag it rejects: its try fails, the link is redone as asked, and lld is out
     (tmp_path / "linkwrap.toml").write_text(
         'forbid = ["wild", "rust-lld", "bfd", "gold"]\n[linkers.lld]\nextra_flags = ["--no-such-flag"]\n')
-    env = {**os.environ, "LINKWRAP_HOME": str(lw_home)}
+    # Saving off: no replay can measure this output, so its real links are the tries.
+    env = {**os.environ, "LINKWRAP_HOME": str(lw_home), "LINKWRAP_SAVE": "0"}
     reasons = []
     for _ in range(4):
         d = json.loads(linkwrap("explain", "--json", "--", "hello.o", "-o", "hello", cwd=tmp_path, env=env).stdout)
@@ -224,3 +226,27 @@ def test_a_learned_directory_planted_as_a_symlink_is_neither_read_nor_written(tm
     assert {p.name: p.read_bytes() for p in victim.iterdir()} == before
     d = json.loads(linkwrap("explain", "--json", "--", "hello.o", "-o", "hello", cwd=tmp_path).stdout)
     assert not (d["decision"]["learned"] or {}).get("links")   # the planted evidence is not read
+
+
+def test_while_the_output_is_saved_its_real_links_are_no_tries(tmp_path, lw_home, linkwrap_cc, big_hello_obj):
+    # The same output, saving on (the default): a replay can measure its candidates, so none is tried on
+    # the user's links; with saving off (the tests above set LINKWRAP_SAVE=0) the second link tries.
+    from linkwrap.record import save
+    (tmp_path / "linkwrap.toml").write_text('forbid = ["wild", "rust-lld", "bfd", "gold"]\n')
+    env = {**os.environ, "LINKWRAP_HOME": str(lw_home)}
+    env.pop("LINKWRAP_SAVE", None)
+    env.pop("CI", None)
+    seen = []
+    for _ in range(4):
+        d = json.loads(linkwrap("explain", "--json", "--", "hello.o", "-o", "hello", cwd=tmp_path, env=env).stdout)
+        seen.append((d["decision"]["linker"], d["decision"]["replayable"], d["decision"]["reasons"]))
+        done = subprocess.run([linkwrap_cc, "hello.o", "-o", "hello"], cwd=tmp_path, env=env, capture_output=True)
+        assert done.returncode == 0 and done.stderr == b"", done.stderr
+        assert "mold" in comment(tmp_path / "hello")
+    assert [m["output"] for m in save.all_saved()] == [str(tmp_path / "hello")]
+    assert seen[0][1] is False and all(replayable for _, replayable, _ in seen[1:]), seen
+    assert not any(learn.EXPLORING in r for _, _, reasons in seen for r in reasons), seen
+    assert all(any("this output's link is saved" in r for r in reasons) for _, _, reasons in seen[1:]), seen
+    d = json.loads(linkwrap("explain", "--json", "--", "hello.o", "-o", "hello", cwd=tmp_path, env=env).stdout)
+    assert d["decision"]["learned"]["explored"] == 0 and d["decision"]["learned"]["links"] == 4
+    assert d["decision"]["learned"]["candidates"]["mold"]["timed"] == 4   # the relinks still teach

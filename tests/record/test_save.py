@@ -138,3 +138,76 @@ def test_a_link_that_compiles_too_saved_before_is_not_benchmarked(tmp_path, lw_h
                           capture_output=True, text=True)
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert "compiles sources too" in done.stderr and done.stdout == "", done
+
+
+# --- saved without asking ---------------------------------------------------------------------
+
+def cargo_build(root, target, lw_home, **env):
+    """A real `cargo build` through linkwrap-cc; env values of None are left out (not inherited)."""
+    from cargokit import env_name, host_triple
+    from conftest import script
+    import subprocess
+    env = {**os.environ, "CI": None, "LINKWRAP_SAVE": None, "LINKWRAP_HOME": str(lw_home),
+           "CARGO_TARGET_DIR": str(target), env_name(host_triple()): script("linkwrap-cc"), **env}
+    done = subprocess.run(["cargo", "build", "--quiet"], cwd=root, env={k: v for k, v in env.items() if v is not None},
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_first_cargo_build_saves_its_link_with_no_flag_and_it_replays(tmp_path, lw_home):
+    import json
+    from cargokit import new_crate
+    from clirun import linkwrap
+    root = new_crate(tmp_path)
+    cargo_build(root, tmp_path / "target", lw_home)
+    saved = save.all_saved()
+    assert [os.path.basename(os.path.dirname(m["output"])) for m in saved] == ["deps"], saved
+    (m,) = saved
+    assert os.path.basename(m["output"]).startswith("hello-") and m["kind"] in ("pie", "exec")
+    # rustc's temporary inputs are gone; the saved copies stand in for them
+    assert m["files"] and any(how == "object" for how, *_ in m["files"].values())
+    assert save.replay_args(m)
+    # ...and `linkwrap bench` replays it, with no `linkwrap run --save` before
+    done = linkwrap("bench", "--json", "--budget", "1", "--linker", "rust-lld", cwd=root,
+                    env={"LINKWRAP_HOME": str(lw_home)})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)[0]["rows"][0]["runs"] >= 3
+
+
+def test_linkwrap_save_0_and_ci_save_nothing(tmp_path, lw_home):
+    from cargokit import new_crate
+    root = new_crate(tmp_path)
+    cargo_build(root, tmp_path / "target", lw_home, LINKWRAP_SAVE="0")
+    assert save.all_saved() == []
+    cargo_build(root, tmp_path / "target-ci", lw_home, CI="true")
+    assert save.all_saved() == []
+
+
+def test_the_defaults_and_what_turns_saving_off():
+    from linkwrap.request import config
+    assert config.merge([], {}).save == "largest"
+    off = config.merge([("project file", {"bench": {"save": "all"}})], {"LINKWRAP_SAVE": "0"})
+    assert (off.save, off.sources["bench.save"]) == ("off", "env LINKWRAP_SAVE")
+    ci = config.merge([], {"CI": "true"})
+    assert (ci.save, ci.sources["bench.save"]) == ("off", "env CI")
+    assert config.merge([], {"CI": "false"}).save == "largest"
+    # a file's own word wins over CI's default
+    assert config.merge([("project file", {"bench": {"save": "largest"}})], {"CI": "1"}).save == "largest"
+
+
+def test_saving_by_default_only_hard_links_and_makes_no_store_on_another_filesystem(tmp_path, lw_home):
+    """Nobody asked (the default): an output on another filesystem than the state directory is not
+    saved, and nothing is made there; an input that cannot be hard-linked is not copied."""
+    import mounts
+    with mounts.loop_mount(tmp_path, "ext4") as point:
+        obj = make(tmp_path.__class__(point) / "a.o", 1 << 16)
+        with pytest.raises(save.SaveError):
+            save.save(request(tmp_path, tmp_path.__class__(point) / "app", obj), Done(), links_only=True)
+        assert not os.path.exists(os.path.join(point, ".linkwrap-saved"))
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    with mounts.loop_mount(other, "ext4") as point:   # the input there, the output beside the state
+        obj = make(tmp_path.__class__(point) / "b.o", 1 << 16)
+        with pytest.raises(save.SaveError, match="no hard link"):
+            save.save(request(tmp_path, tmp_path / "app", obj), Done(), links_only=True)
+    assert save.all_saved() == []
