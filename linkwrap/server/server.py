@@ -286,6 +286,7 @@ def serve(listener, stamp, path, dfd) -> None:
     import select
     import signal
     import time
+    from linkwrap.bench import background  # hosted here: measures saved links while no link comes
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGINT, _on_term)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
@@ -376,9 +377,11 @@ def serve(listener, stamp, path, dfd) -> None:
                 state["idle"].discard(word)
                 state["busy"].add(word)
                 state["links"] += 1
+                background.link_arrived()  # a measurement in progress stops at once
             last = now
         _reap(state)
         _publish(state)
+        background.tick(now, last, bool(state["busy"]))  # starts, stops or reaps the measurer
         if _stop:
             break
         if now >= next_check:
