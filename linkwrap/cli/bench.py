@@ -89,16 +89,26 @@ def wait(args) -> int:
     from linkwrap.evidence.measured import output_key
     if args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
+    from linkwrap.cli.status import background as background_status
     deadline = time.monotonic() + args.timeout
-    state = background.read_state()
-    while background.pending(state):
-        if time.monotonic() >= deadline:
-            what = state.get("running") or ", ".join(state.get("queued") or ())
-            print(f"linkwrap: background measurements still pending after {args.timeout:g} s: {what}",
-                  file=sys.stderr)
-            return 1
-        time.sleep(0.2)
+    off = background_status()["off"]
+    if off:
+        print(f"linkwrap: background measurement is off ({off})", file=sys.stderr)
+    while True:
         state = background.read_state()
+        # What the measurer has queued, and what it will queue once the server sees the machine idle:
+        # saved links that no measurement applies to yet (the server looks at them within seconds).
+        waiting = ([state["running"]] if background.pending(state) and state.get("running") else []) \
+            + list(state.get("queued") or ())
+        if not waiting and not off:
+            waiting = [m["output"] for m, *_ in background.queued(os.environ)[0]]
+        if not waiting:
+            break
+        if time.monotonic() >= deadline:
+            print(f"linkwrap: background measurements still pending after {args.timeout:g} s: "
+                  f"{', '.join(dict.fromkeys(waiting))}", file=sys.stderr)
+            return 1
+        time.sleep(0.5)
     cwd = os.getcwd()
     named = {output_key(os.path.abspath(w)) for w in args.outputs}
     latest = {}
