@@ -179,6 +179,9 @@ def _tick(now, last_link, busy) -> None:
         _note_off(reason)
     if reason:
         return
+    if not _anything_saved():
+        _host["ended"], _host["dirty"] = now, False
+        return
     cpus = len(os.sched_getaffinity(0))
     if may_start(now, last_link, settings["background_quiet_s"], os.getloadavg()[0], cpus,
                  settings["background_load"]):
@@ -251,7 +254,18 @@ def on_battery() -> bool:
     return False
 
 
+def _anything_saved() -> bool:
+    """A saved link exists: else no measurer is started only to find nothing (one listdir)."""
+    from linkwrap.record.save import saved_dir
+    try:
+        return any(n.endswith(".marshal") for n in os.listdir(os.path.join(saved_dir(), "links")))
+    except OSError:
+        return False
+
+
 def _note_off(reason) -> None:
+    # Only while no measurer runs (tick()): its lock, held at SCHED_IDLE behind a busy build, could
+    # otherwise keep the server (and the next link's spare) waiting.
     def change(state):
         state["off"] = reason
     try:
@@ -356,8 +370,14 @@ def work(to_store=None, environ=None) -> None:
     try:
         with _whole():
             queue, deferred = queued(environ)
-            update_state(lambda st: st.update(queued=[m["output"] for m, *_ in queue], deferred=deferred,
-                                              running=None, pid=os.getpid(), priority=me, off=None))
+            names = {os.path.basename(m["path"]) for m, *_ in queue}
+
+            def begin(st):
+                st.update(queued=[m["output"] for m, *_ in queue], deferred=deferred, running=None,
+                          pid=os.getpid(), priority=me, off=None)
+                # the progress of links no longer queued (measured, deleted, saved again) goes
+                st["progress"] = {k: v for k, v in st.get("progress", {}).items() if k in names}
+            update_state(begin)
         for i, item in enumerate(queue):
             _measure(item, to_store, me)
             with _whole():

@@ -16,7 +16,7 @@ import pytest
 
 from clirun import linkwrap
 from conftest import tool
-from linkrecords import c_object
+from linkrecords import c_object, db_rows
 from linkwrap.bench import background
 from linkwrap.evidence import measured
 from linkwrap.server import start
@@ -100,6 +100,9 @@ def test_the_idle_server_measures_a_saved_link_and_bench_wait_prints_its_table(t
     # Into the measurement cache a link reads, for every linker replayed.
     rows = [r for r in measured.load_rows(str(tmp_path)) if r.output == measured.output_key(output)]
     assert {r.linker for r in rows} == replayed
+    # and into the store's table, which `linkwrap bench` fills too (reports read it)
+    stored = db_rows(idle_ok, "SELECT linker, output_path FROM bench_results")
+    assert {r["linker"] for r in stored} == replayed and {r["output_path"] for r in stored} == {output}
     status = linkwrap("status", cwd=tmp_path).stdout
     assert "Background measurement: queued 0 saved links, done 1 (last at " in status
 
