@@ -472,7 +472,9 @@ def _measure(item, to_store, priority) -> None:
     with _whole():
         update_state(note)
     try:
-        results, facts, rounds = replay.bench(manifest, args, found, budget_s=budget,
+        # A quarter of the day's CPU budget in wall time per measurement: one whose linker changes
+        # later the same day is measured again within what is left.
+        results, facts, rounds = replay.bench(manifest, args, found, budget_s=budget / 4,
                                               base=replay.callers_default(manifest, found),
                                               resume=was["snapshot"], checkpoint=checkpoint)
     except Preempted:
