@@ -152,11 +152,16 @@ def paired(times, base_times):
     return median_ci(ratios)
 
 
-def bench(manifest, args, found, *, budget_s=60.0, only=None, max_rounds=1000, progress=None, base=None) -> tuple:
+def bench(manifest, args, found, *, budget_s=60.0, only=None, max_rounds=1000, progress=None, base=None,
+          resume=None, checkpoint=None) -> tuple:
     """-> (results sorted fastest first, failed last; facts of the output filesystem; rounds).
 
     base: the linker whose fresh write the others are paired with round by round (the caller's
-    own default), or None."""
+    own default), or None. checkpoint(snapshot), when given, is called after the warm-up and after
+    every round with what a later bench(resume=snapshot) continues from (a measurement cut short
+    is resumed, not restarted: bench/background.py); it returns False to stop the rounds there.
+    A resumed bench runs its warm-up round again (the page cache may be another's by now), but
+    neither counts it nor judges the candidates by it: they were judged the first time."""
     from linkwrap.run import run
     where = os.path.dirname(manifest["output"])
     if not os.path.isdir(where):
@@ -169,12 +174,15 @@ def bench(manifest, args, found, *, budget_s=60.0, only=None, max_rounds=1000, p
         env = run.linker_environment(os.environ)
         failed, times, rss, spawner = {}, {c: [] for c in cands}, {c: 0 for c in cands}, {}
         by_round = {c: [] for c in cands}   # the timed runs in round order, None where none
-        warm = {}
+        warm, slow = {}, set()
+        rounds, spent = (_restore(resume, cands, times, by_round, rss, failed, slow) if resume else (0, 0.0))
         for c in cands:   # warm-up round, not counted; it also finds the candidates that fail
+            if c in failed or c in slow:
+                continue
             wall, peak, err = run_once(c, manifest, env, spawner)
             if err:
                 failed[c] = err
-            else:
+            elif not resume:
                 warm[c] = (wall, peak)
         # One far slower than the fastest (GNU ld, linkwrap's own linker) cannot win: its warm-up
         # figure is shown and the budget goes to the candidates that can.
@@ -184,9 +192,12 @@ def bench(manifest, args, found, *, budget_s=60.0, only=None, max_rounds=1000, p
             # 4x the fastest by chance, and such links cost the budget little anyway.
             if wall > SLOW_FACTOR * best and wall > SLOW_MIN_MS:
                 times[c], rss[c] = [wall], peak
-        alive = [c for c in cands if c not in failed and not times[c]]
-        started, rounds = time.monotonic(), 0
-        while alive and rounds < max_rounds:
+                slow.add(c)
+        alive = [c for c in cands if c not in failed and c not in slow]
+        started = time.monotonic() - spent
+        going = checkpoint is None or checkpoint(_snapshot(cands, times, by_round, rss, failed, slow, rounds,
+                                                           time.monotonic() - started))
+        while going and alive and rounds < max_rounds:
             turn = alive[rounds % len(alive):] + alive[:rounds % len(alive)]
             for c in cands:
                 by_round[c].append(None)
@@ -205,6 +216,9 @@ def bench(manifest, args, found, *, budget_s=60.0, only=None, max_rounds=1000, p
             spread = worst_spread(times, alive)
             if progress:
                 progress(rounds, time.monotonic() - started, spread)
+            if checkpoint is not None and not checkpoint(_snapshot(cands, times, by_round, rss, failed, slow,
+                                                                   rounds, time.monotonic() - started)):
+                break
             if rounds >= MIN_ROUNDS and spread <= TARGET_CI:
                 break
             # The budget ends the rounds, but never before the fewest a choice may rest on.
@@ -228,6 +242,31 @@ def bench(manifest, args, found, *, budget_s=60.0, only=None, max_rounds=1000, p
         return results, facts, rounds
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _snapshot(cands, times, by_round, rss, failed, slow, rounds, elapsed_s) -> dict:
+    """What a resumed bench continues from: plain values (marshal), by (linker, variant, binary)."""
+    return {"rounds": rounds, "elapsed_s": elapsed_s,
+            "cands": {(c.name, c.variant, c.info.path): {"times": list(times[c]), "by_round": list(by_round[c]),
+                                                         "rss": rss[c], "failed": failed.get(c), "slow": c in slow}
+                      for c in cands}}
+
+
+def _restore(snapshot, cands, times, by_round, rss, failed, slow) -> tuple:
+    """A snapshot's runs back into a new bench's tables. -> (rounds, seconds spent). A candidate the
+    snapshot does not know (a linker installed since) starts with no runs: it is timed from here."""
+    rounds = snapshot["rounds"]
+    for c in cands:
+        was = snapshot["cands"].get((c.name, c.variant, c.info.path))
+        if was is None:
+            by_round[c] = [None] * rounds
+            continue
+        times[c], by_round[c], rss[c] = list(was["times"]), list(was["by_round"]), was["rss"]
+        if was["failed"]:
+            failed[c] = was["failed"]
+        if was["slow"]:
+            slow.add(c)
+    return rounds, snapshot["elapsed_s"]
 
 
 def worst_spread(times, alive) -> float:

@@ -30,6 +30,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--linker", action="append", metavar="NAME",
                         help="replay only with this linker (repeatable; default every installed one)")
     parser.add_argument("--json", action="store_true", help="print JSON (a stable interface)")
+    parser.add_argument("--wait", action="store_true",
+                        help="replay nothing: wait until the warm server's background measurements are done "
+                             "(nothing queued or running), then print their table (for scripts and tests)")
+    parser.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                        help="with --wait: give up after this long (default 600), exit 1")
 
 
 def run(args) -> int:
@@ -39,6 +44,8 @@ def run(args) -> int:
     from linkwrap.facts import linkers
     if args.budget <= 0:
         raise UsageError("--budget must be a positive number of seconds")
+    if args.wait:
+        return wait(args)
     # A saved link that is missing or broken is a SaveError: one line, exit 1.
     manifests = save.find(args.outputs, os.getcwd())
     prepared = [(m, save.replay_args(m)) for m in manifests]
@@ -74,6 +81,73 @@ def run(args) -> int:
     return 0
 
 
+def wait(args) -> int:
+    """`linkwrap bench --wait`: poll the background measurer's state until nothing is queued or
+    running, then the table of each output it measured (latest), of this project or the outputs named."""
+    from linkwrap.bench import background, replay
+    from linkwrap.errors import UsageError
+    from linkwrap.evidence.measured import output_key
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be a positive number of seconds")
+    from linkwrap.cli.status import background as background_status
+    deadline = time.monotonic() + args.timeout
+    off = background_status()["off"]
+    if off:
+        print(f"linkwrap: background measurement is off ({off})", file=sys.stderr)
+    while True:
+        state = background.read_state()
+        # What the measurer has queued, and what it will queue once the server sees the machine idle:
+        # saved links that no measurement applies to yet (the server looks at them within seconds).
+        waiting = ([state["running"]] if background.pending(state) and state.get("running") else []) \
+            + list(state.get("queued") or ())
+        if not waiting and not off:
+            waiting = [m["output"] for m, *_ in background.queued(os.environ)[0]]
+        if not waiting:
+            break
+        if time.monotonic() >= deadline:
+            print(f"linkwrap: background measurements still pending after {args.timeout:g} s: "
+                  f"{', '.join(dict.fromkeys(waiting))}", file=sys.stderr)
+            return 1
+        time.sleep(0.5)
+    cwd = os.getcwd()
+    named = {output_key(os.path.abspath(w)) for w in args.outputs}
+    latest = {}
+    for done in state.get("finished", ()):
+        key = output_key(done["output"])
+        if named and key not in named:
+            continue
+        if not named and not (done["cwd"] == cwd or done["cwd"].startswith(cwd.rstrip("/") + "/")):
+            continue
+        latest[key] = done
+    reports = []
+    for done in latest.values():
+        facts = type("Facts", (), {"fs": done["fs"]})
+        report = _report(done, [replay.Result(*r) for r in done["results"]], facts, done["rounds"],
+                         done["budget_s"], done["default"])
+        report.update(load_avg=done["load_avg"], yielded=done["yielded"], resumed_at=list(done["resumed_at"]))
+        reports.append(report)
+        if not args.json:
+            _render(report)
+    if args.json:
+        json.dump(reports, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif not reports:
+        print(f"no background measurements of {', '.join(args.outputs) or cwd} yet")
+    return 0
+
+
+def measure_in_background() -> None:
+    """The background measurer's process (bench/background.py starts it from the warm server):
+    it measures with the store's writer lent (the store lives above linkwrap/bench/)."""
+    from linkwrap.bench import background
+    try:
+        background.work(to_store=store_rows)
+    except Exception as e:
+        from linkwrap import faults
+        faults.note("measuring saved links in the background", e)
+    os._exit(0)
+
+
 def _report(manifest, results, facts, rounds, budget, default) -> dict:
     from linkwrap.report.summary import peak_is_bound  # the records' rule, for the bench's figures
     rows = [{"linker": r.linker, "label": r.label, "variant": r.variant, "median_ms": r.median_ms,
@@ -89,30 +163,23 @@ def _report(manifest, results, facts, rounds, budget, default) -> dict:
 
 
 def _keep(manifest, results, facts, rounds) -> None:
-    """Into the store (reports) and the measurement cache (the link path)."""
-    from linkwrap.evidence import measured
+    from linkwrap.bench import keep
+    keep.keep(manifest, results, facts, rounds, to_store=store_rows)
+
+
+def store_rows(manifest, kept, rounds) -> None:
+    """The results into the store's bench_results (reports); the measurement cache has them already."""
     from linkwrap.store import db as store
     from linkwrap.store.spool import utc_iso
-    machine = measured.machine_key(getattr(facts, "cpus", None))
-    kernel = ".".join(map(str, facts.kernel)) if getattr(facts, "kernel", None) else None
-    date = time.strftime("%Y-%m-%d", time.gmtime())
-    rows = []
-    for r in results:
-        try:
-            mtime = os.stat(r.path).st_mtime_ns
-        except OSError:
-            continue
-        rows.append(measured.Row(machine, facts.fs, kernel, manifest["cwd"], measured.output_key(manifest["output"]),
-                                 manifest["kind"], manifest.get("input_bytes"), r.linker, r.label, r.path, mtime,
-                                 r.variant, r.median_ms, r.ci_low_ms, r.ci_high_ms, r.runs, r.peak_rss_kb, date,
-                                 r.failed, r.vs, r.ratio, r.ratio_low, r.ratio_high))
-    measured.add_rows(rows)
+    if not kept:
+        return
+    machine, kernel = kept[0][0].machine, kept[0][0].kernel
     try:
         conn = store.open_store(ingest=False)
         now = utc_iso(time.time())
         load = os.getloadavg()[0]
         conn.execute("BEGIN IMMEDIATE")
-        for row, r in zip(rows, results):
+        for row, r in kept:
             conn.execute(
                 "INSERT INTO bench_results (measured_utc, machine_key, fs_type, kernel_release, project_dir, "
                 "output_path, output_key, output_kind, input_bytes, linker, linker_label, linker_path, "

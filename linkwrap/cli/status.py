@@ -87,7 +87,39 @@ def collect(path=None) -> dict:
         broken.insert(0, f"{untrusted}: linkwrap's state is not used there (links run as asked, without "
                          "linkwrap); set LINKWRAP_HOME to a directory of your own")
     return {"scripts": scripts, "on_path": on_path, "places": places,
-            "warnings": broken + warnings + forced_linker_lines(path)}
+            "warnings": broken + warnings + forced_linker_lines(path), "background": background(path)}
+
+
+def background(path=None) -> dict:
+    """The warm server's background measurements (linkwrap/bench/background.py): off and why, or
+    what is queued, running, done and deferred."""
+    from linkwrap.bench import background as bg
+    from linkwrap.request import config
+    state = bg.read_state()
+    try:
+        setting = config.load(type("Here", (), {"cwd": path or os.getcwd(), "output": None})).background["background"]
+    except LinkwrapError:
+        setting = None
+    # As this shell sees it, else as the server last did (its environment may say CI where this does not).
+    off = bg.off_reason(os.environ, setting, bg.on_battery()) or state.get("off")
+    running = state.get("running") if bg.running_pid(state) else None
+    return {"off": off, "queued": list(state.get("queued") or ()), "running": running,
+            "done": state.get("done", 0), "last_done_utc": state.get("last_done_utc"),
+            "deferred": list(state.get("deferred") or ())}
+
+
+def background_line(b) -> str:
+    if b["off"]:
+        return f"off ({b['off']})"
+    import time
+    parts = [f"queued {len(b['queued'])} saved link{'' if len(b['queued']) == 1 else 's'}"]
+    if b["running"]:
+        parts.append(f"running {b['running']}")
+    last = time.strftime(" (last at %Y-%m-%d %H:%M:%S UTC)", time.gmtime(b["last_done_utc"])) if b["last_done_utc"] else ""
+    parts.append(f"done {b['done']}{last}")
+    if b["deferred"]:
+        parts.append(f"deferred {len(b['deferred'])} (today's CPU budget spent)")
+    return ", ".join(parts)
 
 
 def runs(linker) -> dict:
@@ -179,6 +211,7 @@ def run(args) -> int:
         else:
             state = f"installed (rules: {' '.join(p['rules'])})"
         print(f"{LABELS[p['kind']]:16} {p['path']}: {state}")
+    print(f"Background measurement: {background_line(info['background'])}")
     for w in info["warnings"]:
         print(f"warning: {w}")
     return 0

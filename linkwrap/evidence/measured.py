@@ -255,17 +255,18 @@ def applicable(request, facts, found, rows=None):
                 if row is not None]
     if not rows:
         return None
-    return match(request, facts, found, rows, machine_key(getattr(facts, "cpus", None)), stamps_of(found))
+    return match(request, facts, found, rows, machine_key(getattr(facts, "cpus", None)), stamps(found))
 
 
-def stamps_of(found) -> dict:
-    stamps = {}
+def stamps(found) -> dict:
+    """{linker: (its binary, that binary's mtime)}: what a measurement of it stays valid for."""
+    out = {}
     for name, info in found.items():
         try:
-            stamps[name] = (info.path, os.stat(info.path).st_mtime_ns)
+            out[name] = (info.path, os.stat(info.path).st_mtime_ns)
         except OSError:
             pass
-    return stamps
+    return out
 
 
 def scope_of(row, request, output):

@@ -33,7 +33,7 @@ def applicable(request, facts, found, rows=None):
         from linkwrap.facts.probe import input_bytes
         size = input_bytes(request)
     machine = measured.machine_key(getattr(facts, "cpus", None))
-    stamps = measured.stamps_of(found)
+    stamps = measured.stamps(found)
     fs = getattr(facts, "fs", None)
     near, ignored = [], []
     for row in rows:

@@ -54,6 +54,8 @@ class Config(record("Config", [
     "memory",        # dict: [memory] admission (bool | None = when a limit applies), headroom_mb, max_wait_s
     "learn",         # bool: [choice] learn: learn the fastest linker from an output's relinks
     "save",          # str: [bench] save: "off" | "all" | "largest" (links kept replayable; default "largest")
+    "background",    # dict: [bench] background (bool | None = on unless CI or on battery), background_budget_s,
+                     # background_quiet_s, background_load (linkwrap/bench/background.py)
 ])):
     """The settings for one link. Keys of `sources`: prefer, forbid, linker,
     in_place, record, profile, linkers.<name>.extra_flags, records.<key>, memory.<key>."""
@@ -64,7 +66,7 @@ def defaults() -> Config:
     sources = {"prefer": DEFAULT, "forbid": DEFAULT, "linker": DEFAULT, "in_place": DEFAULT,
                "record": DEFAULT, "profile": DEFAULT}
     return Config(DEFAULT_PREFER, frozenset(), None, {}, True, True, sources, None, (), (), dict(RETENTION),
-                  dict(MEMORY_DEFAULTS), True, SAVE_DEFAULT)
+                  dict(MEMORY_DEFAULTS), True, SAVE_DEFAULT, dict(BACKGROUND_DEFAULTS))
 
 
 # Saving is on by default: each project's few largest outputs stay replayable, so their linkers can be
@@ -82,6 +84,13 @@ def in_ci(environ) -> bool:
 
 # [memory]: admission of links by their predicted memory (linkwrap/choice/admission.py).
 MEMORY_DEFAULTS = {"admission": None, "headroom_mb": 64, "max_wait_s": 300.0}
+
+
+# [bench] background*: measuring saved links while the machine is idle (linkwrap/bench/background.py).
+# budget_s: CPU seconds per output per day; quiet_s: no link for this long first; load: the 1-minute
+# load average must stay below this fraction of the usable CPUs.
+BACKGROUND_DEFAULTS = {"background": None, "background_budget_s": 120.0, "background_quiet_s": 60.0,
+                       "background_load": 0.5}
 
 
 def load(request=None, environ=None, profile=None) -> Config:
@@ -142,7 +151,7 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=(), ignor
     prefer, forbid, in_place, record = c.prefer, c.forbid, c.in_place, c.record
     extra, sources, memory = {}, dict(c.sources), dict(c.memory)
     retention = dict(c.retention)
-    learn, save = c.learn, c.save
+    learn, save, background = c.learn, c.save, dict(c.background)
     if in_ci(environ):
         save, sources["bench.save"] = "off", ENV_CI
     for label, table in layers:
@@ -160,6 +169,9 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=(), ignor
             learn, sources["choice.learn"] = table["choice"]["learn"], label
         if "save" in table.get("bench", {}):
             save, sources["bench.save"] = table["bench"]["save"], label
+        for key in BACKGROUND_DEFAULTS:
+            if key in table.get("bench", {}):
+                background[key], sources[f"bench.{key}"] = table["bench"][key], label
         for name, settings in table.get("linkers", {}).items():
             if "extra_flags" in settings:
                 extra[name] = tuple(settings["extra_flags"])
@@ -173,7 +185,7 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=(), ignor
         sources["linker"] = ENV_LINKER
     sources["profile"] = profile_source
     return Config(prefer, forbid, forced, extra, in_place, record, sources, profile, files, ignored, retention,
-                  memory, learn, save)
+                  memory, learn, save, background)
 
 
 def forced_linker(environ) -> str | None:
@@ -377,7 +389,12 @@ def _store_cache(data) -> None:
 _TOP_KEYS = ("prefer", "forbid", "in_place", "record", "linkers", "records", "memory", "choice", "bench", "profile")
 # Small tables: key -> (allowed values or bool, what the error says it must be).
 _SMALL_TABLES = {"choice": {"learn": ((True, False), "true or false")},
-                 "bench": {"save": (("off", "all", "largest"), '"off", "all" or "largest"')}}
+                 "bench": {"save": (("off", "all", "largest"), '"off", "all" or "largest"'),
+                           "background": ((True, False), "true or false"),
+                           # a number: (the least it may be, whether that least is allowed)
+                           "background_budget_s": ((0, False), "a number of CPU seconds above 0"),
+                           "background_quiet_s": ((0, True), "a number of seconds, 0 or more"),
+                           "background_load": ((0, False), "a fraction of the usable CPUs above 0")}}
 
 
 def parse_text(text: str, path: str = FILE_NAME) -> dict:
@@ -505,6 +522,12 @@ def _small_table(name, value, text, path, where) -> dict:
             _fail(text, path, where + (name,), key,
                   f"unknown key '{_dotted(where + (name,), key)}' (known: {', '.join(known)})")
         allowed, words = known[key]
+        if isinstance(allowed[0], int) and not isinstance(allowed[0], bool):
+            least, may_equal = allowed
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v < 1e9 \
+                    or v < least or (v == least and not may_equal):
+                _fail(text, path, where + (name,), key, f"'{_dotted(where + (name,), key)}' must be {words}")
+            continue
         if type(v) is not type(allowed[0]) or v not in allowed:
             _fail(text, path, where + (name,), key, f"'{_dotted(where + (name,), key)}' must be {words}")
     return dict(value)

@@ -177,7 +177,13 @@ def test_linkwrap_profile_overrides_the_path(project):
     ('[profile.release]\nprefer = ["lld"]\nbogus = 1\n', 3, "unknown key 'profile.release.bogus'"),
     ('[choice]\nlearn = "yes"\n', 2, "'choice.learn' must be true or false"),
     ('[bench]\nsave = "biggest"\n', 2, "'bench.save' must be \"off\", \"all\" or \"largest\""),
-    ('[bench]\nkeep = 1\n', 2, "unknown key 'bench.keep' (known: save)"),
+    ('[bench]\nkeep = 1\n', 2, "unknown key 'bench.keep' (known: save, background, background_budget_s, "
+                               "background_quiet_s, background_load)"),
+    ('[bench]\nbackground = "idle"\n', 2, "'bench.background' must be true or false"),
+    ('[bench]\nbackground_budget_s = 0\n', 2, "'bench.background_budget_s' must be a number of CPU seconds above 0"),
+    ('[bench]\nbackground_quiet_s = -1\n', 2, "'bench.background_quiet_s' must be a number of seconds, 0 or more"),
+    ('[bench]\nbackground_load = true\n', 2, "'bench.background_load' must be a fraction of the usable CPUs"),
+    ('[bench]\nbackground_budget_s = inf\n', 2, "'bench.background_budget_s' must be a number"),
     ('choice = 1\n', 1, "'choice' must be a table: [choice]"),
     ('profile = "release"\n', 1, "'profile' must be a table"),
     ('[profile]\nrelease = 3\n', 2, "'profile.release' must be a table"),
@@ -458,3 +464,11 @@ def test_memory_settings_layer_like_the_others(project, lw_home):
     c = config.load(req(project, "target/release/app"), {})
     assert c.memory == {"admission": False, "headroom_mb": 128, "max_wait_s": 300.0}
     assert c.sources["memory.admission"].endswith("[profile.release]")
+
+
+def test_bench_background_keys_merge_over_their_defaults_and_say_where_they_came_from(project):
+    (project / "linkwrap.toml").write_text("[bench]\nbackground = false\nbackground_budget_s = 30\n")
+    c = config.load(req(project), {})
+    assert c.background == {**config.BACKGROUND_DEFAULTS, "background": False, "background_budget_s": 30}
+    assert c.sources["bench.background"].startswith("project file ")
+    assert config.defaults().background["background"] is None   # unset: on, but not in CI nor on battery
