@@ -112,5 +112,5 @@ def test_without_the_callers_fuse_ld_linkwrap_chooses_and_says_why(crate, tmp_pa
     done = subprocess.run([script("linkwrap"), "summary", "--json"], cwd=crate, capture_output=True, text=True)
     [link] = json.loads(done.stdout)["builds"][0]["links"]
     assert signed_by(link["linker"], binary), link["linker"]
-    assert any("rustc's own default" in reason for reason in link["reasons"]), link["reasons"]
+    assert any("rust-lld" in reason for reason in link["reasons"]), link["reasons"]  # rustc's default, named
     assert not any("-fuse-ld" in reason for reason in link["reasons"]), link["reasons"]
