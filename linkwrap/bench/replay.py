@@ -87,6 +87,7 @@ def candidates(manifest, args, found, work, only=None) -> list:
     """Every installed linker (or those in `only`) and the variants the policy could choose."""
     from linkwrap.request import config
     from linkwrap.choice import policy
+    from linkwrap.choice import rules
     from linkwrap.facts import probe
     from linkwrap.run import run
     out = os.path.join(work, "probe-out")
@@ -98,7 +99,7 @@ def candidates(manifest, args, found, work, only=None) -> list:
         req = request_for(manifest, args, os.path.join(work, f"{name}-fresh"))
         d = policy.decide(req, facts, {name: info}, config.merge([], {"LINKWRAP_LINKER": name}))
         variants = [("fresh", d)]
-        if name in policy.IN_PLACE_SINCE and info.version and tuple(info.version) >= policy.IN_PLACE_SINCE[name]:
+        if name in rules.IN_PLACE_SINCE and info.version and tuple(info.version) >= rules.IN_PLACE_SINCE[name]:
             flags = tuple(f for f in d.linker_flags if f != "--no-update-in-place")
             variants.append(("in-place", d._replace(linker_flags=flags, write_mode=policy.IN_PLACE)))
         if "--mmap-output-file" in d.linker_flags:

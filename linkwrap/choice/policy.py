@@ -13,14 +13,12 @@ measured", never "unknown". docs/policy.md gives each rule, the fact it
 rests on, and why.
 """
 from linkwrap.records import record
-
 from linkwrap.facts.probe import SMALL_INPUT_BYTES
-from linkwrap.facts.output_file import CACHE_PROBE_MIN_BYTES
 from linkwrap.facts.linkers import FAST
 from linkwrap.evidence.prior import BY_MACHINE_ORDER, BY_MEASUREMENT
-
-IN_PLACE = "in-place"  # the linker may overwrite the existing inode: every hard link sees the new binary
-FRESH = "fresh"        # a new inode: the old one, and every other name for it, stays untouched
+from linkwrap.choice.write_mode import FRESH, IN_PLACE, size_text, write_mode
+from linkwrap.choice.rules import FUSE_LD, WILD_ARCHES, WILD_PLUGIN_SINCE, _at_least, _v
+from linkwrap.choice.flags import _callers_flags, _flags, _names
 
 
 class Decision(record("Decision", [
@@ -41,36 +39,6 @@ class Decision(record("Decision", [
 def as_asked(reason: str) -> Decision:
     """The link exactly as the caller asked for it (fail-open and LINKWRAP_DISABLE)."""
     return Decision(None, (), (), FRESH, (reason,))
-
-
-
-# First version of each linker that accepts a flag (shared/reference/linkers.md §1.1, §2.2, §3.2, §6).
-# A linker missing from a row never gets that flag: GNU ld 2.40 rejects --threads,
-# gold needs --threads plus --thread-count, lld has no --no-fork.
-SINCE = {
-    "--no-fork": {"mold": (1, 0), "wild": (0, 3)},
-    "--no-detach": {"mold": (2, 33)},         # with --detach (its default) came --separate-debug-file
-    "--threads=": {"mold": (1, 1), "wild": (0, 2), "lld": (11,), "rust-lld": (11,)},
-    "--mmap-output-file": {"wild": (0, 7)},   # mold 1.10 rejects it; lld's flipped meaning at 21
-}
-# In-place pays only for linkers that would reuse the inode: mold (every version)
-# and wild >= 0.8 (its default became update-in-place). GNU ld, gold and lld always
-# write a new inode, so for them fresh costs nothing.
-IN_PLACE_SINCE = {"mold": (0,), "wild": (0, 8)}
-# Linux 6.11 and 6.12 let a running executable be written (kernel commit
-# 2a010c412853, reverted for 6.13); distribution backports can't be told apart.
-NO_ETXTBSY = ((6, 11), (6, 12))
-WILD_BTRFS_MMAP_FIXED = (7, 2)   # wild buffers its output on btrfs below this kernel
-# ...but only from 0.10 on: 0.7-0.9 mmap it there as everywhere (wild 0.8.0 checked with strace here).
-WILD_BTRFS_BUFFERS_SINCE = (0, 10)
-# Before 0.9 wild has no linker-plugin support: it warns about gcc's `-plugin` on stdout at
-# every link, and refuses GCC LTO objects ("GCC IR (LTO mode) is not supported yet").
-WILD_PLUGIN_SINCE = (0, 9)
-# The targets wild links (a cross link's triple starts with one; its x86-64 and aarch64 checked here).
-WILD_ARCHES = ("x86_64", "aarch64")
-MIN_CACHED_FRACTION = 0.5        # below this an in-place write first reads the old file back
-# -fuse-ld=<x> values that name a linker linkwrap knows.
-FUSE_LD = {"mold": "mold", "wild": "wild", "lld": "lld", "bfd": "bfd", "gold": "gold"}
 
 
 def decide(request, probe, linkers, config, measured=None, callers_ld=None, learned=None, failed=frozenset(),
@@ -112,6 +80,7 @@ def decide(request, probe, linkers, config, measured=None, callers_ld=None, lear
 
 
 # --- which linker ----------------------------------------------------------
+
 
 def choose_linker(request, linkers, config, reasons, probe=None, measured=None, callers_ld=None, learned=None,
                   failed=frozenset(), prior=None, replayable=False):
@@ -234,6 +203,8 @@ def choose_linker(request, linkers, config, reasons, probe=None, measured=None, 
 # (mold 1.02-1.07x, its CIs reaching 1; lld 1.4-1.6x) and slower eight at a time on 2 CPUs (mold
 # 1.06-1.28x, lld 1.4-1.65x), while wild took 0.5-0.55x (benchmarks/bench_small.py, docs/policy.md 1.3).
 SLOWER_WHEN_SMALL = ("mold", "lld", "rust-lld")
+
+
 MIN_MEASURED_RUNS = 3   # fewer timed runs give no confidence interval worth the name
 
 
@@ -466,6 +437,8 @@ def unsuitable(info, request, probe, options=None):
 # where a successful link must print nothing. A newer version is tried: should it still fail, the
 # output's failure memory keeps it off that output (docs/policy.md 1.2).
 _MOLD, _LLD, _RUST_LLD, _WILD = (1, 10, 1), (16, 0, 6), (22, 1, 2), (0, 8, 0)
+
+
 REFUSES = {
     "--no-warn-rwx-segments": {"mold": _MOLD, "lld": _LLD, "rust-lld": _RUST_LLD, "wild": _WILD},
     "--warn-rwx-segments": {"mold": _MOLD, "lld": _LLD, "rust-lld": _RUST_LLD, "wild": _WILD},
@@ -476,10 +449,14 @@ REFUSES = {
     "--sort-section": {"wild": _WILD},
     "--warn-common": {"wild": _WILD},
 }
+
+
 WARNS = {
     "-z text": {"wild": _WILD},            # "WARNING: wild: -z text is not yet supported"
     "-z separate-code": {"wild": _WILD},
 }
+
+
 _LISTED = frozenset(REFUSES).union(WARNS)
 
 
@@ -538,231 +515,3 @@ def _wild_driver_flags(info, request, reasons) -> tuple:
     reasons.append(f"-fno-use-linker-plugin: {info.label} cannot use gcc's LTO plugin "
                    "and would warn about it at every link")
     return ("-fno-use-linker-plugin",)
-
-
-def _at_least(version, since) -> bool:
-    return version is not None and tuple(version) >= since
-
-
-# --- which flags -----------------------------------------------------------
-
-def _has(info, flag) -> bool:
-    since = SINCE[flag].get(info.name)
-    return since is not None and info.version is not None and tuple(info.version) >= since
-
-
-def _callers_flags(request) -> frozenset:
-    """The caller's own linker flags, each without its value ("--threads=1" -> "--threads")."""
-    from linkwrap.request.args import linker_flags
-    return _names(linker_flags(request.args))
-
-
-def _names(flags) -> frozenset:
-    names = (f.split("=", 1)[0] for f in flags)
-    return frozenset("-" + n if n[:1] == "-" and n[:2] != "--" else n for n in names)  # -threads = --threads
-
-
-_CALLERS_THREADS = ("--threads", "--no-threads", "--thread-count")
-_CALLERS_FORK = ("--fork", "--no-fork")
-
-
-def _flags(info, probe, reasons, callers=frozenset(), reaps=False, extra=frozenset()) -> list:
-    """The flags linkwrap adds for this linker; extra: the names of the configured extra_flags
-    (added after these: they can still change what a fork means)."""
-    flags = []
-    if info.version is None and info.name in ("mold", "wild", "lld", "rust-lld"):
-        reasons.append(f"{info.name}'s version is unknown: no version-gated flags")
-        return flags
-    name, v = info.name, _v(info.version)
-    if name in SINCE["--no-fork"] and callers.intersection(_CALLERS_FORK):
-        reasons.append(f"the command line says {'/'.join(sorted(callers.intersection(_CALLERS_FORK)))}: kept")
-    elif name in SINCE["--no-fork"]:
-        if not _has(info, "--no-fork"):
-            reasons.append(f"{info.label} has no --no-fork (needs >= {_v(SINCE['--no-fork'][name])})")
-        elif not reaps:
-            flags.append("--no-fork")
-            reasons.append(f"--no-fork: {name} forks by default, and this entry point (a process per link) "
-                           "cannot wait for its worker: its time and memory would be lost")
-        elif not _fork_ends_with_output(info, callers | extra, flags, reasons):
-            flags.append("--no-fork")
-        else:
-            reasons.append(f"{name} forks: its worker is reaped after the answer (time and memory stay honest)")
-    cpus = probe.cpus
-    if name in SINCE["--threads="] and callers.intersection(_CALLERS_THREADS):
-        reasons.append(f"the command line sets {'/'.join(sorted(callers.intersection(_CALLERS_THREADS)))}: "
-                       "thread count kept")
-    elif name in SINCE["--threads="]:
-        if cpus is None or cpus < 1:
-            reasons.append("CPUs available unknown: thread count left to the linker")
-        elif _has(info, "--threads="):
-            flags.append(f"--threads={cpus}")
-            reasons.append(f"--threads={cpus}: the CPUs this process may use")
-        else:
-            reasons.append(f"{info.label} has no --threads=N (needs >= {_v(SINCE['--threads='][name])})")
-    elif name == "bfd":
-        reasons.append(f"GNU ld {v} has no --threads: single-threaded")
-    if name == "wild":
-        _wild_mmap(info, probe, reasons, flags)
-    return flags
-
-
-def _fork_ends_with_output(info, callers, flags, reasons) -> bool:
-    """Whether the forking linker's first process ends only once every output is written (the
-    link's end, which the answer waits for). mold >= 2.33 with --separate-debug-file and --detach
-    (its default) lets it end before the debug file is written: --no-detach where the caller
-    said nothing, else (the caller's own --detach) False. callers: the flags' names, the
-    configured extra_flags' included. A linker response file (-Wl,@file) is not read here: it may
-    hold either, so False."""
-    files = sorted(n for n in callers if n[:1] == "@")
-    if files:
-        reasons.append(f"--no-fork: the linker reads {files[0]}, which may make its first process end "
-                       "before every output is written")
-        return False
-    if info.name != "mold" or "--separate-debug-file" not in callers:
-        return True
-    if "--no-detach" in callers:
-        return True
-    if "--detach" in callers:
-        reasons.append("--no-fork: the command line says --detach, so mold's first process would end "
-                       "before its separate debug file is written")
-        return False
-    if _has(info, "--no-detach"):
-        flags.append("--no-detach")
-        reasons.append("--no-detach: mold would end before its separate debug file is written")
-    return True
-
-
-def _wild_mmap(info, probe, reasons, flags):
-    fs = probe.fs
-    if fs != "btrfs":
-        return
-    kernel = probe.kernel
-    if kernel is not None and tuple(kernel[:2]) >= WILD_BTRFS_MMAP_FIXED:
-        reasons.append(f"btrfs with kernel {_v(kernel)} (>= 7.2): wild mmaps its output by itself")
-        return
-    if _has(info, "--mmap-output-file") and not _at_least(info.version, WILD_BTRFS_BUFFERS_SINCE):
-        reasons.append(f"{info.label} mmaps its output on btrfs by itself "
-                       f"(wild buffers it there from {_v(WILD_BTRFS_BUFFERS_SINCE)} on)")
-        return
-    k = "unknown kernel" if kernel is None else f"kernel {_v(kernel)} (< 7.2)"
-    if _has(info, "--mmap-output-file"):
-        flags.append("--mmap-output-file")
-        reasons.append(f"--mmap-output-file: wild buffers its output on btrfs with {k}; "
-                       "forcing mmap cut 18-37 % of its link time")
-    else:
-        reasons.append(f"{info.label} has no --mmap-output-file (needs >= 0.7)")
-
-
-def _v(version) -> str:
-    return ".".join(map(str, version)) if version else "?"
-
-
-# --- how to write the output -----------------------------------------------
-
-def write_mode(request, probe, info, config, reasons) -> str:
-    """IN_PLACE only when every condition holds and the linker gains from it; else FRESH.
-
-    Each failed condition adds its own reason, so `linkwrap explain` lists all.
-    """
-    since = IN_PLACE_SINCE.get(info.name)
-    if since is None or info.version is None or tuple(info.version) < since:
-        why = "always writes a new file" if since is None else f"gains nothing in place (needs >= {_v(since)})"
-        if since is not None and info.version is None:
-            why = "has an unknown version"
-        reasons.append(f"{info.label} {why} -> fresh")
-        return FRESH
-    if config is not None and not config.in_place:
-        where = config.sources.get("in_place", "configuration")
-        reasons.append(f"in_place = false in {where} -> fresh")
-        return FRESH
-    out = probe.output
-    if out is None or out.exists is None:
-        reasons.append("unknown whether the output exists -> fresh")
-        return FRESH
-    if not out.exists:
-        reasons.append("no existing output -> fresh")
-        return FRESH
-    failed = _output_failures(out)
-    kind = request.kind
-    if kind in ("shared", "relocatable"):
-        failed.append(f"output is {'-shared' if kind == 'shared' else '-r'}: the kernel does not "
-                      "guard mapped libraries and objects")
-    kernel = probe.kernel
-    if kernel is None:
-        failed.append("kernel version unknown")
-    elif tuple(kernel[:2]) in NO_ETXTBSY:
-        failed.append(f"kernel {_v(kernel)} lets writes reach a running executable (6.11/6.12)")
-    local = probe.fs_local
-    fs = probe.fs or "filesystem"
-    if local is None:
-        failed.append("unknown whether the filesystem is local")
-    elif not local:
-        failed.append(f"{fs} is not a local filesystem")
-    cpus = probe.cpus
-    if info.name == "wild" and cpus == 1:
-        failed.append("wild with 1 thread always unlinks")
-    if failed:
-        reasons.extend(f"{f} -> fresh" for f in failed)
-        return FRESH
-    reasons.append(f"output is a lone, unheld, cached {fs} file on kernel {_v(kernel)} -> in-place")
-    return IN_PLACE
-
-
-def _output_failures(out) -> list:
-    """What, in the existing output's own facts, rules an in-place write out."""
-    if out.is_regular is False:
-        # The probe opens only regular files: whether it is held or cached was never
-        # looked at, and a directory's st_nlink counts its subdirectories.
-        return ["output is not a regular file"]
-    failed = [] if out.is_regular else ["output's type is unknown"]
-    if out.nlink is None:
-        failed.append("output's link count is unknown")
-    elif out.nlink != 1:
-        failed.append(f"output has nlink={out.nlink} (a hard link, e.g. Cargo's uplifted copy)")
-    if out.held_by_others is None:
-        failed.append("unknown whether another process holds the output")
-    elif out.held_by_others:
-        failed.append("another process holds, maps or runs the output")
-    cached, unmeasured = out.cached_fraction, cache_not_measured(out)
-    if cached is None and unmeasured:
-        failed.append(f"output is {size_text(out.size)} ({unmeasured}): in place would save at most "
-                      f"{_max_gain_ms(out.size):.2f} ms, and its page-cache share is not measured")
-    elif cached is None:
-        failed.append("share of the old output in the page cache unknown")
-    elif cached < MIN_CACHED_FRACTION:
-        # Rounded down: 49.6 % must not read as the 50 % that would pass.
-        failed.append(f"only {int(cached * 100)}% of the old output is cached "
-                      "(in place would read it back first)")
-    return failed
-
-
-# What in place saves on a warm output: 40-120 ms per GiB, an upper bound (seed 000).
-MAX_GAIN_MS_PER_GIB = 120
-
-
-def cache_not_measured(out):
-    """Why probe.cached_fraction did not measure this output ("< 8 MiB", "not a
-    regular file"), or None when it was measured or tried and failed."""
-    if out is None or out.exists is not True:
-        return None
-    if out.is_regular is False:
-        return "not a regular file"
-    if out.size is not None and out.size < CACHE_PROBE_MIN_BYTES:
-        return f"< {size_text(CACHE_PROBE_MIN_BYTES)}"
-    return None
-
-
-def _max_gain_ms(size) -> float:
-    # Rounded up to 0.01 ms: an upper bound stays one.
-    return -(-size * MAX_GAIN_MS_PER_GIB * 100 // (1 << 30)) / 100
-
-
-def size_text(n) -> str:
-    """Bytes for people, rounded down (8 MiB - 1 byte is "7.9 MiB", never "8.0 MiB")."""
-    if n is None:
-        return "of unknown size"
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift:
-            tenths = n * 10 >> shift
-            return f"{tenths // 10} {unit}" if tenths % 10 == 0 else f"{tenths / 10:.1f} {unit}"
-    return "1 byte" if n == 1 else f"{n} bytes"

@@ -210,7 +210,7 @@ def memory_dict(choice) -> dict:
 
 
 def probe_dict(facts) -> dict:
-    from linkwrap.choice.policy import cache_not_measured
+    from linkwrap.choice.write_mode import cache_not_measured
     from linkwrap.facts.probe import OutputFacts, Probe
     if facts is None:
         # Same keys, every fact unknown: the interface stays stable.

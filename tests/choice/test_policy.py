@@ -11,6 +11,7 @@ import pytest
 from linkwrap.request import args, config
 
 from linkwrap.choice import policy
+from linkwrap.choice import write_mode
 from linkwrap.facts.linkers import LinkerInfo
 from linkwrap.choice.policy import FRESH, IN_PLACE
 from linkwrap.facts.probe import OutputFacts, Probe
@@ -374,14 +375,14 @@ def test_a_small_output_says_its_cache_share_was_not_measured(size, words):
     fresh = [r for r in d.reasons if r.endswith("-> fresh")]
     assert len(fresh) == 1 and fresh[0].startswith(words), d.reasons
     assert not has_reason(d, "unknown"), d.reasons
-    assert policy.cache_not_measured(output(size=size, cached_fraction=None)) == "< 8 MiB"
+    assert write_mode.cache_not_measured(output(size=size, cached_fraction=None)) == "< 8 MiB"
 
 
 def test_a_measured_output_has_no_not_measured_note():
-    assert policy.cache_not_measured(output(size=8 << 20, cached_fraction=None)) is None
-    assert policy.cache_not_measured(output(size=None, cached_fraction=None)) is None
-    assert policy.cache_not_measured(output(exists=False, size=None)) is None
-    assert policy.cache_not_measured(output(is_regular=False, size=4096)) == "not a regular file"
+    assert write_mode.cache_not_measured(output(size=8 << 20, cached_fraction=None)) is None
+    assert write_mode.cache_not_measured(output(size=None, cached_fraction=None)) is None
+    assert write_mode.cache_not_measured(output(exists=False, size=None)) is None
+    assert write_mode.cache_not_measured(output(is_regular=False, size=4096)) == "not a regular file"
 
 
 def test_a_non_regular_output_is_not_judged_by_facts_the_probe_never_looked_at():

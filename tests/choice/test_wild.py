@@ -15,6 +15,7 @@ import mounts
 from conftest import script, tool
 from linkrecords import db_rows
 from linkwrap.choice import policy
+from linkwrap.choice import rules
 from linkwrap.facts import probe
 from outputkit import OVERFLOW, STATIC, identity, objs, read  # noqa: F401
 
@@ -72,7 +73,7 @@ def cpus():
 
 def test_the_real_wild_accepts_every_flag_the_policy_may_give_it(tmp_path, wild):
     obj = c_program(tmp_path)
-    given = [f + ("2" if f.endswith("=") else "") for f, by in policy.SINCE.items()
+    given = [f + ("2" if f.endswith("=") else "") for f, by in rules.SINCE.items()
              if "wild" in by and wild.version >= by["wild"]]
     assert "--no-fork" in given and "--threads=2" in given
     done = wild_alone(tmp_path, wild, [obj, "-o", "prog", *(f"-Wl,{f}" for f in given)])
@@ -109,7 +110,7 @@ def test_wild_alone_rewrites_the_inode_every_hard_link_shares(tmp_path, wild):
     os.link(tmp_path / "a.out", tmp_path / "b.out")
     before = identity(tmp_path / "a.out")
     assert wild_alone(tmp_path, wild, [obj, "-o", "a.out", "-Wl,--threads=2"]).returncode == 0
-    in_place = wild.version >= policy.IN_PLACE_SINCE["wild"]
+    in_place = wild.version >= rules.IN_PLACE_SINCE["wild"]
     assert (identity(tmp_path / "a.out") == before) == in_place
     assert wild_alone(tmp_path, wild, [obj, "-o", "a.out", "-Wl,--threads=1"]).returncode == 0
     assert identity(tmp_path / "a.out") != before and identity(tmp_path / "b.out") == before
@@ -117,7 +118,7 @@ def test_wild_alone_rewrites_the_inode_every_hard_link_shares(tmp_path, wild):
 
 def test_wild_alone_changes_what_a_map_private_reader_sees(tmp_path, wild):
     """ETXTBSY protects only a running file: a MAP_PRIVATE reader sees an in-place write."""
-    if wild.version < policy.IN_PLACE_SINCE["wild"]:
+    if wild.version < rules.IN_PLACE_SINCE["wild"]:
         pytest.fail(f"wild {wild.version} writes a new file: this test is for wild >= 0.8")
     obj, other = c_program(tmp_path), c_program(tmp_path, "other")
     assert wild_alone(tmp_path, wild, [obj, "-o", "a.out"]).returncode == 0
@@ -253,8 +254,8 @@ def test_outputs_on_btrfs_xfs_and_tmpfs(tmp_path, lw_home, wild, fstype):
         assert rec["fs_type"] == fstype
         mmap_flag = "--mmap-output-file" in rec["flags_added"]
         kernel = probe.kernel_version()
-        assert mmap_flag == (fstype == "btrfs" and wild.version >= policy.WILD_BTRFS_BUFFERS_SINCE
-                             and tuple(kernel[:2]) < policy.WILD_BTRFS_MMAP_FIXED)
+        assert mmap_flag == (fstype == "btrfs" and wild.version >= rules.WILD_BTRFS_BUFFERS_SINCE
+                             and tuple(kernel[:2]) < rules.WILD_BTRFS_MMAP_FIXED)
 
 
 def test_on_btrfs_wild_before_0_10_maps_its_output(tmp_path, wild):
@@ -271,7 +272,7 @@ def test_on_btrfs_wild_before_0_10_maps_its_output(tmp_path, wild):
     lines = trace.read_text().splitlines()
     mapped_rw = any(output in ln and "PROT_WRITE" in ln and "MAP_SHARED" in ln for ln in lines if "mmap(" in ln)
     written = any(output in ln for ln in lines if "write(" in ln or "pwrite64(" in ln)
-    assert (mapped_rw, written) == ((True, False) if wild.version < policy.WILD_BTRFS_BUFFERS_SINCE
+    assert (mapped_rw, written) == ((True, False) if wild.version < rules.WILD_BTRFS_BUFFERS_SINCE
                                     else (False, True))
 
 
