@@ -507,6 +507,9 @@ def plan_uninstall(path: str, triples=None) -> marker.Change:
             _pass_on(out, created)
     new = None if delete_file else "".join(out).encode("utf-8")
     _check(path, new, {} if delete_file else expected, exact=False)
+    if delete_file:  # what the user sees is what happened: the file is gone, not edited
+        targets = ", ".join(s.split(" for ", 1)[1].split(" from ", 1)[0] for s in said if s.startswith("removed the linker"))
+        said = [f"removed {path}: linkwrap had created it for the linker of {targets}"]
     return marker.Change(path, old, new, said, drop_dir=drop_dir)
 
 

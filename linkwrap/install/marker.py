@@ -101,6 +101,7 @@ class Change:
             if self.drop_dir:
                 try:
                     os.rmdir(self.drop_dir)
+                    self.said.append(f"removed {self.drop_dir}: linkwrap had created it, and it is empty now")
                 except OSError:
                     pass  # not empty (someone else's files): it stays
         else:

@@ -409,7 +409,7 @@ def saved_line(s) -> str:
     n, m = s["links"], s["measured_links"]
     if not m:
         return (f"{lead}; what the default linker would take on {'this link' if n == 1 else 'these links'} "
-                "is not measured yet (`linkwrap run --save`, then `linkwrap bench`)")
+                "is not measured yet (linkwrap measures it while the machine is idle: `linkwrap status`)")
     tilde, how = ("", "") if s["exact"] else ("~", " (measured)")
     if m == n:
         return f"{lead}; {_default_who(s)} would take {tilde}{fmt_ms(s['default_ms'])}{how}: {_saved_result(s)}"
