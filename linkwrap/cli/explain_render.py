@@ -96,8 +96,9 @@ def render(report) -> None:
     if m.get("predicted_kb") is not None:
         # A charge (what the link adds to its memory group), not a peak RSS: mapped inputs are in
         # the page cache already, so the two differ by design.
-        rows.append(("memory predicted", f"{m['predicted_kb'] >> 10} MiB charge to the memory group, "
-                                         f"not peak RSS ({m['source']}: {m['detail']})"))
+        rows.append(("memory predicted", f"{m['predicted_kb'] >> 10} MiB of new memory the link needs "
+                                         f"(not its peak RSS: input files already in the page cache are not new; "
+                                         f"{m['source']}: {m['detail']})"))
     rows.append(("memory admission", ("on" if m.get("admission") else "off")
                  + (f", room now {m['room_kb'] >> 10} MiB with {m['running_links']} link(s) running"
                     if m.get("admission") and m.get("room_kb") is not None else "")))

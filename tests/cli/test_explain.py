@@ -447,7 +447,7 @@ def test_a_recorded_rustc_link_says_which_inputs_rustc_deleted_and_what_memory_f
     text = linkwrap("explain", cwd=root, env={"COLUMNS": "300"}).stdout
     assert f"{gone['rustc_temporaries']} deleted since the link (rustc's temporar" in text, text
     assert "not found" not in text.split("input bytes")[1].split("\n")[0], text
-    assert "charge to the memory group, not peak RSS" in text, text
+    assert "MiB of new memory the link needs (not its peak RSS" in text, text
     assert data["note"] is None                   # in the project: its own link, nothing to say
     # Outside every project, the last link recorded anywhere is shown: said first, naming its project.
     elsewhere = tmp_path / "elsewhere"
