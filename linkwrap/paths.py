@@ -235,16 +235,21 @@ class _Walk:
     def take(self) -> int:
         """The last directory's fd, at the lowest free number once the ones above it are closed: the
         walk leaves no holes below it (a server's fds keep the numbers they had without it)."""
-        fd = self.fds.pop()
-        self.close()
-        low = os.dup(fd)
-        os.close(fd if low < fd else low)
-        return low if low < fd else fd
+        while len(self.fds) > 1:   # the last stays listed until it is returned: a ^C here closes it too
+            os.close(self.fds.pop(0))
+        low = os.dup(self.fds[0])
+        if low < self.fds[0]:
+            os.close(self.fds.pop())
+            return low
+        os.close(low)
+        return self.fds.pop()
 
     def close(self) -> None:
-        for fd in self.fds:
-            os.close(fd)
-        self.fds = []
+        # One at a time, off the list first: a ^C (KeyboardInterrupt) between two closes must not leave
+        # closed fds listed, or the finally's second close() fails with EBADF, and that OSError replaces
+        # the interrupt (the link ran on, warning "Bad file descriptor": CI, 2026-12-04).
+        while self.fds:
+            os.close(self.fds.pop())
 
 
 def _user_name(uid: int) -> str:

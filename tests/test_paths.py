@@ -1,5 +1,7 @@
 """linkwrap.paths computes the XDG directories itself (platformdirs costs ~20 ms to import on
 every link): they must be the ones platformdirs gives."""
+import os
+
 import platformdirs
 import pytest
 
@@ -26,3 +28,26 @@ def test_linkwrap_home_holds_everything(monkeypatch, tmp_path):
     assert paths.cache_dir() == str(tmp_path / "cache")
     assert paths.user_config_file() == str(tmp_path / "config" / "linkwrap.toml")
     assert paths.log_file() == str(tmp_path / "linkwrap.log")
+
+
+def test_a_ctrl_c_while_the_walk_closes_its_fds_stays_a_ctrl_c(tmp_path, monkeypatch):
+    # The CI failure of 2026-12-04: a KeyboardInterrupt between two of the walk's closes left closed
+    # fds on its list, the finally closed them again, and EBADF replaced the interrupt (the link ran on,
+    # warning "Bad file descriptor"). The interrupt must come out, and no fd of the walk stay open.
+    target = tmp_path / "a" / "b"
+    target.mkdir(parents=True)
+    real_close, calls = os.close, []
+
+    def close(fd):
+        calls.append(fd)
+        real_close(fd)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+
+    before = set(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(os, "close", close)
+    with pytest.raises(KeyboardInterrupt):
+        paths.open_trusted_dir(str(target))
+    monkeypatch.undo()
+    assert len(calls) == len(set(calls))   # none closed twice
+    assert set(os.listdir("/proc/self/fd")) <= before

@@ -233,9 +233,8 @@ def test_while_the_output_is_saved_its_real_links_are_no_tries(tmp_path, lw_home
     # the user's links; with saving off (the tests above set LINKWRAP_SAVE=0) the second link tries.
     from linkwrap.record import save
     (tmp_path / "linkwrap.toml").write_text('forbid = ["wild", "rust-lld", "bfd", "gold"]\n')
-    env = {**os.environ, "LINKWRAP_HOME": str(lw_home)}
-    env.pop("LINKWRAP_SAVE", None)
-    env.pop("CI", None)
+    # Empty, not popped: clirun.linkwrap merges os.environ back, and CI runs this suite with CI set.
+    env = {**os.environ, "LINKWRAP_HOME": str(lw_home), "LINKWRAP_SAVE": "", "CI": ""}
     seen = []
     for _ in range(4):
         d = json.loads(linkwrap("explain", "--json", "--", "hello.o", "-o", "hello", cwd=tmp_path, env=env).stdout)
