@@ -171,10 +171,20 @@ def first_time(kind: str) -> bool:
             os.close(os.open(marker, flags, 0o600))
             return True
         except FileExistsError:
-            return False
+            # In $TMPDIR another user can plant the name: only our own file says "already said".
+            return not _ours(marker)
         except OSError:
             continue
     return True
+
+
+def _ours(path: str) -> bool:
+    import stat
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return st.st_uid == os.geteuid() and stat.S_ISREG(st.st_mode)
 
 
 def fallback_marker(state: str, kind: str) -> str:

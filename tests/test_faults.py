@@ -1,6 +1,7 @@
 """linkwrap's own faults: the log keeps bugs with their traceback, the user's errors without."""
 from linkwrap import faults
 from linkwrap.errors import ConfigError
+from users import other_user  # noqa: F401
 
 
 def test_a_bug_is_logged_with_its_traceback(lw_home):
@@ -34,6 +35,20 @@ def test_warn_once_remembers_in_tmp_when_the_state_dir_cannot(tmp_path, monkeypa
     faults.warn_once("k", "x")
     assert capfd.readouterr().err == "linkwrap: warning: x\n"
     assert [p.name for p in tmp_path.glob("linkwrap-*-warned-k-*")]
+
+
+def test_a_marker_another_user_planted_in_tmp_does_not_silence_the_warning(tmp_path, monkeypatch, capfd,
+                                                                          other_user):
+    import os
+    state = tmp_path / "not-a-dir"
+    state.write_text("")
+    monkeypatch.setenv("LINKWRAP_HOME", str(state))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    planted = faults.fallback_marker(str(state), "k")
+    open(planted, "w").close()
+    os.chown(planted, other_user[1], other_user[2])   # as another user of a shared /tmp would
+    faults.warn_once("k", "x")
+    assert capfd.readouterr().err == "linkwrap: warning: x\n"
 
 
 def test_a_fault_the_log_cannot_keep_says_why_and_not_where_it_is_not(lw_home):

@@ -211,7 +211,6 @@ def _off() -> int:
 
 def _clear(yes: bool) -> int:
     """Delete links.db and the spool, under the ingestion lock, once the user said yes."""
-    import fcntl
     from linkwrap.store import db, spool
     from linkwrap.record.record import SPOOL
     state = paths.state_dir()
@@ -221,9 +220,8 @@ def _clear(yes: bool) -> int:
     if not yes and not _confirmed(state):
         print("Nothing deleted.")
         return 1
-    fd = os.open(os.path.join(state, spool.LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = spool.hold_lock(state)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
         removed = 0
         for name in (db.DB_NAME, db.DB_NAME + "-wal", db.DB_NAME + "-shm", SPOOL, spool.INGESTING, SPOOL + ".1"):
             try:

@@ -187,14 +187,12 @@ def ingest(db, state: str) -> int:
     Raises sqlite3.Error when the database cannot take them: the records then
     stay on disk (links.spool.ingesting) for the next command.
     """
-    import fcntl
     spool, ingesting = os.path.join(state, SPOOL), os.path.join(state, INGESTING)
     rotated = os.path.join(state, ROTATED)
     if not any(os.path.exists(p) for p in (spool, ingesting, rotated)):
         return 0
-    lock_fd = os.open(os.path.join(state, LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    lock_fd = hold_lock(state)
     try:
-        fcntl.flock(lock_fd, fcntl.LOCK_EX)
         added = 0
         # A leftover from an ingestion that died after its rename: its turn first.
         if os.path.exists(ingesting):
@@ -213,6 +211,22 @@ def ingest(db, state: str) -> int:
         return added
     finally:
         os.close(lock_fd)
+
+
+def hold_lock(state) -> int:
+    """An fd holding links.lock's exclusive flock (ingest, `log --clear`); closing it releases it.
+    Never through a symlink, never another user's file: its owner could hold the lock for ever."""
+    import fcntl
+    fd = os.open(os.path.join(state, LOCK), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid() or st.st_mode & 0o170000 != 0o100000:
+            raise PermissionError(13, "not this user's regular file: not used", os.path.join(state, LOCK))
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _ingest_file(db, path) -> int:

@@ -79,6 +79,19 @@ def test_ingest_moves_records_into_the_database_and_empties_the_spool(lw_home):
     assert spool.ingest(conn, state) == 0
 
 
+def test_a_links_lock_planted_as_a_symlink_is_not_followed_and_the_records_wait(lw_home, tmp_path):
+    import pytest
+    state = str(lw_home)
+    record.append(state, frame("u1", wall_ms=5.0, reasons=("r1",)))
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"kept")
+    os.symlink(victim, os.path.join(state, spool.LOCK))
+    conn = db.connect()
+    with pytest.raises(OSError):
+        spool.ingest(conn, state)
+    assert victim.read_bytes() == b"kept" and spool.pending(state) > 0   # nothing lost, nothing followed
+
+
 def test_a_leftover_from_a_crashed_ingestion_is_taken_once(lw_home):
     state = str(lw_home)
     conn = db.connect()
