@@ -141,6 +141,9 @@ def link(inv, answer=None):
             first = run.reap(outcome) if reaps else outcome
             decision = policy.as_asked(f"{_label(decision)} failed (exit {outcome.returncode}); linked as asked")
             outcome = run.execute(request, decision, environ, owner=owner, meanwhile=meanwhile, reaps=reaps)
+            if outcome.returncode == 0 and chosen.linker is not None and settings is not None \
+                    and chosen.linker.name == settings.forced:
+                _forced_failed(chosen, first, request, environ, inv)
     except run.Interrupted as e:
         return invocation.Killed(e.signal)
     except Exception as e:
@@ -303,6 +306,17 @@ def _forced_missing(name, environ, inv) -> None:
     faults.warn_once(f"forced-{_crc(name + build.identify(environ, inv.caller_pid).key)}",
                      f"LINKWRAP_LINKER={name}, but {name} is not installed: this build links with "
                      "linkwrap's usual choice (said once per build; `linkwrap config` shows what is installed)")
+
+
+def _forced_failed(chosen, first, request, environ, inv) -> None:
+    """The linker LINKWRAP_LINKER asked for failed where the caller's own command passed: the build
+    goes on with the link as asked, which a successful link would never say. Once per build."""
+    from linkwrap.facts import build
+    name = chosen.linker.name
+    faults.warn_once(f"forced-failed-{_crc(name + build.identify(environ, inv.caller_pid).key)}",
+                     f"LINKWRAP_LINKER={name}: {chosen.linker.label} failed (exit {first.returncode}) linking "
+                     f"{request.output or 'a.out'}; linked as asked instead (said once per build; "
+                     "`linkwrap summary` shows its error)")
 
 
 def _crc(text: str) -> str:
