@@ -105,8 +105,45 @@ class Change:
                 except OSError:
                     pass  # not empty (someone else's files): it stays
         else:
-            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            make_dirs(os.path.dirname(os.path.abspath(self.path)))
             write_atomic(self.path, self.new)
+
+
+def _folders_owner(st):
+    """(uid, gid) a new file or directory in a folder of stat st is given, else None: root installing
+    into another user's project (no .cargo/ yet) makes them theirs, as they would be had its owner run
+    install, so they can still edit and remove them. Anyone else's new files are theirs by the kernel's rule."""
+    if os.geteuid() == 0 and st.st_uid != 0:
+        return st.st_uid, st.st_gid
+    return None
+
+
+def make_dirs(folder: str) -> None:
+    """os.makedirs, each directory made owned as _folders_owner says. The chown is on a descriptor
+    opened O_NOFOLLOW in the parent's: the folder's owner may swap what was made for a symlink, and a
+    chown by name would follow it (root giving them any file)."""
+    if os.path.isdir(folder):
+        return
+    parent, name = os.path.split(folder)
+    make_dirs(parent)
+    try:
+        pfd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            owner = _folders_owner(os.fstat(pfd))
+            try:
+                os.mkdir(name, 0o777, dir_fd=pfd)
+            except FileExistsError:
+                return  # made in between: not ours to give away
+            if owner:
+                fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=pfd)
+                try:
+                    os.fchown(fd, *owner)
+                finally:
+                    os.close(fd)
+        finally:
+            os.close(pfd)
+    except OSError as e:
+        raise InstallError(f"{folder}: cannot create: {e.strerror}") from e
 
 
 def read_bytes(path: str) -> bytes | None:
@@ -139,6 +176,10 @@ def write_atomic(path: str, data: bytes) -> None:
                 if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
                     os.fchown(fd, st.st_uid, st.st_gid)  # before chmod: chown clears setuid/setgid bits
                 os.fchmod(fd, st.st_mode & 0o7777)
+            else:  # a new file: the folder owner's, as make_dirs' directories (open()'s mode, less the umask)
+                owner = _folders_owner(os.stat(os.path.dirname(path)))
+                if owner:
+                    os.fchown(fd, *owner)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

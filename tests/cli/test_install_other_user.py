@@ -62,3 +62,39 @@ def test_install_then_uninstall_keeps_another_users_0640_config_theirs(reachable
     assert listing(root) == before and owner_and_mode(root) == (uid, gid, 0o750)
     with open(config, "rb") as f:
         assert f.read() == USERS_CONFIG
+
+
+def test_a_config_install_creates_in_another_users_project_is_theirs_to_edit(reachable_dir, other_user, lw_home,
+                                                                            monkeypatch):
+    """No .cargo/ yet: what root's install creates there (.cargo/ and config.toml) belongs to the project's
+    owner, who can then edit it; uninstall takes out only linkwrap's block of the edited file, which stays
+    theirs, and removes all it created when the file is as install left it."""
+    _, uid, gid = other_user
+    monkeypatch.setenv("CARGO_HOME", os.path.join(reachable_dir, "cargo-home"))
+    monkeypatch.setenv("PATH", path_without_linkwrap())
+    root = os.path.join(reachable_dir, "proj")
+    os.makedirs(os.path.join(root, "src"))
+    with open(os.path.join(root, "Cargo.toml"), "w") as f:
+        f.write('[package]\nname = "proj"\nversion = "0.1.0"\n')
+    for here, dirs, files in os.walk(root):
+        for entry in [".", *dirs, *files]:
+            os.chown(os.path.join(here, entry), uid, gid)
+    before = listing(root)
+    cargo_dir = os.path.join(root, ".cargo")
+    config = os.path.join(cargo_dir, "config.toml")
+
+    for edit in (False, True):
+        done = linkwrap("install", cwd=root)
+        assert done.returncode == 0, done.stderr
+        assert owner_and_mode(cargo_dir)[:2] == owner_and_mode(config)[:2] == (uid, gid)
+        assert not owner_and_mode(config)[2] & 0o022  # open()'s mode, less the umask: nobody else writes it
+        as_user(other_user, f"grep -q linkwrap-cc '{config}' && test -w '{config}' && test -w '{cargo_dir}'")
+        if edit:
+            as_user(other_user, f"printf '[alias]\\nb = \"build\"\\n' >> '{config}'")
+        gone = linkwrap("uninstall", cwd=root)
+        assert gone.returncode == 0, gone.stderr
+        if not edit:
+            assert listing(root) == before  # .cargo/ and the file were linkwrap's: both gone
+    with open(config, "rb") as f:
+        assert f.read().lstrip(b"\n") == b'[alias]\nb = "build"\n'
+    assert owner_and_mode(config)[:2] == owner_and_mode(cargo_dir)[:2] == (uid, gid)
