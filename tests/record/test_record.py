@@ -254,3 +254,36 @@ def test_a_rust_dylib_and_a_cdylib_are_told_apart_from_rustcs_own_link(tmp_path,
         [b] = json.loads(done.stdout)["builds"]
         kinds.update({l["crate_name"]: l["crate_kind"] for l in b["links"]})
     assert kinds == {"libdylib": "dylib", "libcdylib": "cdylib"}, kinds
+
+
+def test_a_cargo_build_in_a_terminal_is_told_once_that_its_links_cannot_be_recorded(tmp_path, lw_home,
+                                                                                   monkeypatch):
+    """The state dir made 0500 after `linkwrap install` (the build run without root's power over it):
+    rustc drops a passed link's stderr, so each build's terminal is told once -- two links in a build,
+    one line; the next build, one line again -- and every build passes, its binaries running."""
+    from cargokit import env_name, host_triple, new_crate
+    from test_faults import _in_a_terminal
+    monkeypatch.setenv("CARGO_HOME", str(tmp_path / "cargo-home"))
+    for var in ("RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", env_name(host_triple(), "LINKER")):
+        monkeypatch.delenv(var, raising=False)
+    crate = new_crate(tmp_path)
+    os.mkdir(os.path.join(crate, "src", "bin"))
+    with open(os.path.join(crate, "src", "bin", "second.rs"), "w") as f:
+        f.write("fn main() {}\n")
+    assert subprocess.run([script("linkwrap"), "install"], cwd=crate, capture_output=True).returncode == 0
+    lw_home.chmod(0o500)
+    env = {**os.environ, "TERM": "xterm", "TMPDIR": str(tmp_path), "CARGO_TARGET_DIR": str(tmp_path / "target")}
+    unprivileged = ["setpriv", "--bounding-set=-all", "--inh-caps=-all"]
+    said = []
+    for main in ("fn main() {}\n", 'fn main() { println!("again"); }\n'):
+        with open(os.path.join(crate, "src", "main.rs"), "w") as f:
+            f.write(main)
+        status, shown = _in_a_terminal([*unprivileged, "cargo", "build", "--quiet"], crate, env)
+        assert status == 0, shown
+        said.append([line for line in shown.splitlines() if "linkwrap" in line])
+    lw_home.chmod(0o700)
+    assert subprocess.run([str(tmp_path / "target" / "debug" / "hello")], capture_output=True).stdout == b"again\n"
+    assert [len(lines) for lines in said] == [1, 1], said
+    for [line] in said:  # after the erase of cargo's progress line, if any
+        assert line.split("\x1b[K")[-1].startswith(f"linkwrap: warning: cannot record links in {lw_home} "
+                                                   "(Permission denied)"), line
