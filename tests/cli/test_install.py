@@ -214,3 +214,26 @@ def test_an_install_whose_bin_was_handed_to_another_user_is_refused(project, lw_
     assert done.stderr == (f"linkwrap: error: {lw_home / 'bin'} is owned by user {other_user[0]} and writable by "
                            "them: not used for linkwrap's state (set LINKWRAP_HOME to a directory of your own)\n")
     assert os.stat(cc).st_mtime_ns == before.st_mtime_ns
+
+
+def test_a_crlf_config_gets_crlf_lines_cargo_builds_through_them_and_uninstall_gives_its_bytes_back(project):
+    """Issue 31 item 6, end to end: a .cargo/config.toml written on Windows (CRLF) gets install's block
+    in CRLF too, Cargo reads it and links through linkwrap, and uninstall leaves the exact bytes."""
+    import subprocess
+    (project / "src" / "main.rs").write_text("fn main() {}\n")
+    (project / ".cargo").mkdir()
+    config = project / ".cargo" / "config.toml"
+    crlf = b'[build]\r\njobs = 2\r\n\r\n[alias]\r\nb = "build"\r\n'
+    config.write_bytes(crlf)
+    done = lw("install", cwd=project)
+    assert done.returncode == 0, done.stderr
+    data = config.read_bytes()
+    assert b"linkwrap-cc" in data and data.count(b"\n") == data.count(b"\r\n") > crlf.count(b"\n"), data
+    built = subprocess.run(["cargo", "build", "--quiet"], cwd=project, capture_output=True, text=True,
+                           env={**os.environ, "CARGO_TARGET_DIR": str(project / "target")}, timeout=600)
+    assert built.returncode == 0, built.stderr
+    summary = lw("summary", "--json", cwd=project)
+    assert summary.returncode == 0 and '"output_path": "' + str(project / "target") in summary.stdout, summary.stdout
+    gone = lw("uninstall", cwd=project)
+    assert gone.returncode == 0, gone.stderr
+    assert config.read_bytes() == crlf
