@@ -122,7 +122,12 @@ def _status(args=None) -> int:
           + (" (LINKWRAP_LOG is off in this shell)" if env_off and on else "")
           + ("" if on else " (`linkwrap log on` starts it again)"))
     print(f"Database: {db.path()}")
-    conn = db.open_store()
+    warned = []
+
+    def warn(message):
+        warned.append(message)
+        db.warn(message)
+    conn = db.open_store(warn=warn)
     c = queries.counts(conn)
     size = sum(os.path.getsize(db.path() + s) for s in ("", "-wal") if os.path.exists(db.path() + s))
     print(f"Records: {plural(c['links'], 'link')} in {plural(c['builds'], 'build')}, {fmt_bytes(size)}"
@@ -139,7 +144,10 @@ def _status(args=None) -> int:
         print(f"This project: {plural(p['links'], 'link')} in {plural(p['builds'], 'build')} ({project}; "
               "`--all-projects` for every project's)")
     if spool.pending(state):
-        print(f"Waiting in the spool: {fmt_bytes(spool.pending(state))} (the database could not take them)")
+        # Why they wait is open_store's warning, when it gave one (a lock that is a directory, a read-only
+        # database); without one they came in since (links running now).
+        print(f"Waiting in the spool: {fmt_bytes(spool.pending(state))} (not in the database yet"
+              + (": the warning above says why)" if warned else ")"))
     said = set()
     for m in warned_markers():
         kind = os.path.basename(m).split("warned-", 1)[1].split("-", 1)[0]

@@ -188,6 +188,10 @@ def test_lock_files_made_directories_are_named_and_links_still_pass(lw_home, tmp
         "links through the link server are not waited for; remove it",
         f"linkwrap: warning: new link records stay in the spool for now: {locks['links.lock']}: Is a directory"]
     assert (lw_home / record.SPOOL).stat().st_size > 0  # kept for when the lock is a lock again
+    status = lw("log", "status")
+    assert status.stderr.splitlines() == shown.stderr.splitlines()
+    [waiting] = [line for line in status.stdout.splitlines() if line.startswith("Waiting in the spool")]
+    assert waiting.endswith("(not in the database yet: the warning above says why)"), waiting  # not the database's fault
     locks["links.lock"].rmdir()
     said = []
     conn = db.open_store(warn=said.append)
