@@ -175,14 +175,15 @@ class DynSym(Synthetic):
                 value = lk.real_addr(s) if s.dso is None and (shared_ifunc or not s.is_ifunc) else lk.sym_addr(s)
                 if stype == elf.STT_TLS:
                     value -= lk.tls_start     # a TLS symbol's value is its offset in the TLS segment
+                # wrapped to 64 bits as .symtab's: a symbol value near 2**64 plus its section's address
                 out += elf.SYM.pack(name, (bind << 4) | stype, s.visibility if s.dso is None else 0, shndx,
-                                    value, s.size)
+                                    value & 0xFFFFFFFFFFFFFFFF, s.size)
             else:
                 stype = elf.STT_FUNC if s.type == elf.STT_GNU_IFUNC else s.type
                 bind = elf.STB_GLOBAL if s.strong_ref else elf.STB_WEAK
                 # a canonical PLT entry is the function's address for the whole process
                 value = lk.sym_addr(s) if s in self.canonical else 0
-                out += elf.SYM.pack(name, (bind << 4) | stype, 0, 0, value, 0)
+                out += elf.SYM.pack(name, (bind << 4) | stype, 0, 0, value & 0xFFFFFFFFFFFFFFFF, 0)
         return _put(buf, off, out)
 
 
