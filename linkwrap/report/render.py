@@ -194,13 +194,24 @@ def fit(console: Console, make_table, flexible: str, optional=(), least: int = 2
         excess = full - console.width
         want = natural[flexible]
         if excess <= 0:
-            return table
+            return _with_dropped(table, dropped)
         if want - excess >= min(want, least) or step == len(optional):
             col = next(c for c in table.columns if c.header == flexible)
             col.max_width = max(8, want - excess)
-            return table
+            return _with_dropped(table, dropped)
         dropped.append(optional[step])
     return table  # not reached
+
+
+def _with_dropped(table, dropped):
+    """The table, and under it one dim line naming the columns the width left out: a column that is
+    there in a wide terminal and gone in a narrow one, unexplained, reads as a value that went missing."""
+    if not dropped:
+        return table
+    from rich.console import Group
+    names = ", ".join(dropped)
+    return Group(table, Text(f"({names} left out at this width: a wider terminal or --json shows "
+                             f"{'them' if len(dropped) > 1 else 'it'})", style="dim"))
 
 
 def linking_line(b) -> str | None:

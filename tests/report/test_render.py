@@ -164,3 +164,16 @@ def test_the_one_time_costs_of_a_first_build_are_said_apart():
     for entry in ("server", "script"):
         same = shown(build_of([link(i, "app", "bin", entry_point=entry) for i in (1, 2)]))
         assert "one-time" not in same and "server was running" not in same
+
+
+def test_columns_left_out_at_a_narrow_width_are_named_under_the_table():
+    """A column there at 160 columns and gone at 60 is said, not silently missing (issue 32 item 5)."""
+    wide = shown(build_of(APP), width=160)
+    assert "left out at this width" not in wide
+    assert all(column in wide for column in ("mode", "cpu", "output"))
+    narrow = shown(build_of(APP), width=60)
+    [note] = [line for line in narrow.splitlines() if "left out at this width" in line]
+    gone = [column for column in ("mode", "cpu", "output") if f" {column} " not in narrow.split(note)[0]]
+    assert gone and note.strip().startswith("(" + ", ".join(gone) + " left out"), (gone, note)
+    flat = " ".join(narrow[narrow.index(note.strip()):].split())  # the line folds at 60 columns
+    assert "a wider terminal or --json shows them)" in flat, flat
