@@ -91,11 +91,8 @@ def _in_a_terminal(argv, cwd, env, timeout=600):
     return os.waitstatus_to_exitcode(status), shown.decode("utf-8", "replace")
 
 
-def test_a_warning_in_a_cargo_build_reaches_the_builds_terminal(tmp_path, lw_home, monkeypatch):
-    """rustc keeps a successful linker's stderr to itself (rustc 1.95 shows it only under -W
-    linker-messages): a once-per-build warning of a link rustc runs (LINKWRAP_CONFIG_ERRORS=warn and a
-    broken linkwrap.toml) is written to the build's terminal instead, once, and the build passes.
-    Without a terminal (a pipe, as CI has) the build is as quiet as before."""
+def _two_binaries_installed(tmp_path, monkeypatch):
+    """A crate of two binaries (two links a build) with linkwrap installed as its linker."""
     import os
     import subprocess
     from cargokit import env_name, host_triple, new_crate
@@ -108,15 +105,64 @@ def test_a_warning_in_a_cargo_build_reaches_the_builds_terminal(tmp_path, lw_hom
     with open(os.path.join(crate, "src", "bin", "second.rs"), "w") as f:
         f.write("fn main() {}\n")
     assert subprocess.run([script("linkwrap"), "install"], cwd=crate, capture_output=True).returncode == 0
+    return crate
+
+
+def test_a_warning_in_a_cargo_build_reaches_the_builds_terminal(tmp_path, lw_home, monkeypatch):
+    """rustc keeps a successful linker's stderr to itself (rustc 1.95 shows it only under -W
+    linker-messages): a once-per-build warning of a link rustc runs (LINKWRAP_CONFIG_ERRORS=warn and a
+    broken linkwrap.toml) is written to the build's terminal instead, once per build, and the build
+    passes. Without a terminal (a pipe, as CI has) it goes to stderr: unseen by default, a rustc
+    warning under -W linker-messages (docs/policy.md section 9, "Where a warning is seen")."""
+    import os
+    import subprocess
+    crate = _two_binaries_installed(tmp_path, monkeypatch)
     with open(os.path.join(crate, "linkwrap.toml"), "w") as f:
         f.write("prefer = [\n")  # malformed
     env = {**os.environ, "LINKWRAP_CONFIG_ERRORS": "warn", "TERM": "xterm",
            "CARGO_TARGET_DIR": str(tmp_path / "target")}
-    piped = subprocess.run(["cargo", "build", "--quiet"], cwd=crate, env={**env, "CARGO_TARGET_DIR": str(tmp_path / "t0")},
-                           capture_output=True, text=True, timeout=600)
-    assert piped.returncode == 0 and "linkwrap" not in piped.stderr
+
+    def piped(target, **extra):
+        # A new session: no controlling terminal, whatever the terminal pytest runs in.
+        return subprocess.run(["cargo", "build", "--quiet"], cwd=crate, start_new_session=True,
+                              env={**env, "CARGO_TARGET_DIR": str(tmp_path / target), **extra},
+                              capture_output=True, text=True, timeout=600)
+    quiet = piped("t0")
+    assert quiet.returncode == 0 and "linkwrap" not in quiet.stderr, quiet.stderr
+    told = piped("t1", RUSTFLAGS="-W linker-messages")
+    assert told.returncode == 0, told.stderr
+    said = [line for line in told.stderr.splitlines() if "linking as asked" in line]
+    # rustc's warning (it drops our own "warning: "), once a build
+    assert len(said) == 1 and "linker stderr: linkwrap:" in said[0], told.stderr
+
+    for build in (1, 2):
+        if build == 2:  # the next build, both binaries relinked: said again, once
+            for name in ("main.rs", os.path.join("bin", "second.rs")):
+                with open(os.path.join(crate, "src", name), "a") as f:
+                    f.write("// edited\n")
+        status, shown = _in_a_terminal(["cargo", "build", "--quiet"], crate, env)
+        assert status == 0, shown
+        warnings = [line for line in shown.splitlines() if "linkwrap: warning:" in line]
+        assert len(warnings) == 1, (build, shown)  # two links in the build, said once
+        assert "linkwrap.toml" in warnings[0] and "linking as asked" in warnings[0]
+
+
+def test_a_forced_linker_not_installed_is_said_in_the_cargo_builds_terminal(tmp_path, lw_home, monkeypatch):
+    """LINKWRAP_LINKER=wild with no wild on PATH: the build links as usual and its terminal is told so
+    in one line (issue 37: it said nothing during the build), and the binaries run."""
+    import os
+    import subprocess
+    crate = _two_binaries_installed(tmp_path, monkeypatch)
+    path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep)
+                           if d and not os.access(os.path.join(d, "wild"), os.X_OK))
+    target = tmp_path / "target"
+    env = {**os.environ, "PATH": path, "LINKWRAP_LINKER": "wild", "TERM": "dumb",
+           "CARGO_TARGET_DIR": str(target)}
     status, shown = _in_a_terminal(["cargo", "build", "--quiet"], crate, env)
     assert status == 0, shown
     warnings = [line for line in shown.splitlines() if "linkwrap: warning:" in line]
-    assert len(warnings) == 1, shown  # two links in the build, said once
-    assert "linkwrap.toml" in warnings[0] and "linking as asked" in warnings[0]
+    assert len(warnings) == 1, shown
+    assert "LINKWRAP_LINKER=wild, but wild is not installed" in warnings[0]
+    assert "\x1b[K" not in warnings[0]  # TERM=dumb: no escape over the progress line
+    for name in ("hello", "second"):
+        assert subprocess.run([str(target / "debug" / name)]).returncode == 0
