@@ -70,7 +70,7 @@ def examine(opts, state, k, path, ident):
         g = glob.get(s.name)
         if g is None:
             raise Fallback(f"{path}: symbol {s.name} is new to the link")
-        stand_in(s, g, k, own)
+        stand_in(s, g, k)
         if s.section is not None:
             own[s.name] = s
             if s.type == elf.STT_GNU_IFUNC:

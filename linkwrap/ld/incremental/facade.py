@@ -115,7 +115,7 @@ class KeptCopies:
         return key
 
 
-def stand_in(s, g, obj_index, own):
+def stand_in(s, g, own):
     """Make the mini resolution's Symbol s (a global of the changed input) what the full link
     resolved it to: its own definition (kept), or a stand-in defined elsewhere / in a library."""
     def_input, _real, _sym, _got, _tls, flags, stype, vis, bind, size, _dyn = g

@@ -8,7 +8,8 @@ bytes (used: the input's bytes there with their alignment gaps). A changed input
 still fit is written into its chunks and nothing after them moves. Slack in code is int3 (0xCC),
 elsewhere zeros. No slack where the bytes are walked as one list by the loader or an unwinder:
 .init/.fini (crti's prologue and crtn's epilogue are one function), the init/fini arrays,
-.ctors/.dtors, .eh_frame (a zero word ends it) and notes; nor in non-loaded sections (.debug_*):
+.ctors/.dtors, .eh_frame (a zero word ends it), notes, and sections named like C identifiers
+(arrays walked from __start_SEC to __stop_SEC); nor in non-loaded sections (.debug_*):
 their units are walked one after another, so a changed size there is a full link (a reason).
 The share was chosen by what it costs against what it saves: see benchmarks/bench_incremental.py
 (a quarter grows a 1 KiB function's chunk by 256 bytes; an edit rarely grows code by more).
@@ -24,7 +25,7 @@ from linkwrap.ld.incremental import state as st
 MIN_SLACK = 64
 SLACK_SHARE = 4            # used // 4
 NO_SLACK = (".init", ".fini", ".init_array", ".fini_array", ".preinit_array", ".ctors", ".dtors",
-            ".eh_frame")
+            ".eh_frame", ".jcr", ".tm_clone_table")
 
 
 class Slack:
@@ -57,8 +58,10 @@ class Slack:
 
 
 def gets_slack(osec_name, sec) -> bool:
+    # a section named like a C identifier is an array walked from __start_ to __stop_ (glibc's
+    # __libc_atexit, __libc_subfreeres ...): a zero pointer in it would be called
     return bool(sec.flags & elf.SHF_ALLOC) and osec_name not in NO_SLACK and sec.type != elf.SHT_NOTE \
-        and not osec_name.startswith(".note")
+        and not osec_name.startswith(".note") and not osec_name.replace("_", "a").isalnum()
 
 
 def capacity(used) -> int:

@@ -96,6 +96,7 @@ def link(opts):
         from linkwrap.ld.incremental import relink
         new, why = relink.relink(opts, state, paths)
         if new is not None:
+            st.pause("renamed")
             t2 = time.perf_counter()
             stats.append(f"{(t2 - t1) * 1000:8.1f} ms  relink ({new['last']['how']})")
             size = st.save(opts.output, new)
@@ -154,16 +155,13 @@ def check(opts):
     state, why = st.load(opts.output)
     if state is None or state.get("kind") != "patchable":
         return None if state is not None else f"no state to check against ({why})"
-    pinned = {}
-    for r in state["inputs"]:
-        for name, _start, cap, _mem in r.get("places", ()):
-            pinned[(st.input_key(r["path"]), name)] = cap
+    pinned = state["caps"]
     tmp = os.path.join(st.state_dir(opts.output), "check.out")
     try:
         os.unlink(tmp)
     except FileNotFoundError:
         pass
-    full.link(replace(opts, output=tmp), pinned=_PinnedByKey(pinned))
+    full.link(replace(opts, output=tmp), pinned=pinned)
     try:
         with open(opts.output, "rb") as a, open(tmp, "rb") as b:
             x, y = a.read(), b.read()
@@ -173,13 +171,17 @@ def check(opts):
         return None
     if len(x) != len(y):
         return f"the outputs differ in size ({len(x)} against {len(y)} bytes from scratch)"
+    b = state["layout"]["build_id"]
+    if b is not None:
+        # the digest differs wherever anything does: name the first difference elsewhere
+        lo, hi = b[0] + 16, b[0] + 16 + b[2]
+        x, y = bytearray(x), bytearray(y)
+        x[lo:hi] = y[lo:hi] = bytes(hi - lo)
+        if x == y:
+            return "the outputs differ only in their build id"
     at = next(i for i in range(len(x)) if x[i] != y[i])
     where = _section_at(state, at)
     return f"the outputs differ, first at offset 0x{at:x}{where}"
-
-
-class _PinnedByKey(dict):
-    """(input key, output section) -> capacity; full.with_slack asks it by the input's key."""
 
 
 def _section_at(state, off):

@@ -12,7 +12,7 @@ import struct
 from array import array
 
 from linkwrap.ld import classify, elf, x86_64
-from linkwrap.ld.incremental import record as rec
+from linkwrap.ld.incremental import record as rec, state as st
 from linkwrap.ld.incremental.facade import ELSEWHERE, Fallback, KeptCopies, PatchLayout
 
 FICLONE = 0x40049409
@@ -48,6 +48,7 @@ def apply(opts, state, src, plans):
     buf = None
     try:
         how = clone(src, fd)
+        st.pause("copied")
         size = os.fstat(fd).st_size
         if size != lay["file_size"]:
             raise Fallback("the output on disk is not the one the incremental state describes")
@@ -55,6 +56,7 @@ def apply(opts, state, src, plans):
         for p in plans:
             _patch_one(opts, state, mode, buf, p)
         _build_id(lay, buf)
+        st.pause("patched")
         buf.close()
         buf = None
         os.close(fd)

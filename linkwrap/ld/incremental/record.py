@@ -84,7 +84,8 @@ def build(opts, inputs, res, live, lk, synth, chunks):
                 a = lk.addr_of.get(sec)
                 if a is not None:
                     kept[(sec.group_sig, sec.name)] = (a, sec.size)
-    return {"version": st.VERSION, "kind": "patchable", "kept": kept, "fingerprint": st.fingerprint(opts),
+    caps = {(st.input_key(f.name), name): c[1] for (f, name), c in chunks.items()}
+    return {"version": st.VERSION, "kind": "patchable", "kept": kept, "caps": caps, "fingerprint": st.fingerprint(opts),
             "inputs": records, "globals": glob, "sites": sites, "layout": layout,
             "gc": opts.gc_sections, "output": st.identity(opts.output)}
 

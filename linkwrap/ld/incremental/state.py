@@ -161,3 +161,11 @@ def fingerprint(opts) -> str:
         rest = [getattr(a, k, None) for k in ("as_needed", "static", "whole_archive")]
         parts.append(f"{a.kind}:{input_key(name) if name else ''}:{rest}")
     return digest("\n".join(parts).encode()).hex()
+
+
+def pause(step):
+    """A test's way to interrupt a link at a step (tests/ld/incremental: SIGKILL while stopped):
+    LINKWRAP_INCREMENTAL_PAUSE=<step> stops the process there."""
+    if os.environ.get("LINKWRAP_INCREMENTAL_PAUSE") == step:
+        import signal
+        os.kill(os.getpid(), signal.SIGSTOP)
