@@ -38,7 +38,8 @@ class PatchLayout:
         self.kept = kept              # (group signature, name) -> (address, size) of the kept copy
         self.copied = set()
         self.synth = SimpleNamespace(rela_dyn=SimpleNamespace(relative=self.relative, other=self.other),
-                                     copied=self.copied, merged_of=merged, dynsym=None)
+                                     copied=self.copied, merged_of=merged,
+                                     dynsym=SimpleNamespace(index=_DynIndex(self.glob)))
 
     # --- addresses of the state's symbols ---
     def _g(self, s):
@@ -96,6 +97,19 @@ class PatchLayout:
 
     def dtp_offset(self, addr):
         return addr - self.tls_start
+
+
+class _DynIndex:
+    """Symbol -> its .dynsym index, from the state (symbolic dynamic relocations name it)."""
+
+    def __init__(self, glob):
+        self.glob = glob
+
+    def __getitem__(self, s):
+        g = self.glob.get(s.name) if not s.is_local else None
+        if g is None or g[10] < 0:
+            raise Fallback(f"{s.name or 'a local symbol'} would need a .dynsym entry the last link did not make")
+        return g[10]
 
 
 class KeptCopies:

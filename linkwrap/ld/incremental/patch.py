@@ -106,15 +106,16 @@ def _patch_one(opts, state, mode, buf, p):
             data = m.bytes()
             buf[off + moff:off + moff + len(data)] = data
     diag = Diagnostics()
-    for m, name, moff in p.members:
+    # in output order, as relocate goes: the symbolic dynamic relocations come out in the same order
+    for m, name, moff in sorted(p.members, key=lambda e: (osecs[e[1]][3], e[2])):
         if m.type == elf.SHT_NOBITS or not (m.rela is not None or m.relocs):
             continue
         addr, off = osecs[name][0], osecs[name][1]
         relocate._relocate_section(buf, lk, m, off + moff, addr + moff, p.syms, p.live, diag, kept)
     if diag.errors:
         raise Fallback(f"a relocation of {p.obj.name} does not fit: {diag.errors[0]}")
-    if len(lk.other) != r["n_other"] or lk.other:
-        raise Fallback(f"{p.obj.name}: symbolic dynamic relocations")
+    if len(lk.other) != r["n_other"]:
+        raise Fallback(f"{p.obj.name}: its number of symbolic dynamic relocations changed")
     if len(lk.relative) != r["n_rel"]:
         raise Fallback(f"{p.obj.name}: its number of RELATIVE dynamic relocations changed")
     spans = [(osecs[name][0] + start, osecs[name][0] + start + max(cap, 1))
@@ -135,6 +136,8 @@ def _patch_one(opts, state, mode, buf, p):
             struct.pack_into("<Q", buf, 24, addr)
     if spans or rel_updates:
         _rela_relative(lay, buf, spans, sorted(lk.relative), rel_updates)
+    if lk.other:
+        _rela_other(lay, buf, spans, lk.other)
     _symtab(lay, r, buf, p, lk)
     _dynsym(lay, r, buf, p, lk)
     if p.eh is not None and p.eh in p.addr_of:
@@ -240,6 +243,20 @@ def _rela_relative(lay, buf, spans, new, updates):
         ents[i][2] = v - (1 << 64) if v >= 1 << 63 else v
     for i, e in enumerate(ents):
         _RELA.pack_into(buf, off + 24 * i, *e)
+
+
+def _rela_other(lay, buf, spans, new):
+    """The object's symbolic entries (after the RELATIVE ones) replaced where they were, in order."""
+    off, n, n_other = lay["rela_dyn"]
+    at = []
+    for i in range(n, n + n_other):
+        P = _RELA.unpack_from(buf, off + 24 * i)[0]
+        if any(lo <= P < hi for lo, hi in spans):
+            at.append(i)
+    if len(at) != len(new):
+        raise Fallback("symbolic dynamic relocations moved between inputs")
+    for i, (P, info, A) in zip(at, new):
+        _RELA.pack_into(buf, off + 24 * i, P, info, A - (1 << 64) if A >= 1 << 63 else A)
 
 
 def _symtab(lay, r, buf, p, lk):
