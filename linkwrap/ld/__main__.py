@@ -30,6 +30,9 @@ def run(argv) -> int:
     if argv and argv[0] in ("-h", "--help"):
         sys.stdout.write(USAGE)
         return 0
+    if any(a.startswith("--incremental") for a in argv):
+        from linkwrap.ld.incremental.main import run as incremental   # docs/ld.md "Incremental"
+        return incremental(argv)
     from linkwrap.ld.diag import Unsupported
     from linkwrap.errors import LinkwrapError
     prog = "linkwrap-ld"

@@ -1,0 +1,203 @@
+"""One changed input: what must hold for its patch to equal a full link, and its new places.
+
+examine() -> None (the file is new but its sections are the same bytes: a rename, rustc's salt),
+or a Plan: the object parsed alone, its symbols resolved as the full link resolved them (its own
+definitions, stand-ins for the rest), its live sections, its members' new addresses. Each
+condition that fails raises Fallback with the reason, in this order:
+  sections added, removed or changed in kind; symbols added, removed or changed in kind; a COMDAT
+  group's or merged-strings section's contents changed; it defines an IFUNC; the liveness of its
+  sections changed (--gc-sections); what it references in other inputs changed (the GOT, PLT and
+  dynamic tables could differ); its .eh_frame changed size; a section changed size where its chunk
+  has no slack (debug sections, .init/.fini, arrays); a chunk overflowed.
+"""
+from array import array
+
+from linkwrap.ld import elf
+from linkwrap.ld.incremental import full, state as st
+from linkwrap.ld.incremental.facade import Fallback, stand_in
+
+
+class Plan:
+    __slots__ = ("k", "obj", "syms", "live", "members", "places", "addr_of", "merged", "eh", "record")
+
+
+def examine(opts, state, k, path, ident):
+    from linkwrap.ld import parse
+    from linkwrap.ld.objects import ObjectFile
+    from linkwrap.errors import LinkwrapError
+    r = state["inputs"][k]
+    try:
+        obj = ObjectFile(path, parse._map(path))
+    except LinkwrapError as e:
+        raise Fallback(f"{path}: {e}") from None
+    old = r["secs"]
+    if len(obj.sections) != len(old):
+        raise Fallback(f"{path}: sections were added or removed")
+    hashes = []
+    for sec, o in zip(obj.sections, old):
+        if (sec is None) != (o is None):
+            raise Fallback(f"{path}: sections were added or removed")
+        if sec is None:
+            hashes.append(None)
+            continue
+        if (sec.name, sec.type, sec.flags, sec.align, sec.entsize, sec.group_sig) != tuple(o[:6]):
+            raise Fallback(f"{path}: section {sec.name} changed its kind, flags or alignment")
+        hashes.append(st.section_hash(sec))
+    shape = st.digest(repr([(n, i, o, x) for n, i, o, x, _v, _s in obj.raw_syms]).encode())
+    same = [h == (o[6] if o is not None else None) for h, o in zip(hashes, old)]
+    if all(same) and shape == r["shape"]:
+        return None
+    if shape != r["shape"]:
+        raise Fallback(f"{path}: symbols were added, removed or renamed")
+    merged_idx = {m[0] for m in r["merged"]}
+    for sec, o, ok in zip(obj.sections, old, same):
+        if ok or sec is None:
+            continue
+        if sec.group_sig is not None:
+            raise Fallback(f"{path}: the contents of COMDAT group {sec.group_sig} changed")
+        if sec.index in merged_idx:
+            raise Fallback(f"{path}: its merged strings or constants ({sec.name}) changed")
+    from linkwrap.ld.diag import Diagnostics
+    from linkwrap.ld.resolve import _Resolver
+    rv = _Resolver(Diagnostics())
+    rv.add_object(obj)
+    syms = rv.syms[obj]
+    glob = state["globals"]
+    own = {}
+    for s in syms:
+        if s.is_local:
+            continue
+        g = glob.get(s.name)
+        if g is None:
+            raise Fallback(f"{path}: symbol {s.name} is new to the link")
+        stand_in(s, g, k)
+        if s.section is not None:
+            own[s.name] = s
+            if s.type == elf.STT_GNU_IFUNC:
+                raise Fallback(f"{path}: defines an IFUNC ({s.name})")
+    discarded = {obj.sections[i] for i, o in enumerate(old) if o is not None and o[7]}
+    live, split = _liveness(opts, state, r, obj, syms, own, discarded)
+    if sorted(s.index for s in live) != list(r["live"]):
+        raise Fallback(f"{path}: which of its sections are live changed (--gc-sections)")
+    refs = set()
+    for sec in live:
+        if sec.flags & elf.SHF_ALLOC and sec.rela is not None:
+            for _off, info, _a in sec.get_relocs():
+                s = syms[info >> 32]
+                if not s.is_local:
+                    refs.add((s.name, info & 0xFFFFFFFF))
+    if st.digest(repr(sorted(refs)).encode()) != r["refs"]:
+        raise Fallback(f"{path}: what it references in other inputs changed")
+    eh = _eh_frame(opts, obj, syms, live, discarded, split)
+    p = Plan()
+    p.k, p.obj, p.syms, p.live, p.eh = k, obj, syms, live, eh
+    p.merged = {obj.sections[i]: (base, array("q", ins), array("q", outs))
+                for i, base, ins, outs in ((m[0], m[1], _arr(m[2]), _arr(m[3])) for m in r["merged"])}
+    _place(state, r, p, path)
+    p.record = {"secs": [None if s is None else (s.name, s.type, s.flags, s.align, s.entsize, s.group_sig, h,
+                                                 o[7]) for s, h, o in zip(obj.sections, hashes, old)]}
+    return p
+
+
+def _arr(b):
+    a = array("q")
+    a.frombytes(b)
+    return a
+
+
+def _liveness(opts, state, r, obj, syms, own, discarded):
+    """-> (live sections of obj, the .eh_frame's split or None): gc's rules, within this object,
+    seeded by what other inputs reference in it (the state's ext) and its own roots."""
+    from linkwrap.ld import gc as gcpass
+    from linkwrap.ld.eh_frame import _split_eh_frame
+    kept = [s for s in obj.sections if s is not None and s not in discarded]
+    ehsec = next((s for s in kept if s.name == ".eh_frame"), None)
+    whole = not opts.gc_sections and not discarded
+    fde_refs = {}
+    split = None if ehsec is None or whole else _split_eh_frame(ehsec, syms, fde_refs)
+    if not opts.gc_sections:
+        return set(kept), split
+    cand = {s for s in kept if s.flags & elf.SHF_ALLOC and s.name != ".eh_frame"}
+    alive = set(kept) - cand
+    work = []
+
+    def mark(sec):
+        if sec is not None and sec not in alive and sec in cand:
+            alive.add(sec)
+            work.append(sec)
+
+    bounded = {n[8:] if n.startswith("__start_") else n[7:] for n in state["globals"]
+               if n.startswith(("__start_", "__stop_"))}
+    for sec in kept:
+        if sec not in cand:
+            continue
+        n = sec.name
+        if (n in (".init", ".fini") or n.startswith(gcpass._ROOT_PREFIXES) or sec.flags & elf.SHF_GNU_RETAIN
+                or sec.type in (elf.SHT_INIT_ARRAY, elf.SHT_FINI_ARRAY, elf.SHT_PREINIT_ARRAY, elf.SHT_NOTE)):
+            mark(sec)
+        elif n in bounded and gcpass._is_c_ident(n):
+            mark(sec)
+    for name in r["ext"]:
+        s = own.get(name)
+        if s is not None:
+            mark(s.section)
+    if split is not None and split.cies_relocs:
+        for rec_relocs in split.cies_relocs:
+            for rr in rec_relocs:
+                mark(syms[rr[1] >> 32].section)
+    while work:
+        sec = work.pop()
+        for _off, info, _a in sec.get_relocs():
+            mark(syms[info >> 32].section)
+        for t in fde_refs.get(sec, ()):
+            mark(t)
+    return alive, split
+
+
+def _eh_frame(opts, obj, syms, live, discarded, split):
+    from linkwrap.ld.eh_frame import EhFrame, _drop_dead_fdes
+    ehsec = next((s for s in live if s.name == ".eh_frame"), None)
+    if ehsec is None:
+        return None
+    if split is None:
+        return EhFrame(ehsec, ehsec.bytes(), ehsec.get_relocs())
+    frame, _n = _drop_dead_fdes(ehsec, split, live)
+    return frame
+
+
+def _place(state, r, p, path):
+    """New addresses of the object's members, chunk by chunk (layout's rule: each at its
+    alignment, in order); a chunk without slack must keep every member's size."""
+    osecs = state["layout"]["osecs"]
+    obj = p.obj
+    addr_of = p.addr_of = {}
+    p.members = []
+    p.places = []
+    for name, start, cap, mem in r["places"]:
+        o = osecs[name]
+        used_old = mem[-1][1] + mem[-1][2] - start
+        slack = cap > used_old and full.gets_slack(name, obj.sections[mem[-1][0]] or obj.sections[mem[0][0]])
+        off = start
+        placed = []
+        for idx, old_off, old_size in mem:
+            m = p.eh if (p.eh is not None and idx == p.eh.input.index and name == ".eh_frame") else obj.sections[idx]
+            if m is None or (m is not p.eh and m not in p.live):
+                raise Fallback(f"{path}: which of its sections are live changed")
+            if not slack:
+                if m.size != old_size:
+                    raise Fallback(f"{path}: {m.name} changed size where it has no slack "
+                                   f"({old_size} -> {m.size} bytes in {name})")
+                off = old_off
+            else:
+                a = m.align
+                if a > 1:
+                    off = (off + a - 1) & ~(a - 1)
+            placed.append((m, off))
+            addr_of[m] = o[0] + off
+            if m is p.eh:
+                addr_of[m.input] = o[0] + off
+            off += m.size
+        if off > start + cap:
+            raise Fallback(f"{path}: its {name} outgrew its chunk ({off - start} of {cap} bytes)")
+        p.places.append((name, start, cap, placed, off - start if slack else cap))
+        p.members += [(m, name, off) for m, off in placed]

@@ -1,0 +1,191 @@
+"""`linkwrap ld --incremental ARGS...`: relink by patching when the state allows it, else a full
+incremental link; the decision and its reason are kept beside the output (`last`, read by explain).
+
+  --incremental          this mode
+  --incremental-check    after the link, link again from scratch into the same layout (every chunk
+                         at the capacity the state gives it) and compare the two outputs byte for
+                         byte; a difference is an error (exit 1) naming the first differing offset
+  --incremental-why      print the decision ("patched: ...", "full: <reason>") to stderr
+  --incremental-stats    print the state file's size and the time of each step to stderr
+
+-shared and -r outputs are linked in full every time (their state says so, and explain gives it
+as the reason).
+"""
+import os
+import sys
+import time
+
+FLAGS = ("--incremental", "--incremental-check", "--incremental-why", "--incremental-stats")
+
+
+def wants(argv) -> bool:
+    return any(a in FLAGS for a in argv)
+
+
+def run(argv) -> int:
+    prog = "linkwrap-ld"
+    flags = {a for a in argv if a in FLAGS}
+    rest = [a for a in argv if a not in FLAGS]
+    from linkwrap.errors import LinkwrapError
+    from linkwrap.ld.diag import Unsupported
+    try:
+        from linkwrap.ld.options import parse_args
+        opts = parse_args(rest)
+        if not opts.inputs:
+            print(f"{prog}: no input files", file=sys.stderr)
+            return 1
+        decision, stats = link(opts)
+        if "--incremental-why" in flags:
+            print(f"{prog}: incremental: {decision}", file=sys.stderr)
+        if "--incremental-stats" in flags:
+            for line in stats:
+                print(f"{prog}: {line}", file=sys.stderr)
+        if "--incremental-check" in flags:
+            diff = check(opts)
+            if diff:
+                print(f"{prog}: incremental check: {diff}", file=sys.stderr)
+                return 1
+        return 0
+    except Unsupported as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 1
+    except LinkwrapError as e:
+        for line in str(e).splitlines():
+            print(f"{prog}: {line}" if not line.startswith(prog) else line, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # a bug in this linker: one line, and linkwrap falls back
+        import traceback
+        tb = traceback.extract_tb(e.__traceback__)[-1]
+        print(f"{prog}: internal error: {type(e).__name__}: {e} "
+              f"(at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})", file=sys.stderr)
+        return 1
+
+
+def arg_paths(opts):
+    """The files the command line names, -l searched as parse searches them (no file is read)."""
+    from linkwrap.ld.options import find_library
+    out = []
+    for a in opts.inputs:
+        if a.kind == "file":
+            out.append(a.name)
+        elif a.kind == "lib":
+            out.append(find_library(a.name, opts, a.static or opts.static) or f"-l{a.name}")
+    return out
+
+
+def link(opts):
+    """-> (decision, stats lines). Patches the output when it can; otherwise a full incremental link."""
+    from linkwrap.ld.incremental import state as st
+    t0 = time.perf_counter()
+    stats = []
+    if opts.relocatable or opts.shared:
+        from linkwrap.ld.driver import link as full_link
+        full_link(opts)
+        why = "-r and -shared outputs are linked in full"
+        st.save(opts.output, {"version": st.VERSION, "kind": "full-only", "why": why,
+                              "fingerprint": st.fingerprint(opts)})
+        _last(opts.output, f"full: {why}")
+        return f"full: {why}", stats
+    paths = arg_paths(opts)
+    state, why = st.load(opts.output)
+    t1 = time.perf_counter()
+    stats.append(f"{(t1 - t0) * 1000:8.1f} ms  read the state")
+    if state is not None:
+        from linkwrap.ld.incremental import relink
+        new, why = relink.relink(opts, state, paths)
+        if new is not None:
+            st.pause("renamed")
+            t2 = time.perf_counter()
+            stats.append(f"{(t2 - t1) * 1000:8.1f} ms  relink ({new['last']['how']})")
+            size = st.save(opts.output, new)
+            stats.append(f"{(time.perf_counter() - t2) * 1000:8.1f} ms  write the state ({size} bytes)")
+            patched = new["last"]["patched"]
+            decision = f"patched {len(patched)} input(s)" + (f": {', '.join(patched)}" if patched else "")
+            _last(opts.output, decision)
+            return decision, stats
+    from linkwrap.ld.incremental import full
+    st.drop(opts.output)      # until the new output is in place, no state may describe it
+    t, new = full.link(opts)
+    new["args"] = paths
+    t2 = time.perf_counter()
+    size = st.save(opts.output, new)
+    stats += [f"{ms:8.1f} ms  {label}" for label, ms in t.phases]
+    stats.append(f"{(time.perf_counter() - t2) * 1000:8.1f} ms  write the state ({size} bytes)")
+    decision = f"full: {why}"
+    _last(opts.output, decision)
+    return decision, stats
+
+
+def _last(output, decision):
+    """The decision, for explain: <state dir>/last (one line)."""
+    from linkwrap.ld.incremental import state as st
+    d = st._safe_dir(st.state_dir(output), True)
+    if d is None:
+        return
+    tmp = os.path.join(d, f"last.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(decision + "\n")
+        os.replace(tmp, os.path.join(d, "last"))
+    except OSError:
+        pass
+
+
+def last_decision(output):
+    """-> the last incremental link's decision for output, or None."""
+    from linkwrap.ld.incremental import state as st
+    d = st._safe_dir(st.state_dir(output), False)
+    if d is None:
+        return None
+    try:
+        fd = os.open(os.path.join(d, "last"), os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd) as f:
+        return f.read().strip() or None
+
+
+def check(opts):
+    """Link from scratch into the layout the state gives and compare; -> None or what differs."""
+    from dataclasses import replace
+    from linkwrap.ld.incremental import full, state as st
+    state, why = st.load(opts.output)
+    if state is None or state.get("kind") != "patchable":
+        return None if state is not None else f"no state to check against ({why})"
+    pinned = state["caps"]
+    tmp = os.path.join(st.state_dir(opts.output), "check.out")
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    full.link(replace(opts, output=tmp), pinned=pinned)
+    try:
+        with open(opts.output, "rb") as a, open(tmp, "rb") as b:
+            x, y = a.read(), b.read()
+    finally:
+        os.unlink(tmp)
+    if x == y:
+        return None
+    if len(x) != len(y):
+        return f"the outputs differ in size ({len(x)} against {len(y)} bytes from scratch)"
+    b = state["layout"]["build_id"]
+    if b is not None:
+        # the digest differs wherever anything does: name the first difference elsewhere
+        lo, hi = b[0] + 16, b[0] + 16 + b[2]
+        x, y = bytearray(x), bytearray(y)
+        x[lo:hi] = y[lo:hi] = bytes(hi - lo)
+        if x == y:
+            return "the outputs differ only in their build id"
+    at = next(i for i in range(len(x)) if x[i] != y[i])
+    where = _section_at(state, at)
+    return f"the outputs differ, first at offset 0x{at:x}{where}"
+
+
+def _section_at(state, off):
+    for name, (addr, o, size, _i, otype, _f) in state["layout"]["osecs"].items():
+        if o <= off < o + size and otype != 8:
+            return f" (in {name}, +0x{off - o:x})"
+    return ""

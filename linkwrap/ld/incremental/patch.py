@@ -1,0 +1,365 @@
+"""Write a relink's patches into a copy of the output and rename it over the output.
+
+The copy is a new inode (a hard link to the old output -- Cargo's target/debug/<bin>, the state's
+base -- and a running program keep their bytes): FICLONE where the filesystem shares blocks
+(btrfs, xfs), else copy_file_range (in the kernel), then the patches through a shared mapping,
+then rename. A Fallback raised while patching removes the copy: nothing was changed.
+"""
+import bisect
+import mmap
+import os
+import struct
+from array import array
+
+from linkwrap.ld import classify, elf, x86_64
+from linkwrap.ld.incremental import record as rec, state as st
+from linkwrap.ld.incremental.facade import ELSEWHERE, Fallback, KeptCopies, PatchLayout
+
+FICLONE = 0x40049409
+_RELA = struct.Struct("<QQq")
+
+
+def clone(src, dst_fd):
+    """Copy src into the open, empty dst_fd: shared blocks if the filesystem can, else in the kernel."""
+    import fcntl
+    with open(src, "rb") as f:
+        try:
+            fcntl.ioctl(dst_fd, FICLONE, f.fileno())
+            return "reflink"
+        except OSError:
+            pass
+        size = os.fstat(f.fileno()).st_size
+        off = 0
+        while off < size:
+            n = os.copy_file_range(f.fileno(), dst_fd, size - off, off, off)
+            if n == 0:
+                break
+            off += n
+        return "copy"
+
+
+def apply(opts, state, src, plans):
+    from linkwrap.ld import write
+    from linkwrap.ld.scan import Mode
+    lay = state["layout"]
+    pic, dynamic, interp, base = lay["mode"]
+    mode = Mode(pic=pic, dynamic=dynamic, interp=interp, base=base)
+    fd, tmp = write._create_tmp(opts.output, True)
+    buf = None
+    try:
+        how = clone(src, fd)
+        st.pause("copied")
+        size = os.fstat(fd).st_size
+        if size != lay["file_size"]:
+            raise Fallback("the output on disk is not the one the incremental state describes")
+        buf = write._map_type()(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        for p in plans:
+            _patch_one(opts, state, mode, buf, p)
+        _build_id(lay, buf)
+        st.pause("patched")
+        buf.close()
+        buf = None
+        os.close(fd)
+        fd = None
+        os.replace(tmp, opts.output)
+        tmp = None
+    finally:
+        if buf is not None:
+            buf.close()
+        if fd is not None:
+            os.close(fd)
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+    return how
+
+
+def _patch_one(opts, state, mode, buf, p):
+    from linkwrap.ld import relocate
+    from linkwrap.ld.diag import Diagnostics
+    lay = state["layout"]
+    osecs = lay["osecs"]
+    r = state["inputs"][p.k]
+    glob = state["globals"]
+    lk = PatchLayout(state, mode, p.addr_of, p.merged, None)
+    kept = KeptCopies(state.get("kept", {}), p.addr_of)
+    for s in p.syms:
+        if not s.is_local and s.file is ELSEWHERE or s.dso is not None:
+            g = glob.get(s.name)
+            if g is not None and g[5] & rec.COPIED:
+                lk.copied.add(s)
+    # the chunks: zeros, the slack's fill after what is used, then the members' bytes
+    for name, start, cap, placed, used in p.places:
+        addr, off, _size, _idx, otype, oflags = osecs[name]
+        if otype == elf.SHT_NOBITS:
+            continue
+        fo = off + start
+        fill = 0xCC if oflags & elf.SHF_EXECINSTR else 0
+        buf[fo:fo + used] = bytes(used)
+        if cap > used:
+            buf[fo + used:fo + cap] = bytes([fill]) * (cap - used)
+        for m, moff in placed:
+            if m.type == elf.SHT_NOBITS:
+                continue
+            data = m.bytes()
+            buf[off + moff:off + moff + len(data)] = data
+    diag = Diagnostics()
+    # in output order, as relocate goes: the symbolic dynamic relocations come out in the same order
+    for m, name, moff in sorted(p.members, key=lambda e: (osecs[e[1]][3], e[2])):
+        if m.type == elf.SHT_NOBITS or not (m.rela is not None or m.relocs):
+            continue
+        addr, off = osecs[name][0], osecs[name][1]
+        relocate._relocate_section(buf, lk, m, off + moff, addr + moff, p.syms, p.live, diag, kept)
+    if diag.errors:
+        raise Fallback(f"a relocation of {p.obj.name} does not fit: {diag.errors[0]}")
+    if len(lk.other) != r["n_other"]:
+        raise Fallback(f"{p.obj.name}: its number of symbolic dynamic relocations changed")
+    if len(lk.relative) != r["n_rel"]:
+        raise Fallback(f"{p.obj.name}: its number of RELATIVE dynamic relocations changed")
+    spans = [(osecs[name][0] + start, osecs[name][0] + start + max(cap, 1))
+             for name, start, cap, _pl, _u in p.places if osecs[name][5] & elf.SHF_ALLOC]
+    rel_updates = {}        # P -> new addend, for RELATIVE entries outside the chunks (GOT slots, sites)
+    moved = _moved(p, lk, glob)
+    for name, addr in moved.items():
+        _resite(lk, buf, mode, glob[name], name, addr, state["sites"].get(name), rel_updates)
+        g = glob[name]
+        if g[4] >= 0:
+            raise Fallback(f"thread-local {name} moved and has a TLS GOT slot")
+        if g[3] >= 0:
+            _put_at_addr(osecs, buf, g[3], struct.pack("<Q", addr & (2**64 - 1)))
+            if mode.pic:
+                rel_updates[g[3]] = addr
+        glob[name] = (g[0], addr, addr) + tuple(g[3:])
+        if name == opts.entry:
+            struct.pack_into("<Q", buf, 24, addr)
+    if spans or rel_updates:
+        _rela_relative(lay, buf, spans, sorted(lk.relative), rel_updates)
+    if lk.other:
+        _rela_other(lay, buf, spans, lk.other)
+    _symtab(lay, r, buf, p, lk)
+    _dynsym(lay, r, buf, p, lk)
+    if p.eh is not None and p.eh in p.addr_of:
+        _eh_frame_hdr(lay, osecs, buf, p)
+    _resite_own(state, p)
+
+
+def _moved(p, lk, glob):
+    """-> {name: new address} of the object's globals whose address changed."""
+    out = {}
+    for s in p.syms:
+        if s.is_local or s.file is ELSEWHERE or s.section is None or s.file is None:
+            continue
+        a = lk.real_addr(s)
+        g = glob[s.name]
+        if g[0] == p.k and a != g[1]:
+            out[s.name] = a
+    return out
+
+
+def _put_at_addr(osecs, buf, addr, data):
+    for a, off, size, _i, otype, flags in osecs.values():
+        if flags & elf.SHF_ALLOC and a <= addr < a + size and otype != elf.SHT_NOBITS:
+            buf[off + addr - a:off + addr - a + len(data)] = data
+            return
+    raise Fallback("a patched address lies outside the output's sections")
+
+
+def _resite(lk, buf, mode, g, name, S, sites, rel_updates):
+    """Apply again, with the symbol's new address S, the references to it in other inputs."""
+    if not sites:
+        return
+    if g[5] & rec.IFUNC:
+        raise Fallback(f"IFUNC {name} moved")
+    out = classify.output_kind(mode)
+    cls = classify.ABS if g[5] & rec.ABS else classify.LOCAL
+    a = array("q")
+    a.frombytes(sites)
+    recipes = x86_64.RECIPES
+    for i in range(0, len(a), 4):
+        loc, P, t, A = a[i], a[i + 1], a[i + 2], a[i + 3]
+        rtype = t & 0xFFFFFFFF
+        writable, alloc = t >> 32 & 1, t >> 33 & 1
+        r = recipes.get(rtype)
+        if r is None:
+            raise Fallback(f"a reference to {name} of a kind the relink does not patch")
+        act = classify.action(r.kind, rtype, cls, out, writable) if alloc else classify.DIRECT
+        if act is classify.GOT and r.kind == "got" and rtype != elf.R_X86_64_GOTPCREL:
+            op = buf[loc - 2]
+            if op == 0x8D or bytes(buf[loc - 2:loc]) == b"\x67\xe8":
+                v = S + A - P
+                if not -2**31 <= v < 2**31:
+                    raise Fallback(f"a relaxed reference to {name} no longer reaches it")
+                elf.I32.pack_into(buf, loc, v)
+                continue
+            if op == 0xE9:
+                elf.I32.pack_into(buf, loc - 1, S + A - P + 1)
+                continue
+            continue     # through the GOT slot, which is patched
+        if act is classify.BASEREL:
+            v = (S + A) & (2**64 - 1)
+            elf.U64.pack_into(buf, loc, v)
+            rel_updates[P] = v
+            continue
+        if act is not classify.DIRECT and act is not classify.PLT:
+            raise Fallback(f"a reference to {name} ({act}) the relink does not patch")
+        from linkwrap.ld.relocate import _TAIL
+        v = r.calc(S, A, P, None, lk)
+        check, lim, pack, size = _TAIL[rtype]
+        if check and not lim[0] <= v < lim[1]:
+            raise Fallback(f"a reference to {name} no longer fits its field")
+        if size == 8:
+            v &= 2**64 - 1
+        elif size == 0:
+            continue
+        pack(buf, loc, v)
+
+
+def _rela_relative(lay, buf, spans, new, updates):
+    """RELATIVE entries: those in the object's chunks replaced (sorted, the count unchanged),
+    others' addends updated where a GOT slot or a pointer to a moved symbol is."""
+    rd = lay["rela_dyn"]
+    if rd is None:
+        if new or updates:
+            raise Fallback("RELATIVE relocations without .rela.dyn")
+        return
+    off, n, _n_other = rd
+    ents = [list(_RELA.unpack_from(buf, off + 24 * i)) for i in range(n)]
+    keys = [e[0] for e in ents]
+    j = 0
+    for lo, hi in sorted(spans):
+        i0, i1 = bisect.bisect_left(keys, lo), bisect.bisect_left(keys, hi)
+        mine = [e for e in new if lo <= e[0] < hi]
+        if len(mine) != i1 - i0:
+            raise Fallback("RELATIVE relocations moved between output sections")
+        for i, (P, v) in zip(range(i0, i1), mine):
+            ents[i] = [P, elf.R_X86_64_RELATIVE, v - (1 << 64) if v >= 1 << 63 else v]
+        j += len(mine)
+    for P, v in updates.items():
+        i = bisect.bisect_left(keys, P)
+        if i >= n or keys[i] != P:
+            raise Fallback("a RELATIVE relocation the state expects is not there")
+        ents[i][2] = v - (1 << 64) if v >= 1 << 63 else v
+    for i, e in enumerate(ents):
+        _RELA.pack_into(buf, off + 24 * i, *e)
+
+
+def _rela_other(lay, buf, spans, new):
+    """The object's symbolic entries (after the RELATIVE ones) replaced where they were, in order."""
+    off, n, n_other = lay["rela_dyn"]
+    at = []
+    for i in range(n, n + n_other):
+        P = _RELA.unpack_from(buf, off + 24 * i)[0]
+        if any(lo <= P < hi for lo, hi in spans):
+            at.append(i)
+    if len(at) != len(new):
+        raise Fallback("symbolic dynamic relocations moved between inputs")
+    for i, (P, info, A) in zip(at, new):
+        _RELA.pack_into(buf, off + 24 * i, P, info, A - (1 << 64) if A >= 1 << 63 else A)
+
+
+def _symtab(lay, r, buf, p, lk):
+    at = lay["symtab"]
+    if at is None:
+        return
+    tls_start = lk.tls_start
+    for k, e in r["symtab"]:
+        s = p.syms[k]
+        if s.section is None or s.type == elf.STT_FILE:
+            continue
+        v = lk.real_addr(s)
+        if s.type == elf.STT_TLS:
+            v -= tls_start
+        struct.pack_into("<QQ", buf, at + 24 * e + 8, v & (2**64 - 1), s.size)
+
+
+def _dynsym(lay, r, buf, p, lk):
+    at = lay["dynsym"]
+    if at is None:
+        return
+    for k, d in r["dynsym"]:
+        s = p.syms[k]
+        if s.section is None:
+            continue
+        v = lk.real_addr(s)
+        if s.type == elf.STT_TLS:
+            v -= lk.tls_start
+        struct.pack_into("<QQ", buf, at + 24 * d + 8, v & (2**64 - 1), s.size)
+
+
+def _eh_frame_hdr(lay, osecs, buf, p):
+    from linkwrap.ld.eh_frame import _fde_table, _known_fdes
+    hdr = lay["eh_hdr"]
+    if hdr is None:
+        return
+    hoff, haddr = hdr
+    eaddr, eoff = osecs[".eh_frame"][0], osecs[".eh_frame"][1]
+    fa = p.addr_of[p.eh]
+    foff = eoff + fa - eaddr
+    if p.eh.fdes is not None:
+        new = _known_fdes(buf, p.eh, foff, fa)
+    else:
+        new = _fde_table(buf, foff, fa, p.eh.size)
+    count = struct.unpack_from("<I", buf, hoff + 8)[0]
+    if buf[hoff + 3] == 0xFF or count == 0:
+        return
+    tab = list(struct.unpack_from(f"<{2 * count}i", buf, hoff + 12))
+    entries = [(tab[i] + haddr, tab[i + 1] + haddr) for i in range(0, len(tab), 2)]
+    lo, hi = fa, fa + p.eh.size
+    kept = [e for e in entries if not lo <= e[1] < hi]
+    if len(kept) + len(new) != count:
+        raise Fallback(".eh_frame_hdr's table would change size")
+    entries = sorted(kept + new)
+    struct.pack_into(f"<{2 * count}i", buf, hoff + 12, *[v - haddr for e in entries for v in e])
+
+
+def _build_id(lay, buf):
+    b = lay["build_id"]
+    if b is None:
+        return
+    off, style, n = b
+    import hashlib
+    if style not in ("sha1", "md5"):
+        return           # uuid and 0x...: not a digest of the contents (uuid: a new one is not asked)
+    buf[off + 16:off + 16 + n] = bytes(n)
+    d = (hashlib.sha1 if style == "sha1" else hashlib.md5)(buf).digest()
+    buf[off + 16:off + 16 + n] = d
+
+
+def _resite_own(state, p):
+    """The reverse index entries of the object's own references to other inputs' symbols: its
+    sections moved inside their chunks, so its old sites are dropped and its new ones added."""
+    osecs = state["layout"]["osecs"]
+    spans = sorted((osecs[name][1] + start, osecs[name][1] + start + max(cap, 1))
+                   for name, start, cap, _pl, _u in p.places)
+    sites = state["sites"]
+    fresh = {}
+    for m, name, moff in p.members:
+        if m.type == elf.SHT_NOBITS or m.rela is None and not m.relocs:
+            continue
+        addr, off = osecs[name][0], osecs[name][1]
+        fo = off + moff
+        flag = ((1 << 32) if m.flags & elf.SHF_WRITE else 0) | ((1 << 33) if m.flags & elf.SHF_ALLOC else 0)
+        for r_off, info, add in m.get_relocs():
+            s = p.syms[info >> 32]
+            if s.is_local or s.file is not ELSEWHERE:
+                continue
+            fresh.setdefault(s.name, array("q")).extend((fo + r_off, addr + moff + r_off,
+                                                         (info & 0xFFFFFFFF) | flag, add))
+    starts = [s[0] for s in spans]
+    # its symbol table is the one the state was made with: the names it refers to are the same
+    names = set(fresh) | {s.name for s in p.syms if not s.is_local and s.file is ELSEWHERE}
+    for name in names:
+        a = array("q")
+        a.frombytes(sites.get(name, b""))
+        keep = array("q")
+        for i in range(0, len(a), 4):
+            j = bisect.bisect_right(starts, a[i]) - 1
+            if not (j >= 0 and a[i] < spans[j][1]):
+                keep.extend(a[i:i + 4])
+        keep.extend(fresh.get(name, ()))
+        if keep:
+            sites[name] = keep.tobytes()
+        else:
+            sites.pop(name, None)

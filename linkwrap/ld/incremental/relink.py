@@ -1,0 +1,85 @@
+"""The relink: patch the last output for the inputs that changed, or say why it cannot.
+
+relink(opts, state) -> (None, new state) when the output was patched, else (reason, None) and
+nothing was written. Steps: the options' fingerprint; the output on disk (or the state's base)
+is the one the state describes; the inputs, by key, in the same order; which changed (identity,
+then section hashes); for each changed object what must hold for its patch to be exact (changed.py);
+then a copy of the output (FICLONE, else copy_file_range) is patched and renamed over the output:
+the changed inputs' chunks rewritten and relocated, references elsewhere to their moved symbols
+applied again (the reverse index), GOT slots, RELATIVE relocations, .dynsym/.symtab values,
+.eh_frame_hdr's table and the build id. Killed at any point, the output is the old one or the new
+one (rename), and the state is written after the output: an old state then does not match the
+output on disk and the next link is a full one.
+"""
+import os
+
+from linkwrap.ld.incremental import state as st
+from linkwrap.ld.incremental.facade import Fallback
+
+
+def relink(opts, state, arg_paths):
+    try:
+        return _relink(opts, state, arg_paths), None
+    except Fallback as e:
+        return None, str(e)
+
+
+def _relink(opts, state, arg_paths):
+    from linkwrap.ld.incremental import changed, patch
+    if state.get("kind") != "patchable":
+        raise Fallback(state.get("why", "the last link was not an incremental one"))
+    if state["fingerprint"] != st.fingerprint(opts):
+        raise Fallback("the link's options or input list changed")
+    src = _source(opts.output, state)
+    records = state["inputs"]
+    old_args = state.get("args", [])
+    if [st.input_key(p) for p in arg_paths] != [st.input_key(p) for p in old_args]:
+        raise Fallback("an input was added or removed")
+    renamed = dict(zip(old_args, arg_paths))
+    todo = []
+    for k, r in enumerate(records):
+        path = renamed.get(r["path"], r["path"])
+        try:
+            ident = st.identity(path)
+        except OSError:
+            raise Fallback(f"{path}: cannot be read") from None
+        if path == r["path"] and tuple(ident) == tuple(r["id"]):
+            continue
+        if r["kind"] != "object":
+            raise Fallback(f"{path}: a library or archive changed")
+        todo.append((k, path, ident))
+    plans = [changed.examine(opts, state, k, path, ident) for k, path, ident in todo]
+    work = [p for p in plans if p is not None]
+    how = "unchanged"
+    if work or src != opts.output:
+        how = patch.apply(opts, state, src, work)
+    for p in work:
+        r = records[p.k]
+        r["secs"] = p.record["secs"]
+        r["places"] = [(name, start, cap, [(getattr(m, "input", m).index, off, m.size) for m, off in placed])
+                       for name, start, cap, placed, _used in p.places]
+    for k, path, ident in todo:
+        records[k]["path"], records[k]["id"], records[k]["key"] = path, ident, st.input_key(path)
+    state["args"] = list(arg_paths)
+    state["output"] = st.identity(opts.output)
+    state["last"] = {"how": how, "patched": [records[p.k]["path"] for p in work]}
+    return state
+
+
+def _source(output, state):
+    """The file to patch: the output, or the state's base when the output is gone (Cargo removes
+    deps/<bin>-<hash> before it links); either must be the very file the state describes."""
+    want = tuple(state["output"])
+    try:
+        if tuple(st.identity(output)) == want:
+            return output
+    except OSError:
+        pass
+    base = os.path.join(st.state_dir(output), "base")
+    try:
+        if tuple(st.identity(base)) == want:
+            return base
+    except OSError:
+        pass
+    raise Fallback("the output on disk is not the one the incremental state describes")
+

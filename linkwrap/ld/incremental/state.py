@@ -1,0 +1,171 @@
+"""The incremental state beside an output: where it lives, its format, identities and hashes.
+
+<dir>/.<output name>.lwinc/ (mode 0700, made by this user, never followed through a symlink):
+  state   the state file: a magic line b"LWINC <version>\\n", then one marshal'd dict of plain values
+          (numbers, strings, bytes, tuples, lists, dicts; marshal builds no code objects from it).
+          Its size is printed by `--incremental-stats`; on the generated 150 MB Rust link it is a few
+          MB, most of it the reverse index (packed int64 arrays, one per referenced global).
+  base    a hard link to the last output the state describes: Cargo removes deps/<bin>-<hash>
+          before rustc links it again, so the relink copies from here when the output is gone.
+
+A state is trusted only when the directory and file are this user's and nobody else can write
+them; anything else reads as "no state" (a full incremental link follows). The state is written
+to a temporary name and renamed, after the output itself is in place, so an interrupted link
+leaves either the old pair (old output, old state) or the new pair -- and the output's identity
+(inode, size, mtime) is in the state, so a state that does not match the output on disk is seen.
+"""
+import hashlib
+import marshal
+import os
+import stat
+
+VERSION = 1
+MAGIC = b"LWINC %d\n" % VERSION
+
+
+def state_dir(output):
+    d, name = os.path.split(os.path.abspath(output))
+    return os.path.join(d, f".{name}.lwinc")
+
+
+def _safe_dir(path, create):
+    """-> path if it is a real directory of ours nobody else can write (made 0700 when create)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        if not create:
+            return None
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+        return None
+    return path
+
+
+def load(output):
+    """-> (the state dict, None) or (None, why not)."""
+    d = _safe_dir(state_dir(output), False)
+    if d is None:
+        return None, "no incremental state beside the output"
+    try:
+        fd = os.open(os.path.join(d, "state"), os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None, "no incremental state beside the output"
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.getuid() or st.st_mode & 0o022:
+            return None, "the incremental state is not this user's own"
+        with os.fdopen(fd, "rb") as f:
+            fd = None
+            data = f.read()
+    finally:
+        if fd is not None:
+            os.close(fd)
+    if not data.startswith(MAGIC):
+        return None, "the incremental state has another format version"
+    try:
+        state = marshal.loads(data[len(MAGIC):])
+    except (ValueError, EOFError, TypeError):
+        return None, "the incremental state is damaged"
+    if not isinstance(state, dict) or state.get("version") != VERSION:
+        return None, "the incremental state is damaged"
+    return state, None
+
+
+def save(output, state) -> int:
+    """Write the state and the base hard link; -> the state file's size in bytes."""
+    d = _safe_dir(state_dir(output), True)
+    if d is None:
+        return 0     # a planted or foreign directory: no state, every link is a full one
+    data = MAGIC + marshal.dumps(state)
+    tmp = os.path.join(d, f"state.{os.getpid()}.tmp")
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    base_tmp = os.path.join(d, f"base.{os.getpid()}.tmp")
+    try:
+        os.unlink(base_tmp)
+    except FileNotFoundError:
+        pass
+    try:
+        os.link(output, base_tmp, follow_symlinks=False)
+        os.replace(base_tmp, os.path.join(d, "base"))
+    except OSError:
+        pass          # another filesystem's output: no base, the output itself is the base
+    os.replace(tmp, os.path.join(d, "state"))
+    return len(data)
+
+
+def drop(output):
+    """Remove the state (a link that is not incremental leaves none that could be trusted)."""
+    d = _safe_dir(state_dir(output), False)
+    if d is None:
+        return
+    for name in ("state", "base"):
+        try:
+            os.unlink(os.path.join(d, name))
+        except OSError:
+            pass
+
+
+def identity(path):
+    """What says a file is unchanged without reading it: (device, inode, size, mtime in ns)."""
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def input_key(path):
+    """The name an input is matched by across links. rustc names an object
+    <crate>-<crate hash>.<codegen unit>.<per-session salt>.rcgu.o: the salt changes every build,
+    so it is left out; every other input is its path."""
+    d, name = os.path.split(path)
+    if name.endswith(".rcgu.o"):
+        parts = name.split(".")
+        if len(parts) >= 5:
+            return os.path.join(d, ".".join(parts[:-3] + parts[-2:]))
+    return path
+
+
+def digest(*chunks) -> bytes:
+    h = hashlib.blake2b(digest_size=12)
+    for c in chunks:
+        h.update(c)
+    return h.digest()
+
+
+def section_hash(sec) -> bytes:
+    """A section's contents and its relocation table (offsets, types, symbols, addends)."""
+    view = sec.file.view
+    body = b"" if sec.type == 8 else view[sec.offset:sec.offset + sec.size]   # SHT_NOBITS: its size only
+    rel = b"" if sec.rela is None else view[sec.rela[0]:sec.rela[0] + sec.rela[1]]
+    return digest(body, rel, sec.size.to_bytes(8, "little"))
+
+
+def fingerprint(opts) -> str:
+    """Everything in the options but the inputs' paths (those are compared input by input)."""
+    from dataclasses import fields
+    parts = []
+    for f in fields(opts):
+        if f.name in ("inputs", "time_phases", "stats"):
+            continue
+        parts.append(f"{f.name}={getattr(opts, f.name)!r}")
+    for a in opts.inputs:
+        name = getattr(a, "name", None)
+        rest = [getattr(a, k, None) for k in ("as_needed", "static", "whole_archive")]
+        parts.append(f"{a.kind}:{input_key(name) if name else ''}:{rest}")
+    return digest("\n".join(parts).encode()).hex()
+
+
+def pause(step):
+    """A test's way to interrupt a link at a step (tests/ld/incremental: SIGKILL while stopped):
+    LINKWRAP_INCREMENTAL_PAUSE=<step> stops the process there."""
+    if os.environ.get("LINKWRAP_INCREMENTAL_PAUSE") == step:
+        import signal
+        os.kill(os.getpid(), signal.SIGSTOP)
