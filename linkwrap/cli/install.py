@@ -23,8 +23,11 @@ def add_arguments(parser) -> None:
                         help="point builds at pip's console script instead of linkwrap's faster entry point "
                              "(which skips site-packages processing: 10-30 ms per link)")
     parser.add_argument("--absolute", action="store_true",
-                        help="Cargo: write the absolute path of linkwrap's entry point even when linkwrap-cc "
-                             "is on PATH (this machine only; the default then writes the bare name)")
+                        help="Cargo: write the absolute path of linkwrap's entry point even in a file git will "
+                             "commit (this machine only; by default such a file gets the bare name)")
+    parser.add_argument("--bare", action="store_true",
+                        help="Cargo: write the bare name linkwrap-cc even in a personal file (ignored by git, "
+                             "outside git, --global), for setups where PATH finds linkwrap everywhere")
 
 
 def add_common(parser) -> None:
@@ -62,6 +65,8 @@ def which(args) -> str:
         raise UsageError("--inherits goes with --cmake")
     if getattr(args, "absolute", False) and getattr(args, "console_script", False):
         raise UsageError("--absolute and --console-script do not go together")
+    if getattr(args, "bare", False) and (getattr(args, "absolute", False) or getattr(args, "console_script", False)):
+        raise UsageError(f"--bare and --{'absolute' if args.absolute else 'console-script'} do not go together")
     return "cargo"
 
 
@@ -120,19 +125,23 @@ def run(args) -> int:
         if args.target:
             cargo.check_targets(args.target)
         triples = args.target or [cargo.host_triple()]
-        state = None if args.global_ else cargo.git_status(path)
+        state = "global" if args.global_ else cargo.git_status(path)
         if args.absolute or args.console_script:
             linker, why = entry(cargo.SCRIPT), []
         else:
-            linker, why = cargo.linker_to_write(lambda: entry(cargo.SCRIPT), shared=state == "tracked")
+            linker, why = cargo.linker_to_write(lambda: entry(cargo.SCRIPT), shared=cargo.committed(state),
+                                                state=state, bare=args.bare)
         change = cargo.plan_install(path, triples, linker, force=args.force)
         changed = show_or_apply(change, args.dry_run)
         if args.dry_run:
             return 0
         marker.remember("cargo", path, targets=triples, scope="global" if args.global_ else "project")
         say(change.said)
-        if changed and why:
-            say(why)
+        say(why)  # run again, install gives the same advice as the first time (and as status)
+        if not changed:
+            from linkwrap.cli.status import entry_point_problem
+            problem = entry_point_problem(path, linker)
+            warn([problem] if problem else [])
         notes, warnings = cargo.teammates(path, linker, state)
         say(notes if changed else [])
         warn(warnings)

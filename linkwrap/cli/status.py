@@ -18,7 +18,7 @@ def add_arguments(parser) -> None:
 
 def collect(path=None) -> dict:
     from linkwrap.install import cargo, cargo_checks, cmake, launcher, marker, ninja
-    places, warnings, seen, broken = [], [], set(), []
+    places, warnings, seen, broken, elsewhere = [], [], set(), [], []
 
     def place(kind, where, found, **details):
         seen.add((kind, os.path.abspath(where)))
@@ -41,9 +41,9 @@ def collect(path=None) -> dict:
             elif os.path.basename(linker) == cargo.SCRIPT:
                 from linkwrap.install.trial import other_install
                 other = other_install(linker)
-                if other:
-                    broken.append(f"{config}: linker = {other}; `linkwrap install` from this one makes it "
-                                  "this one's")
+                if other:  # linkwrap runs, another install's: said, but no reason to fail a script
+                    elsewhere.append(f"{config}: linker = {other}; `linkwrap install` from this one makes it "
+                                     "this one's")
         return [f["target"] for f in found]
 
     root = None
@@ -86,8 +86,17 @@ def collect(path=None) -> dict:
     if untrusted:  # issue 31: each link then runs as asked, and install refuses
         broken.insert(0, f"{untrusted}: linkwrap's state is not used there (links run as asked, without "
                          "linkwrap); set LINKWRAP_HOME to a directory of your own")
+    slow = sorted({r["path"] for p in places for r in (p.get("runs") or {}).values() if r["fast"] is False})
     return {"scripts": scripts, "on_path": on_path, "places": places,
-            "warnings": broken + warnings + forced_linker_lines(path), "background": background(path)}
+            "warnings": broken + elsewhere + warnings + forced_linker_lines(path), "background": background(path),
+            "ok": not broken and not slow, "not_running_linkwrap": broken, "slow_entry_points": slow}
+
+
+def exit_status(info) -> int:
+    """0 when every build found would run linkwrap through the native client; 1 when one would run
+    without linkwrap or through the slow Python entry point, so `linkwrap status && cargo build` works
+    in scripts and CI (issue 34)."""
+    return 0 if info["ok"] else 1
 
 
 def background(path=None) -> dict:
@@ -189,7 +198,7 @@ def run(args) -> int:
     info = collect(args.path)
     if args.json:
         print(json.dumps(info, indent=2, sort_keys=True))
-        return 0
+        return exit_status(info)
     for name, where in info["scripts"].items():
         print(f"{name + ':':17}{where}" + ("" if os.path.exists(where) else f" ({_unwritten(name, info)})"))
     for name, where in info["on_path"].items():
@@ -214,4 +223,7 @@ def run(args) -> int:
     print(f"Background measurement: {background_line(info['background'])}")
     for w in info["warnings"]:
         print(f"warning: {w}")
-    return 0
+    if not info["ok"]:
+        print("status: exit 1: " + ("a build would not run linkwrap" if info["not_running_linkwrap"] else
+                                    "a build would run the slow Python entry point (see above)"))
+    return exit_status(info)

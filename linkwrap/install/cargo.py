@@ -121,19 +121,26 @@ def is_entry_point(path: str) -> bool:
         return False
 
 
-def linker_to_write(absolute, environ=os.environ, shared=True):
+def linker_to_write(absolute, environ=os.environ, shared=True, state="tracked", bare=False):
     """(the linker value, sentences saying why) for a file that is committed (shared) or personal.
 
-    A tracked file gets the bare name when PATH finds linkwrap's entry point, so that it works for
-    everyone who has linkwrap -- and, when that is a Python script (pip's console script: ~20 ms of
+    A file git will commit gets the bare name when PATH finds linkwrap's entry point, so that it works
+    for everyone who has linkwrap -- and, when that is a Python script (pip's console script: ~20 ms of
     interpreter start a link), the one line that puts the native client first on PATH. A personal
-    file (untracked, ignored, no git, the global config) gets `absolute()`'s path: the native client,
-    the fast entry point, whatever PATH says. Without linkwrap on PATH, the absolute path either way."""
+    file (ignored, no git, the global config) gets `absolute()`'s path: the native client, the fast
+    entry point, whatever PATH says. Without linkwrap on PATH, the absolute path either way, unless
+    --bare asked for the name (state: git_status()'s word, or "global"; it says why in one line)."""
     found = on_path(environ)
-    if found and shared:
-        why = [f'note: wrote the bare name linker = "{SCRIPT}" (on PATH: {found}): it works for '
-               f"everyone with linkwrap installed and its bin directory on PATH"]
-        if not is_native(found):
+    because = WHY_STATE.get(state, str(state))
+    if (found and shared) or bare:
+        reason = "as asked (--bare)" if bare else because
+        if found:
+            why = [f'note: wrote the bare name linker = "{SCRIPT}" (on PATH: {found}): {reason}, and the name '
+                   f"works for everyone with linkwrap installed and its bin directory on PATH"]
+        else:
+            why = [f'note: wrote the bare name linker = "{SCRIPT}" {reason}, but no {SCRIPT} of linkwrap\'s is on '
+                   f'PATH here: Cargo stops with "linker `{SCRIPT}` not found" until it is']
+        if found and not is_native(found):
             fast = absolute()
             if is_native(fast):
                 why.append(f"note: {found} is a Python script (its start costs ~20 ms a link); the native "
@@ -141,12 +148,12 @@ def linker_to_write(absolute, environ=os.environ, shared=True):
         return SCRIPT, why
     path = absolute()
     if found:
-        return path, [f"note: a personal file (not tracked by git): wrote the absolute path {path}, "
+        return path, [f"note: a personal file ({because}): wrote the absolute path {path}, "
                       f"{'the native client' if is_native(path) else 'linkwrap'}'s entry point on this machine; "
-                      f"in a file tracked by git, `linkwrap install` writes the bare name {SCRIPT}"]
+                      f"in a file git will commit, `linkwrap install` writes the bare name {SCRIPT}"]
     return path, [f"note: {SCRIPT} is not on PATH, so the absolute path {path} was written: it works on this "
                   f"machine only, while linkwrap's state directory is kept; with linkwrap's bin directory on "
-                  f"PATH, `linkwrap install` writes the bare name"]
+                  f"PATH, `linkwrap install` writes the bare name (or `--bare` now)"]
 
 
 def is_native(path) -> bool:
@@ -159,7 +166,10 @@ def is_native(path) -> bool:
 
 
 def git_status(path: str):
-    """'tracked', 'untracked' (in a work tree, not ignored) or None (no git, ignored, no work tree)."""
+    """What git will do with path: 'tracked', 'untracked' (in a work tree and not ignored: the next
+    `git add -A` commits it), 'ignored' (.gitignore, .git/info/exclude, core.excludesFile) or None (no
+    git, no work tree). Untracked is not personal: a new .cargo/config.toml is committed as a matter
+    of course, so what decides is whether git would leave it out (issue 34)."""
     folder = os.path.dirname(os.path.abspath(path))
     while not os.path.isdir(folder):
         folder = os.path.dirname(folder)
@@ -171,25 +181,37 @@ def git_status(path: str):
         if git("ls-files", "--error-unmatch", "--", os.path.abspath(path)).returncode == 0:
             return "tracked"
         if git("check-ignore", "-q", "--", os.path.abspath(path)).returncode == 0:
-            return None
+            return "ignored"
         return "untracked"
     except (OSError, subprocess.SubprocessError):
         return None
 
 
+def committed(state) -> bool:
+    """Whether a file in this git state will be committed (and so must name no path of this machine)."""
+    return state in ("tracked", "untracked")
+
+
+WHY_STATE = {"tracked": "it is tracked by git", "untracked": "git will commit it (in a work tree, not ignored)",
+             "ignored": "git ignores it", None: "it is in no git work tree", "global": "your own Cargo config"}
+
+
 def teammates(path: str, linker: str, state):
-    """(notes, warnings) for the user when the edited file is (or may be) committed."""
-    if state is None:
+    """(notes, warnings) for the user when the edited file will be committed."""
+    if not committed(state):
         return [], []
-    where = "is tracked by git" if state == "tracked" else "is in a git work tree"
+    where = "is tracked by git" if state == "tracked" else "will be committed (git does not ignore it)"
     if linker == SCRIPT:
         return [f"note: {path} {where}: once it is committed, every teammate and CI runner needs linkwrap "
                 f"(`pip install .` in a checkout of linkwrap, {SCRIPT} on PATH), or Cargo stops with "
                 f"\"linker `{SCRIPT}` not found\"; for yourself alone: `linkwrap uninstall` and "
                 f"`linkwrap install --global`"], []
+    # An absolute path in a file git will commit: what decided was the command line or PATH, say which.
     return [], [f"{path} {where}, and {linker} exists on this machine only: do not commit it "
-            f"(teammates' Cargo would stop with \"linker not found\"); put {SCRIPT} on PATH and run "
-            f"`linkwrap install` again, or use `linkwrap install --global`"]
+            f"(teammates' Cargo would stop with \"linker not found\"); "
+            + (f"with {SCRIPT} on PATH, `linkwrap install` writes the bare name (`--bare` does now)"
+               if on_path() is None else "`linkwrap install` without --absolute writes the bare name")
+            + ", or use `linkwrap install --global`"]
 
 
 def env_key(triple: str) -> str:

@@ -210,8 +210,9 @@ def _with_dropped(table, dropped):
         return table
     from rich.console import Group
     names = ", ".join(dropped)
-    return Group(table, Text(f"({names} left out at this width: a wider terminal or --json shows "
-                             f"{'them' if len(dropped) > 1 else 'it'})", style="dim"))
+    # One line, cut rather than folded: a folded note would start a line at column 0, under nothing.
+    return Group(table, Text(f"({names}: left out at this width; a wider terminal or --json shows all)",
+                             style="dim", no_wrap=True, overflow="ellipsis"))
 
 
 def linking_line(b) -> str | None:

@@ -42,14 +42,16 @@ def test_install_twice_then_uninstall(project):
         f"linkwrap: installed in {config} for {HOST}: linker = {entry('linkwrap-cc')}",
         f"linkwrap: note: linkwrap-cc is not on PATH, so the absolute path {entry('linkwrap-cc')} was written: "
         "it works on this machine only, while linkwrap's state directory is kept; with linkwrap's bin "
-        "directory on PATH, `linkwrap install` writes the bare name",
+        "directory on PATH, `linkwrap install` writes the bare name (or `--bare` now)",
         "linkwrap: note: Cargo hashes the linker's path, so the next build rebuilds everything once"]
     assert done.stderr == ""
     assert f'linker = "{entry("linkwrap-cc")}"' in config.read_text()
     once = config.read_bytes()
 
+    # Run again: nothing written, and the same advice as the first time (issue 34), not only this.
     again = lw("install", cwd=project)
-    assert again.returncode == 0 and again.stdout == f"linkwrap: already installed in {config} for {HOST}\n"
+    assert again.returncode == 0 and again.stdout.splitlines() == [
+        f"linkwrap: already installed in {config} for {HOST}", done.stdout.splitlines()[1]]
     assert config.read_bytes() == once
 
     gone = lw("uninstall", cwd=project)

@@ -137,34 +137,92 @@ def test_global_install_is_personal(repo, tmp_path):
         "scripts"]["linkwrap-cc"]
     assert open(fast, "rb").read(4) == b"\x7fELF"
     assert f'linker = "{fast}"' in (tmp_path / "cargo-home" / "config.toml").read_text()
-    assert f"note: a personal file (not tracked by git): wrote the absolute path {fast}" in done.stdout
+    assert f"note: a personal file (your own Cargo config): wrote the absolute path {fast}" in done.stdout
     assert host_triple() in (tmp_path / "cargo-home" / "config.toml").read_text()
 
 
-def test_an_untracked_config_gets_the_native_client_and_a_tracked_one_the_bare_name(repo, tmp_path):
-    """The file decides: .cargo/config.toml untracked (a personal file) -> the absolute path of the
-    native client; the same file once tracked -> the bare name, which works for teammates."""
+def test_a_new_config_git_will_commit_gets_the_bare_name_and_an_ignored_one_the_native_client(repo, tmp_path):
+    """What decides is what git will commit (issue 34): .cargo/config.toml untracked but not ignored
+    (a new file, committed by the next `git add -A`) -> the bare name, which works for teammates; the
+    same file ignored by .gitignore or by .git/info/exclude (a personal file) -> the absolute path of
+    the native client; each says in one line which was written and why."""
     env = env_for(tmp_path / "home")
+    config = os.path.join(repo, ".cargo", "config.toml")
     run([*GIT, "rm", "-q", "--cached", ".cargo/config.toml"], cwd=repo)
     run([*GIT, "commit", "-qm", "untrack"], cwd=repo)
     done = linkwrap("install", cwd=repo, env=env)
     assert done.returncode == 0, done.stderr
-    info = json.loads(linkwrap("status", "--json", cwd=repo, env=env).stdout)
-    fast = info["scripts"]["linkwrap-cc"]
-    config = os.path.join(repo, ".cargo", "config.toml")
-    assert f'linker = "{fast}"' in open(config).read()
-    [place] = [p for p in info["places"] if p["kind"] == "cargo-project"]
-    assert place["runs"] == {fast: {"path": fast, "fast": True}}
-    assert f"{config} is in a git work tree, and {fast} exists on this machine only: do not commit it" in done.stderr
-    try:
-        run(["cargo", "build", "--quiet"], cwd=repo, env={**env, "CARGO_TARGET_DIR": str(tmp_path / "target")})
-        assert len(links_recorded(repo, env)) == 1
-    finally:
-        stop_servers(tmp_path / "home")  # the client's first link started one
-
-    assert linkwrap("uninstall", cwd=repo, env=env).returncode == 0
-    run([*GIT, "add", ".cargo/config.toml"], cwd=repo)
-    run([*GIT, "commit", "-qm", "track"], cwd=repo)
-    done = linkwrap("install", cwd=repo, env=env)
-    assert done.returncode == 0, done.stderr
     assert 'linker = "linkwrap-cc"' in open(config).read()
+    assert (f'note: wrote the bare name linker = "linkwrap-cc" (on PATH: {SCRIPTS}/linkwrap-cc): git will commit '
+            "it (in a work tree, not ignored)") in done.stdout
+    assert f"note: {config} will be committed (git does not ignore it)" in done.stdout
+    assert linkwrap("uninstall", cwd=repo, env=env).returncode == 0
+    fast = json.loads(linkwrap("status", "--json", cwd=repo, env=env).stdout)["scripts"]["linkwrap-cc"]
+
+    for ignore in (".gitignore", os.path.join(".git", "info", "exclude")):
+        with open(os.path.join(repo, ignore), "a") as f:
+            f.write("/.cargo/config.toml\n")
+        done = linkwrap("install", cwd=repo, env=env)
+        assert done.returncode == 0, done.stderr
+        assert f'linker = "{fast}"' in open(config).read(), ignore
+        assert f"note: a personal file (git ignores it): wrote the absolute path {fast}" in done.stdout
+        assert "do not commit" not in done.stderr and "teammate" not in done.stdout
+        info = json.loads(linkwrap("status", "--json", cwd=repo, env=env).stdout)
+        [place] = [p for p in info["places"] if p["kind"] == "cargo-project"]
+        assert place["runs"] == {fast: {"path": fast, "fast": True}}
+        if ignore == ".gitignore":
+            try:
+                run(["cargo", "build", "--quiet"], cwd=repo,
+                    env={**env, "CARGO_TARGET_DIR": str(tmp_path / "target")})
+                assert len(links_recorded(repo, env)) == 1
+            finally:
+                stop_servers(tmp_path / "home")  # the client's first link started one
+        assert linkwrap("uninstall", cwd=repo, env=env).returncode == 0
+        os.remove(os.path.join(repo, ignore)) if ignore == ".gitignore" else None
+
+    # --bare asks for the name in the ignored (personal) file; --absolute for the path where git commits.
+    done = linkwrap("install", "--bare", cwd=repo, env=env)
+    assert 'linker = "linkwrap-cc"' in open(config).read()
+    assert 'note: wrote the bare name linker = "linkwrap-cc" (on PATH: ' in done.stdout and "as asked (--bare)" in done.stdout
+    assert linkwrap("uninstall", cwd=repo, env=env).returncode == 0
+    os.truncate(os.path.join(repo, ".git", "info", "exclude"), 0)
+    done = linkwrap("install", "--absolute", cwd=repo, env=env)
+    assert f'linker = "{fast}"' in open(config).read()
+    assert f"{config} will be committed (git does not ignore it), and {fast} exists on this machine only" in done.stderr
+    assert "`linkwrap install` without --absolute writes the bare name" in done.stderr
+    assert linkwrap("install", "--bare", "--absolute", cwd=repo, env=env).returncode == 2
+
+
+def test_outside_git_a_config_is_personal(tmp_path, monkeypatch):
+    monkeypatch.setenv("CARGO_HOME", str(tmp_path / "cargo-home"))
+    root = new_crate(tmp_path, "alone")
+    env = env_for(tmp_path / "home", GIT_CEILING_DIRECTORIES=str(tmp_path))
+    done = linkwrap("install", cwd=root, env=env)
+    assert done.returncode == 0, done.stderr
+    fast = json.loads(linkwrap("status", "--json", cwd=root, env=env).stdout)["scripts"]["linkwrap-cc"]
+    assert f'linker = "{fast}"' in open(os.path.join(root, ".cargo", "config.toml")).read()
+    assert f"note: a personal file (it is in no git work tree): wrote the absolute path {fast}" in done.stdout
+
+
+def test_status_exits_non_zero_when_a_build_would_not_run_linkwrap_or_run_the_slow_entry_point(repo, tmp_path):
+    """`linkwrap status && cargo build` in scripts and CI (issue 34); install run again gives the advice
+    again instead of only "already installed"."""
+    home = tmp_path / "home"
+    assert linkwrap("install", cwd=repo, env=env_for(home)).returncode == 0
+    fast = json.loads(linkwrap("status", "--json", cwd=repo, env=env_for(home)).stdout)["scripts"]["linkwrap-cc"]
+    # the bare name finds pip's Python console script first on PATH: the slow entry point
+    slow = linkwrap("status", cwd=repo, env=env_for(home))
+    assert slow.returncode == 1 and "status: exit 1: a build would run the slow Python entry point" in slow.stdout
+    again = linkwrap("install", cwd=repo, env=env_for(home))
+    assert again.returncode == 0 and "already installed" in again.stdout
+    assert f"export PATH={os.path.dirname(fast)}:$PATH" in again.stdout  # the advice, again
+    # the native client first on PATH: every build runs linkwrap fast
+    faster = {**env_for(home), "PATH": f"{os.path.dirname(fast)}{os.pathsep}{env_for(home)['PATH']}"}
+    done = linkwrap("status", cwd=repo, env=faster)
+    assert done.returncode == 0 and "status: exit" not in done.stdout, done.stdout
+    assert json.loads(linkwrap("status", "--json", cwd=repo, env=faster).stdout)["ok"] is True
+    # no linkwrap-cc on PATH: Cargo would stop; status says so and fails
+    off = env_for(home, on_path=False)
+    done = linkwrap("status", cwd=repo, env=off)
+    assert done.returncode == 1 and "status: exit 1: a build would not run linkwrap" in done.stdout
+    assert json.loads(linkwrap("status", "--json", cwd=repo, env=off).stdout)["not_running_linkwrap"]

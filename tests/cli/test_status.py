@@ -29,8 +29,11 @@ def project(tmp_path, lw_home, monkeypatch):
 
 def status(cwd, env=None):
     done = lw("status", "--json", cwd=cwd, env=env)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    info = json.loads(done.stdout)
+    # exit 1 exactly when a build would not run linkwrap or would run the slow entry point (issue 34)
+    assert done.returncode == (0 if info["ok"] else 1), done.stderr
+    assert info["ok"] == (not info["not_running_linkwrap"] and not info["slow_entry_points"])
+    return info
 
 
 def test_nothing_installed(project, tmp_path):
@@ -109,9 +112,13 @@ def test_an_entry_point_whose_python_is_gone_is_reported(project, tmp_path):
     text = open(entry).read()
     open(entry, "w").write("\n".join("py=/deleted/venv/bin/python" if l.startswith("py=") else l
                                      for l in text.splitlines()) + "\n")
-    warnings = status(project)["warnings"]
+    after = status(project)
+    warnings = after["warnings"]
     assert len(warnings) == 1 and "its Python /deleted/venv/bin/python is gone" in warnings[0]
-    assert "warning: " in lw("status", cwd=project).stdout
+    assert after["ok"] is False and after["not_running_linkwrap"] == warnings
+    done = lw("status", cwd=project)
+    assert "warning: " in done.stdout and done.returncode == 1
+    assert done.stdout.splitlines()[-1] == "status: exit 1: a build would not run linkwrap"
 
 
 def test_an_install_whose_home_was_handed_to_another_user_is_named(project, lw_home, other_user):
