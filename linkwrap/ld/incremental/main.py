@@ -154,7 +154,7 @@ def check(opts):
     from linkwrap.ld.incremental import full, state as st
     state, why = st.load(opts.output)
     if state is None or state.get("kind") != "patchable":
-        return None if state is not None else f"no state to check against ({why})"
+        return None       # no state could be kept (a foreign directory): the link was from scratch
     pinned = state["caps"]
     tmp = os.path.join(st.state_dir(opts.output), "check.out")
     try:
@@ -185,7 +185,7 @@ def check(opts):
 
 
 def _section_at(state, off):
-    for name, (addr, o, size, _i, otype, _f) in state["layout"]["osecs"].items():
+    for name, (addr, o, size, _i, otype, *_f) in state["layout"]["osecs"].items():
         if o <= off < o + size and otype != 8:
             return f" (in {name}, +0x{off - o:x})"
     return ""

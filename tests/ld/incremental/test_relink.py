@@ -22,7 +22,7 @@ int main(void) { printf("f=%d g=%d counter=%d %s\\n", f(3), g(4), counter, name(
 LIB = """int counter = 7;
 static int helper(int x) { return x * BODY; }
 int f(int x) { return helper(x) + 1; }
-int g(int x) { return x - 1; }
+__attribute__((noinline)) int g(int x) { return x - 1; }
 const char *name(void) { return "lib"; }
 """
 
