@@ -19,12 +19,16 @@ FLAGS = ("--incremental", "--incremental-check", "--incremental-why", "--increme
 
 
 def wants(argv) -> bool:
-    return any(a in FLAGS for a in argv)
+    """--incremental on the command line, or LINKWRAP_LD_INCREMENTAL=1 in the environment (how the
+    wrapper asks it of the linkwrap-ld its -B shim runs: a shim holds only symlinks)."""
+    return any(a in FLAGS for a in argv) or os.environ.get("LINKWRAP_LD_INCREMENTAL") == "1"
 
 
 def run(argv) -> int:
     prog = "linkwrap-ld"
     flags = {a for a in argv if a in FLAGS}
+    if os.environ.get("LINKWRAP_LD_INCREMENTAL") == "1":
+        flags.add("--incremental")
     rest = [a for a in argv if a not in FLAGS]
     from linkwrap.errors import LinkwrapError
     from linkwrap.ld.diag import Unsupported

@@ -124,8 +124,12 @@ def identity(path):
 def input_key(path):
     """The name an input is matched by across links. rustc names an object
     <crate>-<crate hash>.<codegen unit>.<per-session salt>.rcgu.o: the salt changes every build,
-    so it is left out; every other input is its path."""
+    so it is left out, and so is the name of the temporary directory rustc writes symbols.o in
+    (rustcXXXXXX); every other input is its path."""
     d, name = os.path.split(path)
+    parent, sub = os.path.split(d)
+    if sub.startswith("rustc") and len(sub) == 11:
+        d = os.path.join(parent, "rustc*")     # rustc's symbols.o, in a temporary directory per build
     if name.endswith(".rcgu.o"):
         parts = name.split(".")
         if len(parts) >= 5:
