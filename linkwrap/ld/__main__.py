@@ -30,7 +30,7 @@ def run(argv) -> int:
     if argv and argv[0] in ("-h", "--help"):
         sys.stdout.write(USAGE)
         return 0
-    if any(a.startswith("--incremental") for a in argv):
+    if any(a.startswith("--incremental") for a in argv) or os.environ.get("LINKWRAP_LD_INCREMENTAL") == "1":
         from linkwrap.ld.incremental.main import run as incremental   # docs/ld.md "Incremental"
         return incremental(argv)
     from linkwrap.ld.diag import Unsupported

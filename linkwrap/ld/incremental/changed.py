@@ -40,10 +40,11 @@ def examine(opts, state, k, path, ident):
         if sec is None:
             hashes.append(None)
             continue
-        if (sec.name, sec.type, sec.flags, sec.align, sec.entsize, sec.group_sig) != tuple(o[:6]):
-            raise Fallback(f"{path}: section {sec.name} changed its kind, flags or alignment")
+        if (sec.name, sec.type, sec.flags, sec.entsize, sec.group_sig) != (o[0], o[1], o[2], o[4], o[5]):
+            raise Fallback(f"{path}: section {sec.name} changed its kind or flags")
+        # a changed alignment is placed like any size change (_place), within its chunk
         hashes.append(st.section_hash(sec))
-    shape = st.digest(repr([(n, i, o, x) for n, i, o, x, _v, _s in obj.raw_syms]).encode())
+    shape = st.symbol_shape(obj)
     same = [h == (o[6] if o is not None else None) for h, o in zip(hashes, old)]
     if all(same) and shape == r["shape"]:
         return None
@@ -184,7 +185,7 @@ def _place(state, r, p, path):
             if m is None or (m is not p.eh and m not in p.live):
                 raise Fallback(f"{path}: which of its sections are live changed")
             if not slack:
-                if m.size != old_size:
+                if m.size != old_size or (old_off % m.align if m.align > 1 else 0):
                     raise Fallback(f"{path}: {m.name} changed size where it has no slack "
                                    f"({old_size} -> {m.size} bytes in {name})")
                 off = old_off
@@ -192,6 +193,10 @@ def _place(state, r, p, path):
                 a = m.align
                 if a > 1:
                     off = (off + a - 1) & ~(a - 1)
+                if a > o[6]:
+                    raise Fallback(f"{path}: {m.name} needs a greater alignment than {name} has")
+            if not placed and off != start:
+                raise Fallback(f"{path}: its {name} chunk would start elsewhere (alignment)")
             placed.append((m, off))
             addr_of[m] = o[0] + off
             if m is p.eh:

@@ -19,12 +19,16 @@ FLAGS = ("--incremental", "--incremental-check", "--incremental-why", "--increme
 
 
 def wants(argv) -> bool:
-    return any(a in FLAGS for a in argv)
+    """--incremental on the command line, or LINKWRAP_LD_INCREMENTAL=1 in the environment (how the
+    wrapper asks it of the linkwrap-ld its -B shim runs: a shim holds only symlinks)."""
+    return any(a in FLAGS for a in argv) or os.environ.get("LINKWRAP_LD_INCREMENTAL") == "1"
 
 
 def run(argv) -> int:
     prog = "linkwrap-ld"
     flags = {a for a in argv if a in FLAGS}
+    if os.environ.get("LINKWRAP_LD_INCREMENTAL") == "1":
+        flags.add("--incremental")
     rest = [a for a in argv if a not in FLAGS]
     from linkwrap.errors import LinkwrapError
     from linkwrap.ld.diag import Unsupported
@@ -154,7 +158,7 @@ def check(opts):
     from linkwrap.ld.incremental import full, state as st
     state, why = st.load(opts.output)
     if state is None or state.get("kind") != "patchable":
-        return None if state is not None else f"no state to check against ({why})"
+        return None       # no state could be kept (a foreign directory): the link was from scratch
     pinned = state["caps"]
     tmp = os.path.join(st.state_dir(opts.output), "check.out")
     try:
@@ -185,7 +189,7 @@ def check(opts):
 
 
 def _section_at(state, off):
-    for name, (addr, o, size, _i, otype, _f) in state["layout"]["osecs"].items():
+    for name, (addr, o, size, _i, otype, *_f) in state["layout"]["osecs"].items():
         if o <= off < o + size and otype != 8:
             return f" (in {name}, +0x{off - o:x})"
     return ""

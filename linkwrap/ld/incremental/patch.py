@@ -38,13 +38,33 @@ def clone(src, dst_fd):
         return "copy"
 
 
+def _create_tmp(output):
+    """-> (fd, path) of the copy to patch: in the state's directory (ours, 0700, on the output's
+    filesystem), so a relink killed before its rename leaves its debris there, and the next one
+    removes it."""
+    d = st._safe_dir(st.state_dir(output), False)
+    if d is None:
+        raise Fallback("no incremental state beside the output")
+    for name in os.listdir(d):
+        if name.startswith("out.") and name.endswith(".tmp"):
+            try:
+                os.unlink(os.path.join(d, name))
+            except OSError:
+                pass
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp = os.path.join(d, f"out.{os.getpid()}.tmp")
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    return os.open(tmp, flags, 0o777 & ~umask), tmp
+
+
 def apply(opts, state, src, plans):
     from linkwrap.ld import write
     from linkwrap.ld.scan import Mode
     lay = state["layout"]
     pic, dynamic, interp, base = lay["mode"]
     mode = Mode(pic=pic, dynamic=dynamic, interp=interp, base=base)
-    fd, tmp = write._create_tmp(opts.output, True)
+    fd, tmp = _create_tmp(opts.output)
     buf = None
     try:
         how = clone(src, fd)
@@ -92,7 +112,7 @@ def _patch_one(opts, state, mode, buf, p):
                 lk.copied.add(s)
     # the chunks: zeros, the slack's fill after what is used, then the members' bytes
     for name, start, cap, placed, used in p.places:
-        addr, off, _size, _idx, otype, oflags = osecs[name]
+        addr, off, _size, _idx, otype, oflags, _align = osecs[name]
         if otype == elf.SHT_NOBITS:
             continue
         fo = off + start
@@ -159,7 +179,7 @@ def _moved(p, lk, glob):
 
 
 def _put_at_addr(osecs, buf, addr, data):
-    for a, off, size, _i, otype, flags in osecs.values():
+    for a, off, size, _i, otype, flags, _al in osecs.values():
         if flags & elf.SHF_ALLOC and a <= addr < a + size and otype != elf.SHT_NOBITS:
             buf[off + addr - a:off + addr - a + len(data)] = data
             return
@@ -264,8 +284,9 @@ def _symtab(lay, r, buf, p, lk):
     if at is None:
         return
     tls_start = lk.tls_start
+    by_name = {s.name: s for s in p.syms if not s.is_local}
     for k, e in r["symtab"]:
-        s = p.syms[k]
+        s = p.syms[k] if isinstance(k, int) else by_name[k]
         if s.section is None or s.type == elf.STT_FILE:
             continue
         v = lk.real_addr(s)
@@ -278,8 +299,9 @@ def _dynsym(lay, r, buf, p, lk):
     at = lay["dynsym"]
     if at is None:
         return
+    by_name = {s.name: s for s in p.syms if not s.is_local}
     for k, d in r["dynsym"]:
-        s = p.syms[k]
+        s = by_name[k]
         if s.section is None:
             continue
         v = lk.real_addr(s)

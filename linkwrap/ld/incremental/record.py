@@ -64,7 +64,7 @@ def build(opts, inputs, res, live, lk, synth, chunks):
         if s is not None and s.file in obj_index:
             records[obj_index[s.file]]["ext"].append(name)
     layout = {
-        "osecs": {o.name: (o.addr, o.offset, o.size, o.index, o.type, o.flags) for o in lk.osecs},
+        "osecs": {o.name: (o.addr, o.offset, o.size, o.index, o.type, o.flags, o.align) for o in lk.osecs},
         "tls": (lk.tls_start, lk.tls_end_tp), "entry": lk.entry, "file_size": lk.file_size,
         "got_base": lk.got_base,
         "mode": (lk.mode.pic, lk.mode.dynamic, lk.mode.interp, lk.mode.base),
@@ -100,7 +100,7 @@ def _object(obj, res, live, lk, synth, chunks, alive, symtab_pos, dynidx, slot_s
         secs.append((sec.name, sec.type, sec.flags, sec.align, sec.entsize, sec.group_sig,
                      st.section_hash(sec), sec in discarded))
     syms = res.syms[obj]
-    shape = st.digest(repr([(n, i, o, x) for n, i, o, x, _v, _s in obj.raw_syms]).encode())
+    shape = st.symbol_shape(obj)
     live_idx = sorted(sec.index for sec in obj.sections if sec is not None and sec in alive)
     places = []
     for (f, name), (start, cap, members) in chunks.items():
@@ -128,12 +128,15 @@ def _object(obj, res, live, lk, synth, chunks, alive, symtab_pos, dynidx, slot_s
     dyn = []
     for k, s in enumerate(syms):
         if s.is_local or s.file is obj:
+            # a local by its index, a global by its name (the object may list its globals in
+            # another order next time)
+            key = k if s.is_local else s.name
             e = symtab_pos.get(id(s))
             if e is not None:
-                symtab.append((k, e))
+                symtab.append((key, e))
             d = dynidx.get(s)
             if d is not None:
-                dyn.append((k, d))
+                dyn.append((key, d))
     refs = set()
     for sec in obj.sections:
         if sec is None or sec not in alive or not sec.flags & elf.SHF_ALLOC or sec.rela is None:

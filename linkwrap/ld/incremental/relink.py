@@ -28,13 +28,13 @@ def _relink(opts, state, arg_paths):
     from linkwrap.ld.incremental import changed, patch
     if state.get("kind") != "patchable":
         raise Fallback(state.get("why", "the last link was not an incremental one"))
-    if state["fingerprint"] != st.fingerprint(opts):
-        raise Fallback("the link's options or input list changed")
-    src = _source(opts.output, state)
-    records = state["inputs"]
     old_args = state.get("args", [])
     if [st.input_key(p) for p in arg_paths] != [st.input_key(p) for p in old_args]:
         raise Fallback("an input was added or removed")
+    if state["fingerprint"] != st.fingerprint(opts):
+        raise Fallback("the link's options changed")
+    src = _source(opts.output, state)
+    records = state["inputs"]
     renamed = dict(zip(old_args, arg_paths))
     todo = []
     for k, r in enumerate(records):

@@ -124,8 +124,12 @@ def identity(path):
 def input_key(path):
     """The name an input is matched by across links. rustc names an object
     <crate>-<crate hash>.<codegen unit>.<per-session salt>.rcgu.o: the salt changes every build,
-    so it is left out; every other input is its path."""
+    so it is left out, and so is the name of the temporary directory rustc writes symbols.o in
+    (rustcXXXXXX); every other input is its path."""
     d, name = os.path.split(path)
+    parent, sub = os.path.split(d)
+    if sub.startswith("rustc") and len(sub) == 11:
+        d = os.path.join(parent, "rustc*")     # rustc's symbols.o, in a temporary directory per build
     if name.endswith(".rcgu.o"):
         parts = name.split(".")
         if len(parts) >= 5:
@@ -148,8 +152,18 @@ def section_hash(sec) -> bytes:
     return digest(body, rel, sec.size.to_bytes(8, "little"))
 
 
+def symbol_shape(obj) -> bytes:
+    """Its locals in order and its globals as a set (name, binding and type, visibility, section):
+    the compiler may emit the same globals in another order (gcc orders them by its call graph)."""
+    fg = obj.first_global
+    raw = obj.raw_syms
+    return digest(repr([(n, i, o, x) for n, i, o, x, _v, _s in raw[:fg]]).encode(),
+                  repr(sorted((n, i, o, x) for n, i, o, x, _v, _s in raw[fg:])).encode())
+
+
 def fingerprint(opts) -> str:
-    """Everything in the options but the inputs' paths (those are compared input by input)."""
+    """Everything in the options but the inputs' paths (those are compared input by input, and an
+    input added in the middle then shifts this list: the relink compares the paths first)."""
     from dataclasses import fields
     parts = []
     for f in fields(opts):
@@ -157,9 +171,9 @@ def fingerprint(opts) -> str:
             continue
         parts.append(f"{f.name}={getattr(opts, f.name)!r}")
     for a in opts.inputs:
-        name = getattr(a, "name", None)
+        # names are compared input by input (an added one is its own reason); not what applies to them
         rest = [getattr(a, k, None) for k in ("as_needed", "static", "whole_archive")]
-        parts.append(f"{a.kind}:{input_key(name) if name else ''}:{rest}")
+        parts.append(f"{a.kind}:{rest}")
     return digest("\n".join(parts).encode()).hex()
 
 

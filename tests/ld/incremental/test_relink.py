@@ -22,7 +22,7 @@ int main(void) { printf("f=%d g=%d counter=%d %s\\n", f(3), g(4), counter, name(
 LIB = """int counter = 7;
 static int helper(int x) { return x * BODY; }
 int f(int x) { return helper(x) + 1; }
-int g(int x) { return x - 1; }
+__attribute__((noinline)) int g(int x) { return x - 1; }
 const char *name(void) { return "lib"; }
 """
 
@@ -194,3 +194,16 @@ def test_cxx_objects_sharing_an_inline_function_comdat_are_patched(tmp_path):
         rc, why, err = p.link(["main.o", "a.o"])
         assert (rc, why) == (0, "patched 1 input(s): a.o"), err
         assert p.run() == (0, want)     # the exception is thrown and caught: .eh_frame_hdr is right
+
+
+def test_the_environment_asks_for_it_where_a_shim_cannot_pass_a_flag(tmp_path):
+    import subprocess
+    p = _project(tmp_path)
+    env = {**os.environ, "LINKWRAP_LD_INCREMENTAL": "1"}
+    for body, want in (("2", "f=7"), ("5", "f=16")):
+        p.write("lib.c", lib(body))
+        p.compile("lib.c")
+        subprocess.run(["gcc", f"-B{p.shim}", "main.o", "lib.o", "-o", "prog"], cwd=p.root, env=env, check=True)
+        assert p.run()[1].startswith(want)
+    with open(os.path.join(p.root, ".prog.lwinc", "last")) as f:
+        assert f.read() == "patched 1 input(s): lib.o\n"
