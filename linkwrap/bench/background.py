@@ -3,8 +3,9 @@
 A saved link needs measuring when no result in the measurement cache (evidence/measured.py) applies
 to it for every linker installed now: none measured on this machine key, filesystem and project for
 this output, or one whose linker binary changed since (its path and mtime are part of the key), or
-an output that stale_outputs() names. The warm server hosts the measurer (server.py calls tick()
-about once a second and link_arrived() as a link reaches it); everything else is here.
+an output whose real relinks were clearly slower than its measurement (stale_outputs()). The warm
+server hosts the measurer (server.py calls tick() about once a second and link_arrived() as a link
+reaches it); everything else is here.
 
   * The policy is pure: off_reason() (CI=true, on battery, `[bench] background = false`; `true`
     measures in CI and on battery too), may_start() (no link for background_quiet_s, the 1-minute
@@ -65,16 +66,19 @@ def must_yield(load, cpus, fraction) -> bool:
     return load - 1 >= fraction * cpus
 
 
-def needs_measuring(scope, measured_linkers, installed, output, stale) -> bool:
-    """scope, measured_linkers: what measured.match() found for this output; installed: linker names."""
+def needs_measuring(scope, measured_linkers, installed, link, stale) -> bool:
+    """scope, measured_linkers: what measured.match() found for this output; installed: linker names;
+    link: (project, output key); stale: such pairs whose measurement the relinks contradict."""
     from linkwrap.evidence.measured import SCOPES
-    return output in stale or scope != SCOPES[0] or bool(set(installed) - set(measured_linkers))
+    return link in stale or scope != SCOPES[0] or bool(set(installed) - set(measured_linkers))
 
 
 def stale_outputs() -> set:
-    """output_key()s whose real relinks were clearly slower than measured: measured again whatever
-    the cache holds. The interface for that marker; nothing sets one yet."""
-    return set()
+    """(project, output key) pairs whose real relinks were clearly slower than their measurement
+    (learn.against_measured marks them, measured.stale() keeps them): measured again whatever the
+    cache holds; the new results clear the mark (measured.add_rows)."""
+    from linkwrap.evidence import measured
+    return set(measured.stale())
 
 
 # --- the state file --------------------------------------------------------------
@@ -422,7 +426,7 @@ def queued(environ) -> tuple:
         match = measured.match(req, facts, found, measured.load_rows(m["cwd"]),
                                measured.machine_key(facts.cpus), measured.stamps(found))
         key = measured.output_key(m["output"])
-        if not needs_measuring(match.scope, {r.linker for r in match.rows}, found, key, stale):
+        if not needs_measuring(match.scope, {r.linker for r in match.rows}, found, (m["cwd"], key), stale):
             continue
         day, used = spent.get(key, (today, 0.0))
         if day == today and used >= settings["background_budget_s"]:
