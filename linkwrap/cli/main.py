@@ -62,6 +62,8 @@ ENVIRONMENT = (
     ("LINKWRAP_SAVE", "1: keep each link replayable for `linkwrap bench` (what `linkwrap run --save` sets)"),
     ("LINKWRAP_LD_NO_FALLBACK", "1: a failure of linkwrap's own linker (LINKWRAP_LINKER=python) is the link's "
                                 "result, not linked again as asked (for testing that linker)"),
+    ("LINKWRAP_LD_INCREMENTAL", "1: linkwrap's own linker links incrementally (as `linkwrap ld --incremental`), "
+                                "where a -B shim cannot pass a flag"),
     ("LINKWRAP_INCREMENTAL_PAUSE", "for tests: `linkwrap ld --incremental` stops at that step (the crash tests' "
                                    "hook; the last good output must survive it)"),
     ("OTEL_EXPORTER_OTLP_ENDPOINT", "`linkwrap run` sends its build's spans there (OTLP/HTTP) at the end"),
