@@ -386,6 +386,19 @@ def whose_link(row, cwd):
             f"recorded anywhere, of {where}")
 
 
+def recorded_build_name(row, cwd) -> str:
+    """The recorded link's build as `summary` names it: 'build 3' of the project cwd is in; with
+    its project's name and #id when it is another's, or cwd is in none."""
+    from linkwrap.cli import scope
+    from linkwrap.store import db, queries
+    conn = db.open_store()
+    build = conn.execute("SELECT * FROM builds WHERE id = ?", (row["build_id"],)).fetchone()
+    if build is None:
+        return f"build #{row['build_id']}"
+    here = scope.resolve(conn, None, cwd)[0]
+    return queries.build_label(conn, build, across=here is None or here != build["project_dir"])
+
+
 def recorded_request(row, kind, environ):
     """The recorded link's own command line, where it can still be read; else None."""
     from linkwrap.request import args as args_mod
@@ -448,6 +461,8 @@ def run(args) -> int:
         if whose:
             report["note"] = "; ".join(filter(None, (whose, report.get("note"))))
     report["recorded"] = recorded_dict(row) if row is not None else None
+    if row is not None:
+        report["recorded"]["build_name"] = recorded_build_name(row, cwd)
     if as_json:
         from linkwrap.report import jsonout
         jsonout.dump(report, sys.stdout)

@@ -207,7 +207,7 @@ def render_recorded(console, rec, now) -> None:
     from rich.text import Text
     when = (rec["started_utc"] or "")[:19].replace("T", " ")
     flags = " ".join(rec["flags"]) or "none"
-    console.print(Text(f"Recorded link ({when} UTC, build #{rec['build']})", style="bold"))
+    console.print(Text(f"Recorded link ({when} UTC, {rec.get('build_name') or '#' + str(rec['build'])})", style="bold"))
     _hanging(console, "  ", f"{rec['version'] or rec['linker']}, {rec['write_mode'] or '-'}, flags {flags}, "
              f"exit {rec['exit_status']}" + (", fell back" if rec["fell_back"] else "")
              + (f", {rec['wall_ms']:.0f} ms compile+link (the driver compiled sources too)"

@@ -22,7 +22,8 @@ def add_arguments(parser) -> None:
                              "build directory)")
     parser.add_argument("--open", action="store_true", help="open the page in a web browser")
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--build", metavar="ID", help="only this build (number or key)")
+    from linkwrap.cli.summary import BUILD_HELP
+    which.add_argument("--build", metavar="N", help="only this build: " + BUILD_HELP)
     which.add_argument("--all", action="store_true", help=f"every build (default: the last {DEFAULT_BUILDS})")
     parser.add_argument("--since", metavar="WHEN", help="builds since WHEN: 30m, 2h, 3d, 1w or a UTC date")
     parser.add_argument("--from", dest="from_files", metavar="FILE", nargs="+",
@@ -37,7 +38,7 @@ def select(conn, args, project):
     from linkwrap.store import queries
     since = summary.parse_since(args.since) if args.since else None
     if args.build:
-        builds = [queries.find_build(conn, args.build)]
+        builds = [queries.find_build(conn, args.build, project)]
     elif since:
         builds = queries.builds_since(conn, since, project, args.empty)
     else:
@@ -72,6 +73,7 @@ def run(args) -> int:
         conn = store.open_store()
         project, shows = scope.resolve(conn, args)
         data = select(conn, args, project)
+        data["scope"] = {"project_dir": project, "shows": shows}  # builds named per project in one
         from linkwrap.cli.summary import history_of
         data["history"] = history_of(conn, data["builds"], project)
         from linkwrap.store import queries

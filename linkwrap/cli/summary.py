@@ -4,9 +4,14 @@ import sys
 from linkwrap.errors import LinkwrapError, UsageError
 
 
+# One sentence for summary's and report's --build: a number is per project, as the listings show it.
+BUILD_HELP = ("a build by its number as `--all` lists it: in a project, its Nth build (the first is 1); "
+              "with --all-projects or outside any project, the #N counting every project's; or its key")
+
+
 def add_arguments(parser) -> None:
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--build", metavar="ID", help="a build by number (from --all) or key")
+    which.add_argument("--build", metavar="N", help=BUILD_HELP)
     which.add_argument("--all", action="store_true", help="every recorded build")
     parser.add_argument("--since", metavar="WHEN",
                         help="builds (and links) since WHEN: 30m, 2h, 3d, 1w or a UTC date 2026-05-01")
@@ -27,8 +32,10 @@ def collect(args, db) -> dict:
     project, scope_text = scope.resolve(db, args)
     empty = getattr(args, "empty", False)
     if args.build:
-        builds = [queries.find_build(db, args.build)]
-        project, scope_text = None, "that build"
+        builds = [queries.find_build(db, args.build, project)]
+        # Named in its project's numbers when a project is in scope (a key may name another's build).
+        project = (builds[0]["project_dir"] or None) if project is not None else None
+        scope_text = "that build"
     elif args.all:
         builds = (queries.builds_since(db, since, project, empty) if since
                   else queries.all_builds(db, project, empty))
@@ -41,7 +48,8 @@ def collect(args, db) -> dict:
     data["scope"] = {"project_dir": project, "shows": scope_text}
     data["history"] = history_of(db, builds, project)
     data["dropped_records"] = queries.dropped_records(db)
-    return data
+    from linkwrap.report.render import name_builds
+    return name_builds(data)
 
 
 def history_of(db, builds, project):
@@ -103,7 +111,8 @@ def forced_linker_lines(cwd=None) -> list:
         if build is None:
             return []
         links = [summary.link_dict(r) for r in queries.links_of(db, build["id"])]
-        return [f"{summary.forced_missing_text(item)} in build #{build['id']}"
+        name = queries.build_label(db, build, across=project is None)
+        return [f"{summary.forced_missing_text(item)} in {name}"
                 for item in summary.forced_missing(links)]
     except Exception:   # status says what is installed; the records are an extra
         return []

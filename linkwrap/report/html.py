@@ -17,8 +17,8 @@ Colours are fixed per linker (LINKER_COLOURS), so mold is the same blue in every
 import html
 import zlib
 
-from linkwrap.report.render import (build_name, fmt_bytes, fmt_kb, fmt_ms, fmt_peak, fmt_pct, history_line,
-                                    plural, saved_line, short_command)
+from linkwrap.report.render import (build_name, build_number, fmt_bytes, fmt_kb, fmt_ms, fmt_peak, fmt_pct,
+                                    history_line, name_builds, plural, saved_line, short_command)
 from linkwrap.report.summary import fell_back, parse_utc
 
 # Fixed per linker name (not per version, not per report); Tableau 10, colour-blind aware.
@@ -285,7 +285,7 @@ def trends(summary, limit=40) -> str:
     rows = []
     for key, runs in outputs(summary)[:limit]:
         last = runs[-1][1]
-        tips = [(f"build #{b['id']}: {fmt_ms(l['wall_ms'])}, peak RSS {fmt_peak(l)} with "
+        tips = [(f"{build_name(b)}: {fmt_ms(l['wall_ms'])}, peak RSS {fmt_peak(l)} with "
                  f"{linker_name(l)}", FAILED if l["failed"] else colour(l["linker"])) for b, l in runs]
         walls = [l["wall_ms"] for _, l in runs]
         rss = [l["peak_rss_kb"] for _, l in runs]
@@ -371,9 +371,9 @@ def body(summary, machine) -> list:
     t = summary["totals"]
     builds = summary["builds"]
     own = [own_ms(l) for b in builds for l in b["links"] if own_ms(l) is not None]
-    per_build = [(f"#{b['id']} {b['tool'] or ''} {(b['started_utc'] or '')[:16].replace('T', ' ')}",
+    per_build = [(f"{b.get('number') or build_number(b)} {b['tool'] or ''} {(b['started_utc'] or '')[:16].replace('T', ' ')}",
                   b["totals"]["wall_ms"], by_linker(b),
-                  f"build #{b['id']}: {plural(b['totals']['links'] - config_errors(b['links']), 'link')}, "
+                  f"{build_name(b)}: {plural(b['totals']['links'] - config_errors(b['links']), 'link')}, "
                   f"{fmt_ms(b['totals']['wall_ms'])}: " + ", ".join(
                       f"{name} {fmt_ms(ms)}" for ms, _, name in by_linker(b)))
                  for b in builds if any(ran(l) for l in b["links"])]
@@ -482,6 +482,7 @@ def _page(machines, *, generated_utc, scope=None, grouped=False) -> str:
         f'<p class="dim">{e(scope or "")}{" · " if scope else ""}generated {e(generated_utc)} by linkwrap.</p>',
     ]
     for machine, summary in machines:
+        name_builds(summary)
         if grouped:
             parts.append(f'<h1 class="machine" id="machine-{e(machine.get("host"))}">{e(machine.get("host"))}</h1>')
         parts += body(summary, machine)

@@ -134,11 +134,27 @@ def plural(n, word) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def build_name(b) -> str:
-    """'build 3 of this project (#45)': its number among its project's builds, then the number
-    `--build` takes (it counts every project's); 'build #45' when its project is unknown."""
+def build_name(b, across=False) -> str:
+    """The build as the summary names it (store.queries.named: 'build 3' in its project); the
+    "name" name_builds() gave it for its scope when it has one."""
+    from linkwrap.store.queries import named
+    return b.get("name") or named(b.get("project_build"), b["id"], b.get("project_dir"), across)
+
+
+def build_number(b, across=False) -> str:
+    """The build's number as a listing's "#" column has it: 3 in a project, #45 across projects."""
     n = b.get("project_build")
-    return f"build {n} of this project (#{b['id']})" if n else f"build #{b['id']}"
+    return str(n) if n and not across else f"#{b['id']}"
+
+
+def name_builds(summary) -> dict:
+    """Each build's "name" and "number" for the summary's scope: per project when it shows one
+    project's builds, across every project's records otherwise (summary["scope"]); -> summary."""
+    across = not (summary.get("scope") or {}).get("project_dir")
+    for b in summary.get("builds") or ():
+        b.setdefault("name", build_name(b, across))
+        b.setdefault("number", build_number(b, across))
+    return summary
 
 
 def build_title(b) -> str:
@@ -263,7 +279,7 @@ def render_build(b, console: Console, history=None) -> None:
         # One line, not an empty table; what it is about comes after, where an ellipsis may cut it.
         ran = (f" ({fmt_ms(b['wall_ms'])}, exit status {b['exit_status']})"
                if b["wall_ms"] is not None and b["exit_status"] is not None else "")
-        print_line(console, f"no links recorded for this build #{b['id']}{ran}: {b['command'] or b['tool'] or '?'}")
+        print_line(console, f"no links recorded for this {build_name(b)}{ran}: {b['command'] or b['tool'] or '?'}")
         return
     print_line(console, build_title(b), "bold")
     sub = build_subtitle(b)
@@ -455,9 +471,8 @@ def render_many(summary, console: Console) -> None:
     for b in builds:
         bt = b["totals"]
         share = b["linking"]["link_share"] if b["linking"] else None
-        # Its project's count first where it is known; the id after it is what --build takes.
-        number = f"{b['project_build']} #{b['id']}" if b.get("project_build") else str(b["id"])
-        rows.append({"#": number, "when (UTC)": (b["started_utc"] or "")[5:16].replace("T", " "),
+        # What --build takes in the same scope: the project's count, or #id across every project's.
+        rows.append({"#": b.get("number") or build_number(b), "when (UTC)": (b["started_utc"] or "")[5:16].replace("T", " "),
                      "tool": b["tool"] or "", "command": short_command(b["command"]), "links": str(bt["links"]),
                      "link wall": fmt_ms(bt["wall_ms"]), "saved": saved_cell(b.get("saved")),
                      "linking": fmt_pct(share),
@@ -510,7 +525,7 @@ def forced_lines(summary, console) -> None:
 
 def render(summary, console: Console | None = None) -> None:
     from linkwrap.errors import printable_data
-    summary = printable_data(summary)  # names and commands come from anyone: no terminal escapes
+    summary = name_builds(printable_data(summary))  # names and commands come from anyone: no terminal escapes
     console = console or wide_console()
     scope = summary.get("scope") or {}
     if not summary["builds"]:

@@ -180,7 +180,8 @@ def build_summary(db, build, *, since_utc=None, ninja_log=None, on_ninja_mismatc
                  "link_share": busy / build["wall_ms"] if build["wall_ms"] > 0 and (linked or not compiled)
                  else None}
     elif ninja_log and linked:
-        share = ninja_share(build, linked, ninja_log, on_mismatch=on_ninja_mismatch)
+        share = ninja_share(build, linked, ninja_log, on_mismatch=on_ninja_mismatch,
+                            name=queries.build_label(db, build))  # as the summary names it
     if share is not None:
         share.update(compile_links=len(compiled), compile_sum_ms=sum(l["wall_ms"] or 0.0 for l in compiled))
     return {
@@ -236,7 +237,7 @@ def history(db, project) -> dict:
 NINJA_SLACK_S = 2.0
 
 
-def ninja_share(build, links, path, *, on_mismatch=None):
+def ninja_share(build, links, path, *, on_mismatch=None, name=None):
     """The linking share from a .ninja_log, only when its last run is this build; else None.
 
     A .ninja_log says nothing of which build wrote it, and the one in a directory
@@ -250,11 +251,14 @@ def ninja_share(build, links, path, *, on_mismatch=None):
     - the counts are plausible: ninja logs only the edges that succeeded, so at
       least half (and at least one) of the build's successful links must be
       outputs in that run.
-    A log that cannot be read still raises NinjaLogError (the caller decides).
+    A log that cannot be read still raises NinjaLogError (the caller decides). name: the build as
+    the summary names it, for what on_mismatch is told.
     """
+    name = name or f"build #{build['id']}"
+
     def mismatch(why):
         if on_mismatch:
-            on_mismatch(f"{path} is not used for build #{build['id']}: {why}")
+            on_mismatch(f"{path} is not used for {name}: {why}")
         return None
 
     if build["tool"] != "ninja":

@@ -62,11 +62,18 @@ def _cmake_top(here):
     return top
 
 
-def find_build(db, ref: str):
-    """A build by number (`#3` or `3`), by key, or by a unique key prefix."""
+def find_build(db, ref: str, project=None):
+    """A build by number, by key, or by a unique key prefix. In a project (project given) a number
+    is the project's own: 3 is its third build that linked something, as `summary --all` numbers
+    them there; with every project in scope (project None) it is the build's number across all
+    projects' records (its id, `#45` in those listings)."""
     ref = ref.strip().lstrip("#")
     if ref.isdigit():
-        row = db.execute("SELECT * FROM builds WHERE id = ?", (int(ref),)).fetchone()
+        if project is not None:
+            row = db.execute(f"SELECT * FROM builds WHERE project_dir = ? AND {_LINKED} ORDER BY id "
+                             "LIMIT 1 OFFSET ?", (project, int(ref) - 1)).fetchone() if int(ref) > 0 else None
+        else:
+            row = db.execute("SELECT * FROM builds WHERE id = ?", (int(ref),)).fetchone()
         if row:
             return row
     row = db.execute("SELECT * FROM builds WHERE build_key = ?", (ref,)).fetchone()
@@ -78,6 +85,10 @@ def find_build(db, ref: str):
         return rows[0]
     if rows:
         raise UsageError(f"build {ref!r} is ambiguous: give more of its key or its number")
+    if ref.isdigit() and project is not None:
+        n = db.execute(f"SELECT count(*) FROM builds WHERE project_dir = ? AND {_LINKED}", (project,)).fetchone()[0]
+        raise UsageError(f"no build {ref} in the project in {project}: it has {n} (see `linkwrap summary "
+                         "--all`; `--all-projects --build N` takes the number across every project)")
     raise UsageError(f"no build {ref!r} in the records (see `linkwrap summary --all`)")
 
 
@@ -214,5 +225,24 @@ def project_build_number(conn, build):
     project = build["project_dir"] if "project_dir" in build.keys() else None
     if not project:
         return None
-    return conn.execute(f"SELECT count(*) FROM builds WHERE project_dir = ? AND id <= ? AND {_LINKED}",
-                        (project, build["id"])).fetchone()[0]
+    # A build that linked nothing (a no-op `linkwrap run`) has no number: it would repeat the one before.
+    n, linked = conn.execute(f"SELECT count(*), max(id = ?) FROM builds WHERE project_dir = ? AND id <= ? "
+                             f"AND {_LINKED}", (build["id"], project, build["id"])).fetchone()
+    return n if linked else None
+
+
+def build_label(conn, build, across=False) -> str:
+    """A build row named as the summary names it (report.render.build_name)."""
+    return named(project_build_number(conn, build), build["id"], build["project_dir"], across)
+
+
+def named(number, build_id, project_dir, across=False) -> str:
+    """'build 3': the project's third build (a user's first build in a project is build 1), what
+    `--build 3` takes there. Where every project's builds are shown (across), 'build 3 of app (#45)':
+    #45 counts every project's, what `--all-projects --build 45` takes. 'build #45' with no project."""
+    import os
+    if not number:
+        return f"build #{build_id}"
+    if across:
+        return f"build {number} of {os.path.basename((project_dir or '').rstrip('/')) or '?'} (#{build_id})"
+    return f"build {number}"

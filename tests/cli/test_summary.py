@@ -93,7 +93,7 @@ def test_a_cargo_build_lists_every_link_with_real_times(tmp_path, lw_home):
     narrow = lw("summary", cwd=root, env={"LINKWRAP_HOME": str(lw_home), "COLUMNS": "80"}).stdout
     lines = narrow.splitlines()
     assert all(len(line) <= 80 for line in lines), narrow
-    assert lines[0].startswith(f"build 1 of this project (#{b['id']})  cargo  3 links  ") and "cargo" in lines[0]
+    assert lines[0].startswith("build 1  cargo  3 links  ") and "cargo" in lines[0]
     names = {line.split("  ")[0].strip() for line in lines}
     assert {"demo (build script)", "demo", "demo_derive (proc-macro)"} <= names, narrow
     assert "linkwrap's own time:" in narrow and "starting Python and loading linkwrap" in narrow
@@ -148,7 +148,13 @@ def test_since_and_a_bad_build_id_and_a_bad_since(tmp_path, lw_home):
     assert cc_link([obj, "-o", "a"], tmp_path).returncode == 0
     assert summary_json("--since", "10m", cwd=tmp_path)["totals"]["links"] == 1
     assert summary_json("--since", "2999-01-01", cwd=tmp_path)["totals"]["links"] == 0
-    bad = lw("summary", "--build", "9999", cwd=tmp_path, check=False)
+    # In a project a number is the project's own (it has one build); across projects, the #id.
+    bad = lw("summary", "--build", "2", cwd=tmp_path, check=False)
+    [project] = {r["project_dir"] for r in db_rows(lw_home, "SELECT project_dir FROM builds")}
+    assert bad.returncode == 2 and bad.stderr.strip() == (
+        f"linkwrap: error: no build 2 in the project in {project}: it has 1 (see `linkwrap summary --all`; "
+        "`--all-projects --build N` takes the number across every project)"), bad.stderr
+    bad = lw("summary", "--all-projects", "--build", "9999", cwd=tmp_path, check=False)
     assert bad.returncode == 2 and bad.stderr.strip() == \
         "linkwrap: error: no build '9999' in the records (see `linkwrap summary --all`)"
     bad = lw("summary", "--since", "yesterday", cwd=tmp_path, check=False)
@@ -217,7 +223,7 @@ def test_a_script_linking_beside_an_older_ninja_log_says_nothing_about_ninja(tmp
     # Named by hand, the log is still not this build's: said on stderr, and not used.
     given = lw("summary", "--json", "--ninja-log", ".ninja_log", cwd=tmp_path)
     assert json.loads(given.stdout)["builds"][0]["linking"] is None
-    assert given.stderr.startswith("linkwrap: warning: .ninja_log is not used for build #") and \
+    assert given.stderr.startswith("linkwrap: warning: .ninja_log is not used for build 1: ") and \
         "not run by ninja (it was run by sh)" in given.stderr
 
 
@@ -337,6 +343,28 @@ def test_two_projects_built_alternately_each_see_their_own_builds(tmp_path, lw_h
     # Its two builds of one link each: a table row each, or a timeline bar each.
     assert page.count('class="link-bar"') + page.count('<td id="build-') == 2 and "p0" not in page
 
+    # Builds are numbered per project (issue 37): ninja's first build here is its build 1, though
+    # a cargo build was recorded before it; the listing's numbers are what --build takes.
+    assert [b["project_build"] for b in theirs["builds"]] == [1, 2] and theirs["builds"][0]["id"] > 1
+    assert [(b["name"], b["number"]) for b in theirs["builds"]] == [("build 1", "1"), ("build 2", "2")]
+    [first] = summary_json("--build", "1", cwd=nj)["builds"]
+    assert first["id"] == theirs["builds"][0]["id"] and first["name"] == "build 1"
+    assert lw("summary", "--build", "1", cwd=nj, env={"COLUMNS": "150"}).stdout.startswith("build 1  ninja  2 links")
+    listed = lw("summary", "--all", cwd=nj, env={"COLUMNS": "150"}).stdout.splitlines()
+    assert [line.split()[0] for line in listed if " ninja " in line] == ["1", "2"], listed
+    # Across every project: the number counting every project's (#id), which --all-projects --build
+    # takes, and the project it is of.
+    across = [b for b in everything["builds"] if b["tool"] == "ninja"]
+    assert [b["number"] for b in across] == [f"#{b['id']}" for b in across]
+    assert across[0]["name"] == f"build 1 of nj (#{across[0]['id']})"
+    [same] = summary_json("--all-projects", "--build", str(across[0]["id"]), cwd=rs)["builds"]
+    assert same["id"] == across[0]["id"]
+    # explain and the report name a build as the summary does.
+    explained = lw("explain", cwd=nj, env={"COLUMNS": "200"}).stdout
+    assert " UTC, build 2)" in explained, explained
+    page = lw("report", "--html", "-", cwd=nj).stdout
+    assert ">Build 2 · ninja · " in page and ">Build 1 · ninja · " in page and "build #" not in page.lower()
+
 
 def test_a_forced_linker_that_is_not_installed_is_said_by_summary_status_and_config(tmp_path, lw_home):
     # wild is found on PATH only: without its directory it is a known linker that is not installed
@@ -358,7 +386,7 @@ def test_a_forced_linker_that_is_not_installed_is_said_by_summary_status_and_con
     assert data["forced_missing"] == [{"linker": "wild", "links": 2, "used": {used: 2}}]
     assert data["builds"][0]["forced_missing"] == data["forced_missing"]
     text = lw("status", cwd=tmp_path).stdout
-    assert f"warning: {said} in build #" in text, text
+    assert f"warning: {said} in build 1\n" in text, text
     text = lw("config", cwd=tmp_path, env=env).stdout
     assert "warning: forced linker wild is not installed: links choose as usual (LINKWRAP_LINKER=wild; installed: " in text
     assert json.loads(lw("config", "--json", cwd=tmp_path, env=env).stdout)["forced_not_installed"] == "wild"
@@ -433,7 +461,7 @@ def test_summary_leads_with_the_time_against_the_callers_default_once_bench_meas
     lw("run", "--quiet", "--", cc, "m.o", "-o", "app", cwd=tmp_path, env=env)
     lines = lw("summary", cwd=tmp_path, env=env).stdout.splitlines()
     # First, after which build it is: what the user installed linkwrap for, honestly not known yet.
-    assert lines[0].startswith("build 1 of this project (#"), lines
+    assert lines[0].startswith("build 1  "), lines
     assert lines[2].startswith("Linked in ") and "not measured yet" in lines[2] and "saved" not in lines[2], lines
     assert "This project, 1 build (1 link): what the default linker would have taken is not measured yet" == lines[3]
     # bench replays the saved link with mold and with the caller's default, GNU ld.
@@ -451,7 +479,7 @@ def test_summary_leads_with_the_time_against_the_callers_default_once_bench_meas
     from linkwrap.report.render import fmt_ms
     [label] = {r["linker_label"] for r in db_rows(lw_home, "SELECT * FROM bench_results WHERE linker = 'bfd'")}
     lines = lw("summary", cwd=tmp_path, env=env).stdout.splitlines()
-    assert lines[0].startswith("build 2 of this project (#"), lines
+    assert lines[0].startswith("build 2  "), lines
     assert lines[2].startswith(f"Linked in {fmt_ms(l['wall_ms'])}; the default linker ({label}) would take "
                                f"~{fmt_ms(default_ms)} (measured): "), lines
     # Over the project's history: both builds, and both links measured (the first was mold's too).
