@@ -107,9 +107,9 @@ def test_the_builds_table_counts_failures_and_fall_backs_from_the_records():
     text = shown(one, two)
     assert "failed/" in text and "fell back" in text
     lines = text.splitlines()
-    rows = [line.split() for line in lines if line.startswith((" 3 ", " 4 "))]
-    assert [(r[0], r[-1]) for r in rows] == [("3", "1/1"), ("4", "0/1")], text
-    footer = lines[lines.index(next(l for l in lines if l.startswith(" 4 "))) + 2].split()
+    rows = [line.split() for line in lines if line.startswith((" #3 ", " #4 "))]
+    assert [(r[0], r[-1]) for r in rows] == [("#3", "1/1"), ("#4", "0/1")], text  # no project: numbered across all
+    footer = lines[lines.index(next(l for l in lines if l.startswith(" #4 "))) + 2].split()
     assert footer == ["5", "617", "ms", "-", "1/2"], text  # nothing measured: no saving said
 
 
@@ -125,7 +125,7 @@ def test_a_link_failed_by_a_config_error_is_a_failure_only():
     assert "linked as asked instead" not in text
     assert (b["totals"]["failures"], b["totals"]["fell_back"]) == (1, 0)
     rows = [line.split() for line in shown(b, build_of([link(5, "d", "bin")], id=4)).splitlines()
-            if line.startswith(" 3 ")]
+            if line.startswith(" #3 ")]
     assert rows[0][-1] == "1/0"
 
 
