@@ -227,7 +227,7 @@ def _with_dropped(table, dropped):
     from rich.console import Group
     names = ", ".join(dropped)
     # One line, cut rather than folded: a folded note would start a line at column 0, under nothing.
-    return Group(table, Text(f"({names}: left out at this width; a wider terminal or --json shows all)",
+    return Group(table, Text(f"({names}: left out at this width; --json shows all)",
                              style="dim", no_wrap=True, overflow="ellipsis"))
 
 
