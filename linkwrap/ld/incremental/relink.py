@@ -29,8 +29,12 @@ def _relink(opts, state, arg_paths):
     if state.get("kind") != "patchable":
         raise Fallback(state.get("why", "the last link was not an incremental one"))
     old_args = state.get("args", [])
-    if [st.input_key(p) for p in arg_paths] != [st.input_key(p) for p in old_args]:
-        raise Fallback("an input was added or removed")
+    new_keys, old_keys = [st.input_key(p) for p in arg_paths], [st.input_key(p) for p in old_args]
+    if new_keys != old_keys:
+        added = [p for p, k in zip(arg_paths, new_keys) if k not in set(old_keys)]
+        gone = [p for p, k in zip(old_args, old_keys) if k not in set(new_keys)]
+        which = f" ({(added or gone)[0]}{' and more' if len(added) + len(gone) > 1 else ''})" if added or gone else ""
+        raise Fallback(f"an input was added or removed{which}")
     if state["fingerprint"] != st.fingerprint(opts):
         raise Fallback("the link's options changed")
     src = _source(opts.output, state)

@@ -64,7 +64,7 @@ def test_an_added_input_is_a_full_link(tmp_path):
     p = _start(tmp_path)
     p.write("extra.c", "int extra_unused = 3;\n")
     p.compile("extra.c")
-    assert _relink(p, ("main.o", "lib.o", "extra.o")) == "full: an input was added or removed"
+    assert _relink(p, ("main.o", "lib.o", "extra.o")) == "full: an input was added or removed (extra.o)"
 
 
 def test_a_changed_archive_is_a_full_link(tmp_path):
