@@ -127,14 +127,24 @@ def input_key(path):
     so it is left out, and so is the name of the temporary directory rustc writes symbols.o in
     (rustcXXXXXX); every other input is its path."""
     d, name = os.path.split(path)
-    parent, sub = os.path.split(d)
-    if sub.startswith("rustc") and len(sub) == 11:
-        d = os.path.join(parent, "rustc*")     # rustc's symbols.o, in a temporary directory per build
+    d = _rustc_temp(d)                         # rustc's symbols.o, in a temporary directory per build
     if name.endswith(".rcgu.o"):
         parts = name.split(".")
         if len(parts) >= 5:
             return os.path.join(d, ".".join(parts[:-3] + parts[-2:]))
-    return path
+    return os.path.join(d, name)
+
+
+def _rustc_temp(d):
+    """A directory with rustc's temporary directory of this build (rustcXXXXXX, made anew by every
+    rustc run: symbols.o, raw-dylibs/) named the same from build to build."""
+    parent, sub = os.path.split(d)
+    if sub.startswith("rustc") and len(sub) == 11:
+        return os.path.join(parent, "rustc*")
+    parent2, sub2 = os.path.split(parent)
+    if sub2.startswith("rustc") and len(sub2) == 11:
+        return os.path.join(parent2, "rustc*", sub)
+    return d
 
 
 def digest(*chunks) -> bytes:
@@ -169,7 +179,12 @@ def fingerprint(opts) -> str:
     for f in fields(opts):
         if f.name in ("inputs", "time_phases", "stats"):
             continue
-        parts.append(f"{f.name}={getattr(opts, f.name)!r}")
+        value = getattr(opts, f.name)
+        if f.name == "lib_dirs":
+            # rustc adds -L <its temporary directory>/raw-dylibs: a new name every build, and what is
+            # found there is an input, compared input by input
+            value = tuple(_rustc_temp(x) for x in value)
+        parts.append(f"{f.name}={value!r}")
     for a in opts.inputs:
         # names are compared input by input (an added one is its own reason); not what applies to them
         rest = [getattr(a, k, None) for k in ("as_needed", "static", "whole_archive")]
