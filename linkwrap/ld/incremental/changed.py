@@ -27,7 +27,14 @@ def examine(opts, state, k, path, ident):
     from linkwrap.errors import LinkwrapError
     r = state["inputs"][k]
     try:
-        obj = ObjectFile(path, parse._map(path))
+        view = parse._map(path)
+    except LinkwrapError as e:
+        raise Fallback(f"{path}: {e}") from None
+    sha = st.file_hash(view)
+    if sha == r.get("sha"):
+        return None                    # the same bytes under a new name or inode (rustc's rebuilds)
+    try:
+        obj = ObjectFile(path, view)
     except LinkwrapError as e:
         raise Fallback(f"{path}: {e}") from None
     old = r["secs"]
@@ -96,7 +103,8 @@ def examine(opts, state, k, path, ident):
                 for i, base, ins, outs in ((m[0], m[1], _arr(m[2]), _arr(m[3])) for m in r["merged"])}
     _place(state, r, p, path)
     p.record = {"secs": [None if s is None else (s.name, s.type, s.flags, s.align, s.entsize, s.group_sig, h,
-                                                 o[7]) for s, h, o in zip(obj.sections, hashes, old)]}
+                                                 o[7]) for s, h, o in zip(obj.sections, hashes, old)],
+                "sha": sha}
     return p
 
 

@@ -31,6 +31,7 @@ def build(opts, inputs, res, live, lk, synth, chunks):
         rec = {"kind": item.kind, "path": path, "key": st.input_key(path), "id": st.identity(path)}
         if item.kind == "object":
             obj_index[f] = len(records)
+            rec["sha"] = st.file_hash(f.view)
         records.append(rec)
     symtab_pos = {}
     if not opts.strip_all:

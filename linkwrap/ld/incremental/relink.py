@@ -59,7 +59,7 @@ def _relink(opts, state, arg_paths):
         how = patch.apply(opts, state, src, work)
     for p in work:
         r = records[p.k]
-        r["secs"] = p.record["secs"]
+        r["secs"], r["sha"] = p.record["secs"], p.record["sha"]
         r["places"] = [(name, start, cap, [(getattr(m, "input", m).index, off, m.size) for m, off in placed])
                        for name, start, cap, placed, _used in p.places]
     for k, path, ident in todo:

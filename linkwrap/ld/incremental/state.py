@@ -154,6 +154,13 @@ def digest(*chunks) -> bytes:
     return h.digest()
 
 
+def file_hash(view) -> bytes:
+    """An input's whole bytes. rustc writes every object of a crate anew each build (a new name,
+    inode and mtime) though all but the edited codegen units are byte-identical: this says so
+    without parsing them (sha256: the fastest stdlib hash here, SHA extensions, ~2 GB/s)."""
+    return hashlib.sha256(view).digest()[:16]
+
+
 def section_hash(sec) -> bytes:
     """A section's contents and its relocation table (offsets, types, symbols, addends)."""
     view = sec.file.view
