@@ -102,7 +102,10 @@ def link(opts):
         if new is not None:
             st.pause("renamed")
             t2 = time.perf_counter()
-            stats.append(f"{(t2 - t1) * 1000:8.1f} ms  relink ({new['last']['how']})")
+            last = new["last"]
+            stats.append(f"{(t2 - t1) * 1000:8.1f} ms  relink ({last['how']}): of {len(new['inputs'])} inputs "
+                         f"{last['same_file']} the same files, {last['same_bytes']} the same bytes, "
+                         f"{len(last['patched'])} patched")
             size = st.save(opts.output, new)
             stats.append(f"{(time.perf_counter() - t2) * 1000:8.1f} ms  write the state ({size} bytes)")
             patched = new["last"]["patched"]

@@ -311,6 +311,10 @@ def _dynsym(lay, r, buf, p, lk):
 
 
 def _eh_frame_hdr(lay, osecs, buf, p):
+    """The object's rows of .eh_frame_hdr's (initial location, FDE) table, sorted as the full
+    link sorts the whole table. Its FDEs stay in its own .eh_frame chunk and its functions in its
+    own chunks, so its rows usually keep their places: they are rewritten there when the order
+    around each still holds (a few ms for 100 000 rows), else the table is sorted again."""
     from linkwrap.ld.eh_frame import _fde_table, _known_fdes
     hdr = lay["eh_hdr"]
     if hdr is None:
@@ -326,14 +330,25 @@ def _eh_frame_hdr(lay, osecs, buf, p):
     count = struct.unpack_from("<I", buf, hoff + 8)[0]
     if buf[hoff + 3] == 0xFF or count == 0:
         return
-    tab = list(struct.unpack_from(f"<{2 * count}i", buf, hoff + 12))
-    entries = [(tab[i] + haddr, tab[i + 1] + haddr) for i in range(0, len(tab), 2)]
-    lo, hi = fa, fa + p.eh.size
-    kept = [e for e in entries if not lo <= e[1] < hi]
-    if len(kept) + len(new) != count:
+    cap = next((c for name, start, c, _pl, _u in p.places if name == ".eh_frame"), p.eh.size)
+    tab = array("i")
+    tab.frombytes(buf[hoff + 12:hoff + 12 + 8 * count])
+    lo, hi = fa - haddr, fa + max(cap, p.eh.size) - haddr
+    mine = [i for i, f in enumerate(tab[1::2]) if lo <= f < hi]
+    if len(mine) != len(new):
         raise Fallback(".eh_frame_hdr's table would change size")
-    entries = sorted(kept + new)
-    struct.pack_into(f"<{2 * count}i", buf, hoff + 12, *[v - haddr for e in entries for v in e])
+    rows = sorted(((pc - haddr + 2**31) % 2**32 - 2**31, f - haddr) for pc, f in new)
+    for i, (pc, f) in zip(mine, rows):
+        tab[2 * i], tab[2 * i + 1] = pc, f
+    # the whole table is sorted again iff it was and each rewritten row sits in order between its
+    # neighbours: the rows not rewritten kept their order among themselves
+    pairs = lambda i: (tab[2 * i], tab[2 * i + 1])     # noqa: E731
+    if all((i == 0 or pairs(i - 1) <= pairs(i)) and (i == count - 1 or pairs(i) <= pairs(i + 1)) for i in mine):
+        for i in mine:
+            struct.pack_into("<ii", buf, hoff + 12 + 8 * i, tab[2 * i], tab[2 * i + 1])
+        return
+    entries = sorted(zip(tab[0::2], tab[1::2]))
+    struct.pack_into(f"<{2 * count}i", buf, hoff + 12, *[v for e in entries for v in e])
 
 
 def _build_id(lay, buf):

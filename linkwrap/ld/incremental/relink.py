@@ -40,14 +40,19 @@ def _relink(opts, state, arg_paths):
     src = _source(opts.output, state)
     records = state["inputs"]
     renamed = dict(zip(old_args, arg_paths))
-    todo = []
+    todo, todo_names = [], []
     for k, r in enumerate(records):
         path = renamed.get(r["path"], r["path"])
         try:
             ident = st.identity(path)
         except OSError:
             raise Fallback(f"{path}: cannot be read") from None
-        if path == r["path"] and tuple(ident) == tuple(r["id"]):
+        if tuple(ident) == tuple(r["id"]):
+            # the very file (device, inode, size, mtime) the last link read: Cargo's incremental
+            # builds hard-link a codegen unit rustc did not rebuild from its cache under the new
+            # name (the inode's link count grows build by build), so it is neither hashed nor parsed
+            if path != r["path"]:
+                todo_names.append((k, path, ident))
             continue
         if r["kind"] != "object":
             raise Fallback(f"{path}: a library or archive changed")
@@ -62,11 +67,12 @@ def _relink(opts, state, arg_paths):
         r["secs"], r["sha"] = p.record["secs"], p.record["sha"]
         r["places"] = [(name, start, cap, [(getattr(m, "input", m).index, off, m.size) for m, off in placed])
                        for name, start, cap, placed, _used in p.places]
-    for k, path, ident in todo:
+    for k, path, ident in todo + todo_names:
         records[k]["path"], records[k]["id"], records[k]["key"] = path, ident, st.input_key(path)
     state["args"] = list(arg_paths)
     state["output"] = st.identity(opts.output)
-    state["last"] = {"how": how, "patched": [records[p.k]["path"] for p in work]}
+    state["last"] = {"how": how, "patched": [records[p.k]["path"] for p in work],
+                     "same_file": len(records) - len(todo), "same_bytes": len(todo) - len(work)}
     return state
 
 

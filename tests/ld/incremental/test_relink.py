@@ -207,3 +207,37 @@ def test_the_environment_asks_for_it_where_a_shim_cannot_pass_a_flag(tmp_path):
         assert p.run()[1].startswith(want)
     with open(os.path.join(p.root, ".prog.lwinc", "last")) as f:
         assert f.read() == "patched 1 input(s): lib.o\n"
+
+
+def test_a_codegen_unit_cargo_hard_links_from_its_cache_is_neither_hashed_nor_patched(tmp_path):
+    """Cargo's incremental builds name each object anew (a per-build salt) but hard-link the codegen
+    units rustc did not rebuild from its cache: the same inode, size and mtime say "the same file"
+    with no byte read; a rewritten one with the same bytes is hashed; an edited one is patched."""
+    p = _project(tmp_path)
+    os.link(p.path("main.o"), p.path("k-0123.main.s1.rcgu.o"))
+    os.link(p.path("lib.o"), p.path("k-0123.lib.s1.rcgu.o"))
+    first = ["k-0123.main.s1.rcgu.o", "k-0123.lib.s1.rcgu.o"]
+    assert p.link(first)[0] == 0
+    os.link(p.path("lib.o"), p.path("k-0123.lib.s2.rcgu.o"))              # reused: hard-linked
+    with open(p.path("main.o"), "rb") as f, open(p.path("k-0123.main.s2.rcgu.o"), "wb") as g:
+        g.write(f.read())                                                    # rebuilt, same bytes
+    second = ["k-0123.main.s2.rcgu.o", "k-0123.lib.s2.rcgu.o"]
+    rc, why, err = p.link(second, extra=["-Wl,--incremental-stats"])
+    assert (rc, why) == (0, "patched 0 input(s)"), err
+    assert _inputs(err) == ("all but 1", 1, 0)       # crt files and libc: the same files too
+    p.write("lib.c", lib("5"))
+    p.compile("lib.c")
+    os.link(p.path("lib.o"), p.path("k-0123.lib.s3.rcgu.o"))
+    os.link(p.path("k-0123.main.s2.rcgu.o"), p.path("k-0123.main.s3.rcgu.o"))
+    rc, why, err = p.link(["k-0123.main.s3.rcgu.o", "k-0123.lib.s3.rcgu.o"], extra=["-Wl,--incremental-stats"])
+    assert (rc, why) == (0, "patched 1 input(s): k-0123.lib.s3.rcgu.o"), err
+    assert _inputs(err) == ("all but 1", 0, 1)
+    assert p.run() == (0, "f=16 g=3 counter=7 lib\n")
+
+
+def _inputs(err):
+    """--incremental-stats' "of N inputs A the same files, B the same bytes, C patched"."""
+    import re
+    n, a, b, c = map(int, re.search(r"of (\d+) inputs (\d+) the same files, (\d+) the same bytes, "
+                                    r"(\d+) patched", err).groups())
+    return ("all but 1" if a == n - 1 else a), b, c
