@@ -90,9 +90,11 @@ def test_a_forking_linkers_worker_is_reaped_and_its_figures_recorded(tmp_path, l
     assert scripted["peak_rss_kb"] > BIG_MIB << 10
     assert 0.5 < served["peak_rss_kb"] / scripted["peak_rss_kb"] < 2, (served["peak_rss_kb"], scripted["peak_rss_kb"])
     assert served["peak_rss_kb"] > 4 * parent_kb, (served["peak_rss_kb"], parent_kb)
-    # Its CPU time too: the worker links, the parent only waits for it.
+    # Its CPU time too: the worker links, the parent only waits for it (a few ms). Not a close
+    # ratio: mold's threads spin while they wait, so on a busy machine one link's CPU time is
+    # several times the other's (186 against 689 ms seen under a loaded full run).
     served_cpu, scripted_cpu = served["user_ms"] + served["sys_ms"], scripted["user_ms"] + scripted["sys_ms"]
-    assert served_cpu > 0.3 * scripted_cpu, (served_cpu, scripted_cpu)
+    assert served_cpu > 0.1 * scripted_cpu, (served_cpu, scripted_cpu)
     # Nothing of the link is left running once its record is written.
     assert processes_in(tmp_path) == {}
 
