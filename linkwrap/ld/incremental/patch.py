@@ -73,9 +73,10 @@ def apply(opts, state, src, plans):
         if size != lay["file_size"]:
             raise Fallback("the output on disk is not the one the incremental state describes")
         buf = write._map_type()(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        dirty = []          # (start, end) file offsets written: the build id hashes those chunks again
         for p in plans:
-            _patch_one(opts, state, mode, buf, p)
-        _build_id(lay, buf)
+            _patch_one(opts, state, mode, buf, p, dirty)
+        _build_id(lay, buf, dirty)
         st.pause("patched")
         buf.close()
         buf = None
@@ -96,7 +97,7 @@ def apply(opts, state, src, plans):
     return how
 
 
-def _patch_one(opts, state, mode, buf, p):
+def _patch_one(opts, state, mode, buf, p, dirty):
     from linkwrap.ld import relocate
     from linkwrap.ld.diag import Diagnostics
     lay = state["layout"]
@@ -116,6 +117,7 @@ def _patch_one(opts, state, mode, buf, p):
         if otype == elf.SHT_NOBITS:
             continue
         fo = off + start
+        dirty.append((fo, fo + cap))          # the members and their relocations are inside
         fill = 0xCC if oflags & elf.SHF_EXECINSTR else 0
         buf[fo:fo + used] = bytes(used)
         if cap > used:
@@ -143,25 +145,26 @@ def _patch_one(opts, state, mode, buf, p):
     rel_updates = {}        # P -> new addend, for RELATIVE entries outside the chunks (GOT slots, sites)
     moved = _moved(p, lk, glob)
     for name, addr in moved.items():
-        _resite(lk, buf, mode, glob[name], name, addr, state["sites"].get(name), rel_updates)
+        _resite(lk, buf, mode, glob[name], name, addr, state["sites"].get(name), rel_updates, dirty)
         g = glob[name]
         if g[4] >= 0:
             raise Fallback(f"thread-local {name} moved and has a TLS GOT slot")
         if g[3] >= 0:
-            _put_at_addr(osecs, buf, g[3], struct.pack("<Q", addr & (2**64 - 1)))
+            _put_at_addr(osecs, buf, g[3], struct.pack("<Q", addr & (2**64 - 1)), dirty)
             if mode.pic:
                 rel_updates[g[3]] = addr
         glob[name] = (g[0], addr, addr) + tuple(g[3:])
         if name == opts.entry:
             struct.pack_into("<Q", buf, 24, addr)
+            dirty.append((24, 32))
     if spans or rel_updates:
-        _rela_relative(lay, buf, spans, sorted(lk.relative), rel_updates)
+        _rela_relative(lay, buf, spans, sorted(lk.relative), rel_updates, dirty)
     if lk.other:
-        _rela_other(lay, buf, spans, lk.other)
-    _symtab(lay, r, buf, p, lk)
-    _dynsym(lay, r, buf, p, lk)
+        _rela_other(lay, buf, spans, lk.other, dirty)
+    _symtab(lay, r, buf, p, lk, dirty)
+    _dynsym(lay, r, buf, p, lk, dirty)
     if p.eh is not None and p.eh in p.addr_of:
-        _eh_frame_hdr(lay, osecs, buf, p)
+        _eh_frame_hdr(lay, osecs, buf, p, dirty)
     _resite_own(state, p)
 
 
@@ -178,15 +181,16 @@ def _moved(p, lk, glob):
     return out
 
 
-def _put_at_addr(osecs, buf, addr, data):
+def _put_at_addr(osecs, buf, addr, data, dirty):
     for a, off, size, _i, otype, flags, _al in osecs.values():
         if flags & elf.SHF_ALLOC and a <= addr < a + size and otype != elf.SHT_NOBITS:
             buf[off + addr - a:off + addr - a + len(data)] = data
+            dirty.append((off + addr - a, off + addr - a + len(data)))
             return
     raise Fallback("a patched address lies outside the output's sections")
 
 
-def _resite(lk, buf, mode, g, name, S, sites, rel_updates):
+def _resite(lk, buf, mode, g, name, S, sites, rel_updates, dirty):
     """Apply again, with the symbol's new address S, the references to it in other inputs."""
     if not sites:
         return
@@ -199,6 +203,7 @@ def _resite(lk, buf, mode, g, name, S, sites, rel_updates):
     recipes = x86_64.RECIPES
     for i in range(0, len(a), 4):
         loc, P, t, A = a[i], a[i + 1], a[i + 2], a[i + 3]
+        dirty.append((loc - 2, loc + 8))      # the field, and the opcode a relaxation rewrites
         rtype = t & 0xFFFFFFFF
         writable, alloc = t >> 32 & 1, t >> 33 & 1
         r = recipes.get(rtype)
@@ -236,7 +241,7 @@ def _resite(lk, buf, mode, g, name, S, sites, rel_updates):
         pack(buf, loc, v)
 
 
-def _rela_relative(lay, buf, spans, new, updates):
+def _rela_relative(lay, buf, spans, new, updates, dirty):
     """RELATIVE entries: those in the object's chunks replaced (sorted, the count unchanged),
     others' addends updated where a GOT slot or a pointer to a moved symbol is."""
     rd = lay["rela_dyn"]
@@ -263,9 +268,10 @@ def _rela_relative(lay, buf, spans, new, updates):
         ents[i][2] = v - (1 << 64) if v >= 1 << 63 else v
     for i, e in enumerate(ents):
         _RELA.pack_into(buf, off + 24 * i, *e)
+    dirty.append((off, off + 24 * n))
 
 
-def _rela_other(lay, buf, spans, new):
+def _rela_other(lay, buf, spans, new, dirty):
     """The object's symbolic entries (after the RELATIVE ones) replaced where they were, in order."""
     off, n, n_other = lay["rela_dyn"]
     at = []
@@ -277,9 +283,10 @@ def _rela_other(lay, buf, spans, new):
         raise Fallback("symbolic dynamic relocations moved between inputs")
     for i, (P, info, A) in zip(at, new):
         _RELA.pack_into(buf, off + 24 * i, P, info, A - (1 << 64) if A >= 1 << 63 else A)
+        dirty.append((off + 24 * i, off + 24 * i + 24))
 
 
-def _symtab(lay, r, buf, p, lk):
+def _symtab(lay, r, buf, p, lk, dirty):
     at = lay["symtab"]
     if at is None:
         return
@@ -293,9 +300,10 @@ def _symtab(lay, r, buf, p, lk):
         if s.type == elf.STT_TLS:
             v -= tls_start
         struct.pack_into("<QQ", buf, at + 24 * e + 8, v & (2**64 - 1), s.size)
+        dirty.append((at + 24 * e + 8, at + 24 * e + 24))
 
 
-def _dynsym(lay, r, buf, p, lk):
+def _dynsym(lay, r, buf, p, lk, dirty):
     at = lay["dynsym"]
     if at is None:
         return
@@ -308,9 +316,10 @@ def _dynsym(lay, r, buf, p, lk):
         if s.type == elf.STT_TLS:
             v -= lk.tls_start
         struct.pack_into("<QQ", buf, at + 24 * d + 8, v & (2**64 - 1), s.size)
+        dirty.append((at + 24 * d + 8, at + 24 * d + 24))
 
 
-def _eh_frame_hdr(lay, osecs, buf, p):
+def _eh_frame_hdr(lay, osecs, buf, p, dirty):
     """The object's rows of .eh_frame_hdr's (initial location, FDE) table, sorted as the full
     link sorts the whole table. Its FDEs stay in its own .eh_frame chunk and its functions in its
     own chunks, so its rows usually keep their places: they are rewritten there when the order
@@ -346,22 +355,43 @@ def _eh_frame_hdr(lay, osecs, buf, p):
     if all((i == 0 or pairs(i - 1) <= pairs(i)) and (i == count - 1 or pairs(i) <= pairs(i + 1)) for i in mine):
         for i in mine:
             struct.pack_into("<ii", buf, hoff + 12 + 8 * i, tab[2 * i], tab[2 * i + 1])
+            dirty.append((hoff + 12 + 8 * i, hoff + 20 + 8 * i))
         return
     entries = sorted(zip(tab[0::2], tab[1::2]))
     struct.pack_into(f"<{2 * count}i", buf, hoff + 12, *[v for e in entries for v in e])
+    dirty.append((hoff + 12, hoff + 12 + 8 * count))
 
 
-def _build_id(lay, buf):
+def _build_id(lay, buf, dirty):
+    """The build id again, from the chunk digests (synthetic/notes.py): only the chunks this relink
+    wrote are hashed again."""
     b = lay["build_id"]
     if b is None:
         return
     off, style, n = b
-    import hashlib
     if style not in ("sha1", "md5"):
         return           # uuid and 0x...: not a digest of the contents (uuid: a new one is not asked)
+    from linkwrap.ld.synthetic.notes import CHUNK, chunk_digests, tree_digest
+    import hashlib
     buf[off + 16:off + 16 + n] = bytes(n)
-    d = (hashlib.sha1 if style == "sha1" else hashlib.md5)(buf).digest()
-    buf[off + 16:off + 16 + n] = d
+    dirty.append((off, off + 16 + n))
+    chunks = lay.get("build_id_chunks")
+    if chunks is None or len(chunks) != -(-len(buf) // CHUNK):
+        chunks = chunk_digests(buf, style)
+    else:
+        h = hashlib.sha1 if style == "sha1" else hashlib.md5
+        again = set()
+        for lo, hi in dirty:
+            again.update(range(max(lo, 0) // CHUNK, (max(hi, lo + 1) - 1) // CHUNK + 1))
+        view = memoryview(buf)
+        try:
+            for i in again:
+                if i * CHUNK < len(buf):
+                    chunks[i] = h(view[i * CHUNK:(i + 1) * CHUNK]).digest()
+        finally:
+            view.release()
+    lay["build_id_chunks"] = chunks
+    buf[off + 16:off + 16 + n] = tree_digest(chunks, style)
 
 
 def _resite_own(state, p):

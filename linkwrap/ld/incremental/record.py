@@ -75,6 +75,8 @@ def build(opts, inputs, res, live, lk, synth, chunks):
         if synth.eh_frame_hdr is not None and synth.eh_frame_hdr in lk.osec_of else None,
         "build_id": (lk.offset_of(synth.build_id), synth.build_id.style, synth.build_id.desc_len)
         if synth.build_id is not None and synth.build_id in lk.osec_of else None,
+        # the build id's chunk digests (synthetic/notes.py): a relink hashes again the chunks it wrote
+        "build_id_chunks": getattr(synth.build_id, "chunks", None),
         "symtab": lk.osec(".symtab").offset if ".symtab" in lk.by_name else None,
         "dynsym": lk.osec(".dynsym").offset if ".dynsym" in lk.by_name else None,
     }

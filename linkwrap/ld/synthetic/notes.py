@@ -27,17 +27,36 @@ class BuildId(Synthetic):
         return _put(buf, lk.offset_of(self), head + b"\0" * self.desc_len)
 
     def fill_digest(self, buf, lk):
-        if self.style == "sha1":
-            d = hashlib.sha1(buf).digest()
-        elif self.style == "md5":
-            d = hashlib.md5(buf).digest()
+        off = lk.offset_of(self)
+        if self.style in ("sha1", "md5"):
+            self.chunks = chunk_digests(buf, self.style)
+            d = tree_digest(self.chunks, self.style)
         elif self.style == "uuid":
             import os
             d = os.urandom(16)
         else:
             d = bytes.fromhex(self.style[2:])
-        off = lk.offset_of(self)
         buf[off + 16:off + 16 + self.desc_len] = d
+
+
+# sha1 and md5 build ids are a digest of the 1 MiB chunks' digests, as lld computes them (mold
+# likewise, in shards): unique to the contents as a digest of the whole file is, and an incremental
+# relink hashes again only the chunks it wrote (ld/incremental/patch.py), not 60 MB.
+CHUNK = 1 << 20
+
+
+def chunk_digests(buf, style):
+    """-> each CHUNK of buf's digest (the note's digest field must be zero in buf)."""
+    h = hashlib.sha1 if style == "sha1" else hashlib.md5
+    view = memoryview(buf)
+    try:
+        return [h(view[i:i + CHUNK]).digest() for i in range(0, len(buf), CHUNK)]
+    finally:
+        view.release()
+
+
+def tree_digest(chunks, style):
+    return (hashlib.sha1 if style == "sha1" else hashlib.md5)(b"".join(chunks)).digest()
 
 
 class PropertyNote(Synthetic):

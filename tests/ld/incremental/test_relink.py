@@ -241,3 +241,35 @@ def _inputs(err):
     n, a, b, c = map(int, re.search(r"of (\d+) inputs (\d+) the same files, (\d+) the same bytes, "
                                     r"(\d+) patched", err).groups())
     return ("all but 1" if a == n - 1 else a), b, c
+
+
+def test_a_patch_megabytes_from_the_build_id_note_gives_the_build_id_of_a_link_from_scratch(tmp_path):
+    """The build id is a digest of 1 MiB chunks' digests; a relink hashes again only the chunks it
+    wrote. Megabytes of code before and after lib.o put its patch in a chunk of its own, away from
+    the note and the tables at the end: a chunk left out would leave a build id the check (a link
+    from scratch into the same layout) does not give."""
+    p = _project(tmp_path)
+    for name, size in (("pad1", 1500000), ("pad2", 3000000)):
+        p.write(f"{name}.c", f'__asm__(".text\\n.globl {name}\\n{name}: .fill {size}, 1, 0x90\\nret\\n");\n')
+        p.compile(f"{name}.c")
+    objs = ["main.o", "pad1.o", "lib.o", "pad2.o"]
+    assert p.link(objs)[0] == 0
+    before = _build_id(p.path("prog"))
+    p.write("lib.c", lib("5"))
+    p.compile("lib.c")
+    rc, why, err = p.link(objs)                       # --incremental-check: exit 1 on any difference
+    assert (rc, why) == (0, "patched 1 input(s): lib.o"), err
+    at = symbols(p.path("prog"))
+    chunk = 1 << 20
+    assert at["f"] // chunk not in (0, os.path.getsize(p.path("prog")) // chunk)
+    after = _build_id(p.path("prog"))
+    assert before and after and before != after
+    assert p.run() == (0, "f=16 g=3 counter=7 lib\n")
+
+
+def _build_id(path):
+    import re
+    import subprocess
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True, check=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    return m and m.group(1)
