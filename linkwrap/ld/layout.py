@@ -349,6 +349,10 @@ def compute(opts, mode, res, live, synth) -> Layout:
 
     # section header string table and section indexes
     out_osecs = alloc + nonalloc
+    if len(out_osecs) + 2 >= elf.SHN_LORESERVE:
+        # -r writes SHN_XINDEX and .symtab_shndx (relocatable.py); an executable's .symtab does not yet
+        raise Unsupported(f"an output of {len(out_osecs) + 2} sections (more than {elf.SHN_LORESERVE - 1}: "
+                          f"extended section numbers)")
     shstr = bytearray(b"\0")
     shstr_off = {}
     for k, o in enumerate(out_osecs, 1):

@@ -140,3 +140,13 @@ def test_more_sections_than_shn_loreserve(tmp_path):
     shim = corpus.shim_dir(str(tmp_path))
     for obj in ("big.o", "r.o"):
         _run_linked(tmp_path, obj, shim)
+
+
+def test_an_executable_of_more_sections_than_shn_loreserve_is_named(tmp_path):
+    # orphan sections of distinct names stay sections of their own: 66 000 of them in the output
+    body = "".join(f'.section .x{i},"a",@progbits\nx{i}: .byte 1\n' for i in range(66000))
+    (tmp_path / "o.s").write_text(body + '.text\n.globl _start\n_start: ret\n.section .note.GNU-stack,"",@progbits\n')
+    subprocess.run(["as", "o.s", "-o", "o.o"], cwd=tmp_path, check=True)
+    r = _ld(["-o", "o", "o.o"], tmp_path)
+    assert r.returncode == 1 and r.stderr.startswith("linkwrap-ld: not supported yet: an output of 66"), r.stderr
+    assert not (tmp_path / "o").exists()
