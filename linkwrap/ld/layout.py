@@ -139,6 +139,8 @@ class Layout:
     plt_index: dict           # Symbol -> PLT entry (Plt.index)
     bss_addr: int             # address of the BssAlloc section
     bss_placed: dict          # Symbol -> offset in it (commons, copies: BssAlloc.placed)
+    relro_copies_addr: int = 0    # address of the RelroCopies section (copies of read-only data)
+    relro_copies: dict = None     # Symbol -> offset in it (RelroCopies.placed)
 
     # --- addresses used by relocation recipes and synthetic sections ---
     def osec(self, name):
@@ -190,6 +192,10 @@ class Layout:
         off = self.bss_placed.get(s)
         if off is not None:
             return self.bss_addr + off
+        if self.relro_copies:
+            off = self.relro_copies.get(s)
+            if off is not None:
+                return self.relro_copies_addr + off
         if s.dso is not None:
             return 0
         if s.linker_defined:
@@ -439,7 +445,8 @@ def compute(opts, mode, res, live, synth) -> Layout:
     lk = Layout(mode, synth, tuple(out_osecs), by_name, tuple(segs), 0, tls_start, tls_end_tp,
                 file_size, shoff, bytes(shstr), {**shstr_off, "#pos": shstr_pos},
                 osec_of, addr_of, linker_values, addr_of.get(synth.got, 0), plt_base, plt.index,
-                addr_of.get(synth.bss, 0), synth.bss.placed)
+                addr_of.get(synth.bss, 0), synth.bss.placed, addr_of.get(synth.bss.relro, 0),
+                synth.bss.relro.placed)
     entry_sym = res.symtab.get(opts.entry)
     if mode.shared and opts.entry == "_start" and (entry_sym is None or not entry_sym.defined):
         return lk                 # a shared object has no entry point unless -e names one
