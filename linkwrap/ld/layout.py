@@ -439,7 +439,8 @@ def compute(opts, mode, res, live, synth) -> Layout:
         segs.append(Segment(elf.PT_GNU_RELRO, elf.PF_R, start - base, start, sz, sz, 1))
     assert len(segs) == len(ph_types), (segs, ph_types)
 
-    linker_values = _linker_values(mode, res, synth, by_name, addr_of, seg_ranges, alloc, tls_start)
+    linker_values = _linker_values(mode, res, synth, by_name, addr_of, seg_ranges, alloc, tls_start,
+                                   tls_end_tp)
     plt = synth.plt
     plt_base = addr_of[plt] + plt.header if plt in addr_of else 0
     lk = Layout(mode, synth, tuple(out_osecs), by_name, tuple(segs), 0, tls_start, tls_end_tp,
@@ -500,7 +501,7 @@ def _classify(name, m, opts):
     return 2, 1
 
 
-def _linker_values(mode, res, synth, by, addr_of, seg_ranges, alloc, tls_start):
+def _linker_values(mode, res, synth, by, addr_of, seg_ranges, alloc, tls_start, tls_end_tp):
     """-> {name: value} for the linker-defined symbols (resolve marked which are referenced)."""
     base = mode.base
     vals = {"__ehdr_start": base, "__executable_start": base}
@@ -534,7 +535,11 @@ def _linker_values(mode, res, synth, by, addr_of, seg_ranges, alloc, tls_start):
         vals["_DYNAMIC"] = addr_of[synth.dynamic]
     if synth.eh_frame_hdr is not None:
         vals["__GNU_EH_FRAME_HDR"] = addr_of[synth.eh_frame_hdr]
-    vals["_TLS_MODULE_BASE_"] = tls_start
+    # the base local-dynamic x@dtpoff offsets add to: a shared object keeps its descriptor call
+    # (DTPOFF from the block's start); an executable's sequence becomes local-exec and its x@dtpoff
+    # a TP offset (TLS_TPOFF), so the base must be the thread pointer itself, TP offset 0 (GNU ld's
+    # _bfd_x86_elf_set_tls_module_base: the aligned end of the TLS block)
+    vals["_TLS_MODULE_BASE_"] = tls_start if mode.shared else tls_end_tp
     for name, s in res.symtab.items():
         if not s.linker_defined or name in vals:
             continue
