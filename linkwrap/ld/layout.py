@@ -286,7 +286,9 @@ def compute(opts, mode, res, live, synth) -> Layout:
         if first.file is None:
             o.link = first.link
             o.info = first.info
-            o.entsize = first.entsize
+            if len(members) == 1:
+                # (merged pieces of two entry sizes, .rodata.cst4 and .rodata.str1.1: 0 from above)
+                o.entsize = first.entsize
 
     ordered = sorted(osecs.values(), key=lambda o: (o.cls, o.rank, o.first_input))
     alloc = [o for o in ordered if o.flags & elf.SHF_ALLOC]

@@ -139,3 +139,20 @@ def test_descriptors_and_the_traditional_model_in_a_shared_object(built):
 
     out = _outputs(d, link)
     assert out["lw"] == out["gnu"]
+
+
+def test_merged_pieces_of_two_entry_sizes_make_no_entry_size(tmp_path):
+    # crt1.o's .rodata.cst4 (_IO_stdin_used) and the program's .rodata.str1.1 in one .rodata: its
+    # sh_entsize is 0 (GNU ld's; 4 was the first piece's, and eu-elflint's "size not multiple of entry size")
+    (tmp_path / "m.c").write_text('#include <stdio.h>\nint main(void) { puts("seventeen chars!"); return 0; }\n')
+    shim = corpus.shim_dir(str(tmp_path))
+    for who, b in (("gnu", []), ("lw", [f"-B{shim}"])):
+        _link(tmp_path, *b, "-O1", "m.c", "-o", who)
+    rodata = {}
+    for who in ("gnu", "lw"):
+        sections = subprocess.run(["readelf", "-SW", who], cwd=tmp_path, capture_output=True, text=True).stdout
+        rodata[who] = [line.split("] .rodata ")[1].split()[4] for line in sections.splitlines()
+                       if "] .rodata " in line]          # PROGBITS address offset size ES
+        lint = subprocess.run(["eu-elflint", "--gnu-ld", who], cwd=tmp_path, capture_output=True, text=True)
+        assert lint.stdout.strip() == "No errors", (who, lint.stdout)
+    assert rodata["lw"] == rodata["gnu"] == ["00"]
