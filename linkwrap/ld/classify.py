@@ -160,6 +160,11 @@ def action(kind, rtype, cls, out, writable=True):
             return ERR_PREEMPT       # S - GOT needs S at link time
         return rule
     if rule.__class__ is tuple:
+        if kind == "dtpoff" and (rtype == elf.R_X86_64_DTPOFF64 or writable):
+            # x@dtpoff becomes a TP offset only in code, where the local-dynamic sequence it follows
+            # became local-exec; in data it stays the offset in the block (GNU ld: DTPOFF64 always,
+            # DTPOFF32 outside SEC_CODE; a read-only data section's DTPOFF32 is taken for code here)
+            return DIRECT
         return rule[out]
     a = rule[cls][out]
     if kind == "pc" and rtype == elf.R_X86_64_PLT32 and cls in _PREEMPTIBLE:

@@ -139,6 +139,8 @@ class Layout:
     plt_index: dict           # Symbol -> PLT entry (Plt.index)
     bss_addr: int             # address of the BssAlloc section
     bss_placed: dict          # Symbol -> offset in it (commons, copies: BssAlloc.placed)
+    relro_copies_addr: int = 0    # address of the RelroCopies section (copies of read-only data)
+    relro_copies: dict = None     # Symbol -> offset in it (RelroCopies.placed)
 
     # --- addresses used by relocation recipes and synthetic sections ---
     def osec(self, name):
@@ -190,6 +192,10 @@ class Layout:
         off = self.bss_placed.get(s)
         if off is not None:
             return self.bss_addr + off
+        if self.relro_copies:
+            off = self.relro_copies.get(s)
+            if off is not None:
+                return self.relro_copies_addr + off
         if s.dso is not None:
             return 0
         if s.linker_defined:
@@ -280,7 +286,9 @@ def compute(opts, mode, res, live, synth) -> Layout:
         if first.file is None:
             o.link = first.link
             o.info = first.info
-            o.entsize = first.entsize
+            if len(members) == 1:
+                # (merged pieces of two entry sizes, .rodata.cst4 and .rodata.str1.1: 0 from above)
+                o.entsize = first.entsize
 
     ordered = sorted(osecs.values(), key=lambda o: (o.cls, o.rank, o.first_input))
     alloc = [o for o in ordered if o.flags & elf.SHF_ALLOC]
@@ -349,6 +357,10 @@ def compute(opts, mode, res, live, synth) -> Layout:
 
     # section header string table and section indexes
     out_osecs = alloc + nonalloc
+    if len(out_osecs) + 2 >= elf.SHN_LORESERVE:
+        # -r writes SHN_XINDEX and .symtab_shndx (relocatable.py); an executable's .symtab does not yet
+        raise Unsupported(f"an output of {len(out_osecs) + 2} sections (more than {elf.SHN_LORESERVE - 1}: "
+                          f"extended section numbers)")
     shstr = bytearray(b"\0")
     shstr_off = {}
     for k, o in enumerate(out_osecs, 1):
@@ -429,13 +441,15 @@ def compute(opts, mode, res, live, synth) -> Layout:
         segs.append(Segment(elf.PT_GNU_RELRO, elf.PF_R, start - base, start, sz, sz, 1))
     assert len(segs) == len(ph_types), (segs, ph_types)
 
-    linker_values = _linker_values(mode, res, synth, by_name, addr_of, seg_ranges, alloc, tls_start)
+    linker_values = _linker_values(mode, res, synth, by_name, addr_of, seg_ranges, alloc, tls_start,
+                                   tls_end_tp)
     plt = synth.plt
     plt_base = addr_of[plt] + plt.header if plt in addr_of else 0
     lk = Layout(mode, synth, tuple(out_osecs), by_name, tuple(segs), 0, tls_start, tls_end_tp,
                 file_size, shoff, bytes(shstr), {**shstr_off, "#pos": shstr_pos},
                 osec_of, addr_of, linker_values, addr_of.get(synth.got, 0), plt_base, plt.index,
-                addr_of.get(synth.bss, 0), synth.bss.placed)
+                addr_of.get(synth.bss, 0), synth.bss.placed, addr_of.get(synth.bss.relro, 0),
+                synth.bss.relro.placed)
     entry_sym = res.symtab.get(opts.entry)
     if mode.shared and opts.entry == "_start" and (entry_sym is None or not entry_sym.defined):
         return lk                 # a shared object has no entry point unless -e names one
@@ -489,7 +503,7 @@ def _classify(name, m, opts):
     return 2, 1
 
 
-def _linker_values(mode, res, synth, by, addr_of, seg_ranges, alloc, tls_start):
+def _linker_values(mode, res, synth, by, addr_of, seg_ranges, alloc, tls_start, tls_end_tp):
     """-> {name: value} for the linker-defined symbols (resolve marked which are referenced)."""
     base = mode.base
     vals = {"__ehdr_start": base, "__executable_start": base}
@@ -523,7 +537,11 @@ def _linker_values(mode, res, synth, by, addr_of, seg_ranges, alloc, tls_start):
         vals["_DYNAMIC"] = addr_of[synth.dynamic]
     if synth.eh_frame_hdr is not None:
         vals["__GNU_EH_FRAME_HDR"] = addr_of[synth.eh_frame_hdr]
-    vals["_TLS_MODULE_BASE_"] = tls_start
+    # the base local-dynamic x@dtpoff offsets add to: a shared object keeps its descriptor call
+    # (DTPOFF from the block's start); an executable's sequence becomes local-exec and its x@dtpoff
+    # a TP offset (TLS_TPOFF), so the base must be the thread pointer itself, TP offset 0 (GNU ld's
+    # _bfd_x86_elf_set_tls_module_base: the aligned end of the TLS block)
+    vals["_TLS_MODULE_BASE_"] = tls_start if mode.shared else tls_end_tp
     for name, s in res.symtab.items():
         if not s.linker_defined or name in vals:
             continue

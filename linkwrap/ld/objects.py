@@ -435,6 +435,41 @@ def _parse_object_checked(obj):
     for sec in sections:
         if sec is not None and sec.flags & elf.SHF_GROUP and sec.index not in grouped:
             raise _bad(obj, f"section {sec.name} is marked SHF_GROUP but no group holds it")
+    if nsec > elf.SHN_LORESERVE:
+        _renumber_high(obj, shdrs, symtab_idx)
+
+
+# With more than SHN_LORESERVE sections (gcc -ffunction-sections on a big file, ld -r of many), a
+# section's number may be one of the reserved ones: 0xFFF1 is then both section 65521 and SHN_ABS.
+# Every pass tells them apart by the number alone, so such a file's sections at and above
+# SHN_LORESERVE are numbered 0x100 higher inside the linker (obj.sections has Nones in the gap):
+# st_shndx == SHN_ABS, SHN_COMMON ... stay what they say.
+_HIGH_SHIFT = 0x10000 - elf.SHN_LORESERVE
+
+
+def to_internal(k):
+    """A section number of the file -> the index into obj.sections."""
+    return k + _HIGH_SHIFT if k >= elf.SHN_LORESERVE else k
+
+
+def _renumber_high(obj, shdrs, symtab_idx):
+    lo = elf.SHN_LORESERVE
+    secs = obj.sections
+    for sec in secs[lo:]:
+        if sec is not None:
+            sec.index += _HIGH_SHIFT
+    obj.sections = secs[:lo] + [None] * _HIGH_SHIFT + secs[lo:]
+    if symtab_idx is not None and obj.raw_syms:
+        # only a symbol whose st_shndx was SHN_XINDEX names a real section at or above SHN_LORESERVE
+        sh = shdrs[symtab_idx]
+        data = obj.view[sh[4]:sh[4] + sh[5]]
+        raw = obj.raw_syms
+        for k, entry in enumerate(elf.SYM.iter_unpack(data)):
+            if entry[3] == elf.SHN_XINDEX and raw[k][3] >= lo:
+                r = raw[k]
+                raw[k] = (r[0], r[1], r[2], r[3] + _HIGH_SHIFT, r[4], r[5])
+    obj.groups = [(sig, [to_internal(m) for m in members]) for sig, members in obj.groups]
+    obj.group_syms = [(sym, to_internal(k)) for sym, k in obj.group_syms]
 
 
 def _read_properties(obj, k, sh):

@@ -123,7 +123,7 @@ def link_partial(opts, res, diag) -> bytearray:
             if k == 0 or info & 0xF == elf.STT_SECTION:
                 continue
             if shndx == elf.SHN_ABS or info & 0xF == elf.STT_FILE:
-                out_shndx = shndx
+                out_shndx = _special(shndx)
             elif (obj, shndx) in group_pos:
                 out_shndx = group_pos[(obj, shndx)]   # a signature symbol GCC defines in the group section
             elif 0 < shndx < len(obj.sections) and obj.sections[shndx] is not None:
@@ -145,9 +145,9 @@ def link_partial(opts, res, diag) -> bytearray:
             o, off = place[s.section]
             entry = (o.index, s.value + off)
         elif s.is_common:
-            entry = (elf.SHN_COMMON, s.value)
+            entry = (_COMMON, s.value)
         elif s.is_abs:
-            entry = (elf.SHN_ABS, s.value)
+            entry = (_ABS, s.value)
         else:
             entry = (elf.SHN_UNDEF, 0)
             bind = elf.STB_GLOBAL if s.strong_ref else elf.STB_WEAK
@@ -216,6 +216,47 @@ def link_partial(opts, res, diag) -> bytearray:
     return blob
 
 
+# In the symbols written, a special section number (SHN_ABS, SHN_COMMON) is negative: with more
+# than SHN_LORESERVE sections out, section 0xFFF1 is a real one too (_write tells them apart).
+_ABS, _COMMON = -elf.SHN_ABS, -elf.SHN_COMMON
+
+
+def _special(shndx):
+    return -shndx if elf.SHN_LORESERVE <= shndx <= 0xFFFF else shndx
+
+
+def _symbols(syms):
+    """-> .symtab's bytes, and .symtab_shndx's (None when no symbol needs it): a section number at
+    or above SHN_LORESERVE is SHN_XINDEX in st_shndx and the number in the extended table."""
+    lo, xindex = elf.SHN_LORESERVE, elf.SHN_XINDEX
+    pack = elf.SYM.pack
+    if all(0 <= s[3] < lo for s in syms):
+        return b"".join(pack(*s) for s in syms), None
+    out = bytearray()
+    ext = []
+    for n, info, other, shndx, value, size in syms:
+        if shndx < 0:
+            st, x = -shndx, 0
+        elif shndx >= lo:
+            st, x = xindex, shndx
+        else:
+            st, x = shndx, 0
+        out += pack(n, info, other, st, value, size)
+        ext.append(x)
+    return bytes(out), struct.pack(f"<{len(ext)}I", *ext)
+
+
+def _section_count(blob):
+    """-> (e_shnum, e_shstrndx) of an object, their overflow into section 0 read."""
+    shoff, = struct.unpack_from("<Q", blob, 0x28)
+    shnum, shstrndx = struct.unpack_from("<HH", blob, 0x3C)
+    if shnum == 0:
+        shnum = elf.SHDR.unpack_from(blob, shoff)[5]
+    if shstrndx == elf.SHN_XINDEX:
+        shstrndx = elf.SHDR.unpack_from(blob, shoff)[6]
+    return shnum, shstrndx
+
+
 def _notes(opts, res):
     """The notes the final link reads, as GNU ld -r merges them: .note.GNU-stack (only when every
     object has one, executable if one is), .note.gnu.property."""
@@ -241,7 +282,7 @@ def _fill_build_id(blob, style):
     import hashlib
     import os
     shoff, = struct.unpack_from("<Q", blob, 0x28)
-    shnum, shstrndx = struct.unpack_from("<HH", blob, 0x3C)
+    shnum, shstrndx = _section_count(blob)
     hdrs = [elf.SHDR.unpack_from(blob, shoff + 64 * k) for k in range(shnum)]
     strs = hdrs[shstrndx]
     for h in hdrs:
@@ -277,6 +318,8 @@ def _write(sections, notes, syms, first_global, strtab, groups=()):
     n_sections = len(sections)
     n_rela = sum(1 for o in sections if o.relocs)
     symtab_index = len(groups) + n_sections + len(notes) + n_rela + 1
+    symdata, shndx_data = _symbols(syms)
+    strtab_index = symtab_index + (2 if shndx_data is not None else 1)
     for sig, data in groups:
         add(".group", elf.SHT_GROUP, 0, 4, data, symtab_index, sig, 4)
     rela_of = []
@@ -296,8 +339,9 @@ def _write(sections, notes, syms, first_global, strtab, groups=()):
         data = b"".join(elf.RELA.pack(*r) for r in o.relocs)
         add(".rela" + o.name, elf.SHT_RELA, elf.SHF_INFO_LINK | (o.flags & elf.SHF_GROUP), 8, data,
             symtab_index, o.index, 24)
-    symdata = b"".join(elf.SYM.pack(*s) for s in syms)
-    add(".symtab", elf.SHT_SYMTAB, 0, 8, symdata, symtab_index + 1, first_global, 24)
+    add(".symtab", elf.SHT_SYMTAB, 0, 8, symdata, strtab_index, first_global, 24)
+    if shndx_data is not None:
+        add(".symtab_shndx", elf.SHT_SYMTAB_SHNDX, 0, 4, shndx_data, symtab_index, 0, 4)
     add(".strtab", elf.SHT_STRTAB, 0, 1, bytes(strtab))
     shstr_index = len(headers)
     name_off = sname(".shstrtab")
@@ -309,6 +353,14 @@ def _write(sections, notes, syms, first_global, strtab, groups=()):
     for h in headers:
         blob.extend(elf.SHDR.pack(*h))
     ident = elf.ELFMAG + bytes([2, 1, 1, 0]) + b"\0" * 8
+    shnum, shstrndx = len(headers), shstr_index
+    if shnum >= elf.SHN_LORESERVE:
+        # the counts overflow into section 0's sh_size and sh_link (gABI "Extended Section Numbering")
+        elf.SHDR.pack_into(blob, shoff, 0, 0, 0, 0, 0, shnum, shstr_index if shstr_index >= elf.SHN_LORESERVE
+                           else 0, 0, 0, 0)
+        shnum = 0
+        if shstr_index >= elf.SHN_LORESERVE:
+            shstrndx = elf.SHN_XINDEX
     elf.EHDR.pack_into(blob, 0, ident, elf.ET_REL, elf.EM_X86_64, 1, 0, 0, shoff, 0, 64, 0, 0, 64,
-                       len(headers), shstr_index)
+                       shnum, shstrndx)
     return blob

@@ -122,7 +122,7 @@ class _Resolver:
         new = Symbol.__new__
         append = syms.append
         abs_ = elf.SHN_ABS
-        top = min(nsec, abs_)
+        top = nsec      # a file of more sections has a gap of Nones there (objects._renumber_high)
         for name, info, other, shndx, value, size in raw[:first_global]:
             s = new(Symbol)
             s.name = name
@@ -154,7 +154,7 @@ class _Resolver:
                 s.file = obj
                 if shndx == elf.SHN_ABS:
                     s.is_abs = True
-                elif 0 < shndx < nsec and shndx < elf.SHN_ABS:
+                elif 0 < shndx < nsec:
                     s.section = secs[shndx]
                 syms.append(s)
                 continue

@@ -150,3 +150,40 @@ def test_links_hold_what_the_table_says(tmp_path, mode, cflags, out):
     assert checked == {*LIBC, "q"}
     run = corpus.run(exe)
     assert (run.returncode, run.stdout) == (0, "env\n")
+
+
+DTPOFF_DATA = """.section .tbss,"awT",@nobits
+.align 8
+.globl tv0, tv
+tv0: .zero 16
+tv: .zero 8
+.data
+.globl d64, d32
+d64: .quad tv@dtpoff
+d32: .long tv@dtpoff
+.section .rodata
+.globl r64
+r64: .quad tv@dtpoff
+.section .note.GNU-stack,"",@progbits
+"""
+
+
+@pytest.mark.parametrize("mode", ["-pie", "-no-pie", "-static"])
+def test_dtpoff_in_data_stays_an_offset_in_the_block(tmp_path, mode):
+    """x@dtpoff in data (not after a local-dynamic sequence in code) is the variable's offset in
+    its module's TLS block in an executable too, as GNU ld writes it: DTPOFF64 anywhere, DTPOFF32
+    outside code."""
+    (tmp_path / "t.s").write_text(DTPOFF_DATA)
+    (tmp_path / "m.c").write_text('#include <stdio.h>\nextern long d64, r64; extern int d32;\n'
+                                  'int main(void) { printf("%ld %d %ld\\n", d64, d32, r64); return 0; }\n')
+    subprocess.run(["as", "t.s", "-o", "t.o"], cwd=tmp_path, check=True)
+    subprocess.run(["gcc", "-c", "m.c"], cwd=tmp_path, check=True)
+    shim = corpus.shim_dir(str(tmp_path))
+    out = {}
+    for who, b in (("gnu", []), ("lw", [f"-B{shim}"])):
+        r = subprocess.run(["gcc", *b, mode, "m.o", "t.o", "-o", who], cwd=tmp_path, capture_output=True, text=True)
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        out[who] = subprocess.run([str(tmp_path / who)], capture_output=True, text=True).stdout
+    a, b, c = map(int, out["gnu"].split())
+    assert a == b == c >= 16       # tv's offset: after tv0 (and libc's TLS, statically linked)
+    assert out["lw"] == out["gnu"]

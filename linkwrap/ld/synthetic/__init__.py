@@ -10,7 +10,7 @@ Input: Options, Mode, Resolution, Liveness, Needs (all only read). Output:
 Synthetics. The GOT/PLT/dynamic-symbol index of each symbol is kept by the
 section that owns the slot (Got.index, Got.tp_index, Got.gd_index, Plt.index, DynSym.index),
 and BssAlloc.placed holds where common symbols and copy-relocated data sit in
-.bss: no Symbol is changed. Addresses come from the Layout (lk.addr_of[section]).
+.bss (RelroCopies.placed: the copies of read-only data, in .data.rel.ro): no Symbol is changed. Addresses come from the Layout (lk.addr_of[section]).
 
 The package: base.py (the interface), strings.py (.strtab/.dynstr, .comment, merged SHF_MERGE
 sections), symbols.py (.symtab, .dynsym, .gnu.hash, symbol versions), got_plt.py (.got, .got.plt,
@@ -69,7 +69,7 @@ def create(opts, mode, res, live, needs, shared_exports=None) -> Synthetics:
     got_plt = GotPlt(needs.plt, needs.uses_got_base or bool(needs.plt) or mode.dynamic)
     n_got_rel = got.n_dynrel(mode, copied)
     n_dyn = needs.n_relative + needs.n_symbolic + n_got_rel + len(bss.primary)
-    out = [bss, got, plt, got_plt]
+    out = [bss, bss.relro, got, plt, got_plt]
     if mode.dynamic:
         dynstr = DynStr()
         listed = dynamic_list_matcher(opts.dynamic_list)

@@ -152,11 +152,37 @@ class Dynamic(Synthetic):
         return _put(buf, lk.offset_of(self), out)
 
 
+class RelroCopies(Synthetic):
+    """The copies of what a library keeps read-only (a read-only section, or its PT_GNU_RELRO),
+    at the end of .data.rel.ro: inside the executable's PT_GNU_RELRO, so that a write to one faults
+    there too (GNU ld >= 2.38's .data.rel.ro dynamic section, mold's .copyrel.rel.ro). Zeros in the
+    file; ld.so copies the data in before it protects the segment.
+
+    placed: Symbol -> offset in this section (filled by BssAlloc)."""
+    flags = elf.SHF_ALLOC | elf.SHF_WRITE
+    align = 1
+
+    def __init__(self):
+        super().__init__(".data.rel.ro")
+        self.placed = {}
+        self.total = 0
+
+    def size(self):
+        return self.total
+
+    def write_to(self, buf, lk):
+        return _put(buf, lk.offset_of(self), bytes(self.total))
+
+    def finalize(self, lk):
+        _copy_relocs(lk, lk.synth.bss.primary, self.placed)
+
+
 class BssAlloc(Synthetic):
-    """Common symbols and copy-relocated data, placed at the end of .bss.
+    """Common symbols and copy-relocated data, placed at the end of .bss; the copies of read-only
+    data in self.relro instead (RelroCopies).
 
     placed: Symbol -> offset in this section (commons, copies and their aliases);
-    copied: the symbols a copy relocation brings into the executable."""
+    copied: the symbols a copy relocation brings into the executable (both sections')."""
     type = elf.SHT_NOBITS
     flags = elf.SHF_ALLOC | elf.SHF_WRITE
     align = 1
@@ -164,6 +190,7 @@ class BssAlloc(Synthetic):
     def __init__(self, commons, copies, symtab):
         super().__init__(".bss")
         placed = self.placed = {}
+        relro = self.relro = RelroCopies()
         copied = set()
         off = 0
         for s in sorted(commons, key=lambda s: -s.value):
@@ -175,17 +202,28 @@ class BssAlloc(Synthetic):
         self.copies = []
         self.primary = []         # the copies that get an R_X86_64_COPY (aliases share them)
         done = {}
+        read_only = {}
         for s in copies:
             so = s.dso
             key = (so.name, s.value)
             if key in done:
-                placed[s] = done[key]
+                home, at = done[key]
+                home[s] = at
                 copied.add(s)
                 continue
             a = _copy_align(so, s.value)
-            off = elf.align_up(off, a)
-            self.align = max(self.align, a)
-            done[key] = off
+            ranges = read_only.get(so)
+            if ranges is None:
+                ranges = read_only[so] = _read_only_ranges(so)
+            if any(lo <= s.value < hi for lo, hi in ranges):
+                home, at = relro.placed, elf.align_up(relro.total, a)
+                relro.align = max(relro.align, a)
+                relro.total = at + s.size
+            else:
+                home, at = placed, elf.align_up(off, a)
+                self.align = max(self.align, a)
+                off = at + s.size
+            done[key] = (home, at)
             orig = s.value
             group = [s]
             # aliases (environ/__environ): the library's own references must find the copy too;
@@ -210,12 +248,11 @@ class BssAlloc(Synthetic):
                 if primary.bind == elf.STB_WEAK and b != elf.STB_WEAK:
                     primary = a_sym
             for g in group:
-                placed[g] = off
+                home[g] = at
                 copied.add(g)
                 if g not in self.copies:
                     self.copies.append(g)
             self.primary.append(primary)
-            off += s.size
         self.copied = frozenset(copied)
         self.total = off
 
@@ -223,9 +260,30 @@ class BssAlloc(Synthetic):
         return self.total
 
     def finalize(self, lk):
-        rela = lk.synth.rela_dyn
-        for s in self.primary:     # copies exist only with shared libraries, so with .dynsym
+        _copy_relocs(lk, self.primary, self.placed)
+
+
+def _copy_relocs(lk, primary, placed):
+    """Each section its own COPY relocations: either may be the only one in the output."""
+    rela = lk.synth.rela_dyn
+    for s in primary:     # copies exist only with shared libraries, so with .dynsym
+        if s in placed:
             rela.other.append((lk.real_addr(s), (lk.synth.dynsym.index[s] << 32) | elf.R_X86_64_COPY, 0))
+
+
+def _read_only_ranges(so):
+    """-> [(start, end)] of the addresses a shared library keeps read-only once loaded: its
+    allocated sections without SHF_WRITE, and its PT_GNU_RELRO (.data.rel.ro, .got ...)."""
+    from linkwrap.ld.objects import _elf_header
+    _, shdrs, _ = _elf_header(so)
+    out = [(sh[3], sh[3] + sh[5]) for sh in shdrs if sh[2] & elf.SHF_ALLOC and not sh[2] & elf.SHF_WRITE]
+    phoff, = elf.U64.unpack_from(so.view, 0x20)
+    phnum, = elf.U16.unpack_from(so.view, 0x38)
+    for k in range(phnum):
+        p_type, _, _, vaddr, _, _, memsz, _ = elf.PHDR.unpack_from(so.view, phoff + elf.PHDR.size * k)
+        if p_type == elf.PT_GNU_RELRO:
+            out.append((vaddr, vaddr + memsz))
+    return out
 
 
 def _copy_align(so, value):

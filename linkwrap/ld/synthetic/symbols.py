@@ -96,6 +96,8 @@ class SymTab(Synthetic):
                 value, shndx = 0, und
                 if s in bss.placed:
                     value, shndx = lk.real_addr(s), lk.osec_of[bss].index
+                elif s in bss.relro.placed:
+                    value, shndx = lk.real_addr(s), lk.osec_of[bss.relro].index
                 elif s.is_abs:
                     value, shndx = s.value, elf.SHN_ABS
                 elif s.linker_defined:
@@ -167,6 +169,8 @@ class DynSym(Synthetic):
                     shndx = lk.osec_of[s.section].index
                 elif s in bss_placed:
                     shndx = lk.osec_of[lk.synth.bss].index
+                elif s in lk.synth.bss.relro.placed:
+                    shndx = lk.osec_of[lk.synth.bss.relro].index
                 elif s.is_abs:
                     shndx = elf.SHN_ABS
                 else:
