@@ -22,6 +22,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 
@@ -65,7 +66,10 @@ def main():
     a = ap.parse_args()
     root = a.dir or tempfile.mkdtemp(prefix="bench-incremental-")
     wild = shutil.which("wild")
-    lwld = shutil.which("linkwrap-ld")
+    # the console script beside this Python (a version manager's shim on PATH picks what to run by
+    # its own name, and as `ld` in a -B directory it would run GNU ld)
+    lwld = os.path.join(sysconfig.get_path("scripts"), "linkwrap-ld")
+    lwld = lwld if os.access(lwld, os.X_OK) else shutil.which("linkwrap-ld")
     if not wild or not lwld:
         raise SystemExit("wild and linkwrap-ld must be on PATH")
     project = genproject.rust(os.path.join(root, "rust"), a.modules, a.funcs)

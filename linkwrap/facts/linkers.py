@@ -209,23 +209,63 @@ def _stamp(path):
 def _with_versions(found: dict, cache: dict) -> dict:
     versions = cache.setdefault("versions", {})
     dirty = cache.pop("dirty", False)
-    result = {}
+    stamps, ask = {}, []
     for name, path in found.items():
         try:
-            stamp = _stamp(path)
+            stamps[name] = _stamp(path)
         except OSError:
             continue
-        key = f"{name}\0{path}"
-        entry = versions.get(key)
-        if entry is None or tuple(entry[0]) != stamp:
-            text = version_text(name, path)
-            entry = (stamp, parse_version(name, text), text)
-            versions[key] = entry
+        entry = versions.get(f"{name}\0{path}")
+        if entry is None or tuple(entry[0]) != stamps[name]:
+            ask.append(name)
+    # A cold cache (a new machine, a linker upgraded) asks every linker at once: the first link of
+    # a fresh install waits for the slowest `--version`, not for their sum.
+    texts = version_texts({name: found[name] for name in ask})
+    result = {}
+    for name, stamp in stamps.items():
+        key = f"{name}\0{found[name]}"
+        if name in texts:
+            versions[key] = (stamp, parse_version(name, texts[name]), texts[name])
             dirty = True
-        result[name] = LinkerInfo(name, path, entry[1], entry[2])
+        entry = versions[key]
+        result[name] = LinkerInfo(name, found[name], entry[1], entry[2])
     if dirty:
         _store_cache(cache)
     return result
+
+
+def version_texts(paths: dict) -> dict:
+    """{name: path} -> {name: the first line each prints for its version}, the linkers asked together."""
+    import subprocess  # cold path only: the cache answers warm links
+    out, running = {}, []
+    for name, path in paths.items():
+        if name == "python":
+            out[name] = version_text(name, path)
+            continue
+        try:
+            running.append((name, subprocess.Popen(_version_cmd(name, path), stdout=subprocess.PIPE,
+                                                   stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                                                   env={**os.environ, "LC_ALL": "C"})))
+        except OSError:
+            out[name] = ""
+    for name, proc in running:
+        try:
+            text, _ = proc.communicate(timeout=10)
+        except subprocess.SubprocessError:
+            proc.kill()
+            proc.wait()
+            text = b""
+        out[name] = _first_line(text)
+    return out
+
+
+def _version_cmd(name, path):
+    return [path, "-flavor", "gnu", "--version"] if name == "rust-lld" else [path, "--version"]
+
+
+def _first_line(out: bytes) -> str:
+    lines = out.decode("utf-8", "replace").strip().splitlines()
+    return lines[0].strip() if lines else ""
 
 
 def version_text(name: str, path: str) -> str:
@@ -234,14 +274,12 @@ def version_text(name: str, path: str) -> str:
     if name == "python":
         from linkwrap import __version__
         return f"linkwrap.ld {__version__}"
-    cmd = [path, "-flavor", "gnu", "--version"] if name == "rust-lld" else [path, "--version"]
     try:
-        out = subprocess.run(cmd, capture_output=True, timeout=10, stdin=subprocess.DEVNULL,
+        out = subprocess.run(_version_cmd(name, path), capture_output=True, timeout=10, stdin=subprocess.DEVNULL,
                              env={**os.environ, "LC_ALL": "C"}).stdout
     except (OSError, subprocess.SubprocessError):
         return ""
-    lines = out.decode("utf-8", "replace").strip().splitlines()
-    return lines[0].strip() if lines else ""
+    return _first_line(out)
 
 
 # One pattern per linker, from the version strings in shared/reference/linkers.md.

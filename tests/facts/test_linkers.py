@@ -187,3 +187,34 @@ def test_a_links_linkers_kept_in_memory_are_found_again_when_anything_changed(tm
     assert linkers.discover(request, env)["mold"].version == (9, 10, 0)
     (bindir / "mold").unlink()
     assert "mold" not in linkers.discover(request, env)
+
+
+STAND_IN = """#!/bin/sh
+# a stand-in linker (named as one): answers --version only once the other one has been asked too
+touch {dir}/{me}.asked
+i=0
+while [ ! -e {dir}/{other}.asked ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+if [ -e {dir}/{other}.asked ]; then echo "{together}"; else echo "{alone}"; fi
+"""
+
+
+def test_a_cold_cache_asks_every_linker_for_its_version_at_once(lw_home, tmp_path):
+    """The first link of a fresh install waits for the slowest `--version`, not for their sum: two
+    stand-ins that each answer one version when asked alongside the other and another when asked
+    alone (after 5 s of waiting for it) show which way discovery asked them."""
+    d = tmp_path / "bin"
+    d.mkdir()
+    for me, other, together, alone in (("mold", "wild", "mold 9.1.0 (compatible with GNU ld)", "mold 1.0.0"),
+                                       ("wild", "mold", "Wild version 9.2.0 (compatible with GNU linkers)",
+                                        "Wild version 0.1.0")):
+        p = d / me
+        p.write_text(STAND_IN.format(dir=d, me=me, other=other, together=together, alone=alone))
+        p.chmod(0o755)
+    found = linkers.discover(environ={"PATH": str(d)})
+    assert (found["mold"].version, found["wild"].version) == ((9, 1, 0), (9, 2, 0))
+    # and the cache answers the next discovery without asking again
+    (d / "mold.asked").unlink()
+    (d / "wild.asked").unlink()
+    again = linkers.discover(environ={"PATH": str(d)})
+    assert (again["mold"].version, again["wild"].version) == ((9, 1, 0), (9, 2, 0))
+    assert not (d / "mold.asked").exists()
