@@ -368,8 +368,9 @@ def parse_args(argv) -> Options:
                 raise BadInput(f"bad --unresolved-symbols option: {val}")
             kw["unresolved"] = val
         elif action == "dynamic_list":
-            dynlist.extend(read_dynamic_list(val))
+            dynlist.extend(read_dynamic_list(_script_file(val, lib_dirs, kw.get("sysroot", ""))))
         elif action == "version_script":
+            val = _script_file(val, lib_dirs, kw.get("sysroot", ""))
             kw["version_script"] = kw.get("version_script", ()) + (val,)
         elif action == "a":
             if val not in ("archive", "default", "shared"):
@@ -414,6 +415,19 @@ def _sysrooted(d, sysroot):
     if d.startswith("$SYSROOT"):
         return sysroot.rstrip("/") + d[8:]
     return d
+
+
+def _script_file(name, lib_dirs, sysroot):
+    """A version script or dynamic list named on the command line, where GNU ld opens it
+    (ldfile_open_command_file): the name as given (a relative one from the current directory), else
+    under each -L given so far. Not found: the name, for the reader to say so."""
+    if os.path.isabs(name) or os.path.exists(name):
+        return name
+    for d in lib_dirs:
+        p = os.path.join(_sysrooted(d, sysroot) if sysroot else d, name)
+        if os.path.isfile(p):
+            return p
+    return name
 
 
 def read_dynamic_list(path):
