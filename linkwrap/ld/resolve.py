@@ -67,6 +67,9 @@ class Resolution:
     syms: dict                    # ObjectFile -> list of its Symbols, by symbol index (locals included)
     discarded: frozenset          # InputSections of COMDAT groups that lost (an earlier group won)
     needed: tuple                 # SharedFiles that become DT_NEEDED, in command-line order
+    # --defsym NAME=SYM+OFF for SYM linker-defined (_end, _GLOBAL_OFFSET_TABLE_ ...), in command-line
+    # order: (NAME, SYM, OFF); layout gives NAME SYM's value plus OFF (NAME is linker-defined too)
+    linker_aliases: tuple = ()
 
 
 # Symbols the linker defines when something references them (GNU ld's PROVIDE); layout sets the values.
@@ -345,23 +348,42 @@ def resolve(opts, inputs, diag) -> Resolution:
     if opts.defsym and opts.relocatable:
         from linkwrap.ld.diag import Unsupported
         raise Unsupported("-r with --defsym")
-    _defsyms(opts, r, diag)
+    aliases = _defsyms(opts, r, diag)
+    if not opts.relocatable:     # -r leaves them to the final link, undefined
+        _reserve_linker_symbols(opts, r)
+    for name, target, off, expr in aliases:
+        if not r.symtab[target].linker_defined or target in _DEFINED_TOO_LATE or \
+                (target == "__GNU_EH_FRAME_HDR" and not opts.eh_frame_hdr):
+            diag.error(f"--defsym {name}={expr}: undefined symbol `{target}' referenced in expression")
     for name in opts.require_defined:
         if not r.symtab[name].defined:
             diag.error(f"required symbol `{name}' not defined")
-    if not opts.relocatable:     # -r leaves them to the final link, undefined
-        _reserve_linker_symbols(opts, r)
     needed = _decide_needed(r)
     return Resolution(r.symtab, tuple(r.objects), tuple(r.dsos), frozenset(dso_names), common,
-                      r.syms, frozenset(r.discarded), needed)
+                      r.syms, frozenset(r.discarded), needed, tuple(a[:3] for a in aliases))
+
+
+# Linker-defined symbols GNU ld 2.40 gives their values only after --defsym expressions are
+# evaluated, so that `--defsym x=__ehdr_start` is its "undefined symbol ... referenced in expression".
+_DEFINED_TOO_LATE = ("__ehdr_start", "_TLS_MODULE_BASE_")
+# Assigned by GNU ld's default script without PROVIDE, after --defsym: `--defsym _end=X` changes nothing.
+_SCRIPT_ASSIGNED = ("__bss_start", "_edata", "_end")
+
+
+def _may_be_linker_defined(name):
+    return name in LINKER_SYMBOLS or name.startswith(("__start_", "__stop_"))
 
 
 def _defsyms(opts, r, diag):
     """--defsym NAME=EXPR for EXPR a number, a symbol, or a symbol plus or minus a number.
 
     The value is absolute (a number) or the other symbol's address plus the offset, which the
-    Symbol carries as a definition in the same section (layout needs nothing more)."""
+    Symbol carries as a definition in the same section (layout needs nothing more). A symbol the
+    linker defines (_end, _GLOBAL_OFFSET_TABLE_, __start_SEC ...; or an earlier such alias) has no
+    value before layout: NAME becomes linker-defined too, and -> the list of
+    (NAME, SYM, OFF, EXPR) whose SYM the caller checks once the linker's symbols are known."""
     import re
+    aliases = []
     for name, expr in opts.defsym:
         m = re.fullmatch(r"\s*(?:(0[xX][0-9a-fA-F]+|\d+)|([A-Za-z_.$][\w.$]*)\s*(?:([+-])\s*(0[xX][0-9a-fA-F]+|\d+))?)\s*",
                          expr)
@@ -372,10 +394,26 @@ def _defsyms(opts, r, diag):
         if s is None:
             s = r.symtab[name] = Symbol(name)
         r.undef.pop(name, None)
+        if name in _SCRIPT_ASSIGNED:
+            # GNU ld's default script assigns these after --defsym, unconditionally (no PROVIDE): its
+            # value wins, and so does the linker's here (the expression is still checked)
+            t = r.symtab.get(m.group(2)) if m.group(2) else None
+            if m.group(2) and not (t is not None and t.defined) and not _may_be_linker_defined(m.group(2)):
+                diag.error(f"--defsym {name}={expr}: undefined symbol `{m.group(2)}' referenced in expression")
+            continue
         if m.group(1):
             value, target = int(m.group(1), 0), None
         else:
             target = r.symtab.get(m.group(2))
+            if target is not None and target.linker_defined or \
+                    (target is None or not target.defined) and _may_be_linker_defined(m.group(2)):
+                # referenced here, the linker defines it (as GNU ld's PROVIDE does for a script's reference)
+                if target is None:
+                    target = r.symtab[m.group(2)] = Symbol(m.group(2))
+                off = int(m.group(4), 0) if m.group(4) else 0
+                aliases.append((name, target.name, -off if m.group(3) == "-" else off, expr))
+                _make_linker_defined(s)
+                continue
             if target is None or target.file is None or target.is_common or target.dso is not None:
                 # GNU ld would take a shared library's symbol or a common one too; not done here
                 if target is None or not target.defined:
@@ -395,6 +433,16 @@ def _defsyms(opts, r, diag):
         s.is_common = False
         s.dso = None
         s.version = None
+    return aliases
+
+
+def _make_linker_defined(s):
+    s.file = s.section = s.dso = s.version = None
+    s.value = s.size = 0
+    s.type = elf.STT_NOTYPE
+    s.bind = elf.STB_GLOBAL
+    s.is_abs = s.is_common = False
+    s.linker_defined = True
 
 
 def _is_c_ident(name):
