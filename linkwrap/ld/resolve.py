@@ -250,7 +250,8 @@ class _Resolver:
         self.commons[s.name] = s
         s.value = align             # st_value of a common symbol is its alignment
         s.size = size
-        s.type = elf.STT_OBJECT
+        # a .tls_common stays TLS: the references and the .tdata/.tbss definition it meets are TLS
+        s.type = elf.STT_TLS if stype == elf.STT_TLS else elf.STT_OBJECT
         s.bind = elf.STB_GLOBAL
         s.dso = None
         s.version = None
@@ -345,6 +346,12 @@ def resolve(opts, inputs, diag) -> Resolution:
         dso_names.update(so.defs)
         dso_names.update(so.undefs)
     common = tuple(s for s in r.symtab.values() if s.is_common)
+    if not opts.relocatable:     # -r keeps it a TLS common
+        for s in common:
+            if s.type == elf.STT_TLS:
+                # it would need a place in .tbss; .bss (where commons go) is no TLS
+                from linkwrap.ld.diag import Unsupported
+                raise Unsupported(f"TLS common symbol `{s.name}' ({s.file.name}) that nothing defines in .tdata/.tbss")
     if opts.defsym and opts.relocatable:
         from linkwrap.ld.diag import Unsupported
         raise Unsupported("-r with --defsym")
