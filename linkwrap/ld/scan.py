@@ -83,7 +83,7 @@ def scan(opts, mode, res, live, diag) -> Needs:
         if not relocs:
             continue
         syms = syms_of[sec.file]
-        writable = sec.flags & elf.SHF_WRITE
+        writable = classify.writable(sec)
         skip_next = False
         for off, info, add in relocs:
             if skip_next:
@@ -342,7 +342,7 @@ def _scan_arrays(np, mode, res, live, need, abs64_pre, allow_undefined):
         bad = rows & undef[sym]
         if bad.any():
             slow[t.seg[bad]] = True
-        writable = np.fromiter((s.flags & elf.SHF_WRITE for s in t.secs), dtype=np.int64, count=nsec)
+        writable = np.fromiter((classify.writable(s) for s in t.secs), dtype=np.int64, count=nsec)
         combo = (typc * 8 + cls[sym]) * 2 + writable[t.seg]
         for c in np.unique(combo[rows & ~slow[t.seg]]).tolist():
             if c not in filled:

@@ -150,3 +150,48 @@ def test_links_hold_what_the_table_says(tmp_path, mode, cflags, out):
     assert checked == {*LIBC, "q"}
     run = corpus.run(exe)
     assert (run.returncode, run.stdout) == (0, "env\n")
+
+
+# --- a read-only input in a section the loader writes: no text relocation, differential ----------
+
+RO_CTOR = """\t.section %s,"a"
+\t.p2align 3
+\t.quad ctor_ro
+\t.text
+ctor_ro:
+\tlea msg(%%rip), %%rdi
+\tjmp puts@PLT
+\t.section .rodata
+msg: .asciz "ctor in a read-only section"
+\t.section .note.GNU-stack,"",@progbits
+"""
+CTOR_MAIN = ('#include <stdio.h>\n__attribute__((constructor)) static void c(void) { puts("ctor from C"); }\n'
+        'int main(void) { puts("main"); return 0; }\n')
+
+
+@pytest.mark.parametrize("mode", ["pie", "static-pie", "no-pie", "static"])
+@pytest.mark.parametrize("section", [".init_array", ".init_array.00100", ".fini_array", ".data.rel.ro.ptrs"])
+def test_a_read_only_init_array_is_written_by_the_loader(tmp_path, mode, section):
+    """`as` makes every .init_array writable, so objcopy makes it "a" only, as some tools emit it:
+    GNU ld merges it into the writable output .init_array (a RELATIVE in a PIE, no DT_TEXTREL);
+    linkwrap.ld did refuse it as needing a text relocation."""
+    shim = corpus.shim_dir(str(tmp_path))
+    (tmp_path / "ro.s").write_text(RO_CTOR % section)
+    (tmp_path / "main.c").write_text(CTOR_MAIN)
+    pic = ["-fPIE"] if "pie" in mode.split("-") else ["-fno-pic"]
+    subprocess.run(["as", "ro.s", "-o", "rw.o"], cwd=tmp_path, check=True)
+    subprocess.run(["objcopy", f"--set-section-flags={section}=alloc,load,readonly,data,contents", "rw.o", "ro.o"],
+                   cwd=tmp_path, check=True)
+    assert re.search(rf"\] {re.escape(section)}\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+A\s", readelf("-SW", tmp_path / "ro.o"))
+    subprocess.run(["gcc", "-O1", *pic, "-c", "main.c"], cwd=tmp_path, check=True)
+    seen = []
+    for tag, b in (("ref", []), ("lw", [f"-B{shim}"])):
+        done = subprocess.run(["gcc", *b, f"-{mode}", "main.o", "ro.o", "-o", tag], cwd=tmp_path,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert "read-only" not in done.stderr, done.stderr
+        run = subprocess.run([str(tmp_path / tag)], capture_output=True, text=True, timeout=30)
+        assert run.returncode == 0, run.stderr
+        seen.append((run.stdout, "TEXTREL" in readelf("-dW", tmp_path / tag)))
+    assert seen[1] == seen[0]
+    assert seen[0][1] is False
