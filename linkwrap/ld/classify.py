@@ -187,6 +187,10 @@ def action(kind, rtype, cls, out, writable=True):
     if kind == "pc" and rtype == elf.R_X86_64_PLT32 and cls in _PREEMPTIBLE:
         return PLT                   # a call: through the PLT whatever the symbol is
     if kind == "abs64" and not writable:
+        if cls == PREEMPT and out != SHARED:
+            # in an executable, PREEMPT is an undefined weak (a strong one is an error before this):
+            # GNU ld resolves a non-GOT reference to it to 0 at link time, -z text or not
+            return DIRECT
         if a == DYNREL and (out != EXEC or cls == PREEMPT) or a == BASEREL:
             return ERR_TEXT
         if out == EXEC and cls == DATA:

@@ -195,3 +195,40 @@ def test_a_read_only_init_array_is_written_by_the_loader(tmp_path, mode, section
         seen.append((run.stdout, "TEXTREL" in readelf("-dW", tmp_path / tag)))
     assert seen[1] == seen[0]
     assert seen[0][1] is False
+
+
+WEAK_TABLE = """\t.section .rodata
+\t.globl table
+\t.p2align 3
+table: .quad weak_undef
+\t.quad weak_undef+16
+\t.weak weak_undef
+\t.section .note.GNU-stack,"",@progbits
+"""
+WEAK_MAIN = ('#include <stdio.h>\nextern void *const table[];\n'
+             'int main(void) { printf("%p %p\\n", table[0], table[1]); return 0; }\n')
+
+
+@pytest.mark.parametrize("ztext", [[], ["-Wl,-z,text"]])
+@pytest.mark.parametrize("mode", ["no-pie", "pie", "static", "static-pie"])
+def test_a_read_only_pointer_to_an_undefined_weak_is_resolved_at_link_time(tmp_path, mode, ztext):
+    """R_X86_64_64 in .rodata against an undefined weak symbol: GNU ld writes 0 (plus the addend)
+    at link time, -z text or not, no dynamic relocation; linkwrap.ld did refuse it as needing a
+    text relocation."""
+    shim = corpus.shim_dir(str(tmp_path))
+    (tmp_path / "t.s").write_text(WEAK_TABLE)
+    (tmp_path / "main.c").write_text(WEAK_MAIN)
+    pic = ["-fPIE"] if "pie" in mode.split("-") else ["-fno-pic"]
+    subprocess.run(["as", "t.s", "-o", "t.o"], cwd=tmp_path, check=True)
+    subprocess.run(["gcc", "-O1", *pic, "-c", "main.c"], cwd=tmp_path, check=True)
+    seen = []
+    for tag, b in (("ref", []), ("lw", [f"-B{shim}"])):
+        done = subprocess.run(["gcc", *b, f"-{mode}", "main.o", "t.o", *ztext, "-o", tag], cwd=tmp_path,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        run = subprocess.run([str(tmp_path / tag)], capture_output=True, text=True, timeout=30)
+        assert run.returncode == 0, run.stderr
+        relocs = readelf("-rW", tmp_path / tag)
+        seen.append((run.stdout, "weak_undef" in relocs, "TEXTREL" in readelf("-dW", tmp_path / tag)))
+    assert seen[0] == ("(nil) 0x10\n", False, False)
+    assert seen[1] == seen[0]
