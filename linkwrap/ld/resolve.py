@@ -70,6 +70,8 @@ class Resolution:
     # --defsym NAME=SYM+OFF for SYM linker-defined (_end, _GLOBAL_OFFSET_TABLE_ ...), in command-line
     # order: (NAME, SYM, OFF); layout gives NAME SYM's value plus OFF (NAME is linker-defined too)
     linker_aliases: tuple = ()
+    # the .tbss sections resolve made for TLS common symbols nothing defines (gc and layout place them)
+    tls_commons: tuple = ()
 
 
 # Symbols the linker defines when something references them (GNU ld's PROVIDE); layout sets the values.
@@ -346,12 +348,10 @@ def resolve(opts, inputs, diag) -> Resolution:
         dso_names.update(so.defs)
         dso_names.update(so.undefs)
     common = tuple(s for s in r.symtab.values() if s.is_common)
+    tls_commons = ()
     if not opts.relocatable:     # -r keeps it a TLS common
-        for s in common:
-            if s.type == elf.STT_TLS:
-                # it would need a place in .tbss; .bss (where commons go) is no TLS
-                from linkwrap.ld.diag import Unsupported
-                raise Unsupported(f"TLS common symbol `{s.name}' ({s.file.name}) that nothing defines in .tdata/.tbss")
+        tls_commons = tuple(_tls_common_section(s) for s in common if s.type == elf.STT_TLS)
+        common = tuple(s for s in common if not s.is_common or s.type != elf.STT_TLS)
     if opts.defsym and opts.relocatable:
         from linkwrap.ld.diag import Unsupported
         raise Unsupported("-r with --defsym")
@@ -367,7 +367,20 @@ def resolve(opts, inputs, diag) -> Resolution:
             diag.error(f"required symbol `{name}' not defined")
     needed = _decide_needed(r)
     return Resolution(r.symtab, tuple(r.objects), tuple(r.dsos), frozenset(dso_names), common,
-                      r.syms, frozenset(r.discarded), needed, tuple(a[:3] for a in aliases))
+                      r.syms, frozenset(r.discarded), needed, tuple(a[:3] for a in aliases), tls_commons)
+
+
+def _tls_common_section(s):
+    """A TLS common symbol that no object defines for real: a .tbss section of its own, as GNU ld's
+    *(.tcommon) puts it after the inputs' .tbss (commons go to .bss, which is no TLS). The section is
+    resolve's record, not the object's (index -1); gc keeps it when something references the symbol."""
+    from linkwrap.ld.objects import InputSection
+    sec = InputSection(s.file, -1, ".tbss", (0, elf.SHT_NOBITS, elf.SHF_ALLOC | elf.SHF_WRITE | elf.SHF_TLS,
+                                             0, 0, s.size, 0, 0, max(1, s.value), 0))
+    s.section = sec
+    s.value = 0
+    s.is_common = False
+    return sec
 
 
 # Linker-defined symbols GNU ld 2.40 gives their values only after --defsym expressions are
