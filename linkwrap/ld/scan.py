@@ -142,6 +142,11 @@ def scan(opts, mode, res, live, diag) -> Needs:
                 diag.error(f"{where(sec, off, syms)}: relocation {r.name} against `{s.name or sec.name}' can not "
                            f"be used when making {what}")
             elif act is ERR_TEXT:
+                if not opts.z_text:
+                    # GNU ld links it with a warning and DT_TEXTREL (an error only under -z text):
+                    # named, so that linkwrap falls back to it
+                    raise Unsupported(f"text relocations (DT_TEXTREL): relocation {r.name} against "
+                                      f"`{s.name or sec.name}' in read-only section `{sec.name}' ({sec.file.name})")
                 diag.error(f"{where(sec, off, syms)}: relocation {r.name} against `{s.name or sec.name}' "
                            f"in read-only section `{sec.name}' needs a text relocation")
             elif act is ERR_PREEMPT:

@@ -232,3 +232,20 @@ def test_a_read_only_pointer_to_an_undefined_weak_is_resolved_at_link_time(tmp_p
         seen.append((run.stdout, "weak_undef" in relocs, "TEXTREL" in readelf("-dW", tmp_path / tag)))
     assert seen[0] == ("(nil) 0x10\n", False, False)
     assert seen[1] == seen[0]
+
+
+def test_a_text_relocation_under_z_text_is_an_error_for_both(tmp_path):
+    """The same RELATIVE in .rodata with -z text: GNU ld refuses it ("read-only segment has dynamic
+    relocations"), and so does linkwrap.ld, as an error of the link, not as something to fall back
+    from (without -z text it is named as not supported: behaviours/text_relocation)."""
+    shim = corpus.shim_dir(str(tmp_path))
+    (tmp_path / "t.s").write_text("\t.section .rodata\n\t.globl table\n\t.p2align 3\ntable: .quad answer\n"
+                                  "\t.text\nanswer: ret\n\t.section .note.GNU-stack,\"\",@progbits\n")
+    (tmp_path / "main.c").write_text("extern void *const table[];\nint main(void) { return table[0] == 0; }\n")
+    subprocess.run(["as", "t.s", "-o", "t.o"], cwd=tmp_path, check=True)
+    subprocess.run(["gcc", "-O1", "-fPIE", "-c", "main.c"], cwd=tmp_path, check=True)
+    for b, says in (([], "read-only segment has dynamic relocations"), ([f"-B{shim}"], "needs a text relocation")):
+        done = subprocess.run(["gcc", *b, "-pie", "main.o", "t.o", "-Wl,-z,text", "-o", "out"], cwd=tmp_path,
+                              capture_output=True, text=True)
+        assert done.returncode == 1 and says in done.stderr, done.stderr
+        assert "not supported yet" not in done.stderr
