@@ -219,6 +219,11 @@ class _Resolver:
                 return
         elif s.is_common and bind == elf.STB_WEAK:
             return
+        if s.is_common and stype != elf.STT_NOTYPE and (s.type == elf.STT_TLS) != (stype == elf.STT_TLS):
+            # a common (TLS or not) that a definition of the other kind would replace: GNU ld's error
+            self.diag.error(f"{s.name}: {'TLS' if s.type == elf.STT_TLS else 'non-TLS'} reference in {s.file.name} "
+                            f"mismatches {'TLS' if stype == elf.STT_TLS else 'non-TLS'} definition in {obj.name}")
+            return
         if s.type != elf.STT_NOTYPE and stype != elf.STT_NOTYPE and not s.defined and \
                 (s.type == elf.STT_TLS) != (stype == elf.STT_TLS):
             self.diag.error(f"{s.name}: {'TLS' if stype == elf.STT_TLS else 'non-TLS'} definition in {obj.name} "
@@ -238,6 +243,12 @@ class _Resolver:
         self.commons.pop(s.name, None)
 
     def _define_common(self, s, obj, align, size, stype):
+        if (s.file is not None or s.is_common) and s.type != elf.STT_NOTYPE and \
+                (s.type == elf.STT_TLS) != (stype == elf.STT_TLS):
+            what = "definition" if not s.is_common else "common"
+            self.diag.error(f"{s.name}: {'TLS' if stype == elf.STT_TLS else 'non-TLS'} common in {obj.name} "
+                            f"mismatches {'TLS' if s.type == elf.STT_TLS else 'non-TLS'} {what} in {s.file.name}")
+            return
         if s.file is not None and not s.is_common:
             return  # a real definition beats a tentative one
         if s.is_common:

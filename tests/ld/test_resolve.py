@@ -120,3 +120,41 @@ def test_defsym_naming_a_linker_defined_symbol(tmp_path, shim, mode, sym, wins):
     got = both(tmp_path, shim, TARGET % {"sym": sym}, mode, [f"--defsym={sym}=v"])
     assert got[0] == ("linked", f"{int(wins)}\n")
     assert got[1] == got[0]
+
+
+# --- a TLS common meets a definition or common of the other kind: an error for both -------------
+
+TLS_COMMON = """\t.tls_common tvar,4,4
+\t.text
+\t.globl get_common
+get_common:
+\tmovq %fs:0, %rax
+\taddq tvar@gottpoff(%rip), %rax
+\tmovl (%rax), %eax
+\tret
+\t.section .note.GNU-stack,"",@progbits
+"""
+TLS_MAIN = ('#include <stdio.h>\nint get_common(void);\nextern __thread int tvar;\n'
+            'int main(void) { tvar += 1; printf("%d %d\\n", get_common(), tvar); return 0; }\n')
+
+
+@pytest.mark.parametrize("order", [
+    ("common", "main", "data"), ("data", "common"), ("data", "main", "common"), ("main", "data", "common"),
+    ("ccommon", "common"), ("common", "ccommon"),
+])
+def test_a_tls_common_meeting_the_other_kind_is_an_error(tmp_path, shim, order):
+    """GNU ld: "tvar: TLS reference in common.o mismatches non-TLS definition in data.o": a TLS
+    common that a .data definition (or a plain common) would replace is refused, whatever the
+    order; linkwrap.ld linked one such order into a program that crashed."""
+    (tmp_path / "common.s").write_text(TLS_COMMON)
+    (tmp_path / "main.c").write_text(TLS_MAIN)
+    (tmp_path / "data.c").write_text("int tvar = 3;\n")
+    (tmp_path / "ccommon.c").write_text("int tvar;\n")
+    subprocess.run(["as", "common.s", "-o", "common.o"], cwd=tmp_path, check=True)
+    for c in ("main", "data", "ccommon"):
+        subprocess.run(["gcc", "-O1", "-fcommon", "-c", f"{c}.c"], cwd=tmp_path, check=True)
+    objs = [f"{o}.o" for o in order] + (["main.o"] if "main" not in order else [])
+    for b in ([], [f"-B{shim}"]):
+        done = subprocess.run(["gcc", *b, "-pie", *objs, "-o", "out"], cwd=tmp_path, capture_output=True, text=True)
+        assert done.returncode == 1, done.stderr
+        assert "tvar: " in done.stderr and " mismatches " in done.stderr, done.stderr
