@@ -104,6 +104,7 @@ class _Resolver:
         self.syms = {}            # ObjectFile -> [Symbol] by symbol index
         self.pulled = {}          # Archive -> header offsets of the members already added
         self.commons = {}         # name -> Symbol, the symbols that are common right now
+        self.claimed = set()      # SharedFiles that satisfied a reference or a common as they were added
 
     def add_object(self, obj):
         self.objects.append(obj)
@@ -243,12 +244,16 @@ class _Resolver:
         self.commons.pop(s.name, None)
 
     def _define_common(self, s, obj, align, size, stype):
-        if (s.file is not None or s.is_common) and s.type != elf.STT_NOTYPE and \
+        counts = s.dso is not None and (not s.dso.as_needed or s.dso in self.claimed)
+        if (s.file is not None or counts) and s.type != elf.STT_NOTYPE and \
                 (s.type == elf.STT_TLS) != (stype == elf.STT_TLS):
-            what = "definition" if not s.is_common else "common"
+            what = "common" if s.is_common else "definition"
+            where_ = s.file.name if s.file is not None else s.dso.name
             self.diag.error(f"{s.name}: {'TLS' if stype == elf.STT_TLS else 'non-TLS'} common in {obj.name} "
-                            f"mismatches {'TLS' if s.type == elf.STT_TLS else 'non-TLS'} {what} in {s.file.name}")
+                            f"mismatches {'TLS' if s.type == elf.STT_TLS else 'non-TLS'} {what} in {where_}")
             return
+        if counts and s.type not in (elf.STT_FUNC, elf.STT_GNU_IFUNC):
+            return  # a library's data definition seen first beats a common (GNU ld), weak or not
         if s.file is not None and not s.is_common:
             return  # a real definition beats a tentative one
         if s.is_common:
@@ -274,13 +279,32 @@ class _Resolver:
         self.dsos.append(so)
         symtab = self.symtab
         dso_defs = self.dso_defs
+        claimed = False
         for name in so.defs:
             if name not in dso_defs:
                 dso_defs[name] = so
                 s = symtab.get(name)
-                if s is not None and not s.defined:
+                if s is None:
+                    continue
+                if not s.defined:
+                    claimed = claimed or name in self.undef
                     self._bind_dso(s, so)
                     self.undef.pop(name, None)
+                elif s.is_common and _dso_def_beats_common(so.defs[name]):
+                    t = so.defs[name][2]
+                    if t != elf.STT_NOTYPE and (t == elf.STT_TLS) != (s.type == elf.STT_TLS):
+                        continue    # TLS against non-TLS: GNU ld keeps the common, silently
+                    # GNU ld (_bfd_elf_merge_symbol): a library's strong data definition beats a
+                    # common seen before it; the common's object only references it then
+                    claimed = True
+                    self.commons.pop(name, None)
+                    s.file = s.section = None
+                    s.is_common = False
+                    self._bind_dso(s, so)
+        if claimed:
+            # under --as-needed GNU ld keeps a library's symbols only when it is needed as it is
+            # loaded (it satisfies a reference or a common then): later commons do not beat those
+            self.claimed.add(so)
 
     def pull_from_archive(self, ar) -> bool:
         """Load members that define currently undefined symbols, to a fixed point."""
@@ -321,6 +345,13 @@ class _Resolver:
 
     def commons_wanting(self):
         return list(self.commons.values())
+
+
+def _dso_def_beats_common(d):
+    """d: a SharedFile.defs entry. A common symbol counts as a definition against a library's
+    function or weak symbol (GNU ld), so only a strong non-function definition beats it."""
+    value, size, stype, bind, ver, shndx = d
+    return bind != elf.STB_WEAK and stype not in (elf.STT_FUNC, elf.STT_GNU_IFUNC)
 
 
 def _defines_for_real(obj, name):
@@ -501,8 +532,12 @@ def _reserve_linker_symbols(opts, r):
 
 
 def _decide_needed(r):
-    """--as-needed: a library is DT_NEEDED if a linked object references one of its symbols non-weakly."""
+    """--as-needed: a library is DT_NEEDED if a linked object references one of its symbols non-weakly,
+    or did as the library was loaded."""
     wanted = {s.dso for s in r.symtab.values() if s.dso is not None and s.strong_ref}
+    # GNU ld decides as a library is loaded: one that satisfied a reference then stays needed
+    # even if a later object's definition (or a common) takes the symbol over
+    wanted |= r.claimed
     needed = []
     for so in r.dsos:
         if not so.as_needed:

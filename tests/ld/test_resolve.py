@@ -158,3 +158,57 @@ def test_a_tls_common_meeting_the_other_kind_is_an_error(tmp_path, shim, order):
         done = subprocess.run(["gcc", *b, "-pie", *objs, "-o", "out"], cwd=tmp_path, capture_output=True, text=True)
         assert done.returncode == 1, done.stderr
         assert "tvar: " in done.stderr and " mismatches " in done.stderr, done.stderr
+
+
+# --- a common symbol meets a shared library's definition: GNU ld's precedence ---------------------
+
+COMMON_C = "int cvar; int get_c(void) { return cvar; }\n"
+COMMON_MAIN = ('#include <stdio.h>\nextern int cvar;\nint get_c(void);\n'
+               'int main(void) { cvar++; printf("%d %d\\n", cvar, get_c()); return 0; }\n')
+LIBS = {"strong": "int cvar = 9;\n", "weak": "__attribute__((weak)) int cvar = 9;\n",
+        "func": "int cvar(void) { return 9; }\n"}
+
+
+@pytest.mark.parametrize("needed", ["--as-needed", "--no-as-needed"])
+@pytest.mark.parametrize("order", [("c", "main", "lib"), ("lib", "c", "main"), ("main", "lib", "c"), ("lib", "main", "c")])
+@pytest.mark.parametrize("lib", LIBS)
+def test_a_common_and_a_library_definition(tmp_path, shim, lib, order, needed):
+    """GNU ld (_bfd_elf_merge_symbol, and --as-needed dropping a library that nothing needs as it
+    is loaded): a library's strong data definition beats a common seen before it; one seen first
+    beats a later common, weak or not, if the library counts then; a library's function never
+    does. "9+1" is the library's variable, "1" the common; DT_NEEDED follows."""
+    (tmp_path / "c.c").write_text(COMMON_C)
+    (tmp_path / "main.c").write_text(COMMON_MAIN)
+    (tmp_path / "lib.c").write_text(LIBS[lib])
+    subprocess.run(["gcc", "-O1", "-fcommon", "-fPIE", "-c", "c.c", "main.c"], cwd=tmp_path, check=True)
+    subprocess.run(["gcc", "-shared", "-fPIC", "lib.c", "-o", "libcv.so"], cwd=tmp_path, check=True)
+    args = {"c": ["c.o"], "main": ["main.o"], "lib": ["-L.", "-lcv"]}
+    seen = []
+    for tag, b in (("ref", []), ("lw", [f"-B{shim}"])):
+        done = subprocess.run(["gcc", *b, "-pie", f"-Wl,{needed}", *[a for o in order for a in args[o]],
+                               "-Wl,-rpath,.", "-o", tag], cwd=tmp_path, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        run = subprocess.run([str(tmp_path / tag)], capture_output=True, text=True, cwd=tmp_path, timeout=30)
+        dyn = subprocess.run(["readelf", "-dW", tag], capture_output=True, text=True, cwd=tmp_path).stdout
+        seen.append((run.stdout, "libcv.so" in dyn))
+    assert seen[0][0] in ("10 10\n", "1 1\n")
+    assert seen[1] == seen[0]
+
+
+def test_a_library_needed_as_it_is_loaded_stays_needed(tmp_path, shim):
+    """--as-needed: main.o's reference makes libfl.so needed as it is loaded; a later object's
+    definition takes foo over, and GNU ld keeps DT_NEEDED libfl.so all the same."""
+    (tmp_path / "fl.c").write_text("int foo(void) { return 1; }\n")
+    (tmp_path / "fo.c").write_text("int foo(void) { return 2; }\n")
+    (tmp_path / "fm.c").write_text('#include <stdio.h>\nint foo(void);\nint main(void) { printf("%d\\n", foo()); return 0; }\n')
+    subprocess.run(["gcc", "-shared", "-fPIC", "fl.c", "-o", "libfl.so"], cwd=tmp_path, check=True)
+    subprocess.run(["gcc", "-O1", "-c", "fo.c", "fm.c"], cwd=tmp_path, check=True)
+    seen = []
+    for tag, b in (("ref", []), ("lw", [f"-B{shim}"])):
+        subprocess.run(["gcc", *b, "-Wl,--as-needed", "fm.o", "-L.", "-lfl", "fo.o", "-Wl,-rpath,.", "-o", tag],
+                       cwd=tmp_path, check=True)
+        run = subprocess.run([str(tmp_path / tag)], capture_output=True, text=True, cwd=tmp_path, timeout=30)
+        dyn = subprocess.run(["readelf", "-dW", tag], capture_output=True, text=True, cwd=tmp_path).stdout
+        seen.append((run.stdout, "libfl.so" in dyn))
+    assert seen[0] == ("2\n", True)
+    assert seen[1] == seen[0]
