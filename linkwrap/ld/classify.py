@@ -150,6 +150,28 @@ RULES = {
 }
 
 
+# Sections layout places in the writable segment by their name whatever their own flags say (its
+# _RANKS, as GNU ld's script does by name, the output section then writable as its other inputs
+# are): an "a"-only .init_array or .data there is written by the loader like the rest, so its
+# pointers need no text relocation. Any other read-only section stays read-only.
+_WRITABLE_BY_NAME = (".init_array", ".fini_array", ".preinit_array", ".data.rel.ro", ".data")
+
+
+def writable(sec) -> int:
+    """1 when the loader may write sec's place in the output (its relocations need no text
+    relocation), else 0: scan and both relocate paths ask this one question."""
+    f = sec.flags
+    if f & elf.SHF_WRITE:
+        return 1
+    if f & elf.SHF_TLS or not f & elf.SHF_ALLOC:
+        return 0
+    n = sec.name
+    for w in _WRITABLE_BY_NAME:
+        if n.startswith(w) and (len(n) == len(w) or n[len(w)] == "."):
+            return 1
+    return 0
+
+
 def action(kind, rtype, cls, out, writable=True):
     """The action for a relocation of recipe kind `kind` (type rtype) in an allocated section
     against a symbol of class cls, in an output of kind out. Not for non-alloc sections
@@ -170,6 +192,10 @@ def action(kind, rtype, cls, out, writable=True):
     if kind == "pc" and rtype == elf.R_X86_64_PLT32 and cls in _PREEMPTIBLE:
         return PLT                   # a call: through the PLT whatever the symbol is
     if kind == "abs64" and not writable:
+        if cls == PREEMPT and out != SHARED:
+            # in an executable, PREEMPT is an undefined weak (a strong one is an error before this):
+            # GNU ld resolves a non-GOT reference to it to 0 at link time, -z text or not
+            return DIRECT
         if a == DYNREL and (out != EXEC or cls == PREEMPT) or a == BASEREL:
             return ERR_TEXT
         if out == EXEC and cls == DATA:

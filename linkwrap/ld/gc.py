@@ -64,6 +64,7 @@ def mark_live(opts, res, diag, exported=()) -> Liveness:
                 eh_at.append(len(kept))
                 splits[sec] = None if whole else _split_eh_frame(sec, syms_of[obj], fde_refs)
             kept.append(sec)
+    kept.extend(res.tls_commons)   # TLS commons' own .tbss (resolve), after every input section
     tables = None
     if opts.gc_sections:
         alive, removed, tables = _collect(opts, res, kept, splits, fde_refs, exported)

@@ -551,4 +551,6 @@ def _linker_values(mode, res, synth, by, addr_of, seg_ranges, alloc, tls_start, 
         elif name.startswith("__stop_"):
             o = by.get(name[7:])
             vals[name] = o.addr + o.size if o else 0
+    for name, target, off in res.linker_aliases:     # --defsym NAME=SYM+OFF, SYM linker-defined
+        vals[name] = vals.get(target, 0) + off
     return vals

@@ -1,5 +1,9 @@
-"""PARSE, libraries: an ar archive's index (members parsed when resolution pulls them in,
-Archive.member) and a shared library's dynamic symbols and version definitions (SharedFile)."""
+"""PARSE, libraries: -l searched as GNU ld searches (find_library), an ar archive's index (members
+parsed when resolution pulls them in, Archive.member) and a shared library's dynamic symbols and
+version definitions (SharedFile)."""
+import os
+import sys
+
 from linkwrap.ld import elf
 from linkwrap.ld.diag import BadInput, Unsupported
 from linkwrap.ld.objects import ObjectFile, _Strtab, _backstop, _bad, _elf_header, _table
@@ -194,3 +198,77 @@ def _parse_shared_checked(so):
         defs[name] = (value, size, info & 0xF, bind, ver, shndx)
         if info & 0xF == elf.STT_OBJECT:
             by_value.setdefault(value, []).append(name)
+
+
+# --- -l search ---------------------------------------------------------------------------
+
+# GNU ld 2.40's built-in SEARCH_DIRs for elf_x86_64 (its default script, `ld --verbose`), searched
+# after every -L; "=" is the sysroot, so that --sysroot moves them too.
+DEFAULT_LIB_DIRS = ("=/usr/local/lib/x86_64-linux-gnu", "=/lib/x86_64-linux-gnu", "=/usr/lib/x86_64-linux-gnu",
+                    "=/usr/lib/x86_64-linux-gnu64", "=/usr/local/lib64", "=/lib64", "=/usr/lib64",
+                    "=/usr/local/lib", "=/lib", "=/usr/lib", "=/usr/x86_64-linux-gnu/lib64",
+                    "=/usr/x86_64-linux-gnu/lib")
+
+
+def search_dirs(opts):
+    """The directories -l searches, in GNU ld's order: each -L as given (all of them, wherever they
+    stand on the command line), then the defaults unless -nostdlib."""
+    if opts.nostdlib:
+        return opts.lib_dirs
+    root = opts.sysroot.rstrip("/")
+    return opts.lib_dirs + tuple(root + d[1:] for d in DEFAULT_LIB_DIRS)
+
+
+def find_library(name: str, opts, static: bool, quiet: bool = False):
+    """-lname -> path, the way GNU ld searches: each directory of search_dirs in order, lib<name>.so
+    before lib<name>.a in each (only .a under -Bstatic); -l:file looks for that file name. A file of
+    another machine or class (a 32-bit libfoo.a) is skipped with GNU ld's note, and the search goes
+    on, so that a multilib tree's wrong half does not hide the right one."""
+    if name.startswith(":"):
+        candidates = [name[1:]]
+    elif static:
+        candidates = [f"lib{name}.a"]
+    else:
+        candidates = [f"lib{name}.so", f"lib{name}.a"]
+    for d in search_dirs(opts):
+        for c in candidates:
+            p = os.path.join(d, c)
+            if os.path.isfile(p):
+                if _compatible(p):
+                    return p
+                if not quiet:
+                    print(f"linkwrap-ld: skipping incompatible {p} when searching for -l{name}", file=sys.stderr)
+    return None
+
+
+def _elf_ok(head):
+    """An ELF header's first 20 bytes: 64-bit little-endian x86-64 (what this linker links)?"""
+    return head[4] == 2 and head[5] == 1 and elf.U16.unpack_from(head, 18)[0] == elf.EM_X86_64
+
+
+def _compatible(path):
+    """False only for an ELF file, or an archive whose first object member is one, of another
+    machine or class (GNU ld's bfd target check); scripts and unreadable files are left to the
+    parse, which names what is wrong with them."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(20)
+            if head[:4] == elf.ELFMAG:
+                return len(head) < 20 or _elf_ok(head)
+            if head[:8] != b"!<arch>\n":
+                return True
+            f.seek(8)
+            while True:
+                hdr = f.read(60)
+                if len(hdr) < 60:
+                    return True
+                try:
+                    size = int(hdr[48:58].decode().strip() or 0)
+                except ValueError:
+                    return True
+                if hdr[:16].rstrip() not in (b"/", b"//", b"/SYM64/"):
+                    head = f.read(20)
+                    return head[:4] != elf.ELFMAG or len(head) < 20 or _elf_ok(head)
+                f.seek(size + (size & 1), 1)
+    except OSError:
+        return True

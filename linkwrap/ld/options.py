@@ -55,6 +55,7 @@ class Options:
     rpath: tuple = ()
     new_dtags: bool = True        # -rpath as DT_RUNPATH (GNU ld's default here); --disable-new-dtags: DT_RPATH
     sysroot: str = ""
+    nostdlib: bool = False        # -nostdlib: -l searches only the -L directories, not GNU ld's defaults
     defsym: tuple = ()            # (name, expression text) of --defsym, in order
     undefined: tuple = ()         # -u / --undefined names: pull archive members that define them
     require_defined: tuple = ()   # --require-defined: an error when not defined
@@ -123,6 +124,7 @@ _opts("version", False, "version")
 _opts("time", False, "time")
 _opts("stats", False, "stats")
 _opts("sysroot", True, "sysroot")
+_opts("nostdlib", False, "nostdlib")
 _opts("defsym", True, "defsym")
 _opts("undefined", True, "undefined")
 _opts("require-defined", True, "require_defined")
@@ -145,7 +147,7 @@ _opts("Bsymbolic-functions", False, "bsymbolic_functions")
 _opts("Bno-symbolic", False, "bno_symbolic")
 _opts("sort-common warn-common no-fatal-warnings "
       "no-warn-mismatch no-copy-dt-needed-entries discard-locals no-keep-memory reduce-memory-overheads "
-      "allow-shlib-undefined no-allow-shlib-undefined nostdlib relax no-relax warn-once "
+      "allow-shlib-undefined no-allow-shlib-undefined relax no-relax warn-once "
       "no-demangle demangle no-map-whole-files map-whole-files no-warn-execstack warn-execstack "
       "no-warn-rwx-segments warn-rwx-segments no-warn-search-mismatch warn-textrel warn-constructors "
       "warn-alternate-em warn-section-align warn-multiple-gp no-ld-generated-unwind-info "
@@ -366,8 +368,9 @@ def parse_args(argv) -> Options:
                 raise BadInput(f"bad --unresolved-symbols option: {val}")
             kw["unresolved"] = val
         elif action == "dynamic_list":
-            dynlist.extend(read_dynamic_list(val))
+            dynlist.extend(read_dynamic_list(_script_file(val, lib_dirs, kw.get("sysroot", ""))))
         elif action == "version_script":
+            val = _script_file(val, lib_dirs, kw.get("sysroot", ""))
             kw["version_script"] = kw.get("version_script", ()) + (val,)
         elif action == "a":
             if val not in ("archive", "default", "shared"):
@@ -394,7 +397,7 @@ _SETS = {
     "shared": ("shared", True), "soname": ("soname", None), "no_undefined": ("no_undefined", True),
     "no_undefined_version": ("no_undefined_version", True), "undefined_version": ("no_undefined_version", False),
     "bsymbolic": ("bsymbolic", "all"), "bsymbolic_functions": ("bsymbolic", "functions"),
-    "bno_symbolic": ("bsymbolic", ""),
+    "bno_symbolic": ("bsymbolic", ""), "nostdlib": ("nostdlib", True),
 }
 
 
@@ -412,6 +415,19 @@ def _sysrooted(d, sysroot):
     if d.startswith("$SYSROOT"):
         return sysroot.rstrip("/") + d[8:]
     return d
+
+
+def _script_file(name, lib_dirs, sysroot):
+    """A version script or dynamic list named on the command line, where GNU ld opens it
+    (ldfile_open_command_file): the name as given (a relative one from the current directory), else
+    under each -L given so far. Not found: the name, for the reader to say so."""
+    if os.path.isabs(name) or os.path.exists(name):
+        return name
+    for d in lib_dirs:
+        p = os.path.join(_sysrooted(d, sysroot) if sysroot else d, name)
+        if os.path.isfile(p):
+            return p
+    return name
 
 
 def read_dynamic_list(path):
@@ -499,19 +515,3 @@ def _z(kw, word):
             raise Unsupported(f"-z {word}")
     else:
         raise Unsupported(f"-z {word}")
-
-
-def find_library(name: str, opts: Options, static: bool, script_dir: str = ""):
-    """-lname -> path, the way GNU ld searches: each -L dir in order, .so before .a per dir."""
-    if name.startswith(":"):
-        candidates = [name[1:]]
-    elif static:
-        candidates = [f"lib{name}.a"]
-    else:
-        candidates = [f"lib{name}.so", f"lib{name}.a"]
-    for d in opts.lib_dirs:
-        for c in candidates:
-            p = os.path.join(d, c)
-            if os.path.isfile(p):
-                return p
-    return None

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 from linkwrap.ld import elf
 from linkwrap.ld.diag import BadInput, Unsupported
-from linkwrap.ld.options import find_library
 from linkwrap.ld.objects import ObjectFile
-from linkwrap.ld.libraries import Archive, SharedFile
+from linkwrap.ld.libraries import Archive, SharedFile, find_library, search_dirs
 
 
 @dataclass(frozen=True)
@@ -206,7 +205,7 @@ def _script_inputs(path, base, body, arg, opts, items, diag, depth, as_needed):
             elif t.startswith("=") and opts.sysroot:
                 p = t = opts.sysroot.rstrip("/") + t[1:]
             if not os.path.isabs(t) and not os.path.exists(t):
-                cands = [os.path.join(base, t)] + [os.path.join(d, t) for d in opts.lib_dirs]
+                cands = [os.path.join(base, t)] + [os.path.join(d, t) for d in search_dirs(opts)]
                 p = next((c for c in cands if os.path.exists(c)), t)
             if not os.path.exists(p):
                 diag.error(f"cannot find {t} (named in {path})")

@@ -144,7 +144,7 @@ def _relocate_section(buf, lk, sec, start, sec_addr, syms, alive, diag, kept, me
     dynidx = lk.synth.dynsym.index if lk.synth.dynsym is not None else {}
     addr_get = lk.addr_of.get
     sym_addr = lk.sym_addr
-    writable = sec.flags & elf.SHF_WRITE
+    writable = classify.writable(sec)
     classes, acts = memo if memo is not None else ({}, {})
     cls_of = classes.get
     act_of = acts.get

@@ -224,7 +224,7 @@ def _loaded_batch(np, img, ctx, obj, items, syms, left, t):
     rhow = how[inv]
     ok &= rhow != _SLOW
     # the action per (type, class, writable): a handful of combinations per object
-    writable = np.array([it[0].flags & elf.SHF_WRITE for it in items], dtype=np.int64)[seg]
+    writable = np.array([classify.writable(it[0]) for it in items], dtype=np.int64)[seg]
     combo = (typc * 8 + cls[inv]) * 2 + writable
     lut = np.zeros(64 * 16, dtype=np.int8)
     for c in np.unique(combo[ok]).tolist():

@@ -67,6 +67,11 @@ class Resolution:
     syms: dict                    # ObjectFile -> list of its Symbols, by symbol index (locals included)
     discarded: frozenset          # InputSections of COMDAT groups that lost (an earlier group won)
     needed: tuple                 # SharedFiles that become DT_NEEDED, in command-line order
+    # --defsym NAME=SYM+OFF for SYM linker-defined (_end, _GLOBAL_OFFSET_TABLE_ ...), in command-line
+    # order: (NAME, SYM, OFF); layout gives NAME SYM's value plus OFF (NAME is linker-defined too)
+    linker_aliases: tuple = ()
+    # the .tbss sections resolve made for TLS common symbols nothing defines (gc and layout place them)
+    tls_commons: tuple = ()
 
 
 # Symbols the linker defines when something references them (GNU ld's PROVIDE); layout sets the values.
@@ -99,6 +104,7 @@ class _Resolver:
         self.syms = {}            # ObjectFile -> [Symbol] by symbol index
         self.pulled = {}          # Archive -> header offsets of the members already added
         self.commons = {}         # name -> Symbol, the symbols that are common right now
+        self.claimed = set()      # SharedFiles that satisfied a reference or a common as they were added
 
     def add_object(self, obj):
         self.objects.append(obj)
@@ -214,6 +220,11 @@ class _Resolver:
                 return
         elif s.is_common and bind == elf.STB_WEAK:
             return
+        if s.is_common and stype != elf.STT_NOTYPE and (s.type == elf.STT_TLS) != (stype == elf.STT_TLS):
+            # a common (TLS or not) that a definition of the other kind would replace: GNU ld's error
+            self.diag.error(f"{s.name}: {'TLS' if s.type == elf.STT_TLS else 'non-TLS'} reference in {s.file.name} "
+                            f"mismatches {'TLS' if stype == elf.STT_TLS else 'non-TLS'} definition in {obj.name}")
+            return
         if s.type != elf.STT_NOTYPE and stype != elf.STT_NOTYPE and not s.defined and \
                 (s.type == elf.STT_TLS) != (stype == elf.STT_TLS):
             self.diag.error(f"{s.name}: {'TLS' if stype == elf.STT_TLS else 'non-TLS'} definition in {obj.name} "
@@ -233,6 +244,16 @@ class _Resolver:
         self.commons.pop(s.name, None)
 
     def _define_common(self, s, obj, align, size, stype):
+        counts = s.dso is not None and (not s.dso.as_needed or s.dso in self.claimed)
+        if (s.file is not None or counts) and s.type != elf.STT_NOTYPE and \
+                (s.type == elf.STT_TLS) != (stype == elf.STT_TLS):
+            what = "common" if s.is_common else "definition"
+            where_ = s.file.name if s.file is not None else s.dso.name
+            self.diag.error(f"{s.name}: {'TLS' if stype == elf.STT_TLS else 'non-TLS'} common in {obj.name} "
+                            f"mismatches {'TLS' if s.type == elf.STT_TLS else 'non-TLS'} {what} in {where_}")
+            return
+        if counts and s.type not in (elf.STT_FUNC, elf.STT_GNU_IFUNC):
+            return  # a library's data definition seen first beats a common (GNU ld), weak or not
         if s.file is not None and not s.is_common:
             return  # a real definition beats a tentative one
         if s.is_common:
@@ -247,7 +268,8 @@ class _Resolver:
         self.commons[s.name] = s
         s.value = align             # st_value of a common symbol is its alignment
         s.size = size
-        s.type = elf.STT_OBJECT
+        # a .tls_common stays TLS: the references and the .tdata/.tbss definition it meets are TLS
+        s.type = elf.STT_TLS if stype == elf.STT_TLS else elf.STT_OBJECT
         s.bind = elf.STB_GLOBAL
         s.dso = None
         s.version = None
@@ -257,13 +279,32 @@ class _Resolver:
         self.dsos.append(so)
         symtab = self.symtab
         dso_defs = self.dso_defs
+        claimed = False
         for name in so.defs:
             if name not in dso_defs:
                 dso_defs[name] = so
                 s = symtab.get(name)
-                if s is not None and not s.defined:
+                if s is None:
+                    continue
+                if not s.defined:
+                    claimed = claimed or name in self.undef
                     self._bind_dso(s, so)
                     self.undef.pop(name, None)
+                elif s.is_common and _dso_def_beats_common(so.defs[name]):
+                    t = so.defs[name][2]
+                    if t != elf.STT_NOTYPE and (t == elf.STT_TLS) != (s.type == elf.STT_TLS):
+                        continue    # TLS against non-TLS: GNU ld keeps the common, silently
+                    # GNU ld (_bfd_elf_merge_symbol): a library's strong data definition beats a
+                    # common seen before it; the common's object only references it then
+                    claimed = True
+                    self.commons.pop(name, None)
+                    s.file = s.section = None
+                    s.is_common = False
+                    self._bind_dso(s, so)
+        if claimed:
+            # under --as-needed GNU ld keeps a library's symbols only when it is needed as it is
+            # loaded (it satisfies a reference or a common then): later commons do not beat those
+            self.claimed.add(so)
 
     def pull_from_archive(self, ar) -> bool:
         """Load members that define currently undefined symbols, to a fixed point."""
@@ -306,6 +347,13 @@ class _Resolver:
         return list(self.commons.values())
 
 
+def _dso_def_beats_common(d):
+    """d: a SharedFile.defs entry. A common symbol counts as a definition against a library's
+    function or weak symbol (GNU ld), so only a strong non-function definition beats it."""
+    value, size, stype, bind, ver, shndx = d
+    return bind != elf.STB_WEAK and stype not in (elf.STT_FUNC, elf.STT_GNU_IFUNC)
+
+
 def _defines_for_real(obj, name):
     for n, info, other, shndx, value, size in obj.raw_syms[obj.first_global:]:
         if n == name and shndx not in (elf.SHN_UNDEF, elf.SHN_COMMON) and info >> 4 != elf.STB_LOCAL:
@@ -342,26 +390,62 @@ def resolve(opts, inputs, diag) -> Resolution:
         dso_names.update(so.defs)
         dso_names.update(so.undefs)
     common = tuple(s for s in r.symtab.values() if s.is_common)
+    tls_commons = ()
+    if not opts.relocatable:     # -r keeps it a TLS common
+        tls_commons = tuple(_tls_common_section(s) for s in common if s.type == elf.STT_TLS)
+        common = tuple(s for s in common if not s.is_common or s.type != elf.STT_TLS)
     if opts.defsym and opts.relocatable:
         from linkwrap.ld.diag import Unsupported
         raise Unsupported("-r with --defsym")
-    _defsyms(opts, r, diag)
+    aliases = _defsyms(opts, r, diag)
+    if not opts.relocatable:     # -r leaves them to the final link, undefined
+        _reserve_linker_symbols(opts, r)
+    for name, target, off, expr in aliases:
+        if not r.symtab[target].linker_defined or target in _DEFINED_TOO_LATE or \
+                (target == "__GNU_EH_FRAME_HDR" and not opts.eh_frame_hdr):
+            diag.error(f"--defsym {name}={expr}: undefined symbol `{target}' referenced in expression")
     for name in opts.require_defined:
         if not r.symtab[name].defined:
             diag.error(f"required symbol `{name}' not defined")
-    if not opts.relocatable:     # -r leaves them to the final link, undefined
-        _reserve_linker_symbols(opts, r)
     needed = _decide_needed(r)
     return Resolution(r.symtab, tuple(r.objects), tuple(r.dsos), frozenset(dso_names), common,
-                      r.syms, frozenset(r.discarded), needed)
+                      r.syms, frozenset(r.discarded), needed, tuple(a[:3] for a in aliases), tls_commons)
+
+
+def _tls_common_section(s):
+    """A TLS common symbol that no object defines for real: a .tbss section of its own, as GNU ld's
+    *(.tcommon) puts it after the inputs' .tbss (commons go to .bss, which is no TLS). The section is
+    resolve's record, not the object's (index -1); gc keeps it when something references the symbol."""
+    from linkwrap.ld.objects import InputSection
+    sec = InputSection(s.file, -1, ".tbss", (0, elf.SHT_NOBITS, elf.SHF_ALLOC | elf.SHF_WRITE | elf.SHF_TLS,
+                                             0, 0, s.size, 0, 0, max(1, s.value), 0))
+    s.section = sec
+    s.value = 0
+    s.is_common = False
+    return sec
+
+
+# Linker-defined symbols GNU ld 2.40 gives their values only after --defsym expressions are
+# evaluated, so that `--defsym x=__ehdr_start` is its "undefined symbol ... referenced in expression".
+_DEFINED_TOO_LATE = ("__ehdr_start", "_TLS_MODULE_BASE_")
+# Assigned by GNU ld's default script without PROVIDE, after --defsym: `--defsym _end=X` changes nothing.
+_SCRIPT_ASSIGNED = ("__bss_start", "_edata", "_end")
+
+
+def _may_be_linker_defined(name):
+    return name in LINKER_SYMBOLS or name.startswith(("__start_", "__stop_"))
 
 
 def _defsyms(opts, r, diag):
     """--defsym NAME=EXPR for EXPR a number, a symbol, or a symbol plus or minus a number.
 
     The value is absolute (a number) or the other symbol's address plus the offset, which the
-    Symbol carries as a definition in the same section (layout needs nothing more)."""
+    Symbol carries as a definition in the same section (layout needs nothing more). A symbol the
+    linker defines (_end, _GLOBAL_OFFSET_TABLE_, __start_SEC ...; or an earlier such alias) has no
+    value before layout: NAME becomes linker-defined too, and -> the list of
+    (NAME, SYM, OFF, EXPR) whose SYM the caller checks once the linker's symbols are known."""
     import re
+    aliases = []
     for name, expr in opts.defsym:
         m = re.fullmatch(r"\s*(?:(0[xX][0-9a-fA-F]+|\d+)|([A-Za-z_.$][\w.$]*)\s*(?:([+-])\s*(0[xX][0-9a-fA-F]+|\d+))?)\s*",
                          expr)
@@ -372,10 +456,26 @@ def _defsyms(opts, r, diag):
         if s is None:
             s = r.symtab[name] = Symbol(name)
         r.undef.pop(name, None)
+        if name in _SCRIPT_ASSIGNED:
+            # GNU ld's default script assigns these after --defsym, unconditionally (no PROVIDE): its
+            # value wins, and so does the linker's here (the expression is still checked)
+            t = r.symtab.get(m.group(2)) if m.group(2) else None
+            if m.group(2) and not (t is not None and t.defined) and not _may_be_linker_defined(m.group(2)):
+                diag.error(f"--defsym {name}={expr}: undefined symbol `{m.group(2)}' referenced in expression")
+            continue
         if m.group(1):
             value, target = int(m.group(1), 0), None
         else:
             target = r.symtab.get(m.group(2))
+            if target is not None and target.linker_defined or \
+                    (target is None or not target.defined) and _may_be_linker_defined(m.group(2)):
+                # referenced here, the linker defines it (as GNU ld's PROVIDE does for a script's reference)
+                if target is None:
+                    target = r.symtab[m.group(2)] = Symbol(m.group(2))
+                off = int(m.group(4), 0) if m.group(4) else 0
+                aliases.append((name, target.name, -off if m.group(3) == "-" else off, expr))
+                _make_linker_defined(s)
+                continue
             if target is None or target.file is None or target.is_common or target.dso is not None:
                 # GNU ld would take a shared library's symbol or a common one too; not done here
                 if target is None or not target.defined:
@@ -395,6 +495,16 @@ def _defsyms(opts, r, diag):
         s.is_common = False
         s.dso = None
         s.version = None
+    return aliases
+
+
+def _make_linker_defined(s):
+    s.file = s.section = s.dso = s.version = None
+    s.value = s.size = 0
+    s.type = elf.STT_NOTYPE
+    s.bind = elf.STB_GLOBAL
+    s.is_abs = s.is_common = False
+    s.linker_defined = True
 
 
 def _is_c_ident(name):
@@ -422,8 +532,12 @@ def _reserve_linker_symbols(opts, r):
 
 
 def _decide_needed(r):
-    """--as-needed: a library is DT_NEEDED if a linked object references one of its symbols non-weakly."""
+    """--as-needed: a library is DT_NEEDED if a linked object references one of its symbols non-weakly,
+    or did as the library was loaded."""
     wanted = {s.dso for s in r.symtab.values() if s.dso is not None and s.strong_ref}
+    # GNU ld decides as a library is loaded: one that satisfied a reference then stays needed
+    # even if a later object's definition (or a common) takes the symbol over
+    wanted |= r.claimed
     needed = []
     for so in r.dsos:
         if not so.as_needed:

@@ -83,7 +83,7 @@ def scan(opts, mode, res, live, diag) -> Needs:
         if not relocs:
             continue
         syms = syms_of[sec.file]
-        writable = sec.flags & elf.SHF_WRITE
+        writable = classify.writable(sec)
         skip_next = False
         for off, info, add in relocs:
             if skip_next:
@@ -142,6 +142,11 @@ def scan(opts, mode, res, live, diag) -> Needs:
                 diag.error(f"{where(sec, off, syms)}: relocation {r.name} against `{s.name or sec.name}' can not "
                            f"be used when making {what}")
             elif act is ERR_TEXT:
+                if not opts.z_text:
+                    # GNU ld links it with a warning and DT_TEXTREL (an error only under -z text):
+                    # named, so that linkwrap falls back to it
+                    raise Unsupported(f"text relocations (DT_TEXTREL): relocation {r.name} against "
+                                      f"`{s.name or sec.name}' in read-only section `{sec.name}' ({sec.file.name})")
                 diag.error(f"{where(sec, off, syms)}: relocation {r.name} against `{s.name or sec.name}' "
                            f"in read-only section `{sec.name}' needs a text relocation")
             elif act is ERR_PREEMPT:
@@ -342,7 +347,7 @@ def _scan_arrays(np, mode, res, live, need, abs64_pre, allow_undefined):
         bad = rows & undef[sym]
         if bad.any():
             slow[t.seg[bad]] = True
-        writable = np.fromiter((s.flags & elf.SHF_WRITE for s in t.secs), dtype=np.int64, count=nsec)
+        writable = np.fromiter((classify.writable(s) for s in t.secs), dtype=np.int64, count=nsec)
         combo = (typc * 8 + cls[sym]) * 2 + writable[t.seg]
         for c in np.unique(combo[rows & ~slow[t.seg]]).tolist():
             if c not in filled:

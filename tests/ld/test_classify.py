@@ -187,3 +187,102 @@ def test_dtpoff_in_data_stays_an_offset_in_the_block(tmp_path, mode):
     a, b, c = map(int, out["gnu"].split())
     assert a == b == c >= 16       # tv's offset: after tv0 (and libc's TLS, statically linked)
     assert out["lw"] == out["gnu"]
+
+
+# --- a read-only input in a section the loader writes: no text relocation, differential ----------
+
+RO_CTOR = """\t.section %s,"a"
+\t.p2align 3
+\t.quad ctor_ro
+\t.text
+ctor_ro:
+\tlea msg(%%rip), %%rdi
+\tjmp puts@PLT
+\t.section .rodata
+msg: .asciz "ctor in a read-only section"
+\t.section .note.GNU-stack,"",@progbits
+"""
+CTOR_MAIN = ('#include <stdio.h>\n__attribute__((constructor)) static void c(void) { puts("ctor from C"); }\n'
+        'int main(void) { puts("main"); return 0; }\n')
+
+
+@pytest.mark.parametrize("mode", ["pie", "static-pie", "no-pie", "static"])
+@pytest.mark.parametrize("section", [".init_array", ".init_array.00100", ".fini_array", ".data.rel.ro.ptrs"])
+def test_a_read_only_init_array_is_written_by_the_loader(tmp_path, mode, section):
+    """`as` makes every .init_array writable, so objcopy makes it "a" only, as some tools emit it:
+    GNU ld merges it into the writable output .init_array (a RELATIVE in a PIE, no DT_TEXTREL);
+    linkwrap.ld did refuse it as needing a text relocation."""
+    shim = corpus.shim_dir(str(tmp_path))
+    (tmp_path / "ro.s").write_text(RO_CTOR % section)
+    (tmp_path / "main.c").write_text(CTOR_MAIN)
+    pic = ["-fPIE"] if "pie" in mode.split("-") else ["-fno-pic"]
+    subprocess.run(["as", "ro.s", "-o", "rw.o"], cwd=tmp_path, check=True)
+    subprocess.run(["objcopy", f"--set-section-flags={section}=alloc,load,readonly,data,contents", "rw.o", "ro.o"],
+                   cwd=tmp_path, check=True)
+    assert re.search(rf"\] {re.escape(section)}\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+A\s", readelf("-SW", tmp_path / "ro.o"))
+    subprocess.run(["gcc", "-O1", *pic, "-c", "main.c"], cwd=tmp_path, check=True)
+    seen = []
+    for tag, b in (("ref", []), ("lw", [f"-B{shim}"])):
+        done = subprocess.run(["gcc", *b, f"-{mode}", "main.o", "ro.o", "-o", tag], cwd=tmp_path,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert "read-only" not in done.stderr, done.stderr
+        run = subprocess.run([str(tmp_path / tag)], capture_output=True, text=True, timeout=30)
+        assert run.returncode == 0, run.stderr
+        seen.append((run.stdout, "TEXTREL" in readelf("-dW", tmp_path / tag)))
+    assert seen[1] == seen[0]
+    assert seen[0][1] is False
+
+
+WEAK_TABLE = """\t.section .rodata
+\t.globl table
+\t.p2align 3
+table: .quad weak_undef
+\t.quad weak_undef+16
+\t.weak weak_undef
+\t.section .note.GNU-stack,"",@progbits
+"""
+WEAK_MAIN = ('#include <stdio.h>\nextern void *const table[];\n'
+             'int main(void) { printf("%p %p\\n", table[0], table[1]); return 0; }\n')
+
+
+@pytest.mark.parametrize("ztext", [[], ["-Wl,-z,text"]])
+@pytest.mark.parametrize("mode", ["no-pie", "pie", "static", "static-pie"])
+def test_a_read_only_pointer_to_an_undefined_weak_is_resolved_at_link_time(tmp_path, mode, ztext):
+    """R_X86_64_64 in .rodata against an undefined weak symbol: GNU ld writes 0 (plus the addend)
+    at link time, -z text or not, no dynamic relocation; linkwrap.ld did refuse it as needing a
+    text relocation."""
+    shim = corpus.shim_dir(str(tmp_path))
+    (tmp_path / "t.s").write_text(WEAK_TABLE)
+    (tmp_path / "main.c").write_text(WEAK_MAIN)
+    pic = ["-fPIE"] if "pie" in mode.split("-") else ["-fno-pic"]
+    subprocess.run(["as", "t.s", "-o", "t.o"], cwd=tmp_path, check=True)
+    subprocess.run(["gcc", "-O1", *pic, "-c", "main.c"], cwd=tmp_path, check=True)
+    seen = []
+    for tag, b in (("ref", []), ("lw", [f"-B{shim}"])):
+        done = subprocess.run(["gcc", *b, f"-{mode}", "main.o", "t.o", *ztext, "-o", tag], cwd=tmp_path,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        run = subprocess.run([str(tmp_path / tag)], capture_output=True, text=True, timeout=30)
+        assert run.returncode == 0, run.stderr
+        relocs = readelf("-rW", tmp_path / tag)
+        seen.append((run.stdout, "weak_undef" in relocs, "TEXTREL" in readelf("-dW", tmp_path / tag)))
+    assert seen[0] == ("(nil) 0x10\n", False, False)
+    assert seen[1] == seen[0]
+
+
+def test_a_text_relocation_under_z_text_is_an_error_for_both(tmp_path):
+    """The same RELATIVE in .rodata with -z text: GNU ld refuses it ("read-only segment has dynamic
+    relocations"), and so does linkwrap.ld, as an error of the link, not as something to fall back
+    from (without -z text it is named as not supported: behaviours/text_relocation)."""
+    shim = corpus.shim_dir(str(tmp_path))
+    (tmp_path / "t.s").write_text("\t.section .rodata\n\t.globl table\n\t.p2align 3\ntable: .quad answer\n"
+                                  "\t.text\nanswer: ret\n\t.section .note.GNU-stack,\"\",@progbits\n")
+    (tmp_path / "main.c").write_text("extern void *const table[];\nint main(void) { return table[0] == 0; }\n")
+    subprocess.run(["as", "t.s", "-o", "t.o"], cwd=tmp_path, check=True)
+    subprocess.run(["gcc", "-O1", "-fPIE", "-c", "main.c"], cwd=tmp_path, check=True)
+    for b, says in (([], "read-only segment has dynamic relocations"), ([f"-B{shim}"], "needs a text relocation")):
+        done = subprocess.run(["gcc", *b, "-pie", "main.o", "t.o", "-Wl,-z,text", "-o", "out"], cwd=tmp_path,
+                              capture_output=True, text=True)
+        assert done.returncode == 1 and says in done.stderr, done.stderr
+        assert "not supported yet" not in done.stderr

@@ -74,3 +74,68 @@ def test_an_unreadable_script_is_one_line_naming_it(tmp_path):
         read([str(missing)])
     with pytest.raises(BadInput, match=r"bin\.map: version script is not text$"):
         read([str(binary)])
+
+
+# --- where the file is found, differential: GNU ld and linkwrap.ld through gcc, same exports ----
+
+LIB = "int api(int x) { return x + 1; }\nint hidden(int x) { return x * 2; }\n"
+PROG = r"""#include <dlfcn.h>
+#include <stdio.h>
+int api(int);
+int main(void) {
+    printf("%d %s\n", api(1), dlsym(RTLD_DEFAULT, "hidden") ? "hidden exported" : "hidden local");
+    return 0;
+}
+"""
+
+
+def _sh(argv, cwd):
+    import subprocess
+    done = subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True)
+    assert done.returncode == 0, f"{argv}: {done.stderr}"
+    return done.stdout
+
+
+@pytest.mark.parametrize("cwd, args", [
+    (".", ["-Wl,--version-script=sub/lib.map"]),           # relative to the current directory
+    ("sub", ["-Wl,--version-script,lib.map"]),             # ... which is where the link runs
+    (".", ["-Lother", "-Wl,--version-script=only.map"]),   # not there: under the -L given before it
+])
+def test_a_relative_script_is_found_where_gnu_ld_finds_it(tmp_path, cwd, args):
+    import re
+    from . import corpus
+    shim = corpus.shim_dir(str(tmp_path))
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "lib.c").write_text(LIB)
+    (tmp_path / "prog.c").write_text(PROG)
+    (tmp_path / "sub" / "lib.map").write_text("V1 { global: api; local: *; };\n")
+    (tmp_path / "other" / "only.map").write_text("V1 { global: api; local: *; };\n")
+    _sh(["gcc", "-O1", "-fPIC", "-c", "lib.c"], tmp_path)
+    _sh(["gcc", "-O1", "-c", "prog.c"], tmp_path)
+    seen = []
+    for tag, b in (("ref", []), ("lw", [f"-B{shim}"])):
+        lib = tmp_path / f"lib{tag}.so"
+        _sh(["gcc", *b, "-shared", tmp_path / "lib.o", *args, "-o", lib], tmp_path / cwd)
+        _sh(["gcc", "prog.o", lib, "-ldl", "-o", f"prog-{tag}"], tmp_path)
+        dyn = _sh(["readelf", "--dyn-syms", "-W", lib], tmp_path)
+        seen.append((_sh([tmp_path / f"prog-{tag}"], tmp_path),
+                     sorted(re.findall(r" (api@@V1|hidden\S*)$", dyn, re.M))))
+    assert seen[0] == ("2 hidden local\n", ["api@@V1"])
+    assert seen[1] == seen[0]
+
+
+def test_a_dynamic_list_under_a_l_directory(tmp_path):
+    """--dynamic-list is opened the same way: here from a -L directory, for an executable."""
+    from . import corpus
+    shim = corpus.shim_dir(str(tmp_path))
+    (tmp_path / "other").mkdir()
+    (tmp_path / "main.c").write_text(PROG.replace("int api(int);", "int api(int x) { return x + 1; }\n"
+                                                  "int hidden(int x) { return x * 2; }"))
+    (tmp_path / "other" / "dyn.list").write_text("{ hidden; };\n")
+    _sh(["gcc", "-O1", "-c", "main.c"], tmp_path)
+    out = []
+    for tag, b in (("ref", []), ("lw", [f"-B{shim}"])):
+        _sh(["gcc", *b, "main.o", "-Lother", "-Wl,--dynamic-list=dyn.list", "-ldl", "-o", tag], tmp_path)
+        out.append(_sh([tmp_path / tag], tmp_path))
+    assert out == ["2 hidden exported\n"] * 2

@@ -69,13 +69,13 @@ def run(argv) -> int:
 
 def arg_paths(opts):
     """The files the command line names, -l searched as parse searches them (no file is read)."""
-    from linkwrap.ld.options import find_library
+    from linkwrap.ld.libraries import find_library
     out = []
     for a in opts.inputs:
         if a.kind == "file":
             out.append(a.name)
         elif a.kind == "lib":
-            out.append(find_library(a.name, opts, a.static or opts.static) or f"-l{a.name}")
+            out.append(find_library(a.name, opts, a.static or opts.static, quiet=True) or f"-l{a.name}")
     return out
 
 

@@ -1,0 +1,2 @@
+__thread int tvar = 42;            /* .tdata: the definition the common meets, which wins */
+__thread int other;                /* .tbss */
