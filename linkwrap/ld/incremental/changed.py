@@ -135,8 +135,7 @@ def _liveness(opts, state, r, obj, syms, own, discarded):
             alive.add(sec)
             work.append(sec)
 
-    bounded = {n[8:] if n.startswith("__start_") else n[7:] for n in state["globals"]
-               if n.startswith(("__start_", "__stop_"))}
+    bounded = set(state["bounded"])
     for sec in kept:
         if sec not in cand:
             continue

@@ -7,6 +7,7 @@
   globals   name -> what a reference to it resolves to (address, PLT/GOT slots, class facts)
   sites     name -> the places in other inputs that refer to it (the reverse index), packed int64
             (file offset, P, type | writable << 32 | loaded << 33, addend)
+  bounded   the sections a __start_/__stop_ global bounds (the one question a relink asks of all names)
   layout    output sections, TLS block, .rela.dyn/.eh_frame_hdr/.symtab/build-id places
   output    the output's identity when the state was written
 """
@@ -90,6 +91,10 @@ def build(opts, inputs, res, live, lk, synth, chunks):
     caps = {(st.input_key(f.name), name): c[1] for (f, name), c in chunks.items()}
     return {"version": st.VERSION, "kind": "patchable", "kept": kept, "caps": caps, "fingerprint": st.fingerprint(opts),
             "inputs": records, "globals": glob, "sites": sites, "layout": layout,
+            # the sections a __start_/__stop_ symbol bounds (gc keeps them): the one question of
+            # all the globals a relink asks, asked here (a relink reads globals by name only)
+            "bounded": sorted({n[8:] if n.startswith("__start_") else n[7:] for n in glob
+                               if n.startswith(("__start_", "__stop_"))}),
             "gc": opts.gc_sections, "output": st.identity(opts.output)}
 
 
