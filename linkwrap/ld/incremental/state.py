@@ -268,7 +268,36 @@ def save(output, state) -> int:
     except OSError:
         pass          # another filesystem's output: no base, the output itself is the base
     os.replace(tmp, os.path.join(d, "state"))
+    # rename(2) of a link onto another link of the same inode (a relink that changed nothing: the
+    # base already is the output) does nothing and leaves the source; and a link killed between
+    # its link() and rename() leaves its name: either would keep an old output's blocks alive
+    _tidy(d)
     return len(MAGIC) + 8 + len(data) + at[0]
+
+
+def _tidy(d):
+    """Remove base.<pid>.tmp and state.<pid>.tmp names of this process or of processes gone."""
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return
+    for name in names:
+        parts = name.split(".")
+        if len(parts) != 3 or parts[0] not in ("base", "state") or parts[2] != "tmp" or not parts[1].isdigit():
+            continue
+        pid = int(parts[1])
+        if pid != os.getpid():
+            try:
+                os.kill(pid, 0)
+                continue               # a link of this output running now: its own name
+            except ProcessLookupError:
+                pass
+            except OSError:
+                continue
+        try:
+            os.unlink(os.path.join(d, name))
+        except OSError:
+            pass
 
 
 def drop(output):
