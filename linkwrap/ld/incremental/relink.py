@@ -57,7 +57,8 @@ def _relink(opts, state, arg_paths):
         if r["kind"] != "object":
             raise Fallback(f"{path}: a library or archive changed")
         todo.append((k, path, ident))
-    plans = [changed.examine(opts, state, k, path, ident) for k, path, ident in todo]
+    mapped = changed.hashed([path for _k, path, _i in todo])
+    plans = [changed.examine(opts, state, k, path, ident, mapped[path]) for k, path, ident in todo]
     work = [p for p in plans if p is not None]
     how = "unchanged"
     if work or src != opts.output:
