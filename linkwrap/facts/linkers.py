@@ -220,7 +220,7 @@ def _with_versions(found: dict, cache: dict) -> dict:
             ask.append(name)
     # A cold cache (a new machine, a linker upgraded) asks every linker at once: the first link of
     # a fresh install waits for the slowest `--version`, not for their sum.
-    texts = version_texts({name: found[name] for name in ask})
+    texts = version_texts({name: found[name] for name in ask}) if ask else {}  # warm: no subprocess import
     result = {}
     for name, stamp in stamps.items():
         key = f"{name}\0{found[name]}"
