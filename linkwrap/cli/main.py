@@ -64,6 +64,8 @@ ENVIRONMENT = (
                                 "result, not linked again as asked (for testing that linker)"),
     ("LINKWRAP_LD_INCREMENTAL", "1: linkwrap's own linker links incrementally (as `linkwrap ld --incremental`), "
                                 "where a -B shim cannot pass a flag"),
+    ("LINKWRAP_LD_OUTPUT", "set by linkwrap for its own linker: the output a link written in a private "
+                           "directory is for (its incremental state is kept beside it)"),
     ("LINKWRAP_INCREMENTAL_PAUSE", "for tests: `linkwrap ld --incremental` stops at that step (the crash tests' "
                                    "hook; the last good output must survive it)"),
     ("OTEL_EXPORTER_OTLP_ENDPOINT", "`linkwrap run` sends its build's spans there (OTLP/HTTP) at the end"),

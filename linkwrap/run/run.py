@@ -109,9 +109,15 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None, mean
             argv = command(request, decision, plan.link_path)
         if request.used_response_file:
             rsp, argv = _to_response_file(argv, plan.work_dir, os.path.basename(plan.final or ""))
+        env = linker_environment(environ)
+        if decision.linker is not None and decision.linker.name == "python" and plan.final \
+                and plan.link_path != plan.final:
+            # linkwrap's own linker keeps an incremental link's state beside the output it is
+            # for, not in this link's private directory (ld/incremental/state.py)
+            env["LINKWRAP_LD_OUTPUT"] = os.path.join(request.cwd, plan.final)
         with forward:
             try:
-                *result, spawner_kb = spawn(argv, linker_environment(environ), forward, alongside)
+                *result, spawner_kb = spawn(argv, env, forward, alongside)
             except OSError as e:
                 if e.errno not in _CANNOT_RUN:
                     raise  # not the driver's fault (EMFILE, E2BIG…): the pipeline links as asked

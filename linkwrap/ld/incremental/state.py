@@ -36,8 +36,20 @@ MAGIC = b"LWINC %d\n" % VERSION
 
 
 def state_dir(output):
-    d, name = os.path.split(os.path.abspath(output))
+    """<dir>/.<name>.lwinc beside the output. Through the wrapper the linker writes into a private
+    directory and the wrapper renames the result over the output (run/output.py); it names that
+    output in LINKWRAP_LD_OUTPUT (same file name), and the state is kept beside it, where the next
+    link finds it."""
+    d, name = os.path.split(os.path.abspath(home(output)))
     return os.path.join(d, f".{name}.lwinc")
+
+
+def home(output):
+    """The output this link is for: LINKWRAP_LD_OUTPUT when it names the same file, else output."""
+    final = os.environ.get("LINKWRAP_LD_OUTPUT")
+    if final and os.path.basename(final) == os.path.basename(output):
+        return final
+    return output
 
 
 def _safe_dir(path, create):
@@ -384,6 +396,8 @@ def fingerprint(opts) -> str:
         if f.name in ("inputs", "time_phases", "stats"):
             continue
         value = getattr(opts, f.name)
+        if f.name == "output":
+            value = os.path.abspath(home(value))    # not the wrapper's private directory, new each link
         if f.name == "lib_dirs":
             # rustc adds -L <its temporary directory>/raw-dylibs: a new name every build, and what is
             # found there is an input, compared input by input

@@ -54,3 +54,36 @@ def test_an_edit_of_one_function_in_a_cargo_build_is_patched(tmp_path):
     # link from scratch into the same layout, or the link would have failed)
     assert decisions[0].startswith("full"), decisions
     assert all(d.startswith("patched 1 input(s): ") and d.endswith(".rcgu.o") for d in decisions[1:]), decisions
+
+
+def test_through_the_wrapper_the_state_stays_beside_the_output_and_edits_are_patched(tmp_path, lw_home):
+    """linkwrap-cc as Cargo's linker, its own linker asked for and told to link incrementally: the
+    wrapper writes each link in a private directory and renames it over the output, so the state must
+    be kept beside the output it is for (LINKWRAP_LD_OUTPUT), not in that directory, which goes."""
+    from conftest import script
+    crate = cargokit.new_crate(tmp_path, "app")
+    with open(os.path.join(crate, "src", "other.rs"), "w") as f:
+        f.write(OTHER)
+    env = {**os.environ, cargokit.env_name(cargokit.host_triple()): script("linkwrap-cc"),
+           "CARGO_TARGET_DIR": str(tmp_path / "target"), "LINKWRAP_LINKER": "python",
+           "LINKWRAP_LD_INCREMENTAL": "1", "LINKWRAP_LD_NO_FALLBACK": "1"}
+    env.pop("RUSTFLAGS", None)
+    deps = tmp_path / "target" / "debug" / "deps"
+    decisions = []
+    for mult in (2, 5, 7):
+        with open(os.path.join(crate, "src", "main.rs"), "w") as f:
+            f.write(MAIN.replace("MULT", str(mult)))
+        done = subprocess.run(["cargo", "build", "--quiet"], cwd=crate, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        out = subprocess.run([str(tmp_path / "target" / "debug" / "app")], capture_output=True, text=True)
+        assert out.stdout == f"{4 * mult} other\n"
+        [last] = glob.glob(str(deps / ".app-*.lwinc" / "last"))
+        with open(last) as f:
+            decisions.append(f.read().strip())
+    assert decisions[0].startswith("full"), decisions
+    assert all(d.startswith("patched 1 input(s): ") and d.endswith(".rcgu.o") for d in decisions[1:]), decisions
+    # the linker really was linkwrap's own (its .comment), and nothing was left in the private directory
+    comment = subprocess.run(["readelf", "-p", ".comment", str(tmp_path / "target" / "debug" / "app")],
+                             capture_output=True, text=True).stdout
+    assert "linkwrap" in comment, comment
+    assert not (deps / ".linkwrap-tmp").exists()
