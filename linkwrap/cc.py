@@ -138,10 +138,11 @@ def _after_client() -> None:
     """
     import os
     why = os.environ.pop("LINKWRAP_SERVER_FALLBACK", None)
+    install = os.environ.pop("LINKWRAP_SERVER_INSTALL", None)  # the wheel's client (client.c's wheel_paths)
     if why in ("absent", "version"):
         try:
             from linkwrap.server.start import start_detached
-            start_detached()
+            start_detached(install)
         except Exception as e:  # the server is a saving, never a condition of the link
             from linkwrap import faults
             faults.note("starting the link server", e)

@@ -83,7 +83,13 @@ SCRIPTS = sysconfig.get_path("scripts")
 
 
 def script(name: str) -> str:
-    """A console script of this package, by its real path (not a pyenv shim, ~60 ms each)."""
+    """A console script of this package, by its real path (not a pyenv shim, ~60 ms each).
+
+    linkwrap-cc and linkwrap-launch are the wheel's native client (setup.py) when a compiler built it:
+    their Python entry points (<name>-python, what that client execs without a server) are what the
+    link path's tests mean; the client itself is tests/test_packaging.py's and tests/server/'s."""
+    if os.path.exists(os.path.join(SCRIPTS, f"{name}-python")):
+        name = f"{name}-python"
     path = os.path.join(SCRIPTS, name)
     assert os.access(path, os.X_OK), f"{name} is not installed in {SCRIPTS}: pip install -e '.[test]'"
     return path

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from conftest import path_without_linkwrap
+from conftest import path_without_linkwrap, stop_servers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -124,8 +124,8 @@ def test_messages_cite_the_installed_docs(venv, tmp_path):
 
 
 def test_with_the_wheels_bin_on_path_install_writes_the_bare_name(venv, tmp_path):
-    """The wheel's linkwrap-cc console script on PATH and a Cargo config tracked by git:
-    `linker = "linkwrap-cc"` links through it."""
+    """The wheel's linkwrap-cc (the native client) on PATH and a Cargo config tracked by git:
+    `linker = "linkwrap-cc"` links through it, with no advice to reach for another entry point."""
     import shutil
     project = tmp_path / "proj"
     (project / "src").mkdir(parents=True)
@@ -141,8 +141,139 @@ def test_with_the_wheels_bin_on_path_install_writes_the_bare_name(venv, tmp_path
     done = subprocess.run([str(venv / "bin" / "linkwrap"), "install"], cwd=project, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     assert 'linker = "linkwrap-cc"' in (project / ".cargo" / "config.toml").read_text()
-    assert "the native client skips it on this machine: export PATH=" in done.stdout
-    shutil.rmtree(home / "bin")  # nothing of this machine's is needed
-    built = subprocess.run(["cargo", "run", "-q"], cwd=project, capture_output=True, text=True, env=env)
-    assert built.returncode == 0 and built.stdout == "ok\n", built.stderr
-    assert (home / "links.spool").exists() or (home / "links.db").exists()  # the link went through linkwrap
+    assert "export PATH=" not in done.stdout and "Python script" not in done.stdout
+    shutil.rmtree(home / "bin", ignore_errors=True)  # nothing of this machine's is needed
+    try:
+        built = subprocess.run(["cargo", "run", "-q"], cwd=project, capture_output=True, text=True, env=env)
+        assert built.returncode == 0 and built.stdout == "ok\n", built.stderr
+        assert (home / "links.spool").exists() or (home / "links.db").exists()  # the link went through linkwrap
+        status = subprocess.run([str(venv / "bin" / "linkwrap"), "status"], cwd=project, capture_output=True,
+                                text=True, env=env)
+        assert status.returncode == 0, status.stdout
+        assert f"runs {venv / 'bin' / 'linkwrap-cc'}: the native client, the fast entry point" in status.stdout
+    finally:
+        stop_servers(home)
+
+
+# ---- the native client as each kind of install puts it on PATH (issue 34) ----
+
+def _is_elf(path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(4) == b"\x7fELF"
+
+
+def _serves(client, linkwrap, tmp_path, env):
+    """Two links through client: the first finds no server (its Python entry point links and starts
+    one), the second is the server's; -> the server's status line."""
+    import time
+    from linkrecords import c_object
+    home = tmp_path / "home"
+    env = {**env, "LINKWRAP_HOME": str(home)}
+    env.pop("LINKWRAP_SERVER", None)
+    obj = c_object(tmp_path, body="int main(void) { return 7; }\n")
+    try:
+        first = subprocess.run([str(client), str(obj), "-o", str(tmp_path / "one")], capture_output=True,
+                               text=True, env=env)
+        assert first.returncode == 0 and first.stderr == "", first.stderr
+        assert subprocess.run([str(tmp_path / "one")]).returncode == 7
+        deadline = time.monotonic() + 60  # readiness, not timing: the server starts in the background
+        while time.monotonic() < deadline:
+            up = subprocess.run([str(linkwrap), "server", "status"], capture_output=True, text=True, env=env)
+            if "install=" in up.stdout:
+                break
+            time.sleep(0.1)
+        second = subprocess.run([str(client), str(obj), "-o", str(tmp_path / "two")], capture_output=True,
+                                text=True, env=env)
+        assert second.returncode == 0 and second.stderr == "", second.stderr
+        assert subprocess.run([str(tmp_path / "two")]).returncode == 7
+        status = subprocess.run([str(linkwrap), "server", "status"], capture_output=True, text=True, env=env)
+        return status.stdout
+    finally:
+        stop_servers(home)
+
+
+def test_the_wheel_is_a_platform_wheel_whose_linkwrap_cc_is_the_native_client(dist, venv, tmp_path):
+    """Built with a compiler: py3-none-<platform>, and linkwrap-cc and linkwrap-launch are ELF programs
+    that hand links to the server their Python entry point started."""
+    from linkwrap.server import lifetime
+    assert dist[1].name.endswith(".whl") and "-py3-none-" in dist[1].name and not dist[1].name.endswith("-any.whl")
+    for name in ("linkwrap-cc", "linkwrap-launch"):
+        assert _is_elf(venv / "bin" / name), name
+        assert os.access(venv / "bin" / f"{name}-python", os.X_OK), name
+    status = _serves(venv / "bin" / "linkwrap-cc", venv / "bin" / "linkwrap", tmp_path, os.environ)
+    wheel = lifetime.wheel_install_id(str(venv / "bin" / "linkwrap-cc"))
+    assert f"install={wheel}" in status and "links=1" in status and "(this world)" in status, status
+
+
+def test_a_pipx_style_symlink_reaches_the_same_server(venv, tmp_path):
+    """pipx and `uv tool install` put a symlink to the venv's command on PATH: the client finds its
+    Python entry point and its install by its real path."""
+    from linkwrap.server import lifetime
+    exposed = tmp_path / "local-bin"
+    exposed.mkdir()
+    (exposed / "linkwrap-cc").symlink_to(venv / "bin" / "linkwrap-cc")
+    (exposed / "linkwrap").symlink_to(venv / "bin" / "linkwrap")
+    status = _serves(exposed / "linkwrap-cc", exposed / "linkwrap", tmp_path, os.environ)
+    assert f"install={lifetime.wheel_install_id(str(venv / 'bin' / 'linkwrap-cc'))}" in status and "links=1" in status
+
+
+def test_a_user_install_gives_the_native_client(dist, tmp_path):
+    """`pip install --user`: the commands land in the user base's bin, the client among them."""
+    base = tmp_path / "userbase"
+    env = {**os.environ, "PYTHONUSERBASE": str(base), "PIP_BREAK_SYSTEM_PACKAGES": "1"}
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--user", "--no-deps", "--no-index",
+                           str(dist[1])], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    client = base / "bin" / "linkwrap-cc"
+    assert _is_elf(client)
+    status = _serves(client, base / "bin" / "linkwrap", tmp_path, env)
+    assert "install=w" in status and "links=1" in status, status
+
+
+def test_an_editable_install_gives_the_native_client(tmp_path):
+    """`pip install -e`: setuptools builds the scripts into the editable wheel too."""
+    env_dir = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(env_dir)], check=True)
+    done = subprocess.run([str(env_dir / "bin" / "pip"), "install", "-q", "--no-deps", "--no-build-isolation",
+                           "--no-index", "-e", ROOT], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert _is_elf(env_dir / "bin" / "linkwrap-cc")
+    status = _serves(env_dir / "bin" / "linkwrap-cc", env_dir / "bin" / "linkwrap", tmp_path, os.environ)
+    assert "install=w" in status and "links=1" in status, status
+
+
+def test_without_a_compiler_the_python_stand_in_ships_and_status_says_so(tmp_path):
+    """CC=false: no native client; the wheel is pure, linkwrap-cc is the Python stand-in (it links),
+    and `linkwrap status` names it as such for a project whose config runs it."""
+    out = tmp_path / "dist"
+    env = {**os.environ, "CC": "false"}
+    built = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--wheel", "--outdir", str(out), ROOT],
+                           capture_output=True, text=True, env=env)
+    assert built.returncode == 0, built.stderr
+    wheel = next(out.glob("linkwrap-*.whl"))
+    assert wheel.name.endswith("-py3-none-any.whl")
+    env_dir = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(env_dir)], check=True)
+    done = subprocess.run([str(env_dir / "bin" / "pip"), "install", "-q", "--no-deps", "--no-index", str(wheel)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    client = env_dir / "bin" / "linkwrap-cc"
+    assert not _is_elf(client) and client.read_text().startswith(f"#!{env_dir / 'bin' / 'python'}")
+    from linkrecords import c_object
+    home = tmp_path / "home"
+    run_env = {**os.environ, "LINKWRAP_HOME": str(home), "PATH": f"{env_dir / 'bin'}{os.pathsep}{path_without_linkwrap()}"}
+    obj = c_object(tmp_path, body="int main(void) { return 5; }\n")
+    linked = subprocess.run([str(client), str(obj), "-o", str(tmp_path / "p")], capture_output=True, text=True,
+                            env=run_env)
+    assert linked.returncode == 0 and subprocess.run([str(tmp_path / "p")]).returncode == 5, linked.stderr
+    project = tmp_path / "proj"
+    (project / "src").mkdir(parents=True)
+    (project / "Cargo.toml").write_text('[package]\nname = "proj"\nversion = "0.1.0"\nedition = "2021"\n')
+    (project / "src" / "main.rs").write_text('fn main() {}\n')
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    assert subprocess.run([str(env_dir / "bin" / "linkwrap"), "install"], cwd=project, env=run_env,
+                          capture_output=True).returncode == 0
+    status = subprocess.run([str(env_dir / "bin" / "linkwrap"), "status"], cwd=project, capture_output=True,
+                            text=True, env=run_env)
+    assert status.returncode == 1  # a build would run the slow entry point
+    assert f"runs {client}: the Python stand-in linkwrap's wheel ships when no C compiler built" in status.stdout

@@ -21,14 +21,14 @@ def run(args) -> int:
     except PermissionError as e:
         from linkwrap.errors import LinkwrapError
         raise LinkwrapError(str(e)) from None
-    mine = lifetime.socket_name(lifetime.world_key())
+    mine = {lifetime.socket_name(lifetime.world_key(install)) for install in reachable_installs()}
     found, stale = 0, []
     try:
         for name in sorted(os.listdir(f"/proc/self/fd/{dfd}")):
             if not name.startswith("s-") or name.endswith(".lock"):
                 continue
             answer = ask(f"/proc/self/fd/{dfd}/{name}", args.action)
-            here = " (this world)" if name == mine else ""
+            here = " (this world)" if name in mine else ""
             if answer is None:
                 stale.append(name + here)
                 if args.action == "stop":
@@ -53,6 +53,21 @@ def run(args) -> int:
     elif not found:
         print("no link server running")
     return 0
+
+
+def reachable_installs() -> list:
+    """The installs a link from here reaches: this interpreter's (install's native client) and, when
+    the linkwrap-cc beside this linkwrap is the wheel's native client, that one's."""
+    from linkwrap.install import launcher, marker
+    from linkwrap.server import lifetime
+    installs = [lifetime.install_id()]
+    try:
+        client = marker.script_path("linkwrap-cc")
+    except Exception:  # no console script beside us: this interpreter's install alone
+        return installs
+    if launcher.wheel_script(client):
+        installs.append(lifetime.wheel_install_id(client))
+    return installs
 
 
 def readable(answer, now=None) -> str:

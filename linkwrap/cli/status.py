@@ -139,7 +139,17 @@ def runs(linker) -> dict:
     path = shutil.which(linker) if os.sep not in linker else linker
     if path is None or not os.path.exists(path):
         return {"path": path, "fast": None}
-    return {"path": path, "fast": cargo.is_native(path)}
+    fast = cargo.is_native(path)
+    return {"path": path, "fast": fast, "stand_in": not fast and _is_stand_in(path)}
+
+
+def _is_stand_in(path) -> bool:
+    """The wheel's Python stand-in for the native client (scripts/wheel/: built without a C compiler)."""
+    try:
+        with open(path, "rb") as f:
+            return b"Python stand-in for its native client" in f.read(4096)
+    except OSError:
+        return False
 
 
 def _runs_text(r) -> str:
@@ -147,6 +157,9 @@ def _runs_text(r) -> str:
         return ""
     if r["fast"]:
         return f" (runs {r['path']}: the native client, the fast entry point)"
+    if r.get("stand_in"):
+        return (f" (runs {r['path']}: the Python stand-in linkwrap's wheel ships when no C compiler built its "
+                f"native client, ~20 ms a link more; reinstall linkwrap where `cc` works)")
     return (f" (runs {r['path']}: a Python script, ~20 ms a link more than the native client; "
             f"`linkwrap install` says how to run that)")
 

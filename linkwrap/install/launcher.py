@@ -145,7 +145,7 @@ def _native_client(name: str, script: str, path: str) -> bool:
               f"#define LW_INSTALL {_c_string(install_id())}\n#define LW_TIMEOUT_S {CLIENT_TIMEOUT_S}\n"
               ).encode() + body
     saved = os.path.join(os.path.dirname(script), f"{name}.c")
-    if _read(saved) == source and _is_elf(path):
+    if _read(saved) == source and is_elf(path):
         return True
     import subprocess
     import tempfile
@@ -161,7 +161,7 @@ def _native_client(name: str, script: str, path: str) -> bool:
                                       env={k: v for k, v in os.environ.items() if not k.startswith("LINKWRAP_")})
             except (OSError, subprocess.SubprocessError):
                 return False
-            if done.returncode == 0 and _is_elf(out):
+            if done.returncode == 0 and is_elf(out):
                 break
         else:
             return False
@@ -170,7 +170,7 @@ def _native_client(name: str, script: str, path: str) -> bool:
     return True
 
 
-def _is_elf(path) -> bool:
+def is_elf(path) -> bool:
     try:
         with open(path, "rb") as f:
             return f.read(4) == b"\x7fELF"
@@ -197,14 +197,21 @@ def entry_point(name: str, console_script: bool = False, write: bool = True) -> 
     return marker.script_path(name) if console_script else fast_script(name, write)
 
 
+def wheel_script(path: str):
+    """The Python entry point beside the wheel's native client at path (client.c's wheel_paths():
+    <path>-python, pip's console script), or None when path is not the wheel's client."""
+    script = os.path.realpath(path) + "-python"
+    return script if is_elf(path) and os.path.isfile(script) else None
+
+
 def problem(path: str):
     """Why the entry point at `path` would not run linkwrap, or None when it would.
 
     Builds still link when it is broken (it links as asked), so `linkwrap status`
     is where this is said."""
     import ast
-    if _is_elf(path):  # the native client: what matters is the script it falls back to
-        script = os.path.join(os.path.dirname(path), "py", os.path.basename(path))
+    if is_elf(path):  # the native client: what matters is the script it falls back to
+        script = wheel_script(path) or os.path.join(os.path.dirname(path), "py", os.path.basename(path))
         return problem(script) if os.path.exists(script) else f"{script} is gone"
     try:
         with open(path, encoding="utf-8", errors="replace") as f:

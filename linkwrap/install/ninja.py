@@ -29,7 +29,8 @@ MARKER_RE = re.compile(r"^# linkwrap \(ID: ([0-9a-f]{16})\) prefixed link rules:
 RULE_RE = re.compile(r"^rule[ \t]+(?P<name>\S+)[ \t]*$")
 BINDING_RE = re.compile(r"^(?P<indent>[ \t]+)(?P<key>[\w.-]+)[ \t]*=[ \t]*")
 TOPVAR_RE = re.compile(r"^(?P<key>[\w.-]+)[ \t]*=[ \t]*(?P<value>.*)$")
-PREFIX_RE = re.compile(r"(?:'[^']*linkwrap-launch'|[^\s']*linkwrap-launch) ")
+# linkwrap-launch-python: the Python entry point beside the wheel's native client, named by hand.
+PREFIX_RE = re.compile(r"(?:'[^']*linkwrap-launch(?:-python)?'|[^\s']*linkwrap-launch(?:-python)?) ")
 
 # Text a generator writes into its ninja files -> what to do instead.
 GENERATED = (

@@ -22,7 +22,8 @@
  *
  * `linkwrap install` prepends LW_SCRIPT, LW_VERSION and LW_INSTALL and compiles it
  * with the system's cc (statically where the C library allows: no dynamic loader's
- * work per link).
+ * work per link). Built into the wheel (setup.py: LW_WHEEL), it is pip's linkwrap-cc
+ * command and knows no path at build time: see wheel_paths().
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -52,10 +53,23 @@ static char g_script[PATH_MAX + 256];
 static int g_script_errno;
 static char g_untrusted[PATH_MAX + 64];
 
+#ifdef LW_WHEEL
+/* The wheel's client: LW_SCRIPT and LW_INSTALL are found when it starts (wheel_paths()). */
+static char g_wheel_script[PATH_MAX + 16];
+static char g_wheel_install[24];
+#define LW_SCRIPT g_wheel_script
+#define LW_INSTALL g_wheel_install
+#endif
+
 static void fallback(const char *why) {
     if (g_sock >= 0)
         close(g_sock);
     setenv("LINKWRAP_SERVER_FALLBACK", why, 1);
+#ifdef LW_WHEEL
+    /* The server the script starts then listens where this client looks. */
+    if (g_wheel_install[0])
+        setenv("LINKWRAP_SERVER_INSTALL", g_wheel_install, 1);
+#endif
     char *name = g_argv[0];
     errno = g_script_errno;
     if (g_script[0]) {
@@ -206,9 +220,32 @@ static int trusted_dir(const char *dir, char real[PATH_MAX], char *why, size_t w
     }
 }
 
+#ifdef LW_WHEEL
+/* pip (or pipx, uv, an editable or --user install) put this file in a bin directory, with the console
+ * script <this file>-python beside it (pyproject.toml): that is LW_SCRIPT. The install is this
+ * directory, by its real path (a symlink to us, as pipx makes, names the same one): "w" and FNV-1a 64
+ * of it, as lifetime.py's wheel_install_id() computes it. */
+static void wheel_paths(void) {
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return; /* no /proc: no script, so the driver links (fallback) */
+    self[n] = 0;
+    snprintf(g_wheel_script, sizeof g_wheel_script, "%s-python", self);
+    char *slash = strrchr(self, '/');
+    size_t dir = slash && slash != self ? (size_t)(slash - self) : 1;
+    snprintf(g_wheel_install, sizeof g_wheel_install, "w%016llx",
+             (unsigned long long)fnv(14695981039346656037ULL, self, dir));
+}
+#endif
+
 /* LW_SCRIPT's directory checked: g_script set, or why not (see there). */
 static void check_script(void) {
     char dir[PATH_MAX], real[PATH_MAX];
+    if (!LW_SCRIPT[0]) {
+        g_script_errno = ENOENT;
+        return;
+    }
     const char *slash = strrchr(LW_SCRIPT, '/');
     snprintf(dir, sizeof dir, "%.*s", (int)(slash ? slash - LW_SCRIPT : 0), LW_SCRIPT);
     int fd = trusted_dir(dir[0] ? dir : "/", real, g_untrusted, sizeof g_untrusted);
@@ -363,6 +400,9 @@ int main(int argc, char **argv) {
     (void)argc;
     g_argv = argv;
     driver_if_not_a_link(argv);
+#ifdef LW_WHEEL
+    wheel_paths();
+#endif
     check_script();
     if (!g_script[0])
         fallback(g_untrusted[0] ? "untrusted" : "absent"); /* the driver: no server, no script */

@@ -43,8 +43,34 @@ def open_run_dir(environ=os.environ, create=False) -> int:
     return fd
 
 
+# The install a wheel's client named (client.c's wheel_paths(), handed on by the script it fell back to:
+# LINKWRAP_SERVER_INSTALL): this server listens where that client looks.
+_ADOPTED = []
+
+
+def adopt_install(value) -> None:
+    """Serve the install a wheel's client named (value: wheel_install_id()'s form, else ignored)."""
+    if value and len(value) == 17 and value[0] == "w" and all(c in "0123456789abcdef" for c in value[1:]):
+        _ADOPTED[:] = [value]
+
+
+def wheel_install_id(client: str) -> str:
+    """The install of the wheel's native client at path client: its directory's real path, hashed."""
+    where = os.path.dirname(os.path.realpath(client)).encode("utf-8", "surrogateescape")
+    return f"w{_fnv(where):016x}"
+
+
+def _fnv(data: bytes, h=14695981039346656037) -> int:
+    for b in data:
+        h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
 def install_id() -> str:
-    """The install this interpreter and package are (launcher.py names its bin directory so)."""
+    """The install this interpreter and package are (launcher.py names its bin directory so), or the
+    wheel client's that this server was started for (adopt_install)."""
+    if _ADOPTED:
+        return _ADOPTED[0]
     import binascii
     import linkwrap
     parent = os.path.dirname(os.path.dirname(os.path.abspath(linkwrap.__file__)))
@@ -67,10 +93,7 @@ def world_key(install=None) -> str:
         except OSError:
             inodes.append("0")
     parts.append(f"\n{chr(10).join(inodes)}\n{install or install_id()}".encode())
-    h = 14695981039346656037
-    for b in b"".join(parts):
-        h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
-    return f"{h:016x}"
+    return f"{_fnv(b''.join(parts)):016x}"
 
 
 def socket_name(key) -> str:

@@ -59,6 +59,7 @@ from linkwrap.server.world import fds_of, settle, take
 def main() -> None:
     """`python -m linkwrap.server.server`: serve this world until idle; quiet, detached."""
     from linkwrap import __version__
+    lifetime.adopt_install(os.environ.pop("LINKWRAP_SERVER_INSTALL", None))
     key = world_key()
     dfd = open_run_dir(create=True)
     name = socket_name(key)

@@ -8,8 +8,10 @@ _BOOT = ("import os; os.closerange(3, 1 << 16); import sys; sys.path.insert(0, {
          "from linkwrap.server.server import main; main()")
 
 
-def start_detached() -> int:
-    """Spawn `python -I -S` running server.main() in its own session, stdio on /dev/null. -> its pid."""
+def start_detached(install=None) -> int:
+    """Spawn `python -I -S` running server.main() in its own session, stdio on /dev/null. -> its pid.
+
+    install: the wheel client's install (lifetime.adopt_install) the server is to listen for."""
     import linkwrap
     parent = os.path.dirname(os.path.dirname(os.path.abspath(linkwrap.__file__)))
     null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
@@ -17,6 +19,8 @@ def start_detached() -> int:
         actions = [(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, null, 1), (os.POSIX_SPAWN_DUP2, null, 2)]
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LINKWRAP_SERVER", "MAKEFLAGS",
                                                                            "CARGO_MAKEFLAGS", "MFLAGS"))}
+        if install:
+            env["LINKWRAP_SERVER_INSTALL"] = install
         import _signal
         return os.posix_spawn(sys.executable, [sys.executable, "-I", "-S", "-c", _BOOT.format(parent=parent)],
                               env, file_actions=actions, setsid=True,

@@ -37,6 +37,16 @@ def env_for(home, on_path=True, **more):
     return {"LINKWRAP_HOME": str(home), "PATH": f"{SCRIPTS}{os.pathsep}{base}" if on_path else base, **more}
 
 
+def python_entry(tmp_path) -> str:
+    """A directory whose linkwrap-cc is a Python entry point (pip's console script of a linkwrap from
+    before the wheel's native client, or the wheel's stand-in built without a compiler): the slow name."""
+    d = tmp_path / "py-bin"
+    if not d.exists():
+        d.mkdir()
+        shutil.copy2(os.path.join(SCRIPTS, "linkwrap-cc-python"), d / "linkwrap-cc")
+    return str(d)
+
+
 def links_recorded(cwd, env):
     done = linkwrap("summary", "--json", "--all", cwd=cwd, env=env)
     assert done.returncode == 0, done.stderr
@@ -52,17 +62,22 @@ def test_a_committed_install_builds_through_linkwrap_in_a_fresh_clone(repo, tmp_
     assert f'note: wrote the bare name linker = "linkwrap-cc" (on PATH: {SCRIPTS}/linkwrap-cc)' in done.stdout
     assert (f"note: {config} is tracked by git: once it is committed, every teammate and CI runner needs "
             "linkwrap") in done.stdout
-    # pip's console script starts Python on every link: install says how to run the native client instead.
-    fast = json.loads(linkwrap("status", "--json", cwd=repo, env=mine).stdout)["scripts"]["linkwrap-cc"]
-    assert open(fast, "rb").read(4) == b"\x7fELF"
-    assert (f"note: {SCRIPTS}/linkwrap-cc is a Python script (its start costs ~20 ms a link); the native client "
-            f"skips it on this machine: export PATH={os.path.dirname(fast)}:$PATH") in done.stdout
-    # status says which entry point the build runs, and that it is not the fast one.
+    # The linkwrap-cc pip installed is the native client (setup.py): the bare name is the fast entry point.
+    assert "Python script" not in done.stdout and "export PATH=" not in done.stdout
     text = linkwrap("status", cwd=repo, env=mine).stdout
-    assert (f"linker = linkwrap-cc (runs {SCRIPTS}/linkwrap-cc: a Python script, ~20 ms a link more than the "
-            "native client") in text, text
+    assert f"linker = linkwrap-cc (runs {SCRIPTS}/linkwrap-cc: the native client, the fast entry point)" in text, text
+    # A Python entry point first on PATH instead: install says how to skip it, status that it is slow.
+    slow = {**mine, "PATH": f"{python_entry(tmp_path)}{os.pathsep}{mine['PATH']}"}
+    done = linkwrap("install", cwd=repo, env=slow)
+    fast = json.loads(linkwrap("status", "--json", cwd=repo, env=slow).stdout)["scripts"]["linkwrap-cc"]
+    assert open(fast, "rb").read(4) == b"\x7fELF"
+    assert (f"note: {python_entry(tmp_path)}/linkwrap-cc is a Python script (its start costs ~20 ms a link); the "
+            f"native client skips it on this machine: export PATH={os.path.dirname(fast)}:$PATH") in done.stdout
+    text = linkwrap("status", cwd=repo, env=slow).stdout
+    assert (f"linker = linkwrap-cc (runs {python_entry(tmp_path)}/linkwrap-cc: a Python script, ~20 ms a link more "
+            "than the native client") in text, text
     # With the native client first on PATH, the same committed file runs it.
-    faster = {**mine, "PATH": f"{os.path.dirname(fast)}{os.pathsep}{mine['PATH']}"}
+    faster = {**slow, "PATH": f"{os.path.dirname(fast)}{os.pathsep}{slow['PATH']}"}
     text = linkwrap("status", cwd=repo, env=faster).stdout
     assert f"linker = linkwrap-cc (runs {fast}: the native client, the fast entry point)" in text, text
     run([*GIT, "commit", "-qam", "link through linkwrap"], cwd=repo)
@@ -169,7 +184,7 @@ def test_a_new_config_git_will_commit_gets_the_bare_name_and_an_ignored_one_the_
         assert "do not commit" not in done.stderr and "teammate" not in done.stdout
         info = json.loads(linkwrap("status", "--json", cwd=repo, env=env).stdout)
         [place] = [p for p in info["places"] if p["kind"] == "cargo-project"]
-        assert place["runs"] == {fast: {"path": fast, "fast": True}}
+        assert place["runs"] == {fast: {"path": fast, "fast": True, "stand_in": False}}
         if ignore == ".gitignore":
             try:
                 run(["cargo", "build", "--quiet"], cwd=repo,
@@ -209,15 +224,19 @@ def test_status_exits_non_zero_when_a_build_would_not_run_linkwrap_or_run_the_sl
     again instead of only "already installed"."""
     home = tmp_path / "home"
     assert linkwrap("install", cwd=repo, env=env_for(home)).returncode == 0
-    fast = json.loads(linkwrap("status", "--json", cwd=repo, env=env_for(home)).stdout)["scripts"]["linkwrap-cc"]
-    # the bare name finds pip's Python console script first on PATH: the slow entry point
-    slow = linkwrap("status", cwd=repo, env=env_for(home))
+    # the bare name finds the native client (the wheel's linkwrap-cc): every build runs linkwrap fast
+    done = linkwrap("status", cwd=repo, env=env_for(home))
+    assert done.returncode == 0 and "status: exit" not in done.stdout, done.stdout
+    # a Python entry point first on PATH: the slow entry point
+    slow_env = {**env_for(home), "PATH": f"{python_entry(tmp_path)}{os.pathsep}{env_for(home)['PATH']}"}
+    slow = linkwrap("status", cwd=repo, env=slow_env)
     assert slow.returncode == 1 and "status: exit 1: a build would run the slow Python entry point" in slow.stdout
-    again = linkwrap("install", cwd=repo, env=env_for(home))
+    again = linkwrap("install", cwd=repo, env=slow_env)
+    fast = json.loads(linkwrap("status", "--json", cwd=repo, env=slow_env).stdout)["scripts"]["linkwrap-cc"]
     assert again.returncode == 0 and "already installed" in again.stdout
     assert f"export PATH={os.path.dirname(fast)}:$PATH" in again.stdout  # the advice, again
     # the native client first on PATH: every build runs linkwrap fast
-    faster = {**env_for(home), "PATH": f"{os.path.dirname(fast)}{os.pathsep}{env_for(home)['PATH']}"}
+    faster = {**slow_env, "PATH": f"{os.path.dirname(fast)}{os.pathsep}{slow_env['PATH']}"}
     done = linkwrap("status", cwd=repo, env=faster)
     assert done.returncode == 0 and "status: exit" not in done.stdout, done.stdout
     assert json.loads(linkwrap("status", "--json", cwd=repo, env=faster).stdout)["ok"] is True

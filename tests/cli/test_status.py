@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from conftest import path_without_linkwrap, script
+from conftest import SCRIPTS, path_without_linkwrap, script
 from install.buildtools import EXAMPLES, linkwrap, run
 from users import other_user  # noqa: F401
 
@@ -87,7 +87,7 @@ def test_every_kind_of_install_is_listed_then_gone(project, tmp_path):
 
 def test_a_linker_set_by_hand_is_shown_as_such(project):
     (project / ".cargo").mkdir()
-    (project / ".cargo" / "config.toml").write_text(f'[target.{HOST}]\nlinker = "{script("linkwrap-cc")}"\n')
+    (project / ".cargo" / "config.toml").write_text(f'[target.{HOST}]\nlinker = "{os.path.join(SCRIPTS, "linkwrap-cc")}"\n')
     text = lw("status", cwd=project).stdout
     assert f"installed for {HOST} (set by hand)" in text
 

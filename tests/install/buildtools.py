@@ -43,8 +43,9 @@ def execs(argv, cwd, env=None, tmp=None):
 
 
 def ran(calls, program_basename):
-    """The argv texts of every successful exec of a program with that basename."""
-    return [args for prog, args in calls if os.path.basename(prog) == program_basename]
+    """The argv texts of every successful exec of a program with that basename (or of its Python entry
+    point <name>-python, what conftest.script() gives for linkwrap-cc and linkwrap-launch)."""
+    return [args for prog, args in calls if os.path.basename(prog) in (program_basename, f"{program_basename}-python")]
 
 
 def comment(path) -> str:
