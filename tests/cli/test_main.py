@@ -89,6 +89,7 @@ def test_piped_output_fits_80_columns_and_json_numbers_are_rounded(tmp_path, lw_
 # Set by linkwrap for its own processes, never by a user: not in --help.
 INTERNAL = {"LINKWRAP_BUILD_ID": "linkwrap run's build, for its links", "LINKWRAP_BUILD_CWD": "the same",
             "LINKWRAP_SIGINT": "the entry script to linkwrap.cc", "LINKWRAP_SERVER_FALLBACK": "client.c to cc.py",
+            "LINKWRAP_SERVER_INSTALL": "the wheel's client.c to cc.py to the server it starts",
             "LINKWRAP_LD_RELOCS": "a switch of the linker's benchmarks (linkwrap/ld/relocate_bulk.py)",
             "LINKWRAP_LD_MERGE": "a switch of the linker's tests (linkwrap/ld/merge.py)",
             "LINKWRAP_TEST_LINKS_PER_CHILD": "the server tests' bound of links per child (server.py)"}
