@@ -10,7 +10,7 @@ then a clean `cargo build` of the example and a parallel ninja build of many sma
 with and without linkwrap; last, parsing a 1 MB and a 100 MB @response file (--response-files: that alone).
 
     python3 benchmarks/bench_overhead.py [--runs 21] [--linker mold] [--no-big] [--builds 5]
-                                         [--baseline DIR] [--old-100mb]
+                                         [--baseline DIR] [--client PATH] [--old-100mb]
     python3 benchmarks/bench_overhead.py --response-files [--runs 21] [--old-100mb]
 
 --baseline DIR adds another linkwrap tree's native client and server (DIR: a checkout, e.g.
@@ -391,6 +391,8 @@ def main():
     ap.add_argument("--modules", type=int, default=16)
     ap.add_argument("--funcs", type=int, default=34)
     ap.add_argument("--baseline", metavar="DIR", help="another linkwrap tree whose client and server run too")
+    ap.add_argument("--client", metavar="PATH", help="the native client to measure: e.g. `$(command -v linkwrap-cc)`, "
+                    "the wheel's, that a bare `linker = \"linkwrap-cc\"` runs (default: the one install compiles)")
     ap.add_argument("--response-files", action="store_true", help="only the 1 MB and 100 MB @file parse")
     ap.add_argument("--old-100mb", action="store_true", help="the replaced char-by-char parser on 100 MB too (~30 s)")
     opts = ap.parse_args()
@@ -405,10 +407,14 @@ def main():
         os.environ["LINKWRAP_HOME"] = home
         from linkwrap.install import launcher
         from linkwrap.server import start
-        client = launcher.fast_script("linkwrap-cc")
+        client = opts.client or launcher.fast_script("linkwrap-cc")
         script = launcher.script_path("linkwrap-cc")
-        assert open(client, "rb").read(4) == b"\x7fELF", "the native client did not compile"
-        server = start.start_detached()
+        if opts.client:
+            launcher.fast_script("linkwrap-cc")  # the script row's entry point
+        assert open(client, "rb").read(4) == b"\x7fELF", f"{client} is not a native client"
+        from linkwrap.server import lifetime
+        wheel = launcher.wheel_script(client)  # its server listens under its own install (client.c)
+        server = start.start_detached(lifetime.wheel_install_id(client) if wheel else None)
         baseline = other_tree(opts.baseline) if opts.baseline else None
         if baseline:
             print(f"baseline: {os.path.abspath(opts.baseline)} ({baseline[0]})")
