@@ -58,12 +58,13 @@ def run(args) -> int:
 def reachable_installs() -> list:
     """The installs a link from here reaches: this interpreter's (install's native client) and, when
     the linkwrap-cc beside this linkwrap is the wheel's native client, that one's."""
+    from linkwrap.errors import InstallError
     from linkwrap.install import launcher, marker
     from linkwrap.server import lifetime
     installs = [lifetime.install_id()]
     try:
         client = marker.script_path("linkwrap-cc")
-    except Exception:  # no console script beside us: this interpreter's install alone
+    except InstallError:  # no console script beside us: this interpreter's install alone
         return installs
     if launcher.wheel_script(client):
         installs.append(lifetime.wheel_install_id(client))
