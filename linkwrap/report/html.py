@@ -347,9 +347,20 @@ def by_linker(build) -> list:
 
 
 def legend(summary) -> str:
-    names = sorted({l["linker"] or "?" for b in summary["builds"] for l in b["links"]})
-    return ('<p class="legend">' + "".join(f'<span><i style="background:{colour(n)}"></i>{e(n)}</span>' for n in names)
-            + f'<span><i style="background:{FAILED}"></i>failed</span></p>')
+    """The linkers' colours, each with how many links it made: which linker did the linking is half
+    of the page's answer, and a colour key alone does not say it."""
+    counts = {}
+    for b in summary["builds"]:
+        for l in b["links"]:
+            if ran(l):
+                name = l["linker"] or "?"
+                counts[name] = counts.get(name, 0) + 1
+    names = sorted({l["linker"] or "?" for b in summary["builds"] for l in b["links"]},
+                   key=lambda n: (-counts.get(n, 0), n))
+    return ('<p class="legend">' + "".join(
+        f'<span data-linker="{e(n)}"><i style="background:{colour(n)}"></i>{e(n)}'
+        + (f' <span class="dim">{plural(counts[n], "link")}</span>' if counts.get(n) else "") + "</span>"
+        for n in names) + f'<span><i style="background:{FAILED}"></i>failed</span></p>')
 
 
 def saved_lead(summary) -> str:
@@ -366,6 +377,9 @@ def saved_lead(summary) -> str:
     return "".join(lines)
 
 
+PER_BUILD_BARS = 15  # the per-build chart's bars: the latest builds, ~270 px
+
+
 def body(summary, machine) -> list:
     """The sections for one machine's builds."""
     t = summary["totals"]
@@ -378,9 +392,13 @@ def body(summary, machine) -> list:
                       f"{name} {fmt_ms(ms)}" for ms, _, name in by_linker(b)))
                  for b in builds if any(ran(l) for l in b["links"])]
     errors = config_errors(l for b in builds for l in b["links"])
+    # The first screen is the answer: what was saved, what linking cost, which linker, each output's
+    # trend. The per-build chart shows the latest builds only (one bar a build made a page of 40
+    # builds a screen of bars); every build keeps its own row or section below, and the machine's
+    # context (kernels, filesystems, versions) is detail, after the charts.
+    shown = per_build[-PER_BUILD_BARS:]
     parts = [
         saved_lead(summary),
-        context(summary, machine),
         f'<p class="totals">{plural(len(builds), "build")}, {plural(t["links"], "link")}, '
         f'{e(fmt_ms(t["wall_ms"]))} linking in total, peak RSS {e(fmt_peak(t))}, '
         f'{t["failures"]} failed'
@@ -390,8 +408,12 @@ def body(summary, machine) -> list:
         f'<span class="own-time">{e(fmt_ms(sum(own)))}</span>'
         + (f", {e(fmt_ms(sum(own) / len(own)))} per link" if own else "") + "</p>",
         legend(summary),
-        "<h2>Link time per build</h2>", bar_chart(per_build, "per-build"),
         trends(summary),
+        "<h2>Link time per build</h2>"
+        + (f'<p class="dim">The latest {len(shown)} of {len(per_build)} builds; each build is in its own row or '
+           "section below.</p>" if len(shown) < len(per_build) else ""),
+        bar_chart(shown, "per-build"),
+        context(summary, machine),
     ]
     parts += [section(summary) for section in EXTRA_SECTIONS]
     lone = []  # consecutive builds of one plain link, shown as one table

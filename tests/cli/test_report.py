@@ -35,8 +35,10 @@ window.addEventListener('load', () => {
 </script>"""
 
 
-def chromium_dom(page, tmp_path):
+def chromium_dom(page, tmp_path, size=None):
+    """size: "W,H" of the window, a laptop's screen; Chromium's headless default is smaller."""
     done = subprocess.run([tool("chromium"), "--headless", "--no-sandbox", "--disable-gpu",
+                           *([f"--window-size={size}"] if size else []),
                            "--disable-background-networking", "--no-first-run",
                            f"--user-data-dir={tmp_path / 'chromium-profile'}", "--dump-dom", f"file://{page}"],
                           capture_output=True, text=True, timeout=120)
@@ -244,3 +246,44 @@ def test_the_first_screen_leads_with_the_time_against_the_callers_default(tmp_pa
     assert "(measured)" in said and "~" in said
     assert seen["history"][2] == text[3] and text[3].startswith("This project, 2 builds (2 links): ")
     assert height > 0 and top < seen["history"][0] < seen["context"][0] and seen["history"][0] < seen["screen"]
+
+
+MANY_BUILDS = """<script>
+window.addEventListener('load', () => {
+  const bottom = s => { const n = document.querySelector(s); return n ? n.getBoundingClientRect().bottom : null; };
+  const pre = document.createElement('pre');
+  pre.id = 'measured';
+  pre.textContent = JSON.stringify({
+    totals: bottom('.totals'), legend: bottom('.legend'), trend: bottom('tr.trend'),
+    context: document.querySelector('table.context').getBoundingClientRect().top,
+    linkers: Object.fromEntries([...document.querySelectorAll('.legend span[data-linker]')].map(
+      s => [s.dataset.linker, s.textContent])),
+    bars: [...document.querySelectorAll('svg.per-build rect.bar')].length,
+    sections: document.querySelectorAll('h2[id^="build-"], td[id^="build-"]').length,
+    screen: window.innerHeight});
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+def test_many_builds_keep_the_answer_on_the_first_screen(tmp_path, lw_home):
+    """18 builds (GNU ld as asked, then mold): the first screen, as Chromium lays it out, holds what
+    linking cost, which linker linked how many, and each output's trend; the per-build chart shows the
+    latest builds only, every build keeps its row below, and the machine's context comes after."""
+    import html as html_mod
+    import json
+    c_object(tmp_path, "m")
+    cc = script("linkwrap-cc")
+    for i in range(18):
+        lw("run", "--quiet", "--", cc, "m.o", "-o", "app", cwd=tmp_path,
+           env={"LINKWRAP_LINKER": "bfd" if i < 12 else "mold"})
+    page = lw("report", "--html", "-", cwd=tmp_path).stdout
+    (tmp_path / "many.html").write_text(page.replace("</body>", MANY_BUILDS + "</body>"))
+    dom = chromium_dom(tmp_path / "many.html", tmp_path, size="1280,800")
+    seen = json.loads(html_mod.unescape(re.search(r'<pre id="measured">([^<]*)</pre>', dom).group(1)))
+    assert 0 < seen["totals"] < seen["legend"] < seen["trend"] <= seen["screen"], seen
+    assert seen["linkers"]["bfd"].endswith("12 links") and seen["linkers"]["mold"].endswith("6 links"), seen
+    assert list(seen["linkers"]) == ["bfd", "mold"]  # the most links first
+    assert seen["bars"] == 15 and seen["sections"] == 18, seen
+    assert "The latest 15 of 18 builds" in page
+    assert seen["context"] > seen["trend"]
