@@ -45,7 +45,8 @@ def run(args) -> int:
     # A build directory configured from the preset keeps the launcher in its cache: take it out
     # too, or it would go on linking through linkwrap.
     if built and cmake.configured_from(built, folder):
-        carry_out(cmake.plan_cache_uninstall(built), args.dry_run, lambda: marker.forget("cmake-cache", built))
+        carry_out(cmake.plan_cache_uninstall(built, set_by=f"linkwrap's {cmake.PRESET_NAME!r} preset, which configured it"),
+                  args.dry_run, lambda: marker.forget("cmake-cache", built))
     elif built is None and change.changes_anything:
         say(["note: a build directory configured from the preset keeps linkwrap's launcher in its cache: "
              "`linkwrap uninstall --cmake BUILD_DIR` takes it out"])

@@ -147,7 +147,9 @@ def plan_cache_install(builddir: str, launcher: str, force: bool = False) -> Cac
     return CacheChange(builddir, cmake, args, said)
 
 
-def plan_cache_uninstall(builddir: str) -> CacheChange:
+def plan_cache_uninstall(builddir: str, set_by: str = "") -> CacheChange:
+    """set_by: who set an unmarked launcher, where the caller knows (the preset that configured the
+    directory); without it the message names the ways it can have been set."""
     cache = read_cache(builddir)
     cmake = cache.get("CMAKE_COMMAND", (None, None))[1] or shutil.which("cmake") or "cmake"
     state = _state(cache)
@@ -159,8 +161,9 @@ def plan_cache_uninstall(builddir: str) -> CacheChange:
             return CacheChange(builddir, cmake, [], [f"not installed in {builddir}"])
         return CacheChange(builddir, cmake, [f"-U{name}" for name in ours],
                            [f"removed linkwrap's launcher from the CMake build directory {builddir} "
-                            f"({', '.join(ours)}; set without `linkwrap install`: by `linkwrap run`, "
-                            "a preset or by hand)"])
+                            f"({', '.join(ours)}; "
+                            + (f"set by {set_by}); the directory and its build stay yours"
+                               if set_by else "set without `linkwrap install`: by `linkwrap run`, a preset or by hand)")])
     args = []
     for name, old in sorted(state.get("entries", {}).items()):
         if old is None:

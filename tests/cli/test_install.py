@@ -78,6 +78,43 @@ def test_existing_linker_refused_then_forced_then_restored(project):
     assert config.read_text() == original
 
 
+def test_every_uninstall_says_what_it_did_and_gives_the_file_back(project, tmp_path):
+    """Each way an uninstall can end, in one line of its own words: a line taken out of the user's
+    file, their linker put back, one target of two, nothing there to take out; the file's bytes as
+    they were before the install."""
+    config = project / ".cargo" / "config.toml"
+    config.parent.mkdir()
+    cleanup = "linkwrap: note: Cargo hashes the linker's path, so the next build rebuilds everything once"
+
+    def round_trip(before, *install, uninstall=()):
+        config.write_text(before)
+        assert lw("install", *install, cwd=project).returncode == 0
+        gone = lw("uninstall", *uninstall, cwd=project)
+        assert gone.returncode == 0 and gone.stderr == "", gone.stderr
+        return gone.stdout.splitlines()
+
+    mine = "[build]\njobs = 2\n"
+    assert round_trip(mine) == [f"linkwrap: removed the linker for {HOST} from {config}", cleanup]
+    assert config.read_text() == mine
+    clang = f'[target.{HOST}]\nlinker = "clang"\n'
+    assert round_trip(clang, "--force") == [f"linkwrap: restored the linker for {HOST} in {config}: 'clang'", cleanup]
+    assert config.read_text() == clang
+    other = "aarch64-unknown-linux-gnu"
+    config.write_text(mine)
+    assert lw("install", cwd=project).returncode == 0
+    assert round_trip(config.read_text(), "--target", other, uninstall=("--target", other)) == [
+        f"linkwrap: removed the linker for {other} from {config}", cleanup]
+    assert lw("uninstall", cwd=project).stdout.splitlines()[0] == f"linkwrap: removed the linker for {HOST} from {config}"
+    assert config.read_text() == mine
+    # Nothing of linkwrap's there: said, exit 0 (an uninstall in a script is done either way), untouched.
+    nothing = lw("uninstall", cwd=project)
+    assert nothing.returncode == 0 and nothing.stdout == f"linkwrap: not installed in {config}\n"
+    config.unlink()
+    nothing = lw("uninstall", cwd=project)
+    assert nothing.returncode == 0 and nothing.stdout == f"linkwrap: not installed in {config} (no such file)\n"
+    assert not config.exists()
+
+
 def test_malformed_config_is_one_line_and_untouched(project):
     config = project / ".cargo" / "config.toml"
     config.parent.mkdir()

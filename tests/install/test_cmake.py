@@ -180,6 +180,8 @@ def test_preset_uninstall_also_cleans_the_build_dir_configured_from_it(source, t
     assert cmake.configured_from(str(out), str(source))
     done = lw("uninstall", "--cmake", ".", cwd=source)
     assert f"removed linkwrap's launcher from the CMake build directory {out}" in done.stdout
+    # Said as what happened: the preset linkwrap wrote set it, and the build directory stays the user's.
+    assert f"set by linkwrap's 'linkwrap' preset, which configured it); the directory and its build stay yours" in done.stdout
     assert not [n for n in cmake.read_cache(out) if n.endswith("_LINKER_LAUNCHER")]
     _, calls = execs(["ninja", "-C", out], cwd=source, tmp=tmp_path)
     assert not ran(calls, "linkwrap-launch")
