@@ -56,10 +56,12 @@ def test_a_partial_install_links_as_asked(tmp_path, lw_home, hello_obj, broken):
 # --- ^C while an entry point starts -------------------------------------------------
 
 def written_launcher(name):
-    """The entry point `linkwrap install` writes (the native client) and the script it execs (sh, then python -IS)."""
+    """The entry point `linkwrap install` writes (the native client: the wheel's where it was built,
+    else the state dir's) and the state dir's script (sh, then python -IS), which a build runs where
+    no client compiled."""
     from linkwrap.install import launcher
-    native = launcher.entry_point(name)
-    return native, os.path.join(os.path.dirname(native), "py", name)
+    script = os.path.join(os.path.dirname(launcher.fast_script(name)), "py", name)
+    return launcher.entry_point(name), script
 
 
 def interrupted_starts(argv, cwd, env):

@@ -54,13 +54,21 @@ def test_console_scripts_run_from_the_wheel(venv, tmp_path):
     assert done.returncode == 0 and "install" in done.stdout and "summary" in done.stdout
 
 
-def test_install_from_the_wheel_uses_the_shipped_template(venv, tmp_path):
+def _project(tmp_path):
     project = tmp_path / "proj"
     (project / "src").mkdir(parents=True)
     (project / "Cargo.toml").write_text('[package]\nname = "proj"\nversion = "0.1.0"\nedition = "2021"\n')
     (project / "src" / "main.rs").write_text('fn main() { println!("ok"); }\n')
+    return project
+
+
+def test_install_from_the_wheel_uses_the_shipped_template(venv, tmp_path):
+    """The state directory's entry point (LINKWRAP_INSTALL_ENTRY=state: what an install whose command
+    is the stand-in gets) is compiled from the client.c and the template the wheel ships."""
+    project = _project(tmp_path)
     # No linkwrap-cc on PATH: install writes the absolute path of its fast entry point (install/launcher.py).
-    env = {**os.environ, "LINKWRAP_HOME": str(tmp_path / "home"), "PATH": path_without_linkwrap()}
+    env = {**os.environ, "LINKWRAP_HOME": str(tmp_path / "home"), "PATH": path_without_linkwrap(),
+           "LINKWRAP_INSTALL_ENTRY": "state"}
     done = subprocess.run([str(venv / "bin" / "linkwrap"), "install"], cwd=project, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     config = (project / ".cargo" / "config.toml").read_text()
@@ -71,6 +79,57 @@ def test_install_from_the_wheel_uses_the_shipped_template(venv, tmp_path):
     assert f"py={venv / 'bin' / 'python'}" in (entries[0].parent / "py" / "linkwrap-cc").read_text()
     built = subprocess.run(["cargo", "run", "-q"], cwd=project, capture_output=True, text=True, env=env)
     assert built.returncode == 0 and built.stdout == "ok\n", built.stderr
+
+
+def _links(linkwrap, project, env) -> int:
+    import json
+    done = subprocess.run([str(linkwrap), "summary", "--json", "--all"], cwd=project, capture_output=True,
+                          text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    return sum(len(b["links"]) for b in json.loads(done.stdout)["builds"])
+
+
+def test_the_written_path_survives_a_reinstall_and_a_venv_rebuilt_in_place(dist, tmp_path):
+    """Issue 34: the absolute path install writes is the wheel's own client in the environment's bin/,
+    not a directory named by a hash of this install: `pip install --force-reinstall` and `python -m
+    venv --clear` with linkwrap installed again keep it, and builds go on linking through linkwrap
+    with config.toml untouched. Nothing is written to the state directory's bin/."""
+    env_dir = tmp_path / "venv"
+    pip = [str(env_dir / "bin" / "pip"), "install", "-q", "--no-deps", "--no-index"]
+    # --system-site-packages: linkwrap's dependencies from this Python, as the index is not needed
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(env_dir)], check=True)
+    assert subprocess.run([*pip, str(dist[1])], capture_output=True).returncode == 0
+    project = _project(tmp_path)
+    home = tmp_path / "home"
+    env = {**os.environ, "LINKWRAP_HOME": str(home), "PATH": path_without_linkwrap()}
+    env.pop("LINKWRAP_INSTALL_ENTRY", None)
+    linkwrap = env_dir / "bin" / "linkwrap"
+    done = subprocess.run([str(linkwrap), "install"], cwd=project, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    client = env_dir / "bin" / "linkwrap-cc"
+    config = (project / ".cargo" / "config.toml").read_bytes()
+    assert f'linker = "{client}"'.encode() in config
+    assert "while linkwrap stays installed there (an upgrade or reinstall keeps the path)" in done.stdout
+    assert not (home / "bin").exists()
+    try:
+        for step, again in enumerate(([*pip, "--force-reinstall", str(dist[1])], None)):
+            (project / "src" / "main.rs").write_text(f'fn main() {{ println!("ok {step}"); }}\n')
+            built = subprocess.run(["cargo", "run", "-q"], cwd=project, capture_output=True, text=True, env=env)
+            assert built.returncode == 0 and built.stdout == f"ok {step}\n", built.stderr
+            assert _links(linkwrap, project, env) == step + 1
+            stop_servers(home)  # the reinstall replaces the code a warm server runs
+            if again:
+                assert subprocess.run(again, capture_output=True).returncode == 0
+        # The environment rebuilt in place, linkwrap installed again: the same path, still linkwrap's.
+        subprocess.run([sys.executable, "-m", "venv", "--clear", "--system-site-packages", str(env_dir)], check=True)
+        assert subprocess.run([*pip, str(dist[1])], capture_output=True).returncode == 0
+        (project / "src" / "main.rs").write_text('fn main() { println!("ok again"); }\n')
+        built = subprocess.run(["cargo", "run", "-q"], cwd=project, capture_output=True, text=True, env=env)
+        assert built.returncode == 0 and built.stdout == "ok again\n", built.stderr
+        assert _links(linkwrap, project, env) == 3
+        assert (project / ".cargo" / "config.toml").read_bytes() == config
+    finally:
+        stop_servers(home)
 
 
 def test_the_wheel_and_the_sdist_hold_the_license_and_the_metadata(dist):
@@ -277,3 +336,54 @@ def test_without_a_compiler_the_python_stand_in_ships_and_status_says_so(tmp_pat
                             text=True, env=run_env)
     assert status.returncode == 1  # a build would run the slow entry point
     assert f"runs {client}: the Python stand-in linkwrap's wheel ships when no C compiler built" in status.stdout
+
+
+def _another_python():
+    """A CPython >= 3.11 of another minor version than this one, found on PATH or under pyenv's
+    root, or None."""
+    import glob
+    import shutil
+    found = [shutil.which(f"python3.{m}") for m in range(11, 20)]
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    found += sorted(glob.glob(os.path.join(root, "versions", "*", "bin", "python3")))
+    for python in filter(None, found):
+        done = subprocess.run([python, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True,
+                              text=True)
+        if done.returncode != 0:
+            continue
+        version = tuple(int(x) for x in done.stdout.split())
+        if version >= (3, 11) and version != sys.version_info[:2]:
+            return python
+    return None
+
+
+def test_a_venv_rebuilt_with_another_python_keeps_linking_through_linkwrap(dist, tmp_path):
+    """The case that broke (issue 34): the environment rebuilt in place with another Python moves
+    site-packages (lib/python3.X/), so an entry point naming this install's location would link
+    without linkwrap. The wheel's client in the environment's bin/ is the same path after it, and
+    links through the linkwrap installed there again."""
+    other = _another_python()
+    if other is None:
+        pytest.skip("no CPython >= 3.11 of another minor version on this machine")
+    env_dir = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(env_dir)], check=True)
+    pip = [str(env_dir / "bin" / "pip"), "install", "-q"]
+    assert subprocess.run([*pip, "--no-deps", "--no-index", str(dist[1])], capture_output=True).returncode == 0
+    project = _project(tmp_path)
+    home = tmp_path / "home"
+    env = {**os.environ, "LINKWRAP_HOME": str(home), "PATH": path_without_linkwrap()}
+    env.pop("LINKWRAP_INSTALL_ENTRY", None)
+    linkwrap = env_dir / "bin" / "linkwrap"
+    assert subprocess.run([str(linkwrap), "install"], cwd=project, capture_output=True, env=env).returncode == 0
+    config = (project / ".cargo" / "config.toml").read_bytes()
+    assert f'linker = "{env_dir / "bin" / "linkwrap-cc"}"'.encode() in config
+    try:
+        subprocess.run([other, "-m", "venv", "--clear", str(env_dir)], check=True)
+        done = subprocess.run([*pip, str(dist[1])], capture_output=True, text=True)  # its dependencies too
+        assert done.returncode == 0, done.stderr
+        built = subprocess.run(["cargo", "run", "-q"], cwd=project, capture_output=True, text=True, env=env)
+        assert built.returncode == 0 and built.stdout == "ok\n", built.stderr
+        assert _links(linkwrap, project, env) == 1
+        assert (project / ".cargo" / "config.toml").read_bytes() == config
+    finally:
+        stop_servers(home)

@@ -280,7 +280,7 @@ def entry_dict(environ) -> dict:
         return {"point": "script", "why": "LINKWRAP_SERVER=off"}
     try:
         from linkwrap.install import launcher
-        path = launcher.fast_script("linkwrap-cc", write=False)
+        path = launcher.entry_point("linkwrap-cc", write=False)
         with open(path, "rb") as f:
             native = f.read(4) == b"\x7fELF"
     except OSError:

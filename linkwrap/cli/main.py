@@ -59,6 +59,8 @@ ENVIRONMENT = (
     ("LINKWRAP_LOG", "off: links in this environment are not recorded"),
     ("LINKWRAP_SERVER", "off: no warm link server; every link starts Python itself (slower, same result)"),
     ("LINKWRAP_DIRECT", "0: start every linker through the compiler driver, never directly"),
+    ("LINKWRAP_INSTALL_ENTRY", "state: `linkwrap install` writes the entry point it compiles under linkwrap's "
+                               "state directory, not the installed native client's path (the default)"),
     ("LINKWRAP_SAVE", "1: keep each link replayable for `linkwrap bench` (what `linkwrap run --save` sets)"),
     ("LINKWRAP_LD_NO_FALLBACK", "1: a failure of linkwrap's own linker (LINKWRAP_LINKER=python) is the link's "
                                 "result, not linked again as asked (for testing that linker)"),

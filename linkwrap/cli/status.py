@@ -77,7 +77,7 @@ def collect(path=None) -> dict:
     if targets:
         warnings = cargo_checks.fights(sorted(set(targets)), cargo_checks.configs_read(root or os.getcwd()))
     # The entry points `linkwrap install` writes from this interpreter (install/launcher.py).
-    scripts = {name: launcher.fast_script(name, write=False) for name in ("linkwrap-cc", "linkwrap-launch")}
+    scripts = {name: launcher.entry_point(name, write=False) for name in ("linkwrap-cc", "linkwrap-launch")}
     # What a bare `linker = "linkwrap-cc"` runs for a build started from here.
     on_path = {cargo.SCRIPT: cargo.on_path()}
     from linkwrap.cli.summary import forced_linker_lines   # LINKWRAP_LINKER naming a missing linker

@@ -151,8 +151,11 @@ def linker_to_write(absolute, environ=os.environ, shared=True, state="tracked", 
         return path, [f"note: a personal file ({because}): wrote the absolute path {path}, "
                       f"{'the native client' if is_native(path) else 'linkwrap'}'s entry point on this machine; "
                       f"in a file git will commit, `linkwrap install` writes the bare name {SCRIPT}"]
+    from linkwrap.install.launcher import in_state_dir
+    lasts = ("while linkwrap's state directory is kept" if in_state_dir(path)
+             else "while linkwrap stays installed there (an upgrade or reinstall keeps the path)")
     return path, [f"note: {SCRIPT} is not on PATH, so the absolute path {path} was written: it works on this "
-                  f"machine only, while linkwrap's state directory is kept; with linkwrap's bin directory on "
+                  f"machine only, {lasts}; with linkwrap's bin directory on "
                   f"PATH, `linkwrap install` writes the bare name (or `--bare` now)"]
 
 

@@ -193,8 +193,34 @@ def _write_script(name: str, path: str) -> str:
 
 
 def entry_point(name: str, console_script: bool = False, write: bool = True) -> str:
-    """What a build should run for `name`: the fast script, or pip's console script."""
-    return marker.script_path(name) if console_script else fast_script(name, write)
+    """What a build should run for `name`: the installed native client (the wheel's, a stable path a
+    reinstall rewrites in place), else the fast script compiled under the state dir, or pip's console
+    script. The state dir's bin/<hash>/ is named by the interpreter and the package's location, so a
+    venv rebuilt with another Python, or an editable install made a regular one, moves it (issue 34:
+    a pasted PATH line or written absolute path went stale); the wheel's client names its install by
+    its own directory, the environment's bin/, which none of those change."""
+    if console_script:
+        return marker.script_path(name)
+    if os.environ.get("LINKWRAP_INSTALL_ENTRY") != "state":
+        client = installed_client(name)
+        if client:
+            return client
+    return fast_script(name, write)
+
+
+def installed_client(name: str):
+    """The wheel's native client `name` beside the running linkwrap, when it is one that would run
+    linkwrap (its Python entry point there, nobody else able to change either), else None."""
+    path = marker.script_path(name)
+    if wheel_script(path) is None:
+        return None
+    return None if problem(path) else path
+
+
+def in_state_dir(path: str) -> bool:
+    """True when path is one linkwrap wrote under its state directory (it lasts while that is kept)."""
+    state = os.path.join(paths.state_dir(), "")
+    return os.path.abspath(path).startswith(state)
 
 
 def wheel_script(path: str):
@@ -225,6 +251,9 @@ def problem(path: str):
     chain = paths.trusted_chain_problem(os.path.dirname(path))
     if chain:  # the native client then links without it (client.c's trusted_dir)
         return f"{chain}: its owner could put their own program there"
+    python = _interpreter(text)
+    if python and not os.access(python, os.X_OK):  # pip's console script: its environment rebuilt or gone
+        return f"its Python {python} is gone"
     for line in text.splitlines():
         if line.startswith("py="):
             python = shlex.split(line[3:])[0] if line[3:].strip() else ""
@@ -238,6 +267,28 @@ def problem(path: str):
             if not os.path.isfile(os.path.join(parent, "linkwrap", "__init__.py")):
                 return f"linkwrap is no longer in {parent}"
     return None
+
+
+def _interpreter(text: str):
+    """The interpreter a pip console script names: its `#!` line, or, for a path too long for one,
+    the exec line (three quotes, exec, PYTHON "$0" "$@") pip writes under `#!/bin/sh`; None for
+    other scripts."""
+    lines = text.splitlines()
+    first = lines[0] if lines else ""
+    if not first.startswith("#!"):
+        return None
+    try:
+        parts = shlex.split(first[2:])
+        if parts and os.path.basename(parts[0]).startswith("python"):
+            return parts[0]
+        if parts == ["/bin/sh"] and len(lines) > 1 and lines[1].startswith(PIP_EXEC):
+            return shlex.split(lines[1][len(PIP_EXEC):])[0]
+    except (ValueError, IndexError):
+        pass
+    return None
+
+
+PIP_EXEC = "'''exec' "  # pip's second line under #!/bin/sh, before the interpreter
 
 
 def _private(path) -> bool:

@@ -51,6 +51,7 @@ static int g_sock = -1;
  * g_script_errno (missing), or g_untrusted (the directory another user could change, and how). */
 static char g_script[PATH_MAX + 256];
 static int g_script_errno;
+static int g_sigint_ignored; /* the caller started this client with SIGINT ignored */
 static char g_untrusted[PATH_MAX + 64];
 
 #ifdef LW_WHEEL
@@ -73,8 +74,20 @@ static void fallback(const char *why) {
     char *name = g_argv[0];
     errno = g_script_errno;
     if (g_script[0]) {
+        /* A ^C while Python starts would print "Fatal Python error: init_import_site" (Python
+         * installs its KeyboardInterrupt handler only over SIG_DFL): the script starts with SIGINT
+         * ignored and linkwrap.cc puts SIG_DFL back, as templates/launcher.py's shell part does;
+         * one the caller ignored (nohup) stays ignored. */
+        if (!g_sigint_ignored) {
+            signal(SIGINT, SIG_IGN);
+            setenv("LINKWRAP_SIGINT", "default", 1);
+        }
         g_argv[0] = g_script;
         execv(g_script, g_argv);
+        if (!g_sigint_ignored) {
+            signal(SIGINT, SIG_DFL);
+            unsetenv("LINKWRAP_SIGINT");
+        }
     }
     /* linkwrap is gone, or not to be trusted: link exactly as asked, and say why. */
     if (g_untrusted[0])
@@ -399,6 +412,8 @@ static void driver_if_not_a_link(char **argv) {
 int main(int argc, char **argv) {
     (void)argc;
     g_argv = argv;
+    struct sigaction start;
+    g_sigint_ignored = sigaction(SIGINT, NULL, &start) == 0 && start.sa_handler == SIG_IGN;
     driver_if_not_a_link(argv);
 #ifdef LW_WHEEL
     wheel_paths();

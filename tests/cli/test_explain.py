@@ -22,6 +22,11 @@ def explain(*argv, cwd, env=None):
     return json.loads(done.stdout)
 
 
+# The entry point as the state dir has it, none compiled in a fresh LINKWRAP_HOME: links go through
+# the script, which keeps mold's --no-fork (the installed native client, the default, takes the server).
+NO_CLIENT = {"LINKWRAP_INSTALL_ENTRY": "state"}
+
+
 def big_file(path, mib=16):
     """An output large enough for the probe to measure its page cache share; just written, so cached."""
     with open(path, "wb") as f:
@@ -30,7 +35,7 @@ def big_file(path, mib=16):
 
 
 def test_json_keys_are_the_stable_interface(tmp_path, lw_home):
-    data = explain("out", cwd=tmp_path)
+    data = explain("out", cwd=tmp_path, env=NO_CLIENT)
     assert {"probe", "decision"} <= set(data)
     p, d = data["probe"], data["decision"]
     assert {"fs", "fs_options", "kernel", "output", "cpus", "mem_available_mb"} <= set(p)
@@ -86,7 +91,7 @@ def test_wild_gets_mmap_on_btrfs_and_not_on_ext4(tmp_path, lw_home):
     found = {}
     for fstype in ("btrfs", "ext4"):
         with mounts.filesystem(tmp_path, fstype) as point:
-            found[fstype] = explain(os.path.join(point, "out"), cwd=tmp_path, env=env)
+            found[fstype] = explain(os.path.join(point, "out"), cwd=tmp_path, env={**env, **NO_CLIENT})
     btrfs, ext4 = found["btrfs"]["decision"], found["ext4"]["decision"]
     cpus = found["btrfs"]["probe"]["cpus"]
     assert (btrfs["linker"], btrfs["version"]) == ("wild", "0.10.0")
@@ -281,7 +286,7 @@ def test_an_unreadable_response_file_is_one_line(tmp_path, lw_home):
 
 
 def test_tables_for_people(tmp_path, lw_home):
-    done = linkwrap("explain", "out", cwd=tmp_path, env={"COLUMNS": "200"})
+    done = linkwrap("explain", "out", cwd=tmp_path, env={"COLUMNS": "200", **NO_CLIENT})
     assert done.returncode == 0, done.stderr
     text = done.stdout
     mold = machine_linkers()["mold"].label
@@ -363,7 +368,9 @@ def test_with_no_output_the_last_recorded_link_is_explained_beside_what_now_woul
     # "now" is decided for the same link: its output and its inputs, as recorded.
     assert data["request"]["output"] == str(tmp_path / "app") and data["request"]["inputs"] == ["m.o"]
     assert data["decision"]["linker"] == rec["linker"] and data["decision"]["write_mode"] == rec["write_mode"]
-    text = linkwrap("explain", "app", cwd=tmp_path, env={"COLUMNS": "100"}).stdout
+    # That first link found no server, so its script linked it (mold's --no-fork kept): compared with
+    # the script's decision, as the state dir's entry point (no client compiled) would take it now.
+    text = linkwrap("explain", "app", cwd=tmp_path, env={"COLUMNS": "100", **NO_CLIENT}).stdout
     assert "Recorded link (" in text and "now: the same decision" in text
     other = "bfd" if rec["linker"] != "bfd" else "mold"
     text = linkwrap("explain", "app", cwd=tmp_path, env={"COLUMNS": "100", "LINKWRAP_LINKER": other}).stdout
@@ -411,18 +418,23 @@ def test_says_whether_the_linker_is_started_directly(tmp_path, lw_home):
 def test_shows_the_decision_of_the_installed_entry_point(tmp_path, lw_home):
     """The server's child reaps mold's worker: no --no-fork there; the script (no native client, or
     LINKWRAP_SERVER=off) keeps it. The reasons say which."""
-    data = explain("out", cwd=tmp_path)
+    data = explain("out", cwd=tmp_path, env=NO_CLIENT)
     assert data["entry"] == {"point": "script", "why": "no native client installed (`linkwrap install` builds one)"}
     assert "--no-fork" in data["decision"]["flags"]
     assert any("cannot wait for its worker" in r for r in data["decision"]["reasons"])
     from linkwrap.install import launcher
     client = launcher.fast_script("linkwrap-cc")  # what `linkwrap install` writes (this LINKWRAP_HOME's)
     assert open(client, "rb").read(4) == b"\x7fELF"
-    data = explain("out", cwd=tmp_path)
+    data = explain("out", cwd=tmp_path, env=NO_CLIENT)
     assert data["entry"]["point"] == "server" and client in data["entry"]["why"]
     assert "--no-fork" not in data["decision"]["flags"]
     assert "mold forks: its worker is reaped after the answer (time and memory stay honest)" in \
         data["decision"]["reasons"]
+    # By default the entry point is the installed native client where the wheel's build made one.
+    installed = launcher.installed_client("linkwrap-cc")
+    if installed:
+        data = explain("out", cwd=tmp_path)
+        assert data["entry"] == {"point": "server", "why": f"the native client {installed} with the warm link server"}
     off = explain("out", cwd=tmp_path, env={"LINKWRAP_SERVER": "off"})
     assert off["entry"] == {"point": "script", "why": "LINKWRAP_SERVER=off"} and "--no-fork" in off["decision"]["flags"]
     text = linkwrap("explain", "out", cwd=tmp_path, env={"COLUMNS": "200"}).stdout

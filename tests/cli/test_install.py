@@ -16,9 +16,17 @@ def lw(*argv, cwd, env=None):
 
 
 def entry(name):
-    """The fast entry point `linkwrap install` writes under LINKWRAP_HOME/bin (install/launcher.py)."""
+    """The entry point `linkwrap install` writes (install/launcher.py): the installed native client,
+    else the fast entry point under LINKWRAP_HOME/bin (LINKWRAP_INSTALL_ENTRY=state asks for that)."""
     from linkwrap.install import launcher
-    return launcher.fast_script(name, write=False)
+    return launcher.entry_point(name, write=False)
+
+
+def lasts(name):
+    """What install's note says the written path lasts for."""
+    from linkwrap.install import launcher
+    return ("while linkwrap's state directory is kept" if launcher.in_state_dir(entry(name))
+            else "while linkwrap stays installed there (an upgrade or reinstall keeps the path)")
 
 
 @pytest.fixture
@@ -41,7 +49,7 @@ def test_install_twice_then_uninstall(project):
     assert done.stdout.splitlines() == [
         f"linkwrap: installed in {config} for {HOST}: linker = {entry('linkwrap-cc')}",
         f"linkwrap: note: linkwrap-cc is not on PATH, so the absolute path {entry('linkwrap-cc')} was written: "
-        "it works on this machine only, while linkwrap's state directory is kept; with linkwrap's bin "
+        f"it works on this machine only, {lasts('linkwrap-cc')}; with linkwrap's bin "
         "directory on PATH, `linkwrap install` writes the bare name (or `--bare` now)",
         "linkwrap: note: Cargo hashes the linker's path, so the next build rebuilds everything once"]
     assert done.stderr == ""
@@ -239,11 +247,12 @@ def test_a_linkwrap_home_in_another_users_directory_is_refused_and_nothing_writt
     assert os.listdir(home) == [] and not (project / ".cargo").exists()
 
 
-def test_an_install_whose_bin_was_handed_to_another_user_is_refused(project, lw_home, other_user):
+def test_an_install_whose_bin_was_handed_to_another_user_is_refused(project, lw_home, other_user, monkeypatch):
     """After a good install, bin/ becomes another user's (who could swap bin/<hash>): install again refuses,
     naming it, and writes nothing through it."""
     if os.geteuid() != 0:
         pytest.skip("plays another user: needs root to chown")
+    monkeypatch.setenv("LINKWRAP_INSTALL_ENTRY", "state")  # the entry point under the state dir's bin/
     assert lw("install", cwd=project).returncode == 0
     os.chown(lw_home / "bin", other_user[1], other_user[2])
     cc = entry("linkwrap-cc")

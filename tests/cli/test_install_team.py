@@ -107,7 +107,9 @@ def test_a_committed_install_builds_through_linkwrap_in_a_fresh_clone(repo, tmp_
 def test_without_linkwrap_on_path_status_says_what_fails_and_what_repairs_it(repo, tmp_path):
     config = os.path.join(repo, ".cargo", "config.toml")
     home = tmp_path / "home"
-    build_env = {"CARGO_TARGET_DIR": str(tmp_path / "target")}
+    # The absolute path is the state dir's entry point here, which removing the state dir breaks
+    # (the installed native client's path does not depend on it: tests/test_packaging.py).
+    build_env = {"CARGO_TARGET_DIR": str(tmp_path / "target"), "LINKWRAP_INSTALL_ENTRY": "state"}
     # Committed with the bare name; then someone without linkwrap-cc on PATH.
     assert linkwrap("install", cwd=repo, env=env_for(home)).returncode == 0
     off = env_for(home, on_path=False, **build_env)

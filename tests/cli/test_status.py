@@ -39,7 +39,7 @@ def status(cwd, env=None):
 def test_nothing_installed(project, tmp_path):
     info = status(project)
     from linkwrap.install import launcher
-    assert info["scripts"] == {n: launcher.fast_script(n, write=False) for n in ("linkwrap-cc", "linkwrap-launch")}
+    assert info["scripts"] == {n: launcher.entry_point(n, write=False) for n in ("linkwrap-cc", "linkwrap-launch")}
     kinds = {p["kind"]: p for p in info["places"]}
     assert set(kinds) == {"cargo-project", "cargo-global"}
     assert not any(p["installed"] for p in info["places"])
@@ -101,7 +101,8 @@ def test_malformed_config_is_reported_not_raised(project):
         in done.stdout
 
 
-def test_an_entry_point_whose_python_is_gone_is_reported(project, tmp_path):
+def test_an_entry_point_whose_python_is_gone_is_reported(project, tmp_path, monkeypatch):
+    monkeypatch.setenv("LINKWRAP_INSTALL_ENTRY", "state")  # the state dir's client and its script
     assert lw("install", cwd=project).returncode == 0
     info = status(project)
     [cargo_place] = [p for p in info["places"] if p["kind"] == "cargo-project"]
@@ -121,11 +122,12 @@ def test_an_entry_point_whose_python_is_gone_is_reported(project, tmp_path):
     assert done.stdout.splitlines()[-1] == "status: exit 1: a build would not run linkwrap"
 
 
-def test_an_install_whose_home_was_handed_to_another_user_is_named(project, lw_home, other_user):
+def test_an_install_whose_home_was_handed_to_another_user_is_named(project, lw_home, other_user, monkeypatch):
     """Issue 31: once linkwrap's home is another user's, status says so -- both as the state's problem
-    and as the reason the installed linker will not run linkwrap."""
+    and as the reason the installed linker (the state dir's client) will not run linkwrap."""
     if os.geteuid() != 0:
         pytest.skip("plays another user: needs root to chown")
+    monkeypatch.setenv("LINKWRAP_INSTALL_ENTRY", "state")
     assert lw("install", cwd=project).returncode == 0
     os.chown(lw_home, other_user[1], other_user[2])
     warnings = status(project)["warnings"]

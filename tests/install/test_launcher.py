@@ -113,3 +113,41 @@ def test_a_cc_that_cannot_link_statically_gives_a_dynamic_client(tmp_path, lw_ho
     done = subprocess.run([path, "h.o", "-o", "h"], cwd=tmp_path, capture_output=True, text=True)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
     assert subprocess.run([str(tmp_path / "h")], capture_output=True, text=True).stdout == "hi\n"
+
+
+def test_the_installed_native_client_is_the_entry_point_unless_the_state_dir_is_asked(lw_home, monkeypatch):
+    """Issue 34: the wheel's linkwrap-cc (an ELF client with its -python entry point beside it) is the
+    stable path install writes; LINKWRAP_INSTALL_ENTRY=state asks for the state dir's own."""
+    installed = os.path.join(SCRIPTS, "linkwrap-cc")
+    if launcher.wheel_script(installed):
+        assert launcher.entry_point("linkwrap-cc", write=False) == installed
+        assert not launcher.in_state_dir(installed)
+    else:  # the stand-in wheel (no compiler when it was built): the state dir's client is the fast one
+        assert launcher.entry_point("linkwrap-cc", write=False) == launcher.fast_script("linkwrap-cc", write=False)
+    monkeypatch.setenv("LINKWRAP_INSTALL_ENTRY", "state")
+    state = launcher.entry_point("linkwrap-cc", write=False)
+    assert state == launcher.fast_script("linkwrap-cc", write=False) and launcher.in_state_dir(state)
+
+
+def test_a_wheel_client_whose_python_is_gone_is_a_problem(tmp_path, lw_home):
+    """The wheel's client beside a console script whose interpreter went with its environment: said
+    as such, in both forms pip writes (a #! line; #!/bin/sh and an exec line for a long path)."""
+    import shutil
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(mode=0o755)
+    os.chmod(tmp_path, 0o755)
+    client = bin_dir / "linkwrap-cc"
+    launcher.fast_script("linkwrap-cc")  # any ELF file stands for the client here: the one install compiles
+    shutil.copy(launcher.fast_script("linkwrap-cc", write=False), client)
+    script_ = bin_dir / "linkwrap-cc-python"
+    live = open(os.path.join(SCRIPTS, "linkwrap-cc-python")).read().splitlines()[0]
+    gone = {"#!/gone/venv/bin/python3": "/gone/venv/bin/python3",
+            "#!/bin/sh\n'''exec' /gone/long/venv/bin/python3 \"$0\" \"$@\"\n' '''": "/gone/long/venv/bin/python3"}
+    for head in (live, *gone):
+        script_.write_text(head + "\nimport sys\n")
+        os.chmod(script_, 0o755)
+        said = launcher.problem(str(client))
+        if head == live:
+            assert said is None or "is gone" not in said, said
+        else:
+            assert said == f"its Python {gone[head]} is gone", said

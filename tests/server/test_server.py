@@ -635,7 +635,8 @@ def test_cargo_build_of_the_example_through_the_client_and_the_server(tmp_path, 
     from linkrecords import lw
     root = tmp_path / "ws"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("target", ".cargo"))
-    lw("install", "--absolute", cwd=root)  # PATH here finds pip's linkwrap-cc first
+    # PATH here finds pip's linkwrap-cc first; the server above is the state dir client's
+    lw("install", "--absolute", cwd=root, env={"LINKWRAP_INSTALL_ENTRY": "state"})
     linker = [line for line in (root / ".cargo" / "config.toml").read_text().splitlines() if "linker" in line]
     assert linker and launcher.fast_script("linkwrap-cc", write=False) in linker[0]
     target = tmp_path / "target"
