@@ -16,7 +16,7 @@ LINKWRAP_LD_INCREMENTAL=1, `[incremental] enabled = true`): the policy never tri
 since the first incremental link of an output is a full link by linkwrap's own linker, many times
 a fast linker's time, paid on the user's critical path. docs/policy.md 1.5 has the rules and why.
 """
-from linkwrap.choice.rules import FUSE_LD
+from linkwrap.choice.rules import FUSE_LD, joined_args
 
 # The kinds linkwrap's own linker patches: -shared and -r outputs it links in full every time
 # (ld/incremental/main.py), so an incremental link of those only adds the state's cost.
@@ -94,22 +94,37 @@ def release_or_lto(request):
     path show: rustc's `-C opt-level` never reaches the linker, and the absence of debug sections
     would mean reading every input on every link (what the budget of issue 36 item 6 forbids)."""
     args = getattr(request, "args", ()) or ()
-    flags = []
-    it = iter(args)
-    for a in it:
-        if a == "-flto" or a.startswith("-flto=") or a == "-fuse-linker-plugin":
-            return f"{a} on the command line"
-        if a == "-s":
-            return "-s (strip) on the command line"
-        if a.startswith("-Wl,"):
-            flags.extend(a[4:].split(","))
-        elif a == "-Xlinker":
-            flags.append(next(it, ""))
-    for f in flags:
-        if f in STRIP:
-            return f"-Wl,{f} (strip) on the command line"
-        if f.startswith("-plugin") or f.startswith("--plugin"):
-            return "a linker plugin (LTO) on the command line"
+    # A rustc link has thousands of arguments, nearly all of them paths: one str.find per option over
+    # the join policy.linker_options made (C speed) reaches the few options without a Python step
+    # per argument.
+    joined = joined_args(args)
+    lto = plugin = strip = None
+    i = joined.find("\0-")
+    while i >= 0:
+        end = joined.index("\0", i + 1)
+        a = joined[i + 1:end]
+        if a == "-flto" or a.startswith("-flto="):
+            lto = a                     # the last of -flto and -fno-lto counts, as gcc takes them
+        elif a == "-fno-lto":
+            lto = None
+        elif a == "-fuse-linker-plugin":
+            plugin = a
+        elif a == "-s":
+            strip = "-s (strip)"
+        elif a.startswith("-Wl,") or a == "-Xlinker":
+            if a == "-Xlinker":         # its value is the next argument
+                after = joined.find("\0", end + 1)
+                flags, end = (joined[end + 1:after],), (after if after > 0 else end)
+            else:
+                flags = a[4:].split(",")
+            for f in flags:
+                if f in STRIP:
+                    strip = strip or f"-Wl,{f} (strip)"
+                elif f.startswith("-plugin") or f.startswith("--plugin"):
+                    plugin = "a linker plugin (LTO)"
+        i = joined.find("\0-", end)
+    if lto or plugin or strip:
+        return f"{lto or plugin or strip} on the command line"
     out = getattr(request, "output", None)
     if out:
         parts = out.replace("\\", "/").split("/")[:-1]

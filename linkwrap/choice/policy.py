@@ -18,7 +18,7 @@ from linkwrap.facts.probe import SMALL_INPUT_BYTES
 from linkwrap.facts.linkers import FAST
 from linkwrap.evidence.prior import BY_MACHINE_ORDER, BY_MEASUREMENT
 from linkwrap.choice.write_mode import FRESH, IN_PLACE, size_text, write_mode
-from linkwrap.choice.rules import FUSE_LD, WILD_ARCHES, WILD_PLUGIN_SINCE, _at_least, _v
+from linkwrap.choice.rules import FUSE_LD, WILD_ARCHES, WILD_PLUGIN_SINCE, _at_least, _v, joined_args
 from linkwrap.choice.flags import _callers_flags, _flags, _names
 from linkwrap.choice import incremental as incremental_mod
 
@@ -476,7 +476,7 @@ def linker_options(request) -> frozenset:
     gives -z text."""
     # A rustc link has thousands of arguments and a few -Wl,: one join and str.find (C speed) reach
     # them without a Python step per argument. NUL cannot occur inside an argument.
-    joined = "\0" + "\0".join(request.args) + "\0"
+    joined = joined_args(request.args)
     if "\0-Xlinker\0" in joined:   # its value is the next argument: the rare case, the plain way
         from linkwrap.request.args import linker_flags
         flags = linker_flags(request.args)

@@ -153,6 +153,7 @@ def test_a_link_as_asked_says_nothing_of_it():
     (parsed("-flto"), "-flto on the command line"),
     (parsed("-flto=auto"), "-flto=auto on the command line"),
     (parsed("-fuse-linker-plugin"), "-fuse-linker-plugin on the command line"),
+    (parsed("-fno-lto", "-flto"), "-flto on the command line"),                        # the last one counts
     (parsed("-Wl,-plugin,/usr/lib/LLVMgold.so"), "a linker plugin (LTO) on the command line"),
     (parsed("-s"), "-s (strip) on the command line"),
     (parsed("-Wl,--strip-debug"), "-Wl,--strip-debug (strip) on the command line"),     # rustc, strip = "debuginfo"
@@ -175,7 +176,8 @@ def test_a_release_or_lto_build_is_never_incremental_whatever_asks(req, words):
                                  "/w/target/release/build/foo-0123/build-script-build-x/app", "app"])
 def test_only_a_release_directory_that_holds_the_output_says_release(out):
     assert incremental.release_or_lto(parsed(out=out)) is None
-    assert incremental.release_or_lto(parsed("-fno-lto", "-Wl,--gc-sections", out=out)) is None
+    assert incremental.release_or_lto(parsed("-flto", "-fno-lto", "-Wl,--gc-sections,-O1", out=out)) is None
+    assert incremental.release_or_lto(parsed("-Xlinker", "-Map", "-Xlinker", "x.map", out=out)) is None
 
 
 @pytest.mark.parametrize("req, installed, failed, words", [
