@@ -120,7 +120,16 @@ def explain(request, environ) -> dict:
         request = request._replace(output=linked_as)
         gone = OutputFacts(exists=False, **dict.fromkeys(f for f in OutputFacts._fields if f != "exists"))
         facts = facts._replace(output=gone)
-        decision = policy.decide(request, facts, found, settings, reaps=reaps, prior=choice.prior)
+        if choice.learned is not None:
+            # What that output's own relinks taught (the linker, an incremental relink), not this name's
+            try:
+                from linkwrap.evidence import learn
+                taught = learn.evidence(request)
+            except Exception:   # evidence is a hint, as on the link path (choose.py)
+                taught = None
+            choice = choice._replace(learned=taught, failed=taught.failed if taught is not None else choice.failed)
+        decision = policy.decide(request, facts, found, settings, learned=choice.learned, failed=choice.failed,
+                                 reaps=reaps, prior=choice.prior)
         note = (f"Cargo links this binary as {linked_as} and deletes that file first: at link time there is "
                 "no output (shown below); this name is a hard link Cargo makes after the link")
     return {

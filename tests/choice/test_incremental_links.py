@@ -126,37 +126,60 @@ def test_explain_follows_the_measurement_and_the_link_does_what_it_said(tmp_path
     assert ((after.st_ino, after.st_mtime_ns) != (before.st_ino, before.st_mtime_ns)) == d["incremental"]
 
 
-def test_records_that_show_it_faster_choose_it_and_slower_ones_take_it_back(tmp_path, lw_home):
-    """The evidence file of this output, as its relinks would have left it, edited to say what this
-    machine's tiny links cannot (an incremental relink faster than wild's): the real link follows it."""
+def evidence(root, out, full_ms, inc_ms):
+    """Rewrite the evidence file of root's out as its relinks would have left it, saying what this
+    machine's tiny links cannot (an incremental relink faster than wild's, or slower); -> its path."""
     import marshal
     from linkwrap.evidence import learn
     from linkwrap.request import args
+    request = args.parse(["main.o", "lib.o", "-o", out], driver="cc", environ={}, cwd=root)
+    path = learn._path(request)
+    data = learn._read(path, request)
+    data["samples"] = {"wild": [full_ms] * learn.NEED, "mold": [full_ms * 2] * learn.NEED}
+    data["incremental"] = [inc_ms] * learn.NEED
+    with open(path, "wb") as f:
+        marshal.dump(data, f)
+    return path
+
+
+def test_records_that_show_it_faster_choose_it_and_slower_ones_take_it_back(tmp_path, lw_home):
+    """The real link follows this output's evidence, in both directions, and LINKWRAP_INCREMENTAL=0
+    wins over it."""
+    import marshal
+    from linkwrap.evidence import learn
     root = project(str(tmp_path / "p"))
     link(root, "app", {})
-    request = args.parse(["main.o", "lib.o", "-o", "app"], driver="cc", environ={}, cwd=root)
-    path = learn._path(request)
-
-    def evidence(full_ms, inc_ms):
-        data = learn._read(path, request)
-        data["samples"] = {"wild": [full_ms] * learn.NEED, "mold": [full_ms * 2] * learn.NEED}
-        data["incremental"] = [inc_ms] * learn.NEED
-        with open(path, "wb") as f:
-            marshal.dump(data, f)
-
-    evidence(400.0, 100.0)
+    path = evidence(root, "app", 400.0, 100.0)
     d = explain(root, "app", {})
     assert d["incremental"] and any("measured faster than the best full linker" in r for r in d["reasons"]), d
     link(root, "app", {})
     assert db_rows(lw_home)[-1]["linker"].split()[0] == "python"
     assert state(root, "app") == "full: no incremental state beside the output"
     # the link's own time joined the evidence: 4 samples now, the newest last
-    assert len(learn._read(path, request)["incremental"]) == learn.NEED + 1
-    evidence(100.0, 400.0)         # the incremental relinks turned slower: back to the full linker
+    with open(path, "rb") as f:
+        assert len(marshal.load(f)["incremental"]) == learn.NEED + 1
+    evidence(root, "app", 100.0, 400.0)         # the incremental relinks turned slower: back to the full linker
     link(root, "app", {})
     assert db_rows(lw_home)[-1]["linker"].split()[0] != "python"
     # and LINKWRAP_INCREMENTAL=0 wins over a measurement that chooses it
-    evidence(400.0, 100.0)
+    evidence(root, "app", 400.0, 100.0)
     assert not explain(root, "app", {"LINKWRAP_INCREMENTAL": "0"})["incremental"]
     link(root, "app", {"LINKWRAP_INCREMENTAL": "0"})
     assert db_rows(lw_home)[-1]["linker"].split()[0] != "python"
+
+
+def test_explain_of_cargos_uplifted_binary_follows_the_evidence_of_the_output_rustc_links(tmp_path, lw_home):
+    """`linkwrap explain target/debug/app` decides for deps/app-<hash>, the output rustc links (and
+    Cargo hard-links to target/debug/app): its relinks' evidence, not the uplifted name's."""
+    root = project(str(tmp_path / "p"))
+    os.makedirs(os.path.join(root, "target", "debug", "deps"))
+    deps = "target/debug/deps/app-0123456789abcdef"
+    link(root, deps, {})
+    os.link(os.path.join(root, deps), os.path.join(root, "target", "debug", "app"))
+    evidence(root, deps, 400.0, 100.0)
+    done = linkwrap("explain", "--json", "target/debug/app", cwd=root, env={"LINKWRAP_SAVE": "0"})
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["note"] and report["request"]["output"].endswith(deps), report["note"]
+    d = report["decision"]
+    assert d["incremental"] and any("measured faster than the best full linker" in r for r in d["reasons"]), d
