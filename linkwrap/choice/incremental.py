@@ -36,7 +36,11 @@ CARGO_SUBDIRS = frozenset(("deps", "examples"))
 
 def choose(request, linkers, config, learned=None, failed=frozenset(), full=None):
     """(incremental?, reason or None) for this link; full: the LinkerInfo the rest of the policy
-    chose (None: the link runs as asked, and nothing is said here)."""
+    chose (None: the link runs as asked, and nothing is said here).
+
+    The cheap rules first; the command line is scanned (_scan) only where the link could otherwise
+    be incremental: asked for, or measured. A link with too few samples is said to be unmeasured,
+    whatever its flags would say."""
     from linkwrap.evidence.learn import NEED
     if full is None:
         return False, None
@@ -47,19 +51,18 @@ def choose(request, linkers, config, learned=None, failed=frozenset(), full=None
     if getattr(request, "kind", None) not in KINDS:
         return False, (f"no incremental relinking for a {request.kind} output: linkwrap's own linker "
                        "relinks those in full every time")
-    why = release_or_lto(request)
-    if why:
-        return False, f"no incremental relinking for a release or LTO build: {why}"
+    release = release_dir(getattr(request, "output", None))
+    if release:
+        return False, f"no incremental relinking for a release or LTO build: {release}"
     own = linkers.get("python")
     if own is None:
         return False, "no incremental relinking: linkwrap's own linker (linkwrap-ld) is not installed"
     if "python" in failed:
         return False, ("no incremental relinking: linkwrap's own linker failed on this output before, "
                        "where the link as asked passed")
-    args = getattr(request, "args", ()) or ()
     target = getattr(request, "target", None)
-    if "-m32" in args or "-mx32" in args or (target and not target.startswith("x86_64")):
-        return False, "no incremental relinking: linkwrap's own linker links x86-64 programs only"
+    if target and not target.startswith("x86_64"):
+        return False, X86_64_ONLY
     forced = getattr(config, "forced", None)
     if forced and forced != "python" and forced in linkers:
         return False, f"no incremental relinking: LINKWRAP_LINKER={forced} names the linker"
@@ -68,14 +71,20 @@ def choose(request, linkers, config, learned=None, failed=frozenset(), full=None
         return False, f"no incremental relinking: the command line asks for -fuse-ld={request.fuse_ld}"
     inc = getattr(learned, "incremental", None) if learned is not None else None
     timed = f"{inc[1]:.0f} ms median of {inc[0]} timed" if inc else "none timed yet"
+    if setting is None:
+        if learned is None:
+            return False, ("incremental relinking is chosen only by this output's relinks, not learnt here "
+                           "(LINKWRAP_LINKER, a configured prefer or [choice] learn = false)")
+        if inc is None or inc[0] < NEED:
+            return False, (f"incremental relinking not measured on this output: {inc[0] if inc else 0} of "
+                           f"{NEED} incremental relinks timed (LINKWRAP_INCREMENTAL=1 times them)")
+    why, narrow = _scan(request)
+    if why:
+        return False, f"no incremental relinking for a release or LTO build: {why}"
+    if narrow:
+        return False, X86_64_ONLY
     if setting is True:
         return True, f"{own.label}, incremental: {_setting(where, True)} asks for it ({timed})"
-    if learned is None:
-        return False, ("incremental relinking is chosen only by this output's relinks, not learnt here "
-                       "(LINKWRAP_LINKER, a configured prefer or [choice] learn = false)")
-    if inc is None or inc[0] < NEED:
-        return False, (f"incremental relinking not measured on this output: {inc[0] if inc else 0} of {NEED} "
-                       "incremental relinks timed (LINKWRAP_INCREMENTAL=1 times them)")
     judged = {n: med for n, (k, med) in learned.stats.items()
               if k >= NEED and n in linkers and n != "python" and n not in failed}
     if not judged:
@@ -89,16 +98,37 @@ def choose(request, linkers, config, learned=None, failed=frozenset(), full=None
     return False, f"incremental relinking not chosen: {timed} incremental relinks, not faster than {vs}"
 
 
+X86_64_ONLY = "no incremental relinking: linkwrap's own linker links x86-64 programs only"
+
+
 def release_or_lto(request):
     """Why this link is a release or LTO build, or None. Only what the command line and the output's
     path show: rustc's `-C opt-level` never reaches the linker, and the absence of debug sections
     would mean reading every input on every link (what the budget of issue 36 item 6 forbids)."""
+    return release_dir(getattr(request, "output", None)) or _scan(request)[0]
+
+
+def release_dir(out):
+    """'the output is in a release/ directory' when the output's directory (or its deps/ or examples/
+    under Cargo's profile directory) is a release build's, else None."""
+    if not out:
+        return None
+    parts = out.replace("\\", "/").split("/")[:-1]
+    for i in (len(parts) - 1, len(parts) - 2):
+        if i >= 0 and parts[i].lower() in RELEASE_DIRS and (i == len(parts) - 1 or parts[-1] in CARGO_SUBDIRS):
+            return f"the output is in a {parts[i]}/ directory"
+    return None
+
+
+def _scan(request):
+    """(why the command line says release or LTO, or None; whether it asks for a 32-bit program)."""
     args = getattr(request, "args", ()) or ()
     # A rustc link has thousands of arguments, nearly all of them paths: one str.find per option over
     # the join policy.linker_options made (C speed) reaches the few options without a Python step
     # per argument.
     joined = joined_args(args)
     lto = plugin = strip = None
+    narrow = False
     i = joined.find("\0-")
     while i >= 0:
         end = joined.index("\0", i + 1)
@@ -111,6 +141,8 @@ def release_or_lto(request):
             plugin = a
         elif a == "-s":
             strip = "-s (strip)"
+        elif a == "-m32" or a == "-mx32":
+            narrow = True
         elif a.startswith("-Wl,") or a == "-Xlinker":
             if a == "-Xlinker":         # its value is the next argument
                 after = joined.find("\0", end + 1)
@@ -123,16 +155,8 @@ def release_or_lto(request):
                 elif f.startswith("-plugin") or f.startswith("--plugin"):
                     plugin = "a linker plugin (LTO)"
         i = joined.find("\0-", end)
-    if lto or plugin or strip:
-        return f"{lto or plugin or strip} on the command line"
-    out = getattr(request, "output", None)
-    if out:
-        parts = out.replace("\\", "/").split("/")[:-1]
-        # the output's directory, or its deps/ or examples/ under Cargo's profile directory
-        for i in (len(parts) - 1, len(parts) - 2):
-            if i >= 0 and parts[i].lower() in RELEASE_DIRS and (i == len(parts) - 1 or parts[-1] in CARGO_SUBDIRS):
-                return f"the output is in a {parts[i]}/ directory"
-    return None
+    why = lto or plugin or strip
+    return (f"{why} on the command line" if why else None), narrow
 
 
 def _setting(where, value) -> str:

@@ -200,3 +200,12 @@ def test_a_cross_links_target_is_no_x86_64():
     r = request(out=DEBUG)._replace(target="aarch64-unknown-linux-gnu")
     d = decide(None, {"LINKWRAP_INCREMENTAL": "1"}, req=r)
     assert not d.incremental and has_reason(d, "x86-64 programs only"), d.reasons
+
+
+def test_the_command_line_is_read_only_where_it_could_be_incremental():
+    """Unasked and unmeasured, a link cannot be incremental whatever its flags: it is said to be
+    unmeasured, and its arguments are not scanned (a rustc link has thousands); its path still is."""
+    d = decide(learned({"wild": (3, 120.0)}), req=parsed("-flto"))
+    assert not d.incremental and has_reason(d, "not measured on this output: 0 of 3"), d.reasons
+    d = decide(learned({"wild": (3, 120.0)}), req=parsed(out="/w/target/release/app"))
+    assert not d.incremental and has_reason(d, "release or LTO build: the output is in a release/"), d.reasons
