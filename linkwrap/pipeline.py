@@ -163,7 +163,10 @@ def link(inv, answer=None):
     # but for a linker forced by LINKWRAP_LINKER (asked for, not chosen: no evidence against it).
     teaching = choice.learned is not None or (
         first is not None and outcome.returncode == 0 and chosen.linker is not None
-        and chosen.linker.name != getattr(settings, "forced", None))
+        and chosen.linker.name != getattr(settings, "forced", None)) or (
+        # an incremental link's time, however it was asked for: the measurement that may choose it
+        # later (choice/incremental.py); not under `[choice] learn = false`
+        chosen.incremental and outcome.returncode == 0 and (settings is None or settings.learn))
     if answer is not None:
         if saving:  # before the answer: rustc deletes its temporary inputs once the link returns
             _save(request, facts, outcome, settings, environ)

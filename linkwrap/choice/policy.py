@@ -4,7 +4,8 @@ Input: the LinkRequest (output kind, the caller's -fuse-ld), the Probe (facts,
 each possibly None = unknown), the linkers found ({name: LinkerInfo} with
 version tuples) and the Config. Output: a Decision: which linker, which
 flags (only flags the detected version accepts), whether the linker may
-overwrite the output in place, and a short sentence per rule that fired.
+overwrite the output in place, whether linkwrap's own linker relinks it by
+patching instead (incremental.py), and a short sentence per rule that fired.
 
 Unknown facts count against in-place writes and against version-gated
 flags. A fact the probe does not measure (the page-cache share of an output
@@ -17,8 +18,9 @@ from linkwrap.facts.probe import SMALL_INPUT_BYTES
 from linkwrap.facts.linkers import FAST
 from linkwrap.evidence.prior import BY_MACHINE_ORDER, BY_MEASUREMENT
 from linkwrap.choice.write_mode import FRESH, IN_PLACE, size_text, write_mode
-from linkwrap.choice.rules import FUSE_LD, WILD_ARCHES, WILD_PLUGIN_SINCE, _at_least, _v
+from linkwrap.choice.rules import FUSE_LD, WILD_ARCHES, WILD_PLUGIN_SINCE, _at_least, _v, joined_args
 from linkwrap.choice.flags import _callers_flags, _flags, _names
+from linkwrap.choice import incremental as incremental_mod
 
 
 class Decision(record("Decision", [
@@ -27,7 +29,8 @@ class Decision(record("Decision", [
     "driver_flags",  # tuple[str]: extra flags for the cc driver
     "write_mode",    # IN_PLACE | FRESH
     "reasons",       # tuple[str]: short sentences, in the order the rules fired
-])):
+    "incremental",   # bool: linkwrap's own linker relinks by patching (`linkwrap ld --incremental`)
+], defaults=(False,))):
     """What to run, how to write the output, and why."""
     __slots__ = ()
 
@@ -61,6 +64,13 @@ def decide(request, probe, linkers, config, measured=None, callers_ld=None, lear
                          prior, replayable)
     if info is None:
         return Decision(None, (), (), FRESH, tuple(reasons))
+    # The full linker chosen, whether linkwrap's own linker patches the output instead (incremental.py).
+    failed_here = frozenset(failed) | (learned.failed if learned is not None else frozenset())
+    incremental, why = incremental_mod.choose(request, linkers, config, learned, failed_here, info)
+    if why:
+        reasons.append(why)
+    if incremental:
+        info = linkers["python"]
     extra = tuple(config.extra_flags.get(info.name, ())) if config is not None else ()
     flags = _flags(info, probe, reasons, _callers_flags(request), reaps, _names(extra))
     mode = write_mode(request, probe, info, config, reasons)
@@ -76,7 +86,7 @@ def decide(request, probe, linkers, config, measured=None, callers_ld=None, lear
         where = config.sources.get(f"linkers.{info.name}.extra_flags", "configuration")
         flags.extend(extra)
         reasons.append(f"extra flags for {info.name} from {where}: {' '.join(extra)}")
-    return Decision(info, tuple(flags), driver_flags, mode, tuple(reasons))
+    return Decision(info, tuple(flags), driver_flags, mode, tuple(reasons), incremental)
 
 
 # --- which linker ----------------------------------------------------------
@@ -466,7 +476,7 @@ def linker_options(request) -> frozenset:
     gives -z text."""
     # A rustc link has thousands of arguments and a few -Wl,: one join and str.find (C speed) reach
     # them without a Python step per argument. NUL cannot occur inside an argument.
-    joined = "\0" + "\0".join(request.args) + "\0"
+    joined = joined_args(request.args)
     if "\0-Xlinker\0" in joined:   # its value is the next argument: the rare case, the plain way
         from linkwrap.request.args import linker_flags
         flags = linker_flags(request.args)

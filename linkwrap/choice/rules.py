@@ -48,6 +48,18 @@ MIN_CACHED_FRACTION = 0.5        # below this an in-place write first reads the 
 FUSE_LD = {"mold": "mold", "wild": "wild", "lld": "lld", "bfd": "bfd", "gold": "gold"}
 
 
+def joined_args(args) -> str:
+    """NUL + the arguments joined by NUL + NUL (NUL cannot occur inside an argument): a rustc link has
+    thousands of arguments and a few that the rules look for, which str.find reaches at C speed. The
+    last join is kept: policy.linker_options and incremental.release_or_lto read the same one."""
+    if _JOINED[0] is not args:
+        _JOINED[:] = [args, "\0" + "\0".join(args) + "\0"]
+    return _JOINED[1]
+
+
+_JOINED = [None, None]
+
+
 def _at_least(version, since) -> bool:
     return version is not None and tuple(version) >= since
 

@@ -117,6 +117,8 @@ def describe(settings, cwd, environ=None) -> dict:
         "profile": (settings.profile, src["profile"]),
         "choice.learn": (settings.learn, src.get("choice.learn", "default")),
         "bench.save": (settings.save, src.get("bench.save", "default")),
+        # unset (None): chosen per output by its relinks' measurements (docs/policy.md 1.5)
+        "incremental.enabled": (settings.incremental, src.get("incremental.enabled", "default")),
     }
     for name in config_mod.LINKER_NAMES:
         key = f"linkers.{name}.extra_flags"

@@ -8,12 +8,14 @@ Output: rich tables; --json prints a stable object:
   {"request": {...}, "probe": {"fs", "fs_options", "fs_local", "kernel", "output": {"exists",
    "is_regular", "size", "nlink", "inode", "held_by_others", "cached_fraction"}, "input_bytes", "cpus",
    "mem_available_mb", "mem_limit_mb", "thp", "jobserver", "small_inputs"},
-   "decision": {"linker", "version", "path", "flags", "driver_flags", "write_mode", "reasons",
+   "decision": {"linker", "version", "path", "flags", "driver_flags", "write_mode",
+                "incremental": linkwrap's own linker relinks by patching (a reason says why or why not),
+                "reasons",
                 "failed": [linkers that failed on this output while the link as asked passed: every
                            choice but a forced one avoids them, whether or not learning is on],
                 "measured": null | {"used", "scope", "rows", "ignored"},
                 "learned": null | {"used", "exploring", "load_adjusted", "links", "explored", "failed",
-                                    "candidates", "compiles"},
+                                    "candidates", "compiles", "incremental": null | {"timed", "median_ms"}},
                 "prior": null | {"used", "scope", "input_bytes", "decided_by", "rows", "ignored"},
                 "replayable": whether the output's link is saved (then its real links are no tries)},
    "start": {"how": "direct" | "driver", "why"},
@@ -118,7 +120,16 @@ def explain(request, environ) -> dict:
         request = request._replace(output=linked_as)
         gone = OutputFacts(exists=False, **dict.fromkeys(f for f in OutputFacts._fields if f != "exists"))
         facts = facts._replace(output=gone)
-        decision = policy.decide(request, facts, found, settings, reaps=reaps, prior=choice.prior)
+        if choice.learned is not None:
+            # What that output's own relinks taught (the linker, an incremental relink), not this name's
+            try:
+                from linkwrap.evidence import learn
+                taught = learn.evidence(request)
+            except Exception:   # evidence is a hint, as on the link path (choose.py)
+                taught = None
+            choice = choice._replace(learned=taught, failed=taught.failed if taught is not None else choice.failed)
+        decision = policy.decide(request, facts, found, settings, learned=choice.learned, failed=choice.failed,
+                                 reaps=reaps, prior=choice.prior)
         note = (f"Cargo links this binary as {linked_as} and deletes that file first: at link time there is "
                 "no output (shown below); this name is a hard link Cargo makes after the link")
     return {
@@ -267,6 +278,7 @@ def decision_dict(decision) -> dict:
         "flags": list(decision.linker_flags),
         "driver_flags": list(decision.driver_flags),
         "write_mode": decision.write_mode,
+        "incremental": decision.incremental,
         "reasons": list(decision.reasons),
     }
 
@@ -335,7 +347,8 @@ def compiles(request) -> bool:
 
 def learned_dict(learned, decision, compiles=False):
     """This output's own relinks: {"used", "exploring", "links", "explored", "failed",
-    "candidates": {name: {"timed", "median_ms"}}, "load_adjusted", "compiles"} (times corrected for
+    "candidates": {name: {"timed", "median_ms"}}, "incremental": its incremental links' {"timed",
+    "median_ms"} or None, "load_adjusted", "compiles"} (times corrected for
     load, as load_adjusted says; compiles: the driver compiles sources in this link too, so no time
     of it is evidence); None when learning is off."""
     if learned is None:
@@ -347,7 +360,9 @@ def learned_dict(learned, decision, compiles=False):
     return {"used": bool(taught), "exploring": any(EXPLORING in r for r in taught), "load_adjusted": True,
             "links": learned.links,
             "explored": learned.explored, "failed": sorted(learned.failed), "compiles": compiles,
-            "candidates": {n: {"timed": c, "median_ms": m} for n, (c, m) in sorted(learned.stats.items())}}
+            "candidates": {n: {"timed": c, "median_ms": m} for n, (c, m) in sorted(learned.stats.items())},
+            "incremental": ({"timed": learned.incremental[0], "median_ms": learned.incremental[1]}
+                            if learned.incremental else None)}
 
 
 def _dotted(version):

@@ -120,6 +120,9 @@ def render(report) -> None:
              else f"through {req['driver']} ({start['why']})")]
     if entry:
         rows.append(("entry point", f"{entry['point']} ({entry['why']})"))
+    if d["linker"]:   # (a link as asked is not linkwrap's to patch: no reason says anything of it)
+        rows.insert(2, ("incremental", "yes: linkwrap's own linker patches the last output (see the reasons)"
+                        if d.get("incremental") else "no (see the reasons)"))
     for name, value in rows:
         _hanging(console, Text(label(name), style="cyan"), value, markup=False)
 
@@ -163,15 +166,18 @@ def render(report) -> None:
             _hanging(console, "  ignored: ", why, markup=False)
 
     learned = d.get("learned")
-    if learned and (learned["links"] or learned["candidates"]):
+    if learned and (learned["links"] or learned["candidates"] or learned.get("incremental")):
         timed = ", ".join(f"{n} {c['median_ms']:.0f} ms ({c['timed']} timed)" for n, c in learned["candidates"].items())
+        inc = learned.get("incremental")
+        if inc:   # linkwrap's own linker's incremental links of this output (choice/incremental.py)
+            timed += (", " if timed else "") + f"incremental {inc['median_ms']:.0f} ms ({inc['timed']} timed)"
         links = learned["links"]
         nothing = ("no times: the driver compiles sources in this link too, so its time is not the linker's"
                    if learned.get("compiles") else "nothing timed yet")
         _hanging(console, "", f"[bold]Learnt from this output's relinks[/bold]: {links} link{'s' if links != 1 else ''}, "
                  f"{learned['explored']} of them tr{'ies' if learned['explored'] != 1 else 'y'}; "
                  f"{escape(timed) or nothing}")
-        if learned["candidates"]:
+        if learned["candidates"] or learned.get("incremental"):
             # Not the wall times `summary` shows: a link timed on a saturated machine is scaled down.
             _hanging(console, "  ", "times adjusted for machine load: wall time x CPUs / 1-minute load average "
                      "where the load was above the CPUs (summary shows wall times)")

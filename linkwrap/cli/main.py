@@ -64,8 +64,11 @@ ENVIRONMENT = (
     ("LINKWRAP_SAVE", "1: keep each link replayable for `linkwrap bench` (what `linkwrap run --save` sets)"),
     ("LINKWRAP_LD_NO_FALLBACK", "1: a failure of linkwrap's own linker (LINKWRAP_LINKER=python) is the link's "
                                 "result, not linked again as asked (for testing that linker)"),
+    ("LINKWRAP_INCREMENTAL", "0: no incremental relinks (wins over every way of asking for them); 1: debug "
+                             "executables are relinked incrementally by linkwrap's own linker, measured or not "
+                             "(unset: where this output's relinks measured them faster)"),
     ("LINKWRAP_LD_INCREMENTAL", "1: linkwrap's own linker links incrementally (as `linkwrap ld --incremental`), "
-                                "where a -B shim cannot pass a flag"),
+                                "where a -B shim cannot pass a flag; to the wrapper, as LINKWRAP_INCREMENTAL=1"),
     ("LINKWRAP_LD_OUTPUT", "set by linkwrap for its own linker: the output a link written in a private "
                            "directory is for (its incremental state is kept beside it)"),
     ("LINKWRAP_INCREMENTAL_PAUSE", "for tests: `linkwrap ld --incremental` stops at that step (the crash tests' "

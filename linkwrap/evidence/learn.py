@@ -8,6 +8,10 @@ lowest median keeps the output, and every EXPLORE_EVERY-th link re-tries the run
 change (a new linker, a bigger program) is noticed. A candidate that failed on this output is
 never tried on it again.
 
+An incremental link by linkwrap's own linker (policy Decision.incremental) adds its time to the
+output's `incremental` samples instead, whoever asked for it: they are what choice/incremental.py
+compares with the full linkers' medians (docs/policy.md 1.5).
+
 Times are corrected for how busy the machine was: wall time x min(1, usable CPUs / 1-minute
 load average). Crude, but a link measured while a build saturated the machine then does not
 count as the linker's fault.
@@ -38,8 +42,9 @@ NEED = 3             # samples before a candidate is judged by its median
 EXPLORE_EVERY = 20   # once learnt, the runner-up is re-tried on one link in this many
 
 # What the policy gets: per candidate (samples, median corrected ms); candidates that failed here;
-# links and exploring links so far; whether the previous link explored.
-Learned = record("Learned", "key stats failed links explored last_explored")
+# links and exploring links so far; whether the previous link explored; (samples, median corrected
+# ms) of this output's incremental links by linkwrap's own linker, or None (policy.incremental).
+Learned = record("Learned", "key stats failed links explored last_explored incremental", (None,))
 
 
 def _path(request) -> str:
@@ -81,8 +86,12 @@ def evidence(request):
     data = _read(_path(request), request)
     # A link whose driver compiles too (make's one-step `c++ -o app main.cpp`) is timed with its
     # compile: no linker is judged, nor explored for, by such times, only its failures are kept.
-    stats = {} if _compiles(request) else {name: (len(s), _median(s)) for name, s in data["samples"].items() if s}
-    return Learned(data["key"], stats, frozenset(data["failed"]), data["links"], data["explored"], data["last"])
+    compiles = _compiles(request)
+    stats = {} if compiles else {name: (len(s), _median(s)) for name, s in data["samples"].items() if s}
+    inc = data.get("incremental")   # a file written before incremental links were timed has none
+    incremental = (len(inc), _median(inc)) if inc and not compiles else None
+    return Learned(data["key"], stats, frozenset(data["failed"]), data["links"], data["explored"], data["last"],
+                   incremental)
 
 
 def _compiles(request) -> bool:
@@ -122,21 +131,33 @@ def note(request, decision, outcome, cpus, first_attempt=None, learning=True, me
     # Evidence only when the caller's own command then passed: a link that fails as asked too
     # (the caller's own undefined symbol) says nothing against the linker.
     failed = first_attempt is not None and name and outcome.returncode == 0
-    if not learning and not failed:
+    # An incremental link's time is kept whoever asked for it (LINKWRAP_LINKER=python too): the
+    # forced ones are how the first samples arise (docs/policy.md 1.5). The pipeline does not ask
+    # for it under `[choice] learn = false`.
+    incremental = getattr(decision, "incremental", False) and first_attempt is None and \
+        outcome.returncode == 0 and not _compiles(request)
+    if not learning and not failed and not incremental:
         return
     path = _path(request)
     data = _read(path, request)
     if not learning:
-        if name in data["failed"]:
+        if name in data["failed"] and not incremental:
             return
     else:
         data["links"] += 1
-        explored = any(EXPLORING in r for r in decision.reasons)
+        # (a full linker's try that an incremental link replaced tried nothing)
+        explored = not incremental and any(EXPLORING in r for r in decision.reasons)
         data["last"] = explored
         data["explored"] += explored
     if first_attempt is not None and name:
         if failed and name not in data["failed"]:
             data["failed"].append(name)
+    elif incremental:
+        # Patches and the full incremental links a change forces alike: the median is what an edit
+        # loop of this output pays, its first (full) link included while it is among the last KEEP.
+        samples = data.setdefault("incremental", [])
+        samples.append(round(corrected_ms(outcome.wall_ms, cpus), 3))
+        del samples[:-KEEP]
     elif learning and name in FAST and outcome.returncode == 0 and not _compiles(request):
         samples = data["samples"].setdefault(name, [])
         samples.append(round(corrected_ms(outcome.wall_ms, cpus), 3))

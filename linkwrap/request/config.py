@@ -7,7 +7,7 @@ Cargo profile) and the environment. Output: one Config record whose
 Layers, later wins: defaults, the user file (paths.user_config_file()), its
 [profile.<p>] table, the project file (linkwrap.toml in cwd or the nearest
 parent, stopping at a directory holding .git), its [profile.<p>] table, and
-the environment (LINKWRAP_LINKER, LINKWRAP_PROFILE). docs/policy.md lists the keys.
+the environment (LINKWRAP_LINKER, LINKWRAP_PROFILE, LINKWRAP_INCREMENTAL). docs/policy.md lists the keys.
 A LINKWRAP_LINKER that names no linker linkwrap knows is a ConfigError too:
 a typo must not quietly mean "the usual choice".
 
@@ -35,6 +35,8 @@ DEFAULT = "default"
 # the fault log are bounded on the link path, links.db by the commands that ingest the spool.
 RETENTION = {"keep_days": 90, "max_db_mb": 256, "max_spool_mb": 64, "max_log_kb": 1024, "max_learned": 2000}
 ENV_LINKER = "env LINKWRAP_LINKER"
+ENV_INCREMENTAL = "env LINKWRAP_INCREMENTAL"
+ENV_LD_INCREMENTAL = "env LINKWRAP_LD_INCREMENTAL"
 _CACHE_FORMAT = 2
 _CACHE_MAX_FILES = 64
 
@@ -56,7 +58,9 @@ class Config(record("Config", [
     "save",          # str: [bench] save: "off" | "all" | "largest" (links kept replayable; default "largest")
     "background",    # dict: [bench] background (bool | None = on unless CI or on battery), background_budget_s,
                      # background_quiet_s, background_load (linkwrap/bench/background.py)
-])):
+    "incremental",   # bool | None: [incremental] enabled, LINKWRAP_INCREMENTAL, LINKWRAP_LD_INCREMENTAL: True forces
+                     # incremental relinks (where they may be), False turns them off, None: by measurement
+], defaults=(None,))):
     """The settings for one link. Keys of `sources`: prefer, forbid, linker,
     in_place, record, profile, linkers.<name>.extra_flags, records.<key>, memory.<key>."""
     __slots__ = ()
@@ -113,7 +117,8 @@ def load(request=None, environ=None, profile=None) -> Config:
     # The same files, found the same way, not changed since (content, owner, mode: the change time):
     # the same Config (a server's spare loaded it for the link it rehearsed).
     key = (cwd, profile, profile_source, user, project, project_why, environ.get("LINKWRAP_LINKER"),
-           environ.get("LINKWRAP_SAVE"), in_ci(environ))
+           environ.get("LINKWRAP_SAVE"), in_ci(environ), environ.get("LINKWRAP_INCREMENTAL"),
+           environ.get("LINKWRAP_LD_INCREMENTAL"))
     last = _last
     if last is not None and last[0] == key and cache_mod.unchanged(last[1]):
         return last[2]
@@ -151,7 +156,7 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=(), ignor
     prefer, forbid, in_place, record = c.prefer, c.forbid, c.in_place, c.record
     extra, sources, memory = {}, dict(c.sources), dict(c.memory)
     retention = dict(c.retention)
-    learn, save, background = c.learn, c.save, dict(c.background)
+    learn, save, background, incremental = c.learn, c.save, dict(c.background), c.incremental
     if in_ci(environ):
         save, sources["bench.save"] = "off", ENV_CI
     for label, table in layers:
@@ -172,6 +177,8 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=(), ignor
         for key in BACKGROUND_DEFAULTS:
             if key in table.get("bench", {}):
                 background[key], sources[f"bench.{key}"] = table["bench"][key], label
+        if "enabled" in table.get("incremental", {}):
+            incremental, sources["incremental.enabled"] = table["incremental"]["enabled"], label
         for name, settings in table.get("linkers", {}).items():
             if "extra_flags" in settings:
                 extra[name] = tuple(settings["extra_flags"])
@@ -183,9 +190,12 @@ def merge(layers, environ, profile=None, profile_source=DEFAULT, files=(), ignor
     forced = forced_linker(environ)
     if forced:
         sources["linker"] = ENV_LINKER
+    asked = incremental_asked(environ)
+    if asked is not None:
+        incremental, sources["incremental.enabled"] = asked
     sources["profile"] = profile_source
     return Config(prefer, forbid, forced, extra, in_place, record, sources, profile, files, ignored, retention,
-                  memory, learn, save, background)
+                  memory, learn, save, background, incremental)
 
 
 def forced_linker(environ) -> str | None:
@@ -384,11 +394,37 @@ def _store_cache(data) -> None:
     cache_mod.store(CACHE_NAME, data)
 
 
+_ON, _OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def incremental_asked(environ):
+    """(enabled, source) the environment sets for incremental relinks, or None (the files decide).
+
+    LINKWRAP_INCREMENTAL=0 wins over everything (the way to turn it off for one build); =1 forces
+    it; LINKWRAP_LD_INCREMENTAL=1, the variable linkwrap's own linker reads, forces it too (how it was
+    asked for before the policy could choose it). Another value is a ConfigError: a typo must not
+    quietly mean "by measurement"."""
+    raw = (environ.get("LINKWRAP_INCREMENTAL") or "").strip()
+    if raw:
+        if raw.lower() in _OFF:
+            return False, ENV_INCREMENTAL
+        if raw.lower() in _ON:
+            return True, ENV_INCREMENTAL
+        shown = raw if raw.isprintable() else repr(raw)[1:-1]
+        raise ConfigError(f"LINKWRAP_INCREMENTAL={shown}: must be 0 (off) or 1 (on); unset, "
+                          "the measurements decide")
+    if environ.get("LINKWRAP_LD_INCREMENTAL") == "1":
+        return True, ENV_LD_INCREMENTAL
+    return None
+
+
 # --- parsing and validating ------------------------------------------------
 
-_TOP_KEYS = ("prefer", "forbid", "in_place", "record", "linkers", "records", "memory", "choice", "bench", "profile")
+_TOP_KEYS = ("prefer", "forbid", "in_place", "record", "linkers", "records", "memory", "choice", "bench",
+             "incremental", "profile")
 # Small tables: key -> (allowed values or bool, what the error says it must be).
 _SMALL_TABLES = {"choice": {"learn": ((True, False), "true or false")},
+                 "incremental": {"enabled": ((True, False), "true or false")},
                  "bench": {"save": (("off", "all", "largest"), '"off", "all" or "largest"'),
                            "background": ((True, False), "true or false"),
                            # a number: (the least it may be, whether that least is allowed)

@@ -110,11 +110,18 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None, mean
         if request.used_response_file:
             rsp, argv = _to_response_file(argv, plan.work_dir, os.path.basename(plan.final or ""))
         env = linker_environment(environ)
-        if decision.linker is not None and decision.linker.name == "python" and plan.final \
-                and plan.link_path != plan.final:
-            # linkwrap's own linker keeps an incremental link's state beside the output it is
-            # for, not in this link's private directory (ld/incremental/state.py)
-            env["LINKWRAP_LD_OUTPUT"] = os.path.join(request.cwd, plan.final)
+        if decision.linker is not None and decision.linker.name == "python":
+            # The policy decides whether linkwrap's own linker links incrementally (choice/
+            # incremental.py), not what the environment passes on: its -B shim cannot pass a flag, so
+            # the variable asks, set or taken away (LINKWRAP_INCREMENTAL=0, a release build).
+            if decision.incremental:
+                env["LINKWRAP_LD_INCREMENTAL"] = "1"
+            else:
+                env.pop("LINKWRAP_LD_INCREMENTAL", None)
+            if plan.final and plan.link_path != plan.final:
+                # linkwrap's own linker keeps an incremental link's state beside the output it is
+                # for, not in this link's private directory (ld/incremental/state.py)
+                env["LINKWRAP_LD_OUTPUT"] = os.path.join(request.cwd, plan.final)
         with forward:
             try:
                 *result, spawner_kb = spawn(argv, env, forward, alongside)

@@ -89,10 +89,15 @@ def test_json(project, lw_home):
     assert data["values"]["forbid"] == {"value": ["gold"], "source": f"project file {project / 'linkwrap.toml'}"}
     assert data["values"]["prefer"] == {"value": list(config.DEFAULT_PREFER), "source": "default"}
     assert set(data["values"]) == {"linker", "prefer", "forbid", "in_place", "record", "profile", "choice.learn", "bench.save",
+                                   "incremental.enabled",
                                    *(f"linkers.{n}.extra_flags" for n in config.LINKER_NAMES),
                                    *(f"records.{k}" for k in config.RETENTION),
                                    *(f"memory.{k}" for k in config.MEMORY_DEFAULTS)}
     assert data["values"]["memory.admission"] == {"value": None, "source": "default"}
+    # unset: the measurements decide (docs/policy.md 1.5); the environment says where it came from
+    assert data["values"]["incremental.enabled"] == {"value": None, "source": "default"}
+    data = json.loads(show(project, "--json", env={"LINKWRAP_INCREMENTAL": "0"}).stdout)
+    assert data["values"]["incremental.enabled"] == {"value": False, "source": "env LINKWRAP_INCREMENTAL"}
 
 
 def test_malformed_file_is_one_line_with_file_and_line(project):

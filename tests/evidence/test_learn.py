@@ -249,3 +249,38 @@ def test_while_the_output_is_saved_its_real_links_are_no_tries(tmp_path, lw_home
     d = json.loads(linkwrap("explain", "--json", "--", "hello.o", "-o", "hello", cwd=tmp_path, env=env).stdout)
     assert d["decision"]["learned"]["explored"] == 0 and d["decision"]["learned"]["links"] == 4
     assert d["decision"]["learned"]["candidates"]["mold"]["timed"] == 4   # the relinks still teach
+
+
+# --- incremental links by linkwrap's own linker: their own samples (choice/incremental.py) -------
+
+def _incremental_samples(lw_home, tmp_path):
+    import marshal
+    learned = lw_home / "cache" / "learned"
+    files = list(learned.iterdir()) if learned.exists() else []
+    assert len(files) <= 1, files
+    if not files:
+        return None
+    with open(files[0], "rb") as f:
+        data = marshal.load(f)
+    assert data["key"] == (str(tmp_path), str(tmp_path / "hello"))
+    return data.get("incremental"), data["samples"]
+
+
+def test_an_incremental_link_keeps_its_time_apart_whoever_forced_it(tmp_path, lw_home, linkwrap_cc, big_hello_obj):
+    env = {**os.environ, "LINKWRAP_HOME": str(lw_home), "LINKWRAP_SAVE": "0"}
+    for extra in ({"LINKWRAP_INCREMENTAL": "1"}, {"LINKWRAP_LINKER": "python", "LINKWRAP_LD_INCREMENTAL": "1"}):
+        assert subprocess.run([linkwrap_cc, "hello.o", "-o", "hello"], cwd=tmp_path, env={**env, **extra}).returncode == 0
+    inc, full = _incremental_samples(lw_home, tmp_path)
+    assert len(inc) == 2 and all(t > 0 for t in inc) and full == {}   # no full linker's time among them
+    assert subprocess.run([linkwrap_cc, "hello.o", "-o", "hello"], cwd=tmp_path, env=env).returncode == 0
+    inc, full = _incremental_samples(lw_home, tmp_path)
+    assert len(inc) == 2 and sum(len(s) for s in full.values()) == 1   # a full link's time goes with the others
+
+
+def test_under_learn_false_no_incremental_time_is_kept_either(tmp_path, lw_home, linkwrap_cc, big_hello_obj):
+    (tmp_path / "linkwrap.toml").write_text("[choice]\nlearn = false\n")
+    env = {**os.environ, "LINKWRAP_HOME": str(lw_home), "LINKWRAP_INCREMENTAL": "1"}
+    for _ in range(2):
+        assert subprocess.run([linkwrap_cc, "hello.o", "-o", "hello"], cwd=tmp_path, env=env).returncode == 0
+    assert (tmp_path / ".hello.lwinc").is_dir()         # linked incrementally all the same
+    assert _incremental_samples(lw_home, tmp_path) is None

@@ -173,9 +173,11 @@ def test_linkwrap_profile_overrides_the_path(project):
     # what a new user tried (issue: "a wrong type, an unknown key, an unknown table...")
     ('prefer = "mold"\n', 1, "'prefer' must be a list of linker names"),
     ('record = true\nin_place = "yes"\n', 2, "'in_place' must be true or false"),
-    ('[weird]\nx = 1\n', 1, "unknown key 'weird' (known: prefer, forbid, in_place, record, linkers, records, memory, choice, bench, profile)"),
+    ('[weird]\nx = 1\n', 1, "unknown key 'weird' (known: prefer, forbid, in_place, record, linkers, records, memory, choice, bench, incremental, profile)"),
     ('[profile.release]\nprefer = ["lld"]\nbogus = 1\n', 3, "unknown key 'profile.release.bogus'"),
     ('[choice]\nlearn = "yes"\n', 2, "'choice.learn' must be true or false"),
+    ('[incremental]\nenabled = "auto"\n', 2, "'incremental.enabled' must be true or false"),
+    ('[incremental]\non = true\n', 2, "unknown key 'incremental.on' (known: enabled)"),
     ('[bench]\nsave = "biggest"\n', 2, "'bench.save' must be \"off\", \"all\" or \"largest\""),
     ('[bench]\nkeep = 1\n', 2, "unknown key 'bench.keep' (known: save, background, background_budget_s, "
                                "background_quiet_s, background_load)"),
@@ -279,6 +281,41 @@ def test_a_known_but_missing_linker_is_not_an_error(project):
     assert c.forced == "wild"
 
 
+# --- incremental relinks: [incremental] enabled, LINKWRAP_INCREMENTAL, LINKWRAP_LD_INCREMENTAL ---------
+
+@pytest.mark.parametrize("text, env, enabled, source", [
+    ("", {}, None, "default"),                                            # unset: by measurement
+    ("[incremental]\nenabled = false\n", {}, False, "project file"),
+    ("[incremental]\nenabled = true\n", {}, True, "project file"),
+    ("", {"LINKWRAP_INCREMENTAL": "1"}, True, "env LINKWRAP_INCREMENTAL"),
+    ("", {"LINKWRAP_INCREMENTAL": " Off "}, False, "env LINKWRAP_INCREMENTAL"),
+    ("", {"LINKWRAP_LD_INCREMENTAL": "1"}, True, "env LINKWRAP_LD_INCREMENTAL"),
+    ("", {"LINKWRAP_LD_INCREMENTAL": "0"}, None, "default"),               # only =1 asks the linker
+    # the environment wins over the files, and LINKWRAP_INCREMENTAL=0 over every way of forcing it
+    ("[incremental]\nenabled = true\n", {"LINKWRAP_INCREMENTAL": "0"}, False, "env LINKWRAP_INCREMENTAL"),
+    ("", {"LINKWRAP_INCREMENTAL": "0", "LINKWRAP_LD_INCREMENTAL": "1"}, False, "env LINKWRAP_INCREMENTAL"),
+    ("[incremental]\nenabled = false\n", {"LINKWRAP_INCREMENTAL": "1"}, True, "env LINKWRAP_INCREMENTAL"),
+    ("[profile.release.incremental]\nenabled = true\n", {}, None, "default"),   # another profile's
+])
+def test_incremental_setting_layers_like_the_others(project, text, env, enabled, source):
+    (project / "linkwrap.toml").write_text(text)
+    c = config.load(req(project, project / "target" / "debug" / "app"), env)
+    assert c.incremental is enabled
+    assert c.sources.get("incremental.enabled", "default").startswith(source)
+
+
+def test_an_unknown_linkwrap_incremental_is_a_config_error(project):
+    with pytest.raises(ConfigError) as e:
+        config.load(req(project), {"LINKWRAP_INCREMENTAL": "auto"})
+    assert str(e.value) == "LINKWRAP_INCREMENTAL=auto: must be 0 (off) or 1 (on); unset, the measurements decide"
+
+
+def test_a_changed_linkwrap_incremental_is_not_served_from_the_last_load(project):
+    assert config.load(req(project), {"LINKWRAP_INCREMENTAL": "1"}).incremental is True
+    assert config.load(req(project), {"LINKWRAP_INCREMENTAL": "0"}).incremental is False
+    assert config.load(req(project), {}).incremental is None
+
+
 def test_the_caller_can_name_the_profile(project):
     (project / "linkwrap.toml").write_text('[profile.ci]\nin_place = false\n')
     c = config.load(req(project, project / "target" / "debug" / "deps" / "x-1"), {"LINKWRAP_PROFILE": "rel"},
@@ -358,7 +395,7 @@ def test_template_is_valid_and_every_example_line_is_too():
     lines = [line[2:] for line in text.splitlines() if example.match(line)]
     table = config.parse_text("\n".join(lines), "example")
     assert set(table) == {"prefer", "forbid", "in_place", "record", "records", "linkers", "memory", "choice", "bench",
-                          "profile"}
+                          "incremental", "profile"}
     assert table["records"] == config.RETENTION  # the template shows the defaults the code uses
     assert table["memory"] == {"admission": True, "headroom_mb": 64, "max_wait_s": 300.0}
     assert table["profile"]["release"]["linkers"]["lld"]["extra_flags"] == ["-O2"]
