@@ -15,7 +15,7 @@ BUDGET = frozenset("""
     linkwrap linkwrap.cache linkwrap.cc linkwrap.errors linkwrap.faults linkwrap.paths linkwrap.records
     linkwrap.request linkwrap.facts linkwrap.evidence linkwrap.choice linkwrap.run linkwrap.record
     linkwrap.request.args linkwrap.facts.build linkwrap.choice.choose linkwrap.request.config
-    linkwrap.choice.rules linkwrap.choice.write_mode linkwrap.choice.flags
+    linkwrap.choice.rules linkwrap.choice.write_mode linkwrap.choice.flags linkwrap.choice.incremental
     linkwrap.facts.linkers linkwrap.run.output linkwrap.pipeline linkwrap.choice.policy
     linkwrap.facts.probe linkwrap.facts.procfs linkwrap.facts.filesystems linkwrap.facts.cgroups
     linkwrap.facts.output_file linkwrap.libc linkwrap.record.record linkwrap.run.run linkwrap.request.target

@@ -263,7 +263,9 @@ def test_a_project_installed_from_another_linkwrap_install_is_said_in_one_line(t
     from cargokit import new_crate
     other, theirs = other_checkout(tmp_path)
     crate = new_crate(tmp_path)
-    subprocess.run([*theirs, "install"], cwd=crate, check=True, capture_output=True)
+    # the other checkout's own entry point (its state dir's), not this environment's installed client
+    subprocess.run([*theirs, "install"], cwd=crate, check=True, capture_output=True,
+                   env={**os.environ, "LINKWRAP_INSTALL_ENTRY": "state"})
     done = lw("run", "--", "cargo", "build", "-q", cwd=crate)
     said = [line for line in done.stderr.splitlines() if "another linkwrap install" in line]
     assert len(said) == 1 and said[0].startswith("linkwrap: note: the Cargo config's linker for "), done.stderr
@@ -285,7 +287,8 @@ def test_a_cmake_build_directory_with_another_installs_launcher_is_said_in_one_l
     (src / "main.c").write_text("int main(void) { return 0; }\n")
     build = tmp_path / "build"
     subprocess.run(["cmake", "-S", str(src), "-B", str(build), "-G", "Ninja"], check=True, capture_output=True)
-    subprocess.run([*theirs, "install", "--cmake", str(build)], check=True, capture_output=True, cwd=tmp_path)
+    subprocess.run([*theirs, "install", "--cmake", str(build)], check=True, capture_output=True, cwd=tmp_path,
+                   env={**os.environ, "LINKWRAP_INSTALL_ENTRY": "state"})
     done = lw("run", "--", "cmake", "--build", str(build), cwd=tmp_path)
     said = [line for line in done.stderr.splitlines() if "another linkwrap install" in line]
     assert len(said) == 1 and str(other) in said[0] and "install --cmake" in said[0], done.stderr
