@@ -89,6 +89,15 @@ def _links(linkwrap, project, env) -> int:
     return sum(len(b["links"]) for b in json.loads(done.stdout)["builds"])
 
 
+def _built_through_linkwrap(project, linkwrap, env, prints, links, config):
+    """`cargo run` prints what it should, linkwrap has recorded `links` links in all, and the Cargo
+    config is the bytes install wrote."""
+    built = subprocess.run(["cargo", "run", "-q"], cwd=project, capture_output=True, text=True, env=env)
+    assert built.returncode == 0 and built.stdout == prints, built.stderr
+    assert _links(linkwrap, project, env) == links
+    assert (project / ".cargo" / "config.toml").read_bytes() == config
+
+
 def test_the_written_path_survives_a_reinstall_and_a_venv_rebuilt_in_place(dist, tmp_path):
     """Issue 34: the absolute path install writes is the wheel's own client in the environment's bin/,
     not a directory named by a hash of this install: `pip install --force-reinstall` and `python -m
@@ -124,10 +133,7 @@ def test_the_written_path_survives_a_reinstall_and_a_venv_rebuilt_in_place(dist,
         subprocess.run([sys.executable, "-m", "venv", "--clear", "--system-site-packages", str(env_dir)], check=True)
         assert subprocess.run([*pip, str(dist[1])], capture_output=True).returncode == 0
         (project / "src" / "main.rs").write_text('fn main() { println!("ok again"); }\n')
-        built = subprocess.run(["cargo", "run", "-q"], cwd=project, capture_output=True, text=True, env=env)
-        assert built.returncode == 0 and built.stdout == "ok again\n", built.stderr
-        assert _links(linkwrap, project, env) == 3
-        assert (project / ".cargo" / "config.toml").read_bytes() == config
+        _built_through_linkwrap(project, linkwrap, env, "ok again\n", links=3, config=config)
     finally:
         stop_servers(home)
 
@@ -381,9 +387,6 @@ def test_a_venv_rebuilt_with_another_python_keeps_linking_through_linkwrap(dist,
         subprocess.run([other, "-m", "venv", "--clear", str(env_dir)], check=True)
         done = subprocess.run([*pip, str(dist[1])], capture_output=True, text=True)  # its dependencies too
         assert done.returncode == 0, done.stderr
-        built = subprocess.run(["cargo", "run", "-q"], cwd=project, capture_output=True, text=True, env=env)
-        assert built.returncode == 0 and built.stdout == "ok\n", built.stderr
-        assert _links(linkwrap, project, env) == 1
-        assert (project / ".cargo" / "config.toml").read_bytes() == config
+        _built_through_linkwrap(project, linkwrap, env, "ok\n", links=1, config=config)
     finally:
         stop_servers(home)
