@@ -23,11 +23,12 @@ def add_arguments(parser) -> None:
                         help="point builds at pip's console script instead of linkwrap's faster entry point "
                              "(which skips site-packages processing: 10-30 ms per link)")
     parser.add_argument("--absolute", action="store_true",
-                        help="Cargo: write the absolute path of linkwrap's entry point even in a file git will "
+                        help="write the absolute path of linkwrap's entry point even in a file git will "
                              "commit (this machine only; by default such a file gets the bare name)")
     parser.add_argument("--bare", action="store_true",
-                        help="Cargo: write the bare name linkwrap-cc even in a personal file (ignored by git, "
-                             "outside git, --global), for setups where PATH finds linkwrap everywhere")
+                        help="write the bare name (linkwrap-cc; linkwrap-launch for --cmake/--ninja) even in a personal "
+                             "file (ignored by git, outside git, --global, a CMake build directory), for setups "
+                             "where PATH finds linkwrap everywhere")
 
 
 def add_common(parser) -> None:
@@ -51,6 +52,10 @@ def which(args) -> str:
                                     ("--global", args.global_), ("--path", args.path is not None)) if on]
     if len(chosen) > 1:
         raise UsageError(f"{' and '.join(chosen)} do not go together")
+    if getattr(args, "absolute", False) and getattr(args, "console_script", False):
+        raise UsageError("--absolute and --console-script do not go together")
+    if getattr(args, "bare", False) and (getattr(args, "absolute", False) or getattr(args, "console_script", False)):
+        raise UsageError(f"--bare and --{'absolute' if args.absolute else 'console-script'} do not go together")
     if args.cmake is not None:
         if args.target:
             raise UsageError("--target is for Cargo projects, not --cmake")
@@ -63,10 +68,6 @@ def which(args) -> str:
         raise UsageError("--rule goes with --ninja")
     if getattr(args, "inherits", None):
         raise UsageError("--inherits goes with --cmake")
-    if getattr(args, "absolute", False) and getattr(args, "console_script", False):
-        raise UsageError("--absolute and --console-script do not go together")
-    if getattr(args, "bare", False) and (getattr(args, "absolute", False) or getattr(args, "console_script", False)):
-        raise UsageError(f"--bare and --{'absolute' if args.absolute else 'console-script'} do not go together")
     return "cargo"
 
 
@@ -112,7 +113,7 @@ def cargo_file(args):
 
 
 def run(args) -> int:
-    from linkwrap.install import launcher, marker
+    from linkwrap.install import commit, launcher, marker
     kind = which(args)
     launcher.check_state()  # before anything is written: builds would run what another user put there
 
@@ -125,12 +126,9 @@ def run(args) -> int:
         if args.target:
             cargo.check_targets(args.target)
         triples = args.target or [cargo.host_triple()]
-        state = "global" if args.global_ else cargo.git_status(path)
-        if args.absolute or args.console_script:
-            linker, why = entry(cargo.SCRIPT), []
-        else:
-            linker, why = cargo.linker_to_write(lambda: entry(cargo.SCRIPT), shared=cargo.committed(state),
-                                                state=state, bare=args.bare)
+        state = "global" if args.global_ else commit.git_status(path)
+        written = commit.cargo_written(cargo.SCRIPT)
+        linker, why = value_to_write(args, entry, written, state)
         change = cargo.plan_install(path, triples, linker, force=args.force)
         changed = show_or_apply(change, args.dry_run)
         if args.dry_run:
@@ -142,7 +140,7 @@ def run(args) -> int:
             from linkwrap.cli.status import entry_point_problem
             problem = entry_point_problem(path, linker)
             warn([problem] if problem else [])
-        notes, warnings = cargo.teammates(path, linker, state)
+        notes, warnings = commit.teammates(path, written, linker, state)
         say(notes if changed else [])
         warn(warnings)
         from linkwrap.install import cargo_checks
@@ -152,23 +150,53 @@ def run(args) -> int:
         if changed:
             say(["note: Cargo hashes the linker's path, so the next build rebuilds everything once"])
         return 0
-    launcher = entry("linkwrap-launch")
     if kind == "ninja":
         from linkwrap.install import ninja
         path = os.path.abspath(args.ninja)
-        carry_out(ninja.plan_install(path, launcher, args.rule), args.dry_run,
-                  lambda: marker.remember("ninja", path))
+        written = commit.launcher_written(ninja.SCRIPT, "the link rules' prefix")
+        state = commit.git_status(path)
+        launcher, why = value_to_write(args, entry, written, state)
+        change = ninja.plan_install(path, launcher, args.rule)
+        carry_out(change, args.dry_run, lambda: marker.remember("ninja", path))
+        advise(args, change, written, launcher, state, why)
         return 0
     from linkwrap.install import cmake
     folder = os.path.abspath(args.cmake)
     if cmake.classify(folder) == "build":
         if args.inherits:
             raise UsageError("--inherits is for a source directory (CMakeUserPresets.json), not a build directory")
+        # A build directory's cache is never committed: the absolute path, the fast one, unless --bare.
+        launcher, _ = value_to_write(args, entry, commit.launcher_written("linkwrap-launch", ""), "build-dir")
         carry_out(cmake.plan_cache_install(folder, launcher, force=args.force), args.dry_run,
                   lambda: marker.remember("cmake-cache", folder))
         if not args.dry_run:
             warn(cmake.check_generated(folder, launcher))
         return 0
+    written = commit.launcher_written("linkwrap-launch", "the preset's <LANG>_LINKER_LAUNCHER")
+    state = commit.git_status(os.path.join(folder, cmake.PRESETS))
+    launcher, why = value_to_write(args, entry, written, state)
     change = cmake.plan_presets_install(folder, launcher, inherits=args.inherits)
     carry_out(change, args.dry_run, lambda: marker.remember("cmake-presets", change.path))
+    advise(args, change, written, launcher, state, why)
     return 0
+
+
+def value_to_write(args, entry, written, state):
+    """(the bare name or the absolute entry point, why) by what git will do with the file (commit.py);
+    --absolute and --console-script write the path, --bare the name."""
+    from linkwrap.install import commit
+    if args.absolute or args.console_script:
+        return entry(written.name), []
+    return commit.to_write(written, lambda: entry(written.name), shared=commit.committed(state),
+                           state=state, bare=args.bare)
+
+
+def advise(args, change, written, value, state, why) -> None:
+    """After a source tree's file was written: which value and why, and what teammates then need."""
+    if args.dry_run:
+        return
+    from linkwrap.install import commit
+    say(why)
+    notes, warnings = commit.teammates(change.path, written, value, state)
+    say(notes if change.changes_anything else [])
+    warn(warnings)

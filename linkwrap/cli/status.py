@@ -17,7 +17,7 @@ def add_arguments(parser) -> None:
 
 
 def collect(path=None) -> dict:
-    from linkwrap.install import cargo, cargo_checks, cmake, launcher, marker, ninja
+    from linkwrap.install import cargo, cargo_checks, cmake, commit, launcher, marker, ninja
     places, warnings, seen, broken, elsewhere = [], [], set(), [], []
 
     def place(kind, where, found, **details):
@@ -35,7 +35,7 @@ def collect(path=None) -> dict:
               marked=all(f["marked"] for f in found) if found else None, exists=os.path.exists(config),
               linkers=linkers, runs={linker: runs(linker) for linker in linkers})
         for linker in sorted({f["linker"] for f in found}):
-            why = entry_point_problem(config, linker)
+            why = entry_point_problem(config, linker, triples=[f["target"] for f in found if f["linker"] == linker])
             if why:
                 broken.append(why)
             elif os.path.basename(linker) == cargo.SCRIPT:
@@ -45,6 +45,14 @@ def collect(path=None) -> dict:
                     elsewhere.append(f"{config}: linker = {other}; `linkwrap install` from this one makes it "
                                      "this one's")
         return [f["target"] for f in found]
+
+    def launch_check(where, value, how):
+        """A source tree's launcher (a bare name, once committed): would a build here run linkwrap?"""
+        if value:
+            places[-1]["runs"] = {value: runs(value)}
+            why = entry_point_problem(where, value, commit.launcher_written(os.path.basename(value), how))
+            if why:
+                broken.append(why)
 
     root = None
     try:
@@ -71,15 +79,17 @@ def collect(path=None) -> dict:
         elif kind == "cmake-presets":
             found = cmake.presets_installed(os.path.dirname(where))
             place(kind, where, found, preset=found["preset"] if found else None)
+            launch_check(where, found and found.get("launcher"), "the preset's <LANG>_LINKER_LAUNCHER")
         elif kind == "ninja":
             found = ninja.installed(where)
             place(kind, where, found, rules=found["rules"] if found else [])
+            launch_check(where, found and found.get("launcher"), "the link rules' prefix")
     if targets:
         warnings = cargo_checks.fights(sorted(set(targets)), cargo_checks.configs_read(root or os.getcwd()))
     # The entry points `linkwrap install` writes from this interpreter (install/launcher.py).
     scripts = {name: launcher.entry_point(name, write=False) for name in ("linkwrap-cc", "linkwrap-launch")}
     # What a bare `linker = "linkwrap-cc"` runs for a build started from here.
-    on_path = {cargo.SCRIPT: cargo.on_path()}
+    on_path = {cargo.SCRIPT: commit.on_path(cargo.SCRIPT)}
     from linkwrap.cli.summary import forced_linker_lines   # LINKWRAP_LINKER naming a missing linker
     from linkwrap import paths
     untrusted = paths.untrusted_state()
@@ -135,11 +145,11 @@ def runs(linker) -> dict:
     """What a build runs for this linker value: {"path": the file (a bare name looked up on PATH, as
     Cargo does), "fast": the native client (True), a Python script (False), or unknown (None)}."""
     import shutil
-    from linkwrap.install import cargo
     path = shutil.which(linker) if os.sep not in linker else linker
     if path is None or not os.path.exists(path):
         return {"path": path, "fast": None}
-    fast = cargo.is_native(path)
+    from linkwrap.install import commit
+    fast = commit.is_native(path)
     return {"path": path, "fast": fast, "stand_in": not fast and _is_stand_in(path)}
 
 
@@ -164,11 +174,13 @@ def _runs_text(r) -> str:
             f"`linkwrap install` says how to run that)")
 
 
-def entry_point_problem(config, linker):
-    """What fails when Cargo runs `linker` from `config`, and what repairs it; None when it runs linkwrap."""
+def entry_point_problem(config, linker, written=None, triples=()):
+    """What fails when Cargo (or, given `written`, a ninja rule or CMake preset) runs `linker` from
+    `config`, and what repairs it; None when it runs linkwrap."""
     import shutil
-    from linkwrap.install import cargo, launcher
-    fails = f'Cargo stops with "linker `{linker}` not found" (exit 101)'
+    from linkwrap.install import commit, launcher
+    fails = written.fails if written else f'Cargo stops with "linker `{linker}` not found" (exit 101)'
+    said = written.value if written else f'linker = "{linker}"'
     if os.sep not in linker:  # a bare name: found on PATH, as Cargo finds it
         found = shutil.which(linker)
         if found is None:
@@ -177,10 +189,10 @@ def entry_point_problem(config, linker):
                 where = f"put {os.path.dirname(marker.script_path(linker))} on PATH"
             except LinkwrapError:
                 where = f"install linkwrap (`{marker.install_command()}`) so that it is on PATH"
-            return (f'{config}: linker = "{linker}" is not on PATH: {fails}; {where}, or run '
-                    f"`linkwrap install --absolute` (this machine only)")
-        if cargo.on_path() is None:
-            return (f'{config}: linker = "{linker}" runs {found}, which is not linkwrap\'s entry point '
+            return (f'{config}: {said} is not on PATH: {fails}; {where}, or run '
+                    f"`linkwrap install --absolute` (this machine only)" + without_linkwrap(written, triples))
+        if commit.on_path(linker) is None:
+            return (f'{config}: {said} runs {found}, which is not linkwrap\'s entry point '
                     f"(or is a version manager's shim): put linkwrap's own bin directory first on PATH")
         linker = found
     if not os.path.lexists(linker):
@@ -190,6 +202,15 @@ def entry_point_problem(config, linker):
         return (f"{config}: linker {linker} will not run linkwrap ({why}): links run as asked, without "
                 f"linkwrap; `linkwrap install` repairs it")
     return None
+
+
+def without_linkwrap(written, triples) -> str:
+    """How a teammate without linkwrap builds anyway: the environment overrides the committed file
+    (Cargo: CARGO_TARGET_<TRIPLE>_LINKER; a launcher: off the command line only by uninstall)."""
+    if written or not triples:
+        return ""
+    from linkwrap.install import cargo
+    return "; without linkwrap: " + " ".join(f"CARGO_TARGET_{cargo.env_key(t)}_LINKER=cc" for t in triples) + " cargo build"
 
 
 LABELS = {"cargo-project": "cargo project", "cargo-global": "cargo global", "cmake-cache": "cmake build dir",

@@ -19,7 +19,6 @@ import copy
 import json
 import os
 import re
-import shlex
 import subprocess
 import tomllib
 
@@ -98,124 +97,7 @@ def host_triple() -> str:
     raise InstallError("`rustc -vV` printed no host line\nhint: pass --target TRIPLE")
 
 
-# ---- what to write ----
-
-def on_path(environ=os.environ):
-    """The linkwrap-cc a bare `linker = "linkwrap-cc"` runs for a build with this PATH, or None
-    when there is none, it is not linkwrap's, or it is a version manager's shim (~60 ms per link)."""
-    import shutil
-    found = shutil.which(SCRIPT, path=environ.get("PATH", os.defpath))
-    if not found or marker._is_shim(found) or not is_entry_point(found):
-        return None
-    return found
-
-
-def is_entry_point(path: str) -> bool:
-    """True when path looks like one of linkwrap's linkwrap-cc entry points: pip's console script,
-    linkwrap's own script or a native client all name linkwrap in their text; a compiler someone
-    called linkwrap-cc does not."""
-    try:
-        with open(path, "rb") as f:
-            return b"linkwrap" in f.read(8 << 20)
-    except OSError:
-        return False
-
-
-def linker_to_write(absolute, environ=os.environ, shared=True, state="tracked", bare=False):
-    """(the linker value, sentences saying why) for a file that is committed (shared) or personal.
-
-    A file git will commit gets the bare name when PATH finds linkwrap's entry point, so that it works
-    for everyone who has linkwrap -- and, when that is a Python script (pip's console script: ~20 ms of
-    interpreter start a link), the one line that puts the native client first on PATH. A personal
-    file (ignored, no git, the global config) gets `absolute()`'s path: the native client, the fast
-    entry point, whatever PATH says. Without linkwrap on PATH, the absolute path either way, unless
-    --bare asked for the name (state: git_status()'s word, or "global"; it says why in one line)."""
-    found = on_path(environ)
-    because = WHY_STATE.get(state, str(state))
-    if (found and shared) or bare:
-        reason = "as asked (--bare)" if bare else because
-        if found:
-            why = [f'note: wrote the bare name linker = "{SCRIPT}" (on PATH: {found}): {reason}, and the name '
-                   f"works for everyone with linkwrap installed and its bin directory on PATH"]
-        else:
-            why = [f'note: wrote the bare name linker = "{SCRIPT}" {reason}, but no {SCRIPT} of linkwrap\'s is on '
-                   f'PATH here: Cargo stops with "linker `{SCRIPT}` not found" until it is']
-        if found and not is_native(found):
-            fast = absolute()
-            if is_native(fast):
-                why.append(f"note: {found} is a Python script (its start costs ~20 ms a link); the native "
-                           f"client skips it on this machine: export PATH={shlex.quote(os.path.dirname(fast))}:$PATH")
-        return SCRIPT, why
-    path = absolute()
-    if found:
-        return path, [f"note: a personal file ({because}): wrote the absolute path {path}, "
-                      f"{'the native client' if is_native(path) else 'linkwrap'}'s entry point on this machine; "
-                      f"in a file git will commit, `linkwrap install` writes the bare name {SCRIPT}"]
-    from linkwrap.install.launcher import in_state_dir
-    lasts = ("while linkwrap's state directory is kept" if in_state_dir(path)
-             else "while linkwrap stays installed there (an upgrade or reinstall keeps the path)")
-    return path, [f"note: {SCRIPT} is not on PATH, so the absolute path {path} was written: it works on this "
-                  f"machine only, {lasts}; with linkwrap's bin directory on "
-                  f"PATH, `linkwrap install` writes the bare name (or `--bare` now)"]
-
-
-def is_native(path) -> bool:
-    """True when path runs the native client (client.c, compiled by install), not a Python script."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) == b"\x7fELF"
-    except OSError:
-        return False
-
-
-def git_status(path: str):
-    """What git will do with path: 'tracked', 'untracked' (in a work tree and not ignored: the next
-    `git add -A` commits it), 'ignored' (.gitignore, .git/info/exclude, core.excludesFile) or None (no
-    git, no work tree). Untracked is not personal: a new .cargo/config.toml is committed as a matter
-    of course, so what decides is whether git would leave it out (issue 34)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    while not os.path.isdir(folder):
-        folder = os.path.dirname(folder)
-    try:
-        def git(*argv):
-            return subprocess.run(["git", "-C", folder, *argv], capture_output=True, text=True, timeout=30)
-        if git("rev-parse", "--is-inside-work-tree").stdout.strip() != "true":
-            return None
-        if git("ls-files", "--error-unmatch", "--", os.path.abspath(path)).returncode == 0:
-            return "tracked"
-        if git("check-ignore", "-q", "--", os.path.abspath(path)).returncode == 0:
-            return "ignored"
-        return "untracked"
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def committed(state) -> bool:
-    """Whether a file in this git state will be committed (and so must name no path of this machine)."""
-    return state in ("tracked", "untracked")
-
-
-WHY_STATE = {"tracked": "it is tracked by git", "untracked": "git will commit it (in a work tree, not ignored)",
-             "ignored": "git ignores it", None: "it is in no git work tree", "global": "your own Cargo config"}
-
-
-def teammates(path: str, linker: str, state):
-    """(notes, warnings) for the user when the edited file will be committed."""
-    if not committed(state):
-        return [], []
-    where = "is tracked by git" if state == "tracked" else "will be committed (git does not ignore it)"
-    if linker == SCRIPT:
-        return [f"note: {path} {where}: once it is committed, every teammate and CI runner needs linkwrap "
-                f"(`pip install .` in a checkout of linkwrap, {SCRIPT} on PATH), or Cargo stops with "
-                f"\"linker `{SCRIPT}` not found\"; for yourself alone: `linkwrap uninstall` and "
-                f"`linkwrap install --global`"], []
-    # An absolute path in a file git will commit: what decided was the command line or PATH, say which.
-    return [], [f"{path} {where}, and {linker} exists on this machine only: do not commit it "
-            f"(teammates' Cargo would stop with \"linker not found\"); "
-            + (f"with {SCRIPT} on PATH, `linkwrap install` writes the bare name (`--bare` does now)"
-               if on_path() is None else "`linkwrap install` without --absolute writes the bare name")
-            + ", or use `linkwrap install --global`"]
-
+# ---- what to write: linkwrap/install/commit.py (the same rule for CMake and ninja) ----
 
 def env_key(triple: str) -> str:
     """Cargo's mangling of a triple in environment names: upper case, `-` and `.` as `_`."""

@@ -212,9 +212,33 @@ def installed_client(name: str):
     """The wheel's native client `name` beside the running linkwrap, when it is one that would run
     linkwrap (its Python entry point there, nobody else able to change either), else None."""
     path = marker.script_path(name)
-    if wheel_script(path) is None:
+    script = wheel_script(path)
+    if script is None or problem(path):
         return None
-    return None if problem(path) else path
+    return path if _imports_this_linkwrap(script) else None
+
+
+def _imports_this_linkwrap(script: str) -> bool:
+    """Whether the Python entry point `script` (pip's console script) imports the linkwrap that is
+    running: a linkwrap run from a checkout on PYTHONPATH, with another installed in its interpreter,
+    must not write that one's client, whose builds would run the other code. Asked of the script's
+    interpreter in this environment, as a build from here starts it (install and status only)."""
+    import subprocess
+    import linkwrap
+    try:
+        with open(script, encoding="utf-8", errors="replace") as f:
+            python = _interpreter(f.read(8192))
+    except OSError:
+        return False
+    if python is None:
+        return False
+    # -c puts the current directory first on sys.path, where a script run puts its own: drop it.
+    ask = "import sys; sys.path.pop(0); import linkwrap; sys.stdout.write(linkwrap.__file__)"
+    try:
+        done = subprocess.run([python, "-c", ask], capture_output=True, text=True, timeout=60, cwd="/")
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0 and os.path.realpath(done.stdout) == os.path.realpath(linkwrap.__file__)
 
 
 def in_state_dir(path: str) -> bool:

@@ -265,9 +265,18 @@ def plan_install(path: str, launcher: str, rule_names=()) -> marker.Change:
     if not spots and not already:
         raise InstallError(f"{path}: no rule looks like a link (a compiler driver with -o and without -c)\n"
                            "hint: name them: linkwrap install --ninja FILE --rule NAME")
-    if not spots:
-        return marker.Change(path, old, old, [f"already installed in {path} (rules: {' '.join(already)})"])
     prefix = _prefix(launcher)
+    # Rules linkwrap prefixed before with another value (the absolute path, now the bare name git
+    # will commit, or back): the prefix is rewritten, as Cargo's marked line is.
+    renamed = []
+    for name in prefixed:
+        m = _our_prefix(rules.get(name), lines)
+        if m and m.group(0) != prefix:
+            first = rules[name].command[0]
+            lines[first] = lines[first][:m.start()] + prefix + lines[first][m.end():]
+            renamed.append(name)
+    if not spots and not renamed:
+        return marker.Change(path, old, old, [f"already installed in {path} (rules: {' '.join(already)})"])
     for name, (line_no, column) in spots.items():
         line = lines[line_no]
         lines[line_no] = line[:column] + prefix + line[column:]
@@ -280,7 +289,7 @@ def plan_install(path: str, launcher: str, rule_names=()) -> marker.Change:
     else:
         lines.insert(0, mark)
     new = "".join(lines).encode("utf-8")
-    said = [f"installed in {path}: rules {' '.join(spots)} now link through {launcher}"]
+    said = [f"installed in {path}: rules {' '.join([*spots, *renamed])} now link through {launcher}"]
     return marker.Change(path, old, new, said)
 
 
@@ -292,14 +301,10 @@ def plan_uninstall(path: str) -> marker.Change:
         return marker.Change(path, old, old, [f"not installed in {path}"])
     removed = []
     for name in ours:
-        rule = rules.get(name)
-        if rule is None or rule.command is None:
-            continue
-        first, _, col = rule.command
-        line = lines[first]
-        m = PREFIX_RE.search(line, col)
+        m = _our_prefix(rules.get(name), lines)
         if m:
-            lines[first] = line[:m.start()] + line[m.end():]
+            first = rules[name].command[0]
+            lines[first] = lines[first][:m.start()] + lines[first][m.end():]
             removed.append(name)
     del lines[mark_at]
     new = "".join(lines).encode("utf-8")
@@ -307,10 +312,23 @@ def plan_uninstall(path: str) -> marker.Change:
 
 
 def installed(path: str) -> dict | None:
-    """{rules, marked} if linkwrap's marker is in path, else None."""
+    """{rules, launcher} if linkwrap's marker is in path, else None (launcher: the word our first
+    prefixed rule runs, a path or the bare name, unquoted; None when the prefix was edited away)."""
     data = marker.read_bytes(path)
     if data is None:
         return None
-    lines = data.decode("utf-8", "replace").splitlines(keepends=True)
+    top, rules, lines = parse(data.decode("utf-8", "replace"))
     at, ours = _marker_line(lines)
-    return {"rules": ours} if at is not None else None
+    if at is None:
+        return None
+    spots = [_our_prefix(rules.get(name), lines) for name in ours]
+    words = [shlex.split(m.group(0).replace("$$", "$"))[0] for m in spots if m]
+    return {"rules": ours, "launcher": words[0] if words else None}
+
+
+def _our_prefix(rule, lines):
+    """The match of linkwrap's prefix on rule's command line, or None."""
+    if rule is None or rule.command is None:
+        return None
+    first, _, col = rule.command
+    return PREFIX_RE.search(lines[first], col)

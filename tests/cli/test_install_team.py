@@ -116,8 +116,15 @@ def test_without_linkwrap_on_path_status_says_what_fails_and_what_repairs_it(rep
     done = linkwrap("status", cwd=repo, env=off)
     assert (f'warning: {config}: linker = "linkwrap-cc" is not on PATH: Cargo stops with "linker `linkwrap-cc` '
             f'not found" (exit 101); put {SCRIPTS} on PATH, or run `linkwrap install --absolute`') in done.stdout
+    turn_off = f"CARGO_TARGET_{host_triple().upper().replace('-', '_')}_LINKER=cc"
+    assert f"(this machine only); without linkwrap: {turn_off} cargo build" in done.stdout
     failed = run(["cargo", "build", "--quiet"], cwd=repo, env=off, check=False)
-    assert failed.returncode == 101 and "linkwrap-cc" in failed.stderr  # what status said
+    # What Cargo prints (docs/install.md, "A teammate's first build"), and what status said.
+    assert failed.returncode == 101 and "error: linker `linkwrap-cc` not found" in failed.stderr
+    # The line status gives builds without linkwrap, the committed file untouched.
+    name, value = turn_off.split("=")
+    run(["cargo", "build", "--quiet"], cwd=repo, env={**off, name: value, "CARGO_TARGET_DIR": str(tmp_path / "t-off")})
+    assert links_recorded(repo, off) == []
 
     # install there writes the absolute path, and says it must not be committed.
     done = linkwrap("install", cwd=repo, env=off)
@@ -247,3 +254,116 @@ def test_status_exits_non_zero_when_a_build_would_not_run_linkwrap_or_run_the_sl
     done = linkwrap("status", cwd=repo, env=off)
     assert done.returncode == 1 and "status: exit 1: a build would not run linkwrap" in done.stdout
     assert json.loads(linkwrap("status", "--json", cwd=repo, env=off).stdout)["not_running_linkwrap"]
+
+
+# ---- the same rule for the files `install --ninja` / `--cmake` write into a source tree ----
+
+def source_repo(tmp_path, example, commit_it=True):
+    """A copy of examples/<example> in a git work tree of its own (committed, or files left untracked)."""
+    from install.buildtools import EXAMPLES
+    root = tmp_path / example
+    shutil.copytree(os.path.join(EXAMPLES, example), root, ignore=shutil.ignore_patterns("build"))
+    run([*GIT, "init", "-q"], cwd=root)
+    if commit_it:
+        run([*GIT, "add", "-A"], cwd=root)
+        run([*GIT, "commit", "-qm", "start"], cwd=root)
+    return root
+
+
+def native_launches(calls):
+    """The links that ran the linkwrap-launch PATH found (the native client; each then execs its
+    -python entry point, as no server runs)."""
+    return [argv for program, argv in calls if program == os.path.join(SCRIPTS, "linkwrap-launch")]
+
+
+def launch_entry(env):
+    done = linkwrap("status", "--json", cwd=env.get("PWD", "/"), env=env)
+    return json.loads(done.stdout)["scripts"]["linkwrap-launch"]
+
+
+def test_a_ninja_file_git_will_commit_gets_the_bare_launcher_and_builds_through_it(tmp_path):
+    from install.buildtools import execs
+    root = source_repo(tmp_path, "c-ninja")
+    env = env_for(tmp_path / "home")
+    done = linkwrap("install", "--ninja", cwd=root, env=env)
+    assert done.returncode == 0, done.stderr
+    ninja_file = root / "build.ninja"
+    assert "command = linkwrap-launch $cc " in ninja_file.read_text()
+    assert (f"note: wrote the bare name the link rules' prefix linkwrap-launch (on PATH: {SCRIPTS}/linkwrap-launch): "
+            "it is tracked by git") in done.stdout
+    assert (f"note: {ninja_file} is tracked by git: once it is committed, every teammate and CI runner needs "
+            'linkwrap') in done.stdout
+    # The shell ninja runs each command with finds it on PATH: every link ran linkwrap-launch.
+    # (No warm server: strace would wait for the one the native client starts, a traced child.)
+    _, calls = execs(["ninja"], cwd=root, env={**env, "LINKWRAP_LINKER": "mold", "LINKWRAP_SERVER": "off"},
+                     tmp=tmp_path)
+    assert len(native_launches(calls)) == 3  # libgreet.so, hello, count
+    assert run([root / "hello"], env={"LD_LIBRARY_PATH": str(root)}).returncode == 0
+    assert json.loads(linkwrap("status", "--json", cwd=root, env=env).stdout)["ok"]
+
+    # A teammate without linkwrap on PATH: status names what fails and exits 1.
+    off = env_for(tmp_path / "home", on_path=False)
+    done = linkwrap("status", cwd=root, env=off)
+    assert done.returncode == 1
+    assert (f"{ninja_file}: the link rules' prefix linkwrap-launch is not on PATH: the link stops with "
+            '"linkwrap-launch: not found" (exit 127)') in done.stdout, done.stdout
+
+    # Ignored now (.git/info/exclude) and untracked: a personal file, install rewrites our prefix to the path.
+    run([*GIT, "rm", "-q", "--cached", "build.ninja"], cwd=root)
+    (root / ".git" / "info" / "exclude").write_text("build.ninja\n")
+    done = linkwrap("install", "--ninja", cwd=root, env=env)
+    assert done.returncode == 0, done.stderr
+    path = launch_entry(env)
+    assert f"command = {path} $cc " in ninja_file.read_text()
+    assert f"rules solink link now link through {path}" in done.stdout
+    assert "note: a personal file (git ignores it): wrote the absolute path" in done.stdout
+    assert linkwrap("uninstall", "--ninja", cwd=root, env=env).returncode == 0
+    assert ninja_file.read_bytes() == run([*GIT, "show", "HEAD:build.ninja"], cwd=root).stdout.encode()
+
+
+def test_a_cmake_preset_git_will_commit_gets_the_bare_launcher_and_an_ignored_one_the_path(tmp_path):
+    from install.buildtools import execs
+    root = source_repo(tmp_path, "c-cmake")
+    env = env_for(tmp_path / "home")
+    done = linkwrap("install", "--cmake", cwd=root, env=env)
+    assert done.returncode == 0, done.stderr
+    presets = root / "CMakeUserPresets.json"
+    [ours] = json.loads(presets.read_text())["configurePresets"]
+    assert ours["cacheVariables"]["CMAKE_C_LINKER_LAUNCHER"] == "linkwrap-launch"
+    assert ("note: wrote the bare name the preset's <LANG>_LINKER_LAUNCHER linkwrap-launch (on PATH: "
+            f"{SCRIPTS}/linkwrap-launch): git will commit it (in a work tree, not ignored)") in done.stdout
+    assert f"note: {presets} will be committed (git does not ignore it)" in done.stdout
+    # CMake puts the bare word at the front of its link rules; the build's shell finds it.
+    run(["cmake", "--preset", "linkwrap", "-G", "Ninja"], cwd=root, env=env)
+    _, calls = execs(["ninja", "-C", root / "build" / "linkwrap"], cwd=root, tmp=tmp_path,
+                     env={**env, "LINKWRAP_LINKER": "mold", "LINKWRAP_SERVER": "off"})
+    assert len(native_launches(calls)) == 4
+    assert "mold" in run(["readelf", "-p", ".comment", root / "build" / "linkwrap" / "area"]).stdout
+    assert linkwrap("uninstall", "--cmake", cwd=root, env=env).returncode == 0
+    assert not presets.exists()
+
+    # The user's global ignore or the project's .gitignore names the file (as CMake advises): the path.
+    (root / ".gitignore").write_text("CMakeUserPresets.json\nbuild/\n")
+    done = linkwrap("install", "--cmake", cwd=root, env=env)
+    assert done.returncode == 0, done.stderr
+    [ours] = json.loads(presets.read_text())["configurePresets"]
+    assert ours["cacheVariables"]["CMAKE_C_LINKER_LAUNCHER"] == launch_entry(env)
+    assert "note: a personal file (git ignores it): wrote the absolute path" in done.stdout
+    assert "will be committed" not in done.stdout and not done.stderr
+
+
+def test_a_cmake_build_dir_gets_the_path_and_bare_forces_the_name_anywhere(tmp_path):
+    root = source_repo(tmp_path, "c-cmake")
+    env = env_for(tmp_path / "home")
+    build = root / "out"  # inside the work tree and not ignored: still a build directory, never committed
+    run(["cmake", "-S", root, "-B", build, "-G", "Ninja"], env=env)
+    done = linkwrap("install", "--cmake", build, cwd=root, env=env)
+    assert done.returncode == 0, done.stderr
+    from linkwrap.install import cmake
+    assert cmake.read_cache(str(build))["CMAKE_C_LINKER_LAUNCHER"][1] == launch_entry(env)
+    assert linkwrap("uninstall", "--cmake", build, cwd=root, env=env).returncode == 0
+    done = linkwrap("install", "--cmake", build, "--bare", cwd=root, env=env)
+    assert done.returncode == 0, done.stderr
+    assert cmake.read_cache(str(build))["CMAKE_C_LINKER_LAUNCHER"][1] == "linkwrap-launch"
+    done = linkwrap("install", "--ninja", "--bare", "--absolute", cwd=root, env=env)
+    assert done.returncode == 2 and "--bare and --absolute do not go together" in done.stderr

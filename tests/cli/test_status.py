@@ -63,6 +63,10 @@ def test_every_kind_of_install_is_listed_then_gone(project, tmp_path):
     places = {p["kind"]: p for p in info["places"]}
     assert places["cargo-project"]["installed"] and places["cargo-project"]["targets"] == [HOST]
     assert places["cargo-project"]["marked"] is True
+    from linkwrap.install import launcher
+    launch = launcher.entry_point("linkwrap-launch", write=False)
+    # Outside git, the ninja file is personal: the absolute launcher, and what it runs.
+    assert places["ninja"].pop("runs") == {launch: {"path": launch, "fast": True, "stand_in": False}}
     assert places["ninja"] == {"kind": "ninja", "path": str(nj / "build.ninja"), "installed": True,
                                "rules": ["solink", "link"]}
     assert places["cmake-presets"]["installed"] and places["cmake-presets"]["preset"] == "linkwrap"

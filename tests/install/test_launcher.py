@@ -1,6 +1,7 @@
 """The fast entry point `linkwrap install` writes (linkwrap/install/launcher.py)."""
 import os
 import subprocess
+import sys
 
 from conftest import SCRIPTS, script
 from linkwrap.install import launcher
@@ -151,3 +152,26 @@ def test_a_wheel_client_whose_python_is_gone_is_a_problem(tmp_path, lw_home):
             assert said is None or "is gone" not in said, said
         else:
             assert said == f"its Python {gone[head]} is gone", said
+
+
+def test_a_checkout_run_beside_the_installed_linkwrap_does_not_write_that_ones_client(tmp_path, lw_home):
+    """A linkwrap run from another checkout (its directory first on sys.path, another linkwrap
+    installed in the interpreter): the environment's client would run the installed code, so the
+    entry point is the checkout's own under the state dir."""
+    import shutil
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    checkout = tmp_path / "checkout"
+    shutil.copytree(os.path.join(repo, "linkwrap"), checkout / "linkwrap",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(os.path.join(repo, "templates"), checkout / "templates")
+    ask = ("import linkwrap; from linkwrap.install import launcher; "
+           "print(linkwrap.__file__); print(launcher.entry_point('linkwrap-cc', write=False))")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LINKWRAP_INSTALL_ENTRY")}
+    here = subprocess.run([sys.executable, "-c", ask], capture_output=True, text=True, cwd=repo, env=env)
+    there = subprocess.run([sys.executable, "-c", ask], capture_output=True, text=True, cwd=checkout, env=env)
+    assert here.returncode == there.returncode == 0, here.stderr + there.stderr
+    assert there.stdout.splitlines()[0] == str(checkout / "linkwrap" / "__init__.py")
+    installed = launcher.installed_client("linkwrap-cc")
+    assert installed, "the editable install's native client (setup.py) is beside this interpreter"
+    assert here.stdout.splitlines()[1] == installed
+    assert there.stdout.splitlines()[1] != installed and there.stdout.splitlines()[1].startswith(str(lw_home))

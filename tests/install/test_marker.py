@@ -72,6 +72,6 @@ def test_the_reinstall_hint_names_a_command_that_installs_linkwrap():
         assert command == "pip install . in a checkout of linkwrap"
     readme = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "README.md")
     assert "pip install ." in open(readme).read()
-    from linkwrap.install import cargo
-    notes, _ = cargo.teammates("/p/.cargo/config.toml", cargo.SCRIPT, "tracked")
+    from linkwrap.install import cargo, commit
+    notes, _ = commit.teammates("/p/.cargo/config.toml", commit.cargo_written(cargo.SCRIPT), cargo.SCRIPT, "tracked")
     assert "`pip install .` in a checkout of linkwrap" in notes[0] and "pip install linkwrap" not in notes[0]
