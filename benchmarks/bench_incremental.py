@@ -1,8 +1,9 @@
 """Edit-relink loop on the generated Rust project (genproject.rust): linkwrap ld --incremental's
 patch against wild's full relink and linkwrap ld's own full link of the same inputs, interleaved.
 
-Per round: one edit of main.rs (a one-token change inside `main`: the multiplier, issue 36's edit
-(a)), cargo rebuilds (rustc re-emits the changed codegen units; -C save-temps keeps the objects)
+Per round: one edit (--edit, issue 36's kinds: (a) a one-token change inside `main`, the multiplier;
+(b) a line added above `main`, so every later line's debug info moves; (c) a new function in main.rs,
+called from `main`; (d) a new call from one module into another it did not call), cargo rebuilds (rustc re-emits the changed codegen units; -C save-temps keeps the objects)
 and prints its link line; then, in a rotating order, the same inputs are linked by
   incremental  cc -B<linkwrap-ld> ... -Wl,--incremental   (patches the last output)
   wild         cc -B<wild> ...                             (a full link, fresh output)
@@ -12,7 +13,7 @@ medians, incremental ÷ wild and ÷ full with a 95 % bootstrap CI, how each reli
 (patched or the full link's reason), the state file's size, and that all three programs print
 the same line.
 
-    python benchmarks/bench_incremental.py [--modules 16 --funcs 34] [--rounds 7] [--dir DIR]
+    python benchmarks/bench_incremental.py [--modules 16 --funcs 34] [--rounds 7] [--edit a|b|c|d|all] [--dir DIR]
 """
 import argparse
 import os
@@ -57,14 +58,41 @@ def ci(a, b, rng, n=2000):
     return ratios[int(0.025 * n)], ratios[int(0.975 * n)]
 
 
+def edited(kind, texts, rnd, modules):
+    """{path: text} of the project's sources after round rnd's edit of this kind (from the originals)."""
+    main_rs = next(p for p in texts if p.endswith("main.rs"))
+    main = texts[main_rs]
+    if kind == "a":
+        return {main_rs: main.replace("wrapping_mul(31)", f"wrapping_mul({31 + 2 * (rnd + 1)})")}
+    if kind == "b":
+        return {main_rs: main.replace("\nfn main()", "\n" + "// a line\n" * (rnd + 1) + "fn main()")}
+    if kind == "c":  # cumulative, as in an edit loop: round r has extra0 .. extra<r>
+        extra = "".join(f"#[inline(never)]\nfn extra{k}(x: u64) -> u64 {{ x.rotate_left({k % 63 + 1}) ^ {k} }}\n\n"
+                        for k in range(rnd + 1))
+        calls = "".join(f"    acc = extra{k}(acc);\n" for k in range(rnd + 1))
+        return {main_rs: main.replace("\nfn main()", "\n" + extra + "fn main()").replace(
+            "    println!", calls + "    println!")}
+    # d: module m<i> now calls m<j>::run, a dependency it did not have (one new pair per round)
+    i, j = rnd % modules, (rnd + 1) % modules
+    path = next(p for p in texts if p.endswith(f"/m{i}.rs"))
+    return {path: texts[path].replace("    acc.wrapping_add(order.len() as u64)",
+                                      f"    acc.wrapping_add(order.len() as u64).wrapping_add(crate::m{j}::run(seed) & 1)")}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--modules", type=int, default=16)
     ap.add_argument("--funcs", type=int, default=34)
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--edit", default="a", choices=("a", "b", "c", "d", "all"))
     ap.add_argument("--dir")
     a = ap.parse_args()
     root = a.dir or tempfile.mkdtemp(prefix="bench-incremental-")
+    for kind in ("a", "b", "c", "d") if a.edit == "all" else (a.edit,):
+        loop(a, kind, root)
+
+
+def loop(a, kind, root):
     wild = shutil.which("wild")
     # the console script beside this Python (a version manager's shim on PATH picks what to run by
     # its own name, and as `ld` in a -B directory it would run GNU ld)
@@ -74,8 +102,8 @@ def main():
         raise SystemExit("wild and linkwrap-ld must be on PATH")
     project = genproject.rust(os.path.join(root, "rust"), a.modules, a.funcs)
     target = os.path.join(root, "rust-target")
-    main_rs = os.path.join(project, "src", "main.rs")
-    text = open(main_rs).read()
+    src = os.path.join(project, "src")
+    texts = {os.path.join(src, n): open(os.path.join(src, n)).read() for n in os.listdir(src)}
     shims = {"incremental": shim(root, "lw", lwld), "full": shim(root, "lw", lwld), "wild": shim(root, "wild", wild)}
     times = {k: [] for k in shims}
     decisions, outputs = [], set()
@@ -94,9 +122,10 @@ def main():
     # the base of the incremental relinks: one full incremental link of the unedited inputs
     timed(["cc", f"-B{shims['incremental']}", *base, "-Wl,--incremental", "-o", out["incremental"]], cwd, env)
     for rnd in range(a.rounds + 1):
-        mult = 31 + 2 * (rnd + 1)
-        with open(main_rs, "w") as f:
-            f.write(text.replace("wrapping_mul(31)", f"wrapping_mul({mult})"))
+        for path, text in {**texts, **edited(kind, texts, rnd, a.modules)}.items():
+            if open(path).read() != text:
+                with open(path, "w") as f:
+                    f.write(text)
         argv, _e, _c = genproject.rust_link(project, target_dir=target)
         cur = line(argv)
         order = list(shims)
@@ -122,7 +151,7 @@ def main():
         outputs |= got
         if len(got) != 1:
             raise SystemExit(f"the three programs differ: {got}")
-    print(f"generated Rust project {a.modules}x{a.funcs}: {inputs_mb:.0f} MB of inputs, "
+    print(f"edit ({kind}); generated Rust project {a.modules}x{a.funcs}: {inputs_mb:.0f} MB of inputs, "
           f"output {os.path.getsize(out['incremental']) / 1e6:.0f} MB (incremental), "
           f"{os.path.getsize(out['wild']) / 1e6:.0f} MB (wild); {a.rounds} interleaved edit-relinks")
     for k in shims:

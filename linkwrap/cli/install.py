@@ -113,7 +113,7 @@ def cargo_file(args):
 
 
 def run(args) -> int:
-    from linkwrap.install import commit, launcher, marker
+    from linkwrap.install import commit, launcher, marker, warm
     kind = which(args)
     launcher.check_state()  # before anything is written: builds would run what another user put there
 
@@ -149,16 +149,19 @@ def run(args) -> int:
             say([f"note: {path} is a symbolic link: its target {os.path.realpath(path)} was edited"])
         if changed:
             say(["note: Cargo hashes the linker's path, so the next build rebuilds everything once"])
+        warm.first_build(linker)
         return 0
     if kind == "ninja":
         from linkwrap.install import ninja
         path = os.path.abspath(args.ninja)
         written = commit.launcher_written(ninja.SCRIPT, "the link rules' prefix")
         state = commit.git_status(path)
-        launcher, why = value_to_write(args, entry, written, state)
-        change = ninja.plan_install(path, launcher, args.rule)
+        launch, why = value_to_write(args, entry, written, state)
+        change = ninja.plan_install(path, launch, args.rule)
         carry_out(change, args.dry_run, lambda: marker.remember("ninja", path))
-        advise(args, change, written, launcher, state, why)
+        advise(args, change, written, launch, state, why)
+        if not args.dry_run:
+            warm.first_build(launch)
         return 0
     from linkwrap.install import cmake
     folder = os.path.abspath(args.cmake)
@@ -166,18 +169,21 @@ def run(args) -> int:
         if args.inherits:
             raise UsageError("--inherits is for a source directory (CMakeUserPresets.json), not a build directory")
         # A build directory's cache is never committed: the absolute path, the fast one, unless --bare.
-        launcher, _ = value_to_write(args, entry, commit.launcher_written("linkwrap-launch", ""), "build-dir")
-        carry_out(cmake.plan_cache_install(folder, launcher, force=args.force), args.dry_run,
+        launch, _ = value_to_write(args, entry, commit.launcher_written("linkwrap-launch", ""), "build-dir")
+        carry_out(cmake.plan_cache_install(folder, launch, force=args.force), args.dry_run,
                   lambda: marker.remember("cmake-cache", folder))
         if not args.dry_run:
-            warn(cmake.check_generated(folder, launcher))
+            warn(cmake.check_generated(folder, launch))
+            warm.first_build(launch)
         return 0
     written = commit.launcher_written("linkwrap-launch", "the preset's <LANG>_LINKER_LAUNCHER")
     state = commit.git_status(os.path.join(folder, cmake.PRESETS))
-    launcher, why = value_to_write(args, entry, written, state)
-    change = cmake.plan_presets_install(folder, launcher, inherits=args.inherits)
+    launch, why = value_to_write(args, entry, written, state)
+    change = cmake.plan_presets_install(folder, launch, inherits=args.inherits)
     carry_out(change, args.dry_run, lambda: marker.remember("cmake-presets", change.path))
-    advise(args, change, written, launcher, state, why)
+    advise(args, change, written, launch, state, why)
+    if not args.dry_run:
+        warm.first_build(launch)
     return 0
 
 
