@@ -72,6 +72,9 @@ class Options:
     no_undefined_version: bool = False   # a version script naming an undefined symbol is an error
     no_undefined: bool = False    # --no-undefined / -z defs: a shared object's undefined symbols are errors
     bsymbolic: str = ""           # '' / 'all' (-Bsymbolic) / 'functions' (-Bsymbolic-functions)
+    # which input locals .symtab keeps (GNU ld's link_info.discard): 'merge' (its default: local
+    # labels in SHF_MERGE sections go), 'labels' (-X: every local label), 'all' (-x), 'none'
+    discard: str = "merge"
 
 
 # --- GNU ld's command-line grammar (ld/lexsup.c), as one table --------------------------------
@@ -146,13 +149,16 @@ _opts("Bsymbolic", False, "bsymbolic")
 _opts("Bsymbolic-functions", False, "bsymbolic_functions")
 _opts("Bno-symbolic", False, "bno_symbolic")
 _opts("sort-common warn-common no-fatal-warnings "
-      "no-warn-mismatch no-copy-dt-needed-entries discard-locals no-keep-memory reduce-memory-overheads "
+      "no-warn-mismatch no-copy-dt-needed-entries no-keep-memory reduce-memory-overheads "
       "allow-shlib-undefined no-allow-shlib-undefined relax no-relax warn-once "
       "no-demangle demangle no-map-whole-files map-whole-files no-warn-execstack warn-execstack "
       "no-warn-rwx-segments warn-rwx-segments no-warn-search-mismatch warn-textrel warn-constructors "
       "warn-alternate-em warn-section-align warn-multiple-gp no-ld-generated-unwind-info "
       "ld-generated-unwind-info check-sections no-check-sections no-print-map-discarded "
       "print-map-discarded ignore-unresolved-symbol-not-used", False, IGNORE)
+_opts("discard-all", False, "discard_all")
+_opts("discard-locals", False, "discard_labels")
+_opts("discard-none", False, "discard_none")
 _opts("enable-new-dtags", False, "new_dtags")
 _opts("disable-new-dtags", False, "old_dtags")
 _opts("color-diagnostics threads", "?", IGNORE)
@@ -165,7 +171,7 @@ _opts("emit-relocs Bgroup EB Qy Ur accept-unknown-input-arch "
       "add-stdcall-alias compat-implib cref ctf-share-types ctf-variables dT dc dp default-imported-symver "
       "default-symver disable-auto-image-base disable-auto-import disable-large-address-aware "
       "disable-long-section-names disable-multiple-abs-defs disable-reloc-section "
-      "disable-runtime-pseudo-reloc disable-stdcall-fixup discard-all discard-none dll "
+      "disable-runtime-pseudo-reloc disable-stdcall-fixup dll "
       "dynamic-list-cpp-new dynamic-list-cpp-typeinfo dynamic-list-data embedded-relocs "
       "enable-auto-image-base enable-auto-import enable-extra-pe-debug enable-extra-pep-debug "
       "enable-long-section-names enable-non-contiguous-regions enable-non-contiguous-regions-warnings "
@@ -196,11 +202,11 @@ _SHORT = {
     "T": (True, None), "A": (True, None), "b": (True, None), "c": (True, None), "f": (True, None),
     "F": (True, None), "G": (True, None), "h": (True, "soname"), "P": (True, None),
     "E": (False, "export_dynamic"), "S": (False, "strip_debug"), "s": (False, "strip_all"),
-    "v": (False, "version"), "V": (False, "version"), "X": (False, IGNORE), "g": (False, IGNORE),
+    "v": (False, "version"), "V": (False, "version"), "X": (False, "discard_labels"), "g": (False, IGNORE),
     "(": (False, "group_start"), ")": (False, "group_end"), "r": (False, "relocatable"),
     "i": (False, "relocatable"),
     "d": (False, None), "M": (False, None), "n": (False, None), "N": (False, None), "q": (False, None),
-    "t": (False, None), "x": (False, None), "w": (False, IGNORE),
+    "t": (False, None), "x": (False, "discard_all"), "w": (False, IGNORE),
 }
 # Letters whose glued form GNU ld takes even when the word also starts a long option (-lib is -l ib).
 _ALWAYS_GLUED = "lL"
@@ -398,6 +404,7 @@ _SETS = {
     "no_undefined_version": ("no_undefined_version", True), "undefined_version": ("no_undefined_version", False),
     "bsymbolic": ("bsymbolic", "all"), "bsymbolic_functions": ("bsymbolic", "functions"),
     "bno_symbolic": ("bsymbolic", ""), "nostdlib": ("nostdlib", True),
+    "discard_all": ("discard", "all"), "discard_labels": ("discard", "labels"), "discard_none": ("discard", "none"),
 }
 
 

@@ -129,7 +129,7 @@ def create(opts, mode, res, live, needs, shared_exports=None) -> Synthetics:
         if shared_exports is not None:
             localized = frozenset(s for s in res.symtab.values() if s.file is not None and s.defined
                                   and s not in shared_exports.version)
-        symtab = SymTab(res, live, copied, localized)
+        symtab = SymTab(opts, res, live, copied, localized)
         out += [symtab, symtab.strtab]
     props = merge_properties(opts, res.objects)
     if props:
