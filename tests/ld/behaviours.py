@@ -118,6 +118,13 @@ def facts(path, symbols=()):
     # .dynsym's definitions: name@version, type, binding, visibility
     out["dynsyms"] = sorted((p[7], p[3], p[4], p[5]) for p in (line.split() for line in readelf("--dyn-syms", "-W").splitlines())
                             if len(p) >= 8 and p[0].rstrip(":").isdigit() and p[6] != "UND")
+    rows = [line.split() for line in syms.split("Symbol table '.symtab'")[-1].splitlines()]
+    rows = [p for p in rows if len(p) >= 7 and p[0].rstrip(":").isdigit()]
+    # the objects' STT_FILE names (not GNU ld's empty one: it ends the locals of linker-made
+    # symbols, which this linker writes as globals)
+    out["files"] = sorted(p[7] for p in rows if p[3] == "FILE" and len(p) == 8)
+    # .symtab's type, binding and visibility of the named symbols
+    out["symrows"] = sorted((p[7], p[3], p[4], p[5]) for p in rows if len(p) == 8 and p[7] in symbols)
     nm = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
     kinds = {line.split()[-1]: line.split()[-2] for line in nm.splitlines() if line.strip()}
     out["symbols"] = [(name, kinds.get(name)) for name in symbols]

@@ -40,6 +40,12 @@ from linkwrap.ld.options import parse_args
     (["-i"], "relocatable", True),
     (["-z", "muldefs"], "allow_multiple_definition", True),
     (["--unresolved-symbols=ignore-in-shared-libs"], "unresolved", "ignore-in-shared-libs"),
+    ([], "discard", "merge"),
+    (["-x"], "discard", "all"),
+    (["--discard-all"], "discard", "all"),
+    (["-X"], "discard", "labels"),
+    (["-discard-locals"], "discard", "labels"),
+    (["-x", "--discard-none"], "discard", "none"),
 ])
 def test_options_are_read_as_gnu_ld_reads_them(argv, field, value):
     assert getattr(parse_args(argv), field) == value
