@@ -50,6 +50,9 @@ class Options:
     max_page_size: int = 0x1000
     export_dynamic: bool = False
     dynamic_list: tuple = ()      # symbol patterns of --dynamic-list files (exported)
+    dynamic_list_given: bool = False  # a --dynamic-list file was read (in -shared: only the listed interpose)
+    export_symbols: tuple = ()    # --export-dynamic-symbol(-list) patterns: exported as a dynamic list's
+    exclude_libs: tuple = ()      # --exclude-libs names ('ALL', 'libx.a', 'libx'): their members export nothing
     strip_debug: bool = False
     strip_all: bool = False
     rpath: tuple = ()
@@ -136,6 +139,9 @@ _opts("fini", True, "fini")
 _opts("allow-multiple-definition", False, "muldefs")
 _opts("unresolved-symbols", True, "unresolved")
 _opts("dynamic-list", True, "dynamic_list")
+_opts("export-dynamic-symbol", True, "export_symbol")
+_opts("export-dynamic-symbol-list", True, "export_symbol_list")
+_opts("exclude-libs", True, "exclude_libs")
 # the LTO plugin gcc always passes: what matters is whether an input needs it (parse names those)
 _opts("plugin plugin-opt", True, IGNORE)
 _opts("flto flto-partition", "?", IGNORE)
@@ -183,8 +189,8 @@ _opts("emit-relocs Bgroup EB Qy Ur accept-unknown-input-arch "
       "target-help traditional-format trace verbose warn-duplicate-exports warn-unresolved-symbols "
       "split-by-file copy-dt-needed-entries fatal-warnings", False, None)
 _opts("architecture assert audit auxiliary base-file compress-debug-sections default-script "
-      "dependency-file depaudit dll-search-prefix exclude-libs exclude-modules-for-implib "
-      "exclude-symbols export-dynamic-symbol export-dynamic-symbol-list file-alignment filter format "
+      "dependency-file depaudit dll-search-prefix exclude-modules-for-implib "
+      "exclude-symbols file-alignment filter format "
       "fuse-ld gpsize hash-size heap image-base just-symbols major-image-version major-os-version "
       "major-subsystem-version max-cache-size minor-image-version minor-os-version "
       "minor-subsystem-version oformat orphan-handling out-implib output-def package-metadata "
@@ -268,7 +274,7 @@ def parse_args(argv) -> Options:
     inputs = []
     lib_dirs = []
     rpath = []
-    defsym, undefined, required, dynlist = [], [], [], []
+    defsym, undefined, required, dynlist, exported, excluded = [], [], [], [], [], []
     as_needed = static = whole = False
     stack = []
     i = 0
@@ -375,6 +381,15 @@ def parse_args(argv) -> Options:
             kw["unresolved"] = val
         elif action == "dynamic_list":
             dynlist.extend(read_dynamic_list(_script_file(val, lib_dirs, kw.get("sysroot", ""))))
+            kw["dynamic_list_given"] = True
+        elif action == "export_symbol":
+            exported.append(val)
+        elif action == "export_symbol_list":
+            # the file is a dynamic list (GNU ld reads it with the same grammar)
+            exported.extend(read_dynamic_list(_script_file(val, lib_dirs, kw.get("sysroot", ""))))
+        elif action == "exclude_libs":
+            # GNU ld's list: names separated by commas or colons
+            excluded.extend(n for n in val.replace(":", ",").split(",") if n)
         elif action == "version_script":
             val = _script_file(val, lib_dirs, kw.get("sysroot", ""))
             kw["version_script"] = kw.get("version_script", ()) + (val,)
@@ -390,7 +405,7 @@ def parse_args(argv) -> Options:
         lib_dirs = [_sysrooted(d, kw["sysroot"]) for d in lib_dirs]
     return Options(inputs=tuple(inputs), lib_dirs=tuple(lib_dirs), rpath=tuple(rpath), defsym=tuple(defsym),
                    undefined=tuple(undefined), require_defined=tuple(required), dynamic_list=tuple(dynlist),
-                   **kw)
+                   export_symbols=tuple(exported), exclude_libs=tuple(excluded), **kw)
 
 
 _SETS = {
@@ -470,6 +485,34 @@ def dynamic_list_matcher(patterns):
         return plain.__contains__
     import fnmatch
     return lambda name: name in plain or any(fnmatch.fnmatchcase(name, g) for g in globs)
+
+
+def shared_interposable_list(opts):
+    """-shared: the matcher of the only exports that stay interposable, or None (GNU ld 2.40: a
+    --dynamic-list file, or --export-dynamic-symbol with -Bsymbolic(-functions), makes exactly the
+    listed ones interposable, whatever -Bsymbolic says; --export-dynamic-symbol alone changes nothing)."""
+    if opts.dynamic_list_given or (opts.bsymbolic and opts.export_symbols):
+        return dynamic_list_matcher(opts.dynamic_list + opts.export_symbols)
+    return None
+
+
+def excluded_from_export(exclude_libs):
+    """--exclude-libs: -> symbol -> whether an archive member the list names defines it (GNU ld's
+    check_excluded_libs: 'ALL', or the archive's base name, with or without its '.a')."""
+    if not exclude_libs:
+        return lambda s: False
+    every = "ALL" in exclude_libs
+    names = set(exclude_libs)
+
+    def excluded(s):
+        obj = s.file
+        if obj is None or obj.archive is None:
+            return False
+        if every:
+            return True
+        base = obj.archive.name.rsplit("/", 1)[-1]
+        return base in names or (base.endswith(".a") and base[:-2] in names)
+    return excluded
 
 
 # -z keyword -> (Options field, value), or an int: DF_1_* bits it adds to DT_FLAGS_1.

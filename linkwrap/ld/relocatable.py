@@ -44,7 +44,8 @@ def check_options(opts):
                         ("-S", opts.strip_debug), ("-E", opts.export_dynamic), ("-rpath", opts.rpath),
                         ("-shared", opts.shared), ("--version-script", opts.version_script),
                         # GNU ld -r -x/-X drops the locals no relocation needs: not done here
-                        ("-x", opts.discard == "all"), ("-X", opts.discard == "labels")):
+                        ("-x", opts.discard == "all"), ("-X", opts.discard == "labels"),
+                        ("--exclude-libs", opts.exclude_libs), ("--export-dynamic-symbol", opts.export_symbols)):
         if asked:
             raise Unsupported(f"-r with {name}")
 

@@ -125,6 +125,9 @@ def facts(path, symbols=()):
     out["files"] = sorted(p[7] for p in rows if p[3] == "FILE" and len(p) == 8)
     # .symtab's type, binding and visibility of the named symbols
     out["symrows"] = sorted((p[7], p[3], p[4], p[5]) for p in rows if len(p) == 8 and p[7] in symbols)
+    # the dynamic relocations against the named symbols: (type, symbol)
+    out["dynrelocs"] = sorted({(p[2], p[4]) for p in (line.split() for line in readelf("-rW").splitlines())
+                               if len(p) >= 5 and p[2].startswith("R_X86_64_") and p[4] in symbols})
     nm = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
     kinds = {line.split()[-1]: line.split()[-2] for line in nm.splitlines() if line.strip()}
     out["symbols"] = [(name, kinds.get(name)) for name in symbols]

@@ -46,9 +46,31 @@ from linkwrap.ld.options import parse_args
     (["-X"], "discard", "labels"),
     (["-discard-locals"], "discard", "labels"),
     (["-x", "--discard-none"], "discard", "none"),
+    (["--exclude-libs=ALL"], "exclude_libs", ("ALL",)),
+    (["--exclude-libs", "liba.a,libb:libc.a", "-exclude-libs=libd"], "exclude_libs", ("liba.a", "libb", "libc.a", "libd")),
+    (["--export-dynamic-symbol=f*", "-export-dynamic-symbol", "g"], "export_symbols", ("f*", "g")),
 ])
+
+
 def test_options_are_read_as_gnu_ld_reads_them(argv, field, value):
     assert getattr(parse_args(argv), field) == value
+
+
+def test_exclude_libs_names_archives_by_base_name_with_or_without_a():
+    class Obj:
+        def __init__(self, archive):
+            self.archive = archive
+            self.name = "x.o"
+
+    class Sym:
+        def __init__(self, archive_path):
+            self.file = Obj(type("A", (), {"name": archive_path})() if archive_path else None)
+
+    ex = options.excluded_from_export(("libfoo", "libbar.a"))
+    assert ex(Sym("/x/libfoo.a")) and ex(Sym("libbar.a")) and not ex(Sym("/x/libfoo2.a"))
+    assert not ex(Sym(None)) and not ex(Sym("/x/libfoo.ab")) and ex(Sym("/x/libbar.a.a"))  # as GNU ld compares
+    assert options.excluded_from_export(("ALL",))(Sym("any/libz.a"))
+    assert not options.excluded_from_export(())(Sym("any/libz.a"))
 
 
 def test_glued_l_is_a_library_even_when_it_starts_a_long_option():

@@ -8,6 +8,7 @@ relocated data. In a static non-PIE executable .rela.plt is glibc's .rela.iplt, 
 apply_irel() through __rela_iplt_start/__rela_iplt_end."""
 
 from linkwrap.ld import elf
+from linkwrap.ld.options import shared_interposable_list
 from linkwrap.ld.synthetic.base import _put, signed64, Synthetic
 
 
@@ -108,7 +109,7 @@ class Dynamic(Synthetic):
         if synth_flags["rela"]:
             tags += [(elf.DT_RELA, ".rela.dyn"), (elf.DT_RELASZ, ".rela.dyn#size"), (elf.DT_RELAENT, 24)]
         flags = opts.dt_flags | (elf.DF_BIND_NOW if opts.z_now else 0)
-        if mode.shared and opts.bsymbolic == "all":
+        if mode.shared and opts.bsymbolic == "all" and shared_interposable_list(opts) is None:
             flags |= 0x2                        # DF_SYMBOLIC
         if synth_flags.get("static_tls"):
             flags |= 0x10                       # DF_STATIC_TLS: initial-exec TLS in a shared object
