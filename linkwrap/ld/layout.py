@@ -41,7 +41,7 @@ _PREFIX_MAP = (
 
 # (class, rank) of known output sections; others are classified by their flags.
 _RANKS = {
-    ".interp": (0, 0), ".note.gnu.property": (0, 0.5), ".note.gnu.build-id": (0, 1), ".gnu.hash": (0, 3),
+    ".interp": (0, 0), ".note.gnu.property": (0, 0.5), ".note.gnu.build-id": (0, 1), ".hash": (0, 2.5), ".gnu.hash": (0, 3),
     ".dynsym": (0, 4), ".dynstr": (0, 5), ".gnu.version": (0, 6), ".gnu.version_d": (0, 6.5),
     ".gnu.version_r": (0, 7),
     ".rela.dyn": (0, 8), ".rela.plt": (0, 9),

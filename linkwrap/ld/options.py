@@ -51,6 +51,7 @@ class Options:
     export_dynamic: bool = False
     dynamic_list: tuple = ()      # symbol patterns of --dynamic-list files (exported)
     dynamic_list_given: bool = False  # a --dynamic-list file was read (in -shared: only the listed interpose)
+    hash_style: str = "both"      # 'gnu', 'sysv' or 'both' (GNU ld's default here, unless gcc says gnu)
     export_symbols: tuple = ()    # --export-dynamic-symbol(-list) patterns: exported as a dynamic list's
     exclude_libs: tuple = ()      # --exclude-libs names ('ALL', 'libx.a', 'libx'): their members export nothing
     strip_debug: bool = False
@@ -357,8 +358,7 @@ def parse_args(argv) -> Options:
         elif action == "hash_style":
             if val not in ("gnu", "both", "sysv"):
                 raise BadInput(f"invalid hash style `{val}'")
-            if val != "gnu":
-                raise Unsupported(f"--hash-style={val} (only .gnu.hash is written)")
+            kw["hash_style"] = val
         elif action == "sysroot":
             kw["sysroot"] = val
         elif action == "defsym":

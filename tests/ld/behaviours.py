@@ -125,6 +125,9 @@ def facts(path, symbols=()):
     out["files"] = sorted(p[7] for p in rows if p[3] == "FILE" and len(p) == 8)
     # .symtab's type, binding and visibility of the named symbols
     out["symrows"] = sorted((p[7], p[3], p[4], p[5]) for p in rows if len(p) == 8 and p[7] in symbols)
+    # which symbol hash tables there are: sections and .dynamic tags
+    out["hash"] = sorted(set(re.findall(r"\s(\.(?:gnu\.)?hash)\s", readelf("-SW"))) |
+                         set(re.findall(r"\(((?:GNU_)?HASH)\)", dyn)))
     # the dynamic relocations against the named symbols: (type, symbol)
     out["dynrelocs"] = sorted({(p[2], p[4]) for p in (line.split() for line in readelf("-rW").splitlines())
                                if len(p) >= 5 and p[2].startswith("R_X86_64_") and p[4] in symbols})

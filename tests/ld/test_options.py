@@ -46,6 +46,9 @@ from linkwrap.ld.options import parse_args
     (["-X"], "discard", "labels"),
     (["-discard-locals"], "discard", "labels"),
     (["-x", "--discard-none"], "discard", "none"),
+    ([], "hash_style", "both"),
+    (["--hash-style=sysv"], "hash_style", "sysv"),
+    (["-hash-style", "gnu"], "hash_style", "gnu"),
     (["--exclude-libs=ALL"], "exclude_libs", ("ALL",)),
     (["--exclude-libs", "liba.a,libb:libc.a", "-exclude-libs=libd"], "exclude_libs", ("liba.a", "libb", "libc.a", "libd")),
     (["--export-dynamic-symbol=f*", "-export-dynamic-symbol", "g"], "export_symbols", ("f*", "g")),
@@ -157,7 +160,7 @@ def test_dtags(argv, field, value):
     assert getattr(parse_args(argv), field) == value
 
 
-@pytest.mark.parametrize("argv", [["--hash-style=sysv"], ["--hash-style=both"], ["--fatal-warnings"]])
+@pytest.mark.parametrize("argv", [["--fatal-warnings"]])
 def test_what_would_differ_from_gnu_ld_is_named(argv):
     with pytest.raises(Unsupported):
         parse_args(argv)

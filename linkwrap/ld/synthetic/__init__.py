@@ -29,7 +29,7 @@ from linkwrap.ld.synthetic.dynamic import BssAlloc, Dynamic, Interp, RelaDyn, Re
 from linkwrap.ld.synthetic.got_plt import Got, GotPlt, Plt
 from linkwrap.ld.synthetic.notes import BuildId, FEATURE_1_AND, FEATURE_1_IBT, PropertyNote, merge_properties
 from linkwrap.ld.synthetic.strings import Comment, DynStr, MergedSection, merge_sections  # noqa: F401
-from linkwrap.ld.synthetic.symbols import DynSym, GnuHash, SymTab, VerDef, VerNeed, VerSym
+from linkwrap.ld.synthetic.symbols import DynSym, GnuHash, SymTab, SysvHash, VerDef, VerNeed, VerSym
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,11 @@ def create(opts, mode, res, live, needs, shared_exports=None) -> Synthetics:
         dynsym = DynSym(dynstr, imports, exports, copied, needs.canonical)
         verneed = VerNeed(dynstr, dynsym, res.needed, 1 + (verdef.info if verdef is not None else 1))
         versym = VerSym(dynsym, verneed, verdef)
-        out += [dynstr, dynsym, verneed, versym, GnuHash(dynsym)]
+        out += [dynstr, dynsym, verneed, versym]
+        if opts.hash_style in ("gnu", "both"):
+            out.append(GnuHash(dynsym))
+        if opts.hash_style in ("sysv", "both"):
+            out.append(SysvHash(dynsym))
         if verdef is not None:
             out.append(verdef)
         if mode.interp:

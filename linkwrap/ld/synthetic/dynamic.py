@@ -99,7 +99,11 @@ class Dynamic(Synthetic):
             if name in present:
                 tags.append((t, name))
                 tags.append((tsz, name + "#size"))
-        tags += [(elf.DT_GNU_HASH, ".gnu.hash"), (elf.DT_STRTAB, ".dynstr"), (elf.DT_SYMTAB, ".dynsym"),
+        if opts.hash_style in ("sysv", "both"):
+            tags.append((elf.DT_HASH, ".hash"))
+        if opts.hash_style in ("gnu", "both"):
+            tags.append((elf.DT_GNU_HASH, ".gnu.hash"))
+        tags += [(elf.DT_STRTAB, ".dynstr"), (elf.DT_SYMTAB, ".dynsym"),
                  (elf.DT_STRSZ, ".dynstr#size"), (elf.DT_SYMENT, 24)]
         if not mode.shared:
             tags.append((elf.DT_DEBUG, 0))      # the debugger's hook into ld.so: executables only

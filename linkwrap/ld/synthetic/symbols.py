@@ -283,6 +283,43 @@ class GnuHash(Synthetic):
         return _put(buf, lk.offset_of(self), data)
 
 
+# bfd's elf_buckets: .hash gets the largest of these bucket counts not above the symbol count
+_SYSV_BUCKETS = (1, 3, 17, 37, 67, 97, 131, 197, 263, 521, 1031, 2053, 4099, 8209, 16411, 32771, 65537, 131101,
+                 262147)
+
+
+class SysvHash(Synthetic):
+    """.hash (--hash-style=sysv|both): nbucket, nchain, the buckets, one chain entry per .dynsym
+    entry (the null one included), every symbol hashed with the SysV ELF hash."""
+    type = elf.SHT_HASH
+    entsize = 4
+
+    def __init__(self, dynsym):
+        super().__init__(".hash")
+        self.link = dynsym
+        self.dynsym = dynsym
+        n = len(dynsym.symbols)
+        self.nbuckets = next((b for b, nxt in zip(_SYSV_BUCKETS, _SYSV_BUCKETS[1:] + (None,))
+                              if nxt is None or n < nxt), 1)
+
+    def size(self):
+        return 4 * (2 + self.nbuckets + 1 + len(self.dynsym.symbols))
+
+    def is_needed(self):
+        return True
+
+    def write_to(self, buf, lk):
+        nb = self.nbuckets
+        nchain = 1 + len(self.dynsym.symbols)
+        buckets, chain = [0] * nb, [0] * nchain
+        for i, s in enumerate(self.dynsym.symbols, 1):
+            b = elf.elf_hash(s.name.encode()) % nb
+            chain[i] = buckets[b]       # each new symbol heads its bucket's chain
+            buckets[b] = i
+        data = struct.pack(f"<II{nb}I{nchain}I", nb, nchain, *buckets, *chain)
+        return _put(buf, lk.offset_of(self), data)
+
+
 class VerNeed(Synthetic):
     type = elf.SHT_GNU_VERNEED
 
