@@ -117,7 +117,7 @@ def _collect(opts, res, kept, splits, fde_refs, exported=()):
             roots.append(sec)
         elif n in bounded and _is_c_ident(n):
             roots.append(sec)
-    from linkwrap.ld.options import dynamic_list_matcher, excluded_from_export
+    from linkwrap.ld.symbol_lists import dynamic_list_matcher, excluded_from_export
     patterns = opts.dynamic_list + opts.export_symbols
     listed = dynamic_list_matcher(patterns) if patterns else None
     excluded = excluded_from_export(opts.exclude_libs)

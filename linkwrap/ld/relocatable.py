@@ -45,7 +45,8 @@ def check_options(opts):
                         ("-shared", opts.shared), ("--version-script", opts.version_script),
                         # GNU ld -r -x/-X drops the locals no relocation needs: not done here
                         ("-x", opts.discard == "all"), ("-X", opts.discard == "labels"),
-                        ("--exclude-libs", opts.exclude_libs), ("--export-dynamic-symbol", opts.export_symbols)):
+                        ("--exclude-libs", opts.exclude_libs), ("--export-dynamic-symbol", opts.export_symbols),
+                        ("--package-metadata", opts.package_metadata)):
         if asked:
             raise Unsupported(f"-r with {name}")
 

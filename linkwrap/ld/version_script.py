@@ -171,7 +171,7 @@ def decide_exports(opts, res, diag) -> Exports:
     """A shared object's .dynsym definitions: every defined global of default or protected
     visibility that the version scripts leave global (GNU ld's rule), with its version node."""
     from linkwrap.ld import elf
-    from linkwrap.ld.options import excluded_from_export, shared_interposable_list
+    from linkwrap.ld.symbol_lists import excluded_from_export, shared_interposable_list
     vs = read(opts.version_script) if opts.version_script else None
     version = {}
     interposable = set()

@@ -125,6 +125,10 @@ def facts(path, symbols=()):
     out["files"] = sorted(p[7] for p in rows if p[3] == "FILE" and len(p) == 8)
     # .symtab's type, binding and visibility of the named symbols
     out["symrows"] = sorted((p[7], p[3], p[4], p[5]) for p in rows if len(p) == 8 and p[7] in symbols)
+    out["filters"] = re.findall(r"\((AUXILIARY|FILTER)\)\s+\S+ library: \[(.*?)\]", dyn)
+    # the --package-metadata note's bytes (readelf's hex dump without the addresses)
+    out["package_note"] = [l.split(None, 1)[1][:35] for l in readelf("-x", ".note.package").splitlines()
+                           if l.strip().startswith("0x")]
     # which symbol hash tables there are: sections and .dynamic tags
     out["hash"] = sorted(set(re.findall(r"\s(\.(?:gnu\.)?hash)\s", readelf("-SW"))) |
                          set(re.findall(r"\(((?:GNU_)?HASH)\)", dyn)))

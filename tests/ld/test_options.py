@@ -7,7 +7,7 @@ abbreviation or an unknown word is named, never split into a short option and an
 """
 import pytest
 
-from linkwrap.ld import options
+from linkwrap.ld import options, symbol_lists
 from linkwrap.ld.diag import BadInput, Unsupported
 from linkwrap.ld.options import parse_args
 
@@ -69,11 +69,11 @@ def test_exclude_libs_names_archives_by_base_name_with_or_without_a():
         def __init__(self, archive_path):
             self.file = Obj(type("A", (), {"name": archive_path})() if archive_path else None)
 
-    ex = options.excluded_from_export(("libfoo", "libbar.a"))
+    ex = symbol_lists.excluded_from_export(("libfoo", "libbar.a"))
     assert ex(Sym("/x/libfoo.a")) and ex(Sym("libbar.a")) and not ex(Sym("/x/libfoo2.a"))
     assert not ex(Sym(None)) and not ex(Sym("/x/libfoo.ab")) and ex(Sym("/x/libbar.a.a"))  # as GNU ld compares
-    assert options.excluded_from_export(("ALL",))(Sym("any/libz.a"))
-    assert not options.excluded_from_export(())(Sym("any/libz.a"))
+    assert symbol_lists.excluded_from_export(("ALL",))(Sym("any/libz.a"))
+    assert not symbol_lists.excluded_from_export(())(Sym("any/libz.a"))
 
 
 def test_glued_l_is_a_library_even_when_it_starts_a_long_option():
@@ -145,7 +145,7 @@ def test_dynamic_list_names_and_globs(tmp_path):
     lst = tmp_path / "list"
     lst.write_text("{ hook; /* c */ glob_*; # sh\n };\n")
     opts = parse_args([f"--dynamic-list={lst}"])
-    match = options.dynamic_list_matcher(opts.dynamic_list)
+    match = symbol_lists.dynamic_list_matcher(opts.dynamic_list)
     assert match("hook") and match("glob_x") and not match("other")
     lst.write_text('{ extern "C++" { ns::*; }; };')
     with pytest.raises(Unsupported):
@@ -180,7 +180,12 @@ HELP_HANDLED = {"-o": ["-o", "x"], "-r": ["-r"], "-L": ["-L", "/tmp"], "-l": ["-
                 "-rpath": ["-rpath", "/x"], "-E": ["-E"], "-s": ["-s"], "-S": ["-S"], "-shared": ["-shared"],
                 "-soname": ["-soname", "libx.so.1"], "--version-script": ["--version-script", "@LIST@"],
                 "--no-undefined-version": ["--no-undefined-version"], "--no-undefined": ["--no-undefined"],
-                "-Bsymbolic": ["-Bsymbolic"], "-Bsymbolic-functions": ["-Bsymbolic-functions"]}
+                "-Bsymbolic": ["-Bsymbolic"], "-Bsymbolic-functions": ["-Bsymbolic-functions"],
+                "-x": ["-x"], "-X": ["-X"], "--discard-none": ["--discard-none"],
+                "--exclude-libs": ["--exclude-libs=ALL"], "--export-dynamic-symbol": ["--export-dynamic-symbol=f"],
+                "--export-dynamic-symbol-list": ["--export-dynamic-symbol-list", "@LIST@"],
+                "--hash-style": ["--hash-style=sysv"], "--package-metadata": ["--package-metadata={}"],
+                "-f": ["-shared", "-f", "libaux.so"], "-F": ["-shared", "-F", "libf.so"], "-t": ["-t"]}
 
 
 def test_the_help_lists_what_the_linker_takes_and_refuses(tmp_path):

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 
 from linkwrap.ld import elf
 from linkwrap.ld.diag import Unsupported
-from linkwrap.ld.options import dynamic_list_matcher, excluded_from_export
+from linkwrap.ld.symbol_lists import dynamic_list_matcher, excluded_from_export
 from linkwrap.ld.synthetic.base import Synthetic  # noqa: F401 (the interface)
 from linkwrap.ld.synthetic.dynamic import BssAlloc, Dynamic, Interp, RelaDyn, RelaPlt
 from linkwrap.ld.synthetic.got_plt import Got, GotPlt, Plt
-from linkwrap.ld.synthetic.notes import BuildId, FEATURE_1_AND, FEATURE_1_IBT, PropertyNote, merge_properties
+from linkwrap.ld.synthetic.notes import BuildId, FEATURE_1_AND, FEATURE_1_IBT, PackageNote, PropertyNote, merge_properties
 from linkwrap.ld.synthetic.strings import Comment, DynStr, MergedSection, merge_sections  # noqa: F401
 from linkwrap.ld.synthetic.symbols import DynSym, GnuHash, SymTab, SysvHash, VerDef, VerNeed, VerSym
 
@@ -129,6 +129,8 @@ def create(opts, mode, res, live, needs, shared_exports=None) -> Synthetics:
     if opts.eh_frame_hdr and live.eh_frames:
         eh_hdr = EhFrameHdr(live.fde_count)
         out.append(eh_hdr)
+    if opts.package_metadata:
+        out.append(PackageNote(opts.package_metadata))
     build_id = None
     if opts.build_id:
         build_id = BuildId(opts.build_id)

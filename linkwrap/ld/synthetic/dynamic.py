@@ -8,7 +8,7 @@ relocated data. In a static non-PIE executable .rela.plt is glibc's .rela.iplt, 
 apply_irel() through __rela_iplt_start/__rela_iplt_end."""
 
 from linkwrap.ld import elf
-from linkwrap.ld.options import shared_interposable_list
+from linkwrap.ld.symbol_lists import shared_interposable_list
 from linkwrap.ld.synthetic.base import _put, signed64, Synthetic
 
 
@@ -89,6 +89,10 @@ class Dynamic(Synthetic):
             tags.append((14, dynstr.add(opts.soname)))                  # DT_SONAME
         if opts.rpath:
             tags.append((29 if opts.new_dtags else 15, dynstr.add(":".join(opts.rpath))))  # DT_RUNPATH/DT_RPATH
+        if opts.filter:
+            tags.append((0x7FFFFFFF, dynstr.add(opts.filter)))                      # DT_FILTER (-F)
+        for name in opts.auxiliary:
+            tags.append((0x7FFFFFFD, dynstr.add(name)))                              # DT_AUXILIARY (-f)
         # DT_INIT/DT_FINI: the -init/-fini symbols (_init, _fini), when something defines them
         for t, sym in ((elf.DT_INIT, init_fini[0]), (elf.DT_FINI, init_fini[1])):
             if sym is not None:
