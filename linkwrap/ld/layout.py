@@ -211,10 +211,14 @@ class Layout:
         return self.real_addr(s)
 
     def shndx_of_addr(self, addr):
+        end = None
         for o in self.osecs:
-            if o.flags & elf.SHF_ALLOC and o.addr <= addr < o.addr + max(o.size, 1):
-                return o.index
-        return elf.SHN_ABS
+            if o.flags & elf.SHF_ALLOC:
+                if o.addr <= addr < o.addr + max(o.size, 1):
+                    return o.index
+                if addr == o.addr + o.size:
+                    end = o.index       # the address just past a section (_end, _edata): GNU ld's section
+        return elf.SHN_ABS if end is None else end
 
 
 _flags_of, _type_of, _align_of = attrgetter("flags"), attrgetter("type"), attrgetter("align")

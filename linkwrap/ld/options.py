@@ -43,6 +43,8 @@ class Options:
     z_relro: bool = True
     z_execstack: object = None    # None: as the inputs' .note.GNU-stack say; True/False: -z (no)execstack
     z_text: bool = False
+    # -z nodynamic-undefined-weak: an executable's undefined weak symbols are 0, not left to the loader
+    z_dynamic_undefined_weak: bool = True
     z_ibt: bool = False
     z_shstk: bool = False
     z_isa: int = 0                # -z x86-64-v2/v3/v4: bits of GNU_PROPERTY_X86_ISA_1_NEEDED
@@ -502,7 +504,9 @@ _Z_WORDS = {
     "now": ("z_now", True), "lazy": ("z_now", False),
     "relro": ("z_relro", True), "norelro": ("z_relro", False),
     "execstack": ("z_execstack", True), "noexecstack": ("z_execstack", False),
-    "text": ("z_text", True), "ibt": ("z_ibt", True), "shstk": ("z_shstk", True),
+    "text": ("z_text", True),
+    "dynamic-undefined-weak": ("z_dynamic_undefined_weak", True),
+    "nodynamic-undefined-weak": ("z_dynamic_undefined_weak", False), "ibt": ("z_ibt", True), "shstk": ("z_shstk", True),
     "muldefs": ("allow_multiple_definition", True), "defs": ("no_undefined", True),
     "global": 0x2, "loadfltr": 0x10, "origin": 0x80, "interpose": 0x400, "nodefaultlib": 0x800,
     "nodump": 0x1000,

@@ -143,7 +143,8 @@ def create(opts, mode, res, live, needs, shared_exports=None) -> Synthetics:
                                   and s not in shared_exports.version)
         elif opts.exclude_libs or mode.dynamic:
             localized = _forced_local(opts, res)
-        symtab = SymTab(opts, res, live, copied, localized)
+        symtab = SymTab(opts, res, live, copied, localized,
+                        (mode.interp or mode.shared) and opts.z_dynamic_undefined_weak)
         out += [symtab, symtab.strtab]
     props = merge_properties(opts, res.objects)
     if props:

@@ -45,8 +45,9 @@ class SymTab(Synthetic):
     flags = 0
     entsize = 24
 
-    def __init__(self, opts, res, live, copied, localized=frozenset()):
-        """localized: a shared object's globals its version scripts made local (GNU ld lists them
+    def __init__(self, opts, res, live, copied, localized=frozenset(), undef_weak=False):
+        """undef_weak: the undefined weak symbols nothing defines are the loader's (GNU ld writes them
+        then, WEAK UND, and not in a static link). localized: a shared object's globals its version scripts made local (GNU ld lists them
         with the locals)."""
         super().__init__(".symtab")
         strtab = self.link = StrTab()
@@ -85,8 +86,9 @@ class SymTab(Synthetic):
         for s in res.symtab.values():
             if s.file is not None and s.section is not None and s.section not in alive:
                 continue      # a COMDAT loser's or gc's: not in the output
-            if not (s.defined or s.strong_ref) or (s.dso is not None and s not in copied and not s.strong_ref
-                                                    and s.bind != elf.STB_WEAK):
+            # an undefined weak that nothing defines stays, WEAK UND, as GNU ld writes it
+            if not (s.defined or s.strong_ref or (undef_weak and s.dso is None)) or (
+                    s.dso is not None and s not in copied and not s.strong_ref and s.bind != elf.STB_WEAK):
                 continue
             # GNU ld forces a shared object's hidden globals local (elf_link_output_extsym, their
             # visibility cleared); an executable keeps them GLOBAL HIDDEN
