@@ -181,6 +181,8 @@ _opts("sort-common warn-common no-fatal-warnings "
       "warn-alternate-em warn-section-align warn-multiple-gp no-ld-generated-unwind-info "
       "ld-generated-unwind-info check-sections no-check-sections no-print-map-discarded "
       "print-map-discarded ignore-unresolved-symbol-not-used", False, IGNORE)
+# the default; it only undoes --warn-unresolved-symbols, which is named (this linker prints no warnings)
+_opts("error-unresolved-symbols", False, IGNORE)
 _opts("discard-all", False, "discard_all")
 _opts("discard-locals", False, "discard_labels")
 _opts("discard-none", False, "discard_none")
@@ -200,7 +202,7 @@ _opts("emit-relocs Bgroup EB Qy Ur accept-unknown-input-arch "
       "dynamic-list-cpp-new dynamic-list-cpp-typeinfo dynamic-list-data embedded-relocs "
       "enable-auto-image-base enable-auto-import enable-extra-pe-debug enable-extra-pep-debug "
       "enable-long-section-names enable-non-contiguous-regions enable-non-contiguous-regions-warnings "
-      "enable-reloc-section enable-runtime-pseudo-reloc enable-stdcall-fixup error-unresolved-symbols "
+      "enable-reloc-section enable-runtime-pseudo-reloc enable-stdcall-fixup "
       "exclude-all-symbols export-all-symbols force-exe-suffix force-group-allocation gc-keep-exported "
       "kill-at large-address-aware mri-script nmagic no-accept-unknown-input-arch no-ctf-variables "
       "no-define-common no-omagic no-strip-discarded no-warnings noinhibit-exec omagic print-map "
