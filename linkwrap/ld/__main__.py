@@ -7,7 +7,7 @@ import os
 import sys
 
 
-USAGE = """usage: linkwrap-ld [options] file...
+USAGE = """Usage: linkwrap-ld [options] file...
 linkwrap's own ELF linker: x86-64 Linux (glibc) executables, static, static-pie, PIE
 and non-PIE, shared objects and -r partial links, with GNU ld's command line (one- or
 two-dash long options, @file, -z keywords):
@@ -15,11 +15,14 @@ two-dash long options, @file, -z keywords):
 -e, -u, --defsym, -init/-fini, --dynamic-list, --sysroot, --gc-sections, --build-id,
 --eh-frame-hdr, --allow-multiple-definition, -z now|relro|origin|max-page-size=N|ibt|shstk|...,
 -rpath, -E, -s, -S, -shared, -soname, --version-script, --no-undefined-version, --no-undefined,
--Bsymbolic, -Bsymbolic-functions; glibc's input scripts (libc.so: GROUP, AS_NEEDED, INPUT).
+-Bsymbolic, -Bsymbolic-functions, -x, -X, --discard-none, --exclude-libs, --export-dynamic-symbol,
+--export-dynamic-symbol-list, --hash-style=gnu|sysv|both, --package-metadata, -f, -F, -t;
+glibc's input scripts (libc.so: GROUP, AS_NEEDED, INPUT).
 What it cannot link (SECTIONS scripts with -T, extern "C++" in version scripts, an option or input
 it does not know) it names on one line ("not supported yet: ...") and exits 1, so linkwrap
 falls back.
   --version   print the version      --time   print each pass's wall time to stderr
+  --verbose   the version and the layout used (no linker script), then each input as -t
   --stats     print the counts that explain those times (inputs, sections, symbols, relocations
               by type and how they were applied, merged strings, bytes written) to stderr
 Through the wrapper: LINKWRAP_LINKER=python. See docs/ld.md.
@@ -27,8 +30,8 @@ Through the wrapper: LINKWRAP_LINKER=python. See docs/ld.md.
 
 
 def run(argv) -> int:
-    if argv and argv[0] in ("-h", "--help"):
-        sys.stdout.write(USAGE)
+    if argv and argv[0] in ("-h", "--help") or "--help" in argv or "-help" in argv:
+        sys.stdout.write(USAGE)       # GNU ld: --help anywhere prints the usage, links nothing
         return 0
     if any(a.startswith("--incremental") for a in argv) or os.environ.get("LINKWRAP_LD_INCREMENTAL") == "1":
         from linkwrap.ld.incremental.main import run as incremental   # docs/ld.md "Incremental"
@@ -39,9 +42,12 @@ def run(argv) -> int:
     try:
         from linkwrap.ld.options import parse_args
         opts = parse_args(argv)
-        if opts.version:
+        if opts.version or opts.verbose:
             from linkwrap import __version__
             print(f"linkwrap.ld {__version__} (compatible with GNU linkers)")
+            if opts.verbose:
+                # GNU ld prints its default script here; this linker has none (docs/ld.md "Layout")
+                print("using linkwrap.ld's own layout: no linker script")
             if not opts.inputs:
                 return 0
         if not opts.inputs:

@@ -43,8 +43,11 @@ def preemptible(s, mode, copied=frozenset()):
     if s.dso is not None:
         return s not in copied
     if mode.shared:
-        return not s.is_local and ((not s.defined and s.visibility == elf.STV_DEFAULT) or s in mode.interposable)
-    return (mode.interp and not s.is_local and not s.defined and s.visibility == elf.STV_DEFAULT)
+        return not s.is_local and ((not s.defined and s.visibility == elf.STV_DEFAULT and
+                                    (s.strong_ref or mode.undef_weak_dynamic)) or s in mode.interposable)
+    # -z nodynamic-undefined-weak: an undefined weak is 0 here (a strong one is an error before this)
+    return (mode.interp and not s.is_local and not s.defined and s.visibility == elf.STV_DEFAULT
+            and (s.strong_ref or mode.undef_weak_dynamic))
 
 
 # symbol classes

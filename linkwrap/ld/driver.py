@@ -125,7 +125,9 @@ def _mode(opts, res, exports=None):
     from linkwrap.ld.resolve import is_dynamic
     from linkwrap.ld.scan import Mode
     if opts.shared:
-        return Mode(pic=True, dynamic=True, interp=False, base=0, shared=True, interposable=exports.interposable)
+        return Mode(pic=True, dynamic=True, interp=False, base=0, shared=True, interposable=exports.interposable,
+                    undef_weak_dynamic=opts.z_dynamic_undefined_weak)
     dynamic = is_dynamic(opts, res.dsos)
     interp = bool(res.dsos) and not opts.no_dynamic_linker
-    return Mode(pic=opts.pie, dynamic=dynamic, interp=interp, base=0 if opts.pie else 0x400000)
+    return Mode(pic=opts.pie, dynamic=dynamic, interp=interp, base=0 if opts.pie else 0x400000,
+                undef_weak_dynamic=opts.z_dynamic_undefined_weak)

@@ -117,13 +117,16 @@ def _collect(opts, res, kept, splits, fde_refs, exported=()):
             roots.append(sec)
         elif n in bounded and _is_c_ident(n):
             roots.append(sec)
-    from linkwrap.ld.options import dynamic_list_matcher
-    listed = dynamic_list_matcher(opts.dynamic_list) if opts.dynamic_list else None
+    from linkwrap.ld.symbol_lists import dynamic_list_matcher, excluded_from_export
+    patterns = opts.dynamic_list + opts.export_symbols
+    listed = dynamic_list_matcher(patterns) if patterns else None
+    excluded = excluded_from_export(opts.exclude_libs)
     dso_names = res.dso_names
     everything = opts.export_dynamic
     for name, s in symtab.items():
-        if s.section is not None and s.file is not None and (everything or name in dso_names or s in exported
-                                                             or (listed is not None and listed(name))):
+        if s.section is not None and s.file is not None and (
+                s in exported or ((everything or name in dso_names or (listed is not None and listed(name)))
+                                  and not excluded(s))):
             roots.append(s.section)
     # what -u, -init/-fini and --defsym name is kept, as GNU ld keeps it
     for name in (*opts.undefined, opts.init, opts.fini, *(d[0] for d in opts.defsym)):

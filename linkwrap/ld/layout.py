@@ -41,7 +41,7 @@ _PREFIX_MAP = (
 
 # (class, rank) of known output sections; others are classified by their flags.
 _RANKS = {
-    ".interp": (0, 0), ".note.gnu.property": (0, 0.5), ".note.gnu.build-id": (0, 1), ".gnu.hash": (0, 3),
+    ".interp": (0, 0), ".note.gnu.property": (0, 0.5), ".note.gnu.build-id": (0, 1), ".hash": (0, 2.5), ".gnu.hash": (0, 3),
     ".dynsym": (0, 4), ".dynstr": (0, 5), ".gnu.version": (0, 6), ".gnu.version_d": (0, 6.5),
     ".gnu.version_r": (0, 7),
     ".rela.dyn": (0, 8), ".rela.plt": (0, 9),
@@ -211,10 +211,14 @@ class Layout:
         return self.real_addr(s)
 
     def shndx_of_addr(self, addr):
+        end = None
         for o in self.osecs:
-            if o.flags & elf.SHF_ALLOC and o.addr <= addr < o.addr + max(o.size, 1):
-                return o.index
-        return elf.SHN_ABS
+            if o.flags & elf.SHF_ALLOC:
+                if o.addr <= addr < o.addr + max(o.size, 1):
+                    return o.index
+                if addr == o.addr + o.size:
+                    end = o.index       # the address just past a section (_end, _edata): GNU ld's section
+        return elf.SHN_ABS if end is None else end
 
 
 _flags_of, _type_of, _align_of = attrgetter("flags"), attrgetter("type"), attrgetter("align")

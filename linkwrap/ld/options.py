@@ -11,6 +11,7 @@ import shlex
 from dataclasses import dataclass
 
 from linkwrap.ld.diag import BadInput, Unsupported
+from linkwrap.ld.symbol_lists import read_dynamic_list
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,8 @@ class Options:
     z_relro: bool = True
     z_execstack: object = None    # None: as the inputs' .note.GNU-stack say; True/False: -z (no)execstack
     z_text: bool = False
+    # -z nodynamic-undefined-weak: an executable's undefined weak symbols are 0, not left to the loader
+    z_dynamic_undefined_weak: bool = True
     z_ibt: bool = False
     z_shstk: bool = False
     z_isa: int = 0                # -z x86-64-v2/v3/v4: bits of GNU_PROPERTY_X86_ISA_1_NEEDED
@@ -50,6 +53,16 @@ class Options:
     max_page_size: int = 0x1000
     export_dynamic: bool = False
     dynamic_list: tuple = ()      # symbol patterns of --dynamic-list files (exported)
+    dynamic_list_given: bool = False  # a --dynamic-list file was read (in -shared: only the listed interpose)
+    hash_style: str = "both"      # 'gnu', 'sysv' or 'both' (GNU ld's default here, unless gcc says gnu)
+    auxiliary: tuple = ()         # -f / --auxiliary: DT_AUXILIARY names (shared objects only)
+    filter: str = ""              # -F / --filter: the DT_FILTER name (the last one given, as GNU ld)
+    package_metadata: str = ""    # --package-metadata=JSON: the .note.package note's text
+    trace: bool = False           # -t / --trace: print each input file as it is opened
+    verbose: bool = False         # --verbose: the version, the layout used, then as -t
+    help: bool = False            # --help
+    export_symbols: tuple = ()    # --export-dynamic-symbol(-list) patterns: exported as a dynamic list's
+    exclude_libs: tuple = ()      # --exclude-libs names ('ALL', 'libx.a', 'libx'): their members export nothing
     strip_debug: bool = False
     strip_all: bool = False
     rpath: tuple = ()
@@ -72,6 +85,9 @@ class Options:
     no_undefined_version: bool = False   # a version script naming an undefined symbol is an error
     no_undefined: bool = False    # --no-undefined / -z defs: a shared object's undefined symbols are errors
     bsymbolic: str = ""           # '' / 'all' (-Bsymbolic) / 'functions' (-Bsymbolic-functions)
+    # which input locals .symtab keeps (GNU ld's link_info.discard): 'merge' (its default: local
+    # labels in SHF_MERGE sections go), 'labels' (-X: every local label), 'all' (-x), 'none'
+    discard: str = "merge"
 
 
 # --- GNU ld's command-line grammar (ld/lexsup.c), as one table --------------------------------
@@ -133,6 +149,18 @@ _opts("fini", True, "fini")
 _opts("allow-multiple-definition", False, "muldefs")
 _opts("unresolved-symbols", True, "unresolved")
 _opts("dynamic-list", True, "dynamic_list")
+_opts("export-dynamic-symbol", True, "export_symbol")
+_opts("export-dynamic-symbol-list", True, "export_symbol_list")
+_opts("exclude-libs", True, "exclude_libs")
+_opts("auxiliary", True, "auxiliary")
+_opts("filter", True, "filter")
+_opts("package-metadata", "?", "package_metadata")
+_opts("trace", False, "trace")
+_opts("verbose", "?", "verbose")
+_opts("help", False, "help")
+# --unique[=SECTION] gives each orphan (or each SECTION) input section an output section of its own:
+# not done here (named)
+_opts("unique", "?", None)
 # the LTO plugin gcc always passes: what matters is whether an input needs it (parse names those)
 _opts("plugin plugin-opt", True, IGNORE)
 _opts("flto flto-partition", "?", IGNORE)
@@ -146,13 +174,18 @@ _opts("Bsymbolic", False, "bsymbolic")
 _opts("Bsymbolic-functions", False, "bsymbolic_functions")
 _opts("Bno-symbolic", False, "bno_symbolic")
 _opts("sort-common warn-common no-fatal-warnings "
-      "no-warn-mismatch no-copy-dt-needed-entries discard-locals no-keep-memory reduce-memory-overheads "
+      "no-warn-mismatch no-copy-dt-needed-entries no-keep-memory reduce-memory-overheads "
       "allow-shlib-undefined no-allow-shlib-undefined relax no-relax warn-once "
       "no-demangle demangle no-map-whole-files map-whole-files no-warn-execstack warn-execstack "
       "no-warn-rwx-segments warn-rwx-segments no-warn-search-mismatch warn-textrel warn-constructors "
       "warn-alternate-em warn-section-align warn-multiple-gp no-ld-generated-unwind-info "
       "ld-generated-unwind-info check-sections no-check-sections no-print-map-discarded "
       "print-map-discarded ignore-unresolved-symbol-not-used", False, IGNORE)
+# the default; it only undoes --warn-unresolved-symbols, which is named (this linker prints no warnings)
+_opts("error-unresolved-symbols", False, IGNORE)
+_opts("discard-all", False, "discard_all")
+_opts("discard-locals", False, "discard_labels")
+_opts("discard-none", False, "discard_none")
 _opts("enable-new-dtags", False, "new_dtags")
 _opts("disable-new-dtags", False, "old_dtags")
 _opts("color-diagnostics threads", "?", IGNORE)
@@ -165,26 +198,26 @@ _opts("emit-relocs Bgroup EB Qy Ur accept-unknown-input-arch "
       "add-stdcall-alias compat-implib cref ctf-share-types ctf-variables dT dc dp default-imported-symver "
       "default-symver disable-auto-image-base disable-auto-import disable-large-address-aware "
       "disable-long-section-names disable-multiple-abs-defs disable-reloc-section "
-      "disable-runtime-pseudo-reloc disable-stdcall-fixup discard-all discard-none dll "
+      "disable-runtime-pseudo-reloc disable-stdcall-fixup dll "
       "dynamic-list-cpp-new dynamic-list-cpp-typeinfo dynamic-list-data embedded-relocs "
       "enable-auto-image-base enable-auto-import enable-extra-pe-debug enable-extra-pep-debug "
       "enable-long-section-names enable-non-contiguous-regions enable-non-contiguous-regions-warnings "
-      "enable-reloc-section enable-runtime-pseudo-reloc enable-stdcall-fixup error-unresolved-symbols "
+      "enable-reloc-section enable-runtime-pseudo-reloc enable-stdcall-fixup "
       "exclude-all-symbols export-all-symbols force-exe-suffix force-group-allocation gc-keep-exported "
-      "help kill-at large-address-aware mri-script nmagic no-accept-unknown-input-arch no-ctf-variables "
+      "kill-at large-address-aware mri-script nmagic no-accept-unknown-input-arch no-ctf-variables "
       "no-define-common no-omagic no-strip-discarded no-warnings noinhibit-exec omagic print-map "
       "print-memory-usage print-output-format print-sysroot qmagic strip-discarded support-old-code "
-      "target-help traditional-format trace verbose warn-duplicate-exports warn-unresolved-symbols "
+      "target-help traditional-format warn-duplicate-exports warn-unresolved-symbols "
       "split-by-file copy-dt-needed-entries fatal-warnings", False, None)
-_opts("architecture assert audit auxiliary base-file compress-debug-sections default-script "
-      "dependency-file depaudit dll-search-prefix exclude-libs exclude-modules-for-implib "
-      "exclude-symbols export-dynamic-symbol export-dynamic-symbol-list file-alignment filter format "
+_opts("architecture assert audit base-file compress-debug-sections default-script "
+      "dependency-file depaudit dll-search-prefix exclude-modules-for-implib "
+      "exclude-symbols file-alignment format "
       "fuse-ld gpsize hash-size heap image-base just-symbols major-image-version major-os-version "
       "major-subsystem-version max-cache-size minor-image-version minor-os-version "
-      "minor-subsystem-version oformat orphan-handling out-implib output-def package-metadata "
+      "minor-subsystem-version oformat orphan-handling out-implib output-def "
       "retain-symbols-file rpath-link script section-alignment section-start sort-section "
       "spare-dynamic-tags split-by-reloc stack subsystem task-link thumb-entry trace-symbol "
-      "unique version-exports-section wrap Map Tbss Tdata Ttext Trodata-segment "
+      "version-exports-section wrap Map Tbss Tdata Ttext Trodata-segment "
       "Tldata-segment Ttext-segment ignore-unresolved-symbol", True, None)
 _LONG_NAMES = tuple(_LONG)
 
@@ -193,14 +226,14 @@ _SHORT = {
     "o": (True, "output"), "l": (True, "lib"), "L": (True, "libdir"), "e": (True, "entry"),
     "I": (True, "interp"), "m": (True, "emulation"), "z": (True, "z"), "u": (True, "undefined"),
     "R": (True, "R"), "O": (True, IGNORE), "a": (True, "a"), "Y": (True, None), "y": (True, None),
-    "T": (True, None), "A": (True, None), "b": (True, None), "c": (True, None), "f": (True, None),
-    "F": (True, None), "G": (True, None), "h": (True, "soname"), "P": (True, None),
+    "T": (True, None), "A": (True, None), "b": (True, None), "c": (True, None), "f": (True, "auxiliary"),
+    "F": (True, "filter"), "G": (True, None), "h": (True, "soname"), "P": (True, None),
     "E": (False, "export_dynamic"), "S": (False, "strip_debug"), "s": (False, "strip_all"),
-    "v": (False, "version"), "V": (False, "version"), "X": (False, IGNORE), "g": (False, IGNORE),
+    "v": (False, "version"), "V": (False, "version"), "X": (False, "discard_labels"), "g": (False, IGNORE),
     "(": (False, "group_start"), ")": (False, "group_end"), "r": (False, "relocatable"),
     "i": (False, "relocatable"),
     "d": (False, None), "M": (False, None), "n": (False, None), "N": (False, None), "q": (False, None),
-    "t": (False, None), "x": (False, None), "w": (False, IGNORE),
+    "t": (False, "trace"), "x": (False, "discard_all"), "w": (False, IGNORE),
 }
 # Letters whose glued form GNU ld takes even when the word also starts a long option (-lib is -l ib).
 _ALWAYS_GLUED = "lL"
@@ -262,7 +295,7 @@ def parse_args(argv) -> Options:
     inputs = []
     lib_dirs = []
     rpath = []
-    defsym, undefined, required, dynlist = [], [], [], []
+    defsym, undefined, required, dynlist, exported, excluded = [], [], [], [], [], []
     as_needed = static = whole = False
     stack = []
     i = 0
@@ -345,8 +378,7 @@ def parse_args(argv) -> Options:
         elif action == "hash_style":
             if val not in ("gnu", "both", "sysv"):
                 raise BadInput(f"invalid hash style `{val}'")
-            if val != "gnu":
-                raise Unsupported(f"--hash-style={val} (only .gnu.hash is written)")
+            kw["hash_style"] = val
         elif action == "sysroot":
             kw["sysroot"] = val
         elif action == "defsym":
@@ -369,6 +401,23 @@ def parse_args(argv) -> Options:
             kw["unresolved"] = val
         elif action == "dynamic_list":
             dynlist.extend(read_dynamic_list(_script_file(val, lib_dirs, kw.get("sysroot", ""))))
+            kw["dynamic_list_given"] = True
+        elif action == "export_symbol":
+            exported.append(val)
+        elif action == "export_symbol_list":
+            # the file is a dynamic list (GNU ld reads it with the same grammar)
+            exported.extend(read_dynamic_list(_script_file(val, lib_dirs, kw.get("sysroot", ""))))
+        elif action == "auxiliary":
+            kw["auxiliary"] = kw.get("auxiliary", ()) + (val,)
+        elif action == "filter":
+            kw["filter"] = val
+        elif action == "package_metadata":
+            kw["package_metadata"] = _package_metadata(val or "")
+        elif action == "verbose":
+            kw["verbose"] = kw["trace"] = True
+        elif action == "exclude_libs":
+            # GNU ld's list: names separated by commas or colons
+            excluded.extend(n for n in val.replace(":", ",").split(",") if n)
         elif action == "version_script":
             val = _script_file(val, lib_dirs, kw.get("sysroot", ""))
             kw["version_script"] = kw.get("version_script", ()) + (val,)
@@ -380,11 +429,14 @@ def parse_args(argv) -> Options:
             raise AssertionError(f"option action {action} has no handler")
     if stack:
         pass  # ld itself does not complain about an unbalanced --push-state
+    for name, letter in (("auxiliary", "f"), ("filter", "F")):
+        if kw.get(name) and not kw.get("shared"):
+            raise BadInput(f"-{letter} may not be used without -shared")
     if kw.get("sysroot"):
         lib_dirs = [_sysrooted(d, kw["sysroot"]) for d in lib_dirs]
     return Options(inputs=tuple(inputs), lib_dirs=tuple(lib_dirs), rpath=tuple(rpath), defsym=tuple(defsym),
                    undefined=tuple(undefined), require_defined=tuple(required), dynamic_list=tuple(dynlist),
-                   **kw)
+                   export_symbols=tuple(exported), exclude_libs=tuple(excluded), **kw)
 
 
 _SETS = {
@@ -398,7 +450,26 @@ _SETS = {
     "no_undefined_version": ("no_undefined_version", True), "undefined_version": ("no_undefined_version", False),
     "bsymbolic": ("bsymbolic", "all"), "bsymbolic_functions": ("bsymbolic", "functions"),
     "bno_symbolic": ("bsymbolic", ""), "nostdlib": ("nostdlib", True),
+    "trace": ("trace", True), "help": ("help", True),
+    "discard_all": ("discard", "all"), "discard_labels": ("discard", "labels"), "discard_none": ("discard", "none"),
 }
+
+
+def _package_metadata(text):
+    """--package-metadata=JSON -> the note's text, '' for none. GNU ld 2.40 (with jansson) ignores,
+    with a warning, a text that is not a JSON object or array: this linker writes no note either.
+    What Python reads as JSON and jansson does not (NaN, Infinity) is named."""
+    if not text:
+        return ""
+    import json
+
+    def odd(word):
+        raise Unsupported(f"--package-metadata with {word} (jansson reads no such JSON)")
+    try:
+        value = json.loads(text, parse_constant=odd)
+    except ValueError:
+        return ""
+    return text if isinstance(value, (dict, list)) else ""
 
 
 def _is_hex(s):
@@ -430,47 +501,14 @@ def _script_file(name, lib_dirs, sysroot):
     return name
 
 
-def read_dynamic_list(path):
-    """A --dynamic-list file: `{ sym; pattern*; };` -> the names and glob patterns in it."""
-    from linkwrap.ld.diag import read_text
-    text = read_text(path, "dynamic list")
-    import re
-    text = re.sub(r"/\*.*?\*/|#[^\n]*", " ", text, flags=re.S)
-    body = text.strip()
-    if not (body.startswith("{") and body.rstrip(";").rstrip().endswith("}")):
-        raise BadInput(f"{path}: syntax error in dynamic list")
-    body = body[1:body.rstrip(";").rstrip().rfind("}")]
-    names = []
-    for item in body.split(";"):
-        item = item.strip()
-        if not item:
-            continue
-        if item.startswith("extern") or ":" in item or "{" in item or '"' in item:
-            raise Unsupported(f"dynamic list entry `{item}' in {path} (only plain names and globs)")
-        if not re.fullmatch(r"[A-Za-z0-9_.$@*?\[\]]+", item):
-            raise BadInput(f"{path}: syntax error in dynamic list near `{item}'")
-        names.append(item)
-    return names
-
-
-def dynamic_list_matcher(patterns):
-    """--dynamic-list: plain names and glob patterns -> name -> bool."""
-    if not patterns:
-        return lambda name: False
-    plain = {p for p in patterns if not any(c in p for c in "*?[")}
-    globs = [p for p in patterns if p not in plain]
-    if not globs:
-        return plain.__contains__
-    import fnmatch
-    return lambda name: name in plain or any(fnmatch.fnmatchcase(name, g) for g in globs)
-
-
 # -z keyword -> (Options field, value), or an int: DF_1_* bits it adds to DT_FLAGS_1.
 _Z_WORDS = {
     "now": ("z_now", True), "lazy": ("z_now", False),
     "relro": ("z_relro", True), "norelro": ("z_relro", False),
     "execstack": ("z_execstack", True), "noexecstack": ("z_execstack", False),
-    "text": ("z_text", True), "ibt": ("z_ibt", True), "shstk": ("z_shstk", True),
+    "text": ("z_text", True),
+    "dynamic-undefined-weak": ("z_dynamic_undefined_weak", True),
+    "nodynamic-undefined-weak": ("z_dynamic_undefined_weak", False), "ibt": ("z_ibt", True), "shstk": ("z_shstk", True),
     "muldefs": ("allow_multiple_definition", True), "defs": ("no_undefined", True),
     "global": 0x2, "loadfltr": 0x10, "origin": 0x80, "interpose": 0x400, "nodefaultlib": 0x800,
     "nodump": 0x1000,

@@ -66,6 +66,10 @@ def _map(path):
 
 def _read_file(path, arg, opts, items, diag, depth):
     view = _map(path)
+    if opts.trace:
+        # -t: each file as it is opened, as GNU ld prints it (a group is not read again here, so
+        # GNU ld's second print of a group's archives, when it rescans the group, is not repeated)
+        print(path)
     head = bytes(view[:8])
     if head[:4] == elf.ELFMAG:
         if len(view) < 64:

@@ -42,7 +42,11 @@ def check_options(opts):
     for name, asked in (("-pie", opts.pie), ("--gc-sections", opts.gc_sections), ("--defsym", opts.defsym),
                         ("--dynamic-list", opts.dynamic_list), ("-s", opts.strip_all),
                         ("-S", opts.strip_debug), ("-E", opts.export_dynamic), ("-rpath", opts.rpath),
-                        ("-shared", opts.shared), ("--version-script", opts.version_script)):
+                        ("-shared", opts.shared), ("--version-script", opts.version_script),
+                        # GNU ld -r -x/-X drops the locals no relocation needs: not done here
+                        ("-x", opts.discard == "all"), ("-X", opts.discard == "labels"),
+                        ("--exclude-libs", opts.exclude_libs), ("--export-dynamic-symbol", opts.export_symbols),
+                        ("--package-metadata", opts.package_metadata)):
         if asked:
             raise Unsupported(f"-r with {name}")
 

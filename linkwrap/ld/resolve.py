@@ -516,6 +516,12 @@ def _reserve_linker_symbols(opts, r):
     names = set(LINKER_SYMBOLS)
     if not is_dynamic(opts, r.dsos):
         names.discard("_DYNAMIC")
+    if not opts.shared and not opts.relocatable:
+        # an executable's script assigns these unconditionally: GNU ld writes them in .symtab, and
+        # exports them with -E, referenced or not
+        for name in _SCRIPT_ASSIGNED:
+            if name not in r.symtab:
+                r.symtab[name] = Symbol(name)
     discarded = r.discarded
     # every kept section's name, only when some undefined symbol is a __start_/__stop_ (~75k names)
     bounded = any(name.startswith(("__start_", "__stop_")) for name, s in r.symtab.items()

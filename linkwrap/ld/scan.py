@@ -34,6 +34,9 @@ class Mode:
     # a shared object's own definitions the loader may bind elsewhere (exported, default
     # visibility, not -Bsymbolic): references to them go through the GOT and PLT
     interposable: frozenset = frozenset()
+    # an executable's undefined weak symbols are the loader's (GNU ld's x86 default, and -z
+    # dynamic-undefined-weak); False (-z nodynamic-undefined-weak): 0 here, not in .dynsym
+    undef_weak_dynamic: bool = True
 
 
 @dataclass(frozen=True)

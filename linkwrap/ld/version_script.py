@@ -171,20 +171,30 @@ def decide_exports(opts, res, diag) -> Exports:
     """A shared object's .dynsym definitions: every defined global of default or protected
     visibility that the version scripts leave global (GNU ld's rule), with its version node."""
     from linkwrap.ld import elf
+    from linkwrap.ld.symbol_lists import excluded_from_export, shared_interposable_list
     vs = read(opts.version_script) if opts.version_script else None
     version = {}
     interposable = set()
+    listed = shared_interposable_list(opts)
+    excluded = excluded_from_export(opts.exclude_libs)
     for name, s in res.symtab.items():
         if s.file is None or s.is_local or not s.defined or s.visibility not in (elf.STV_DEFAULT, elf.STV_PROTECTED):
             continue
+        if excluded(s):
+            continue      # --exclude-libs: as if hidden (local in .symtab, not exported)
         if "@" in name:
             raise Unsupported(f"symbol version in an object's symbol name (`{name}', .symver)")
         glob, idx = vs.lookup(name) if vs is not None else (True, 1)
         if not glob:
             continue
         version[s] = idx
-        if s.visibility == elf.STV_DEFAULT and not (
-                opts.bsymbolic == "all" or (opts.bsymbolic == "functions" and s.type in (elf.STT_FUNC, elf.STT_GNU_IFUNC))):
+        if s.visibility != elf.STV_DEFAULT:
+            continue
+        if listed is not None:
+            if listed(name):
+                interposable.add(s)
+        elif not (opts.bsymbolic == "all" or (
+                opts.bsymbolic == "functions" and s.type in (elf.STT_FUNC, elf.STT_GNU_IFUNC))):
             interposable.add(s)
     if vs is not None and opts.no_undefined_version:
         for name, node in vs.patterns:

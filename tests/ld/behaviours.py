@@ -118,6 +118,23 @@ def facts(path, symbols=()):
     # .dynsym's definitions: name@version, type, binding, visibility
     out["dynsyms"] = sorted((p[7], p[3], p[4], p[5]) for p in (line.split() for line in readelf("--dyn-syms", "-W").splitlines())
                             if len(p) >= 8 and p[0].rstrip(":").isdigit() and p[6] != "UND")
+    rows = [line.split() for line in syms.split("Symbol table '.symtab'")[-1].splitlines()]
+    rows = [p for p in rows if len(p) >= 7 and p[0].rstrip(":").isdigit()]
+    # the objects' STT_FILE names (not GNU ld's empty one: it ends the locals of linker-made
+    # symbols, which this linker writes as globals)
+    out["files"] = sorted(p[7] for p in rows if p[3] == "FILE" and len(p) == 8)
+    # .symtab's type, binding and visibility of the named symbols
+    out["symrows"] = sorted((p[7], p[3], p[4], p[5]) for p in rows if len(p) == 8 and p[7] in symbols)
+    out["filters"] = re.findall(r"\((AUXILIARY|FILTER)\)\s+\S+ library: \[(.*?)\]", dyn)
+    # the --package-metadata note's bytes (readelf's hex dump without the addresses)
+    out["package_note"] = [l.split(None, 1)[1][:35] for l in readelf("-x", ".note.package").splitlines()
+                           if l.strip().startswith("0x")]
+    # which symbol hash tables there are: sections and .dynamic tags
+    out["hash"] = sorted(set(re.findall(r"\s(\.(?:gnu\.)?hash)\s", readelf("-SW"))) |
+                         set(re.findall(r"\(((?:GNU_)?HASH)\)", dyn)))
+    # the dynamic relocations against the named symbols: (type, symbol)
+    out["dynrelocs"] = sorted({(p[2], p[4]) for p in (line.split() for line in readelf("-rW").splitlines())
+                               if len(p) >= 5 and p[2].startswith("R_X86_64_") and p[4] in symbols})
     nm = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
     kinds = {line.split()[-1]: line.split()[-2] for line in nm.splitlines() if line.strip()}
     out["symbols"] = [(name, kinds.get(name)) for name in symbols]

@@ -86,3 +86,14 @@ def test_symtab_addresses_are_where_the_program_finds_them(tmp_path, shim):
     seen = [int(x, 16) for x in behaviours.run(str(tmp_path / "lw"), str(tmp_path)).stdout.split()]
     nm = behaviours.nm_addresses(str(tmp_path / "lw"))
     assert seen == [nm["main"], nm["data"], nm["hidden"]]
+
+
+def test_hash_style_default_is_gnu_ld_s(tmp_path):
+    # gcc always says --hash-style=gnu; ld run directly says nothing, and GNU ld's default here
+    # (Debian's configuration) is both tables
+    (tmp_path / "s.c").write_text("int f(void) { return 1; }\n")
+    subprocess.run(["gcc", "-O1", "-fPIC", "-c", "s.c"], cwd=tmp_path, check=True)
+    for linker, out in (("ld", "ref.so"), (corpus.linkwrap_ld(), "lw.so")):
+        subprocess.run([linker, "-shared", "s.o", "-o", out], cwd=tmp_path, check=True)
+    want = behaviours.facts(str(tmp_path / "ref.so"))["hash"]
+    assert want == behaviours.facts(str(tmp_path / "lw.so"))["hash"] and want

@@ -7,7 +7,7 @@ abbreviation or an unknown word is named, never split into a short option and an
 """
 import pytest
 
-from linkwrap.ld import options
+from linkwrap.ld import options, symbol_lists
 from linkwrap.ld.diag import BadInput, Unsupported
 from linkwrap.ld.options import parse_args
 
@@ -40,9 +40,43 @@ from linkwrap.ld.options import parse_args
     (["-i"], "relocatable", True),
     (["-z", "muldefs"], "allow_multiple_definition", True),
     (["--unresolved-symbols=ignore-in-shared-libs"], "unresolved", "ignore-in-shared-libs"),
+    ([], "discard", "merge"),
+    (["-x"], "discard", "all"),
+    (["--discard-all"], "discard", "all"),
+    (["-X"], "discard", "labels"),
+    (["-discard-locals"], "discard", "labels"),
+    (["-x", "--discard-none"], "discard", "none"),
+    ([], "hash_style", "both"),
+    ([], "z_dynamic_undefined_weak", True),
+    (["-z", "nodynamic-undefined-weak"], "z_dynamic_undefined_weak", False),
+    (["-znodynamic-undefined-weak", "-z", "dynamic-undefined-weak"], "z_dynamic_undefined_weak", True),
+    (["--hash-style=sysv"], "hash_style", "sysv"),
+    (["-hash-style", "gnu"], "hash_style", "gnu"),
+    (["--exclude-libs=ALL"], "exclude_libs", ("ALL",)),
+    (["--exclude-libs", "liba.a,libb:libc.a", "-exclude-libs=libd"], "exclude_libs", ("liba.a", "libb", "libc.a", "libd")),
+    (["--export-dynamic-symbol=f*", "-export-dynamic-symbol", "g"], "export_symbols", ("f*", "g")),
 ])
+
+
 def test_options_are_read_as_gnu_ld_reads_them(argv, field, value):
     assert getattr(parse_args(argv), field) == value
+
+
+def test_exclude_libs_names_archives_by_base_name_with_or_without_a():
+    class Obj:
+        def __init__(self, archive):
+            self.archive = archive
+            self.name = "x.o"
+
+    class Sym:
+        def __init__(self, archive_path):
+            self.file = Obj(type("A", (), {"name": archive_path})() if archive_path else None)
+
+    ex = symbol_lists.excluded_from_export(("libfoo", "libbar.a"))
+    assert ex(Sym("/x/libfoo.a")) and ex(Sym("libbar.a")) and not ex(Sym("/x/libfoo2.a"))
+    assert not ex(Sym(None)) and not ex(Sym("/x/libfoo.ab")) and ex(Sym("/x/libbar.a.a"))  # as GNU ld compares
+    assert symbol_lists.excluded_from_export(("ALL",))(Sym("any/libz.a"))
+    assert not symbol_lists.excluded_from_export(())(Sym("any/libz.a"))
 
 
 def test_glued_l_is_a_library_even_when_it_starts_a_long_option():
@@ -114,7 +148,7 @@ def test_dynamic_list_names_and_globs(tmp_path):
     lst = tmp_path / "list"
     lst.write_text("{ hook; /* c */ glob_*; # sh\n };\n")
     opts = parse_args([f"--dynamic-list={lst}"])
-    match = options.dynamic_list_matcher(opts.dynamic_list)
+    match = symbol_lists.dynamic_list_matcher(opts.dynamic_list)
     assert match("hook") and match("glob_x") and not match("other")
     lst.write_text('{ extern "C++" { ns::*; }; };')
     with pytest.raises(Unsupported):
@@ -129,7 +163,7 @@ def test_dtags(argv, field, value):
     assert getattr(parse_args(argv), field) == value
 
 
-@pytest.mark.parametrize("argv", [["--hash-style=sysv"], ["--hash-style=both"], ["--fatal-warnings"]])
+@pytest.mark.parametrize("argv", [["--fatal-warnings"]])
 def test_what_would_differ_from_gnu_ld_is_named(argv):
     with pytest.raises(Unsupported):
         parse_args(argv)
@@ -149,7 +183,12 @@ HELP_HANDLED = {"-o": ["-o", "x"], "-r": ["-r"], "-L": ["-L", "/tmp"], "-l": ["-
                 "-rpath": ["-rpath", "/x"], "-E": ["-E"], "-s": ["-s"], "-S": ["-S"], "-shared": ["-shared"],
                 "-soname": ["-soname", "libx.so.1"], "--version-script": ["--version-script", "@LIST@"],
                 "--no-undefined-version": ["--no-undefined-version"], "--no-undefined": ["--no-undefined"],
-                "-Bsymbolic": ["-Bsymbolic"], "-Bsymbolic-functions": ["-Bsymbolic-functions"]}
+                "-Bsymbolic": ["-Bsymbolic"], "-Bsymbolic-functions": ["-Bsymbolic-functions"],
+                "-x": ["-x"], "-X": ["-X"], "--discard-none": ["--discard-none"],
+                "--exclude-libs": ["--exclude-libs=ALL"], "--export-dynamic-symbol": ["--export-dynamic-symbol=f"],
+                "--export-dynamic-symbol-list": ["--export-dynamic-symbol-list", "@LIST@"],
+                "--hash-style": ["--hash-style=sysv"], "--package-metadata": ["--package-metadata={}"],
+                "-f": ["-shared", "-f", "libaux.so"], "-F": ["-shared", "-F", "libf.so"], "-t": ["-t"]}
 
 
 def test_the_help_lists_what_the_linker_takes_and_refuses(tmp_path):

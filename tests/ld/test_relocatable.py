@@ -56,6 +56,15 @@ def test_shared_libraries_are_named(tmp_path):
     assert r.returncode == 1 and r.stderr == "linkwrap-ld: not supported yet: -r with a shared library (libb.so)\n"
 
 
+def test_discarding_locals_is_named(tmp_path):
+    # GNU ld -r -x/-X keeps the locals relocations need and drops the rest: not done here
+    _objs(tmp_path)
+    for flag in ("-x", "-X"):
+        r = _ld(["-r", flag, "-o", "x.o", "a.o", "b.o"], tmp_path)
+        assert r.returncode == 1 and r.stderr == f"linkwrap-ld: not supported yet: -r with {flag}\n", r.stderr
+        assert not os.path.exists(tmp_path / "x.o")
+
+
 # --- more sections than SHN_LORESERVE (0xff00): extended section numbering -------------------
 # 70 000 one-function sections: sections 0xfff1 and 0xfff2 are real ones (they collide with SHN_ABS
 # and SHN_COMMON unless read and written through SHN_XINDEX and .symtab_shndx); every function is

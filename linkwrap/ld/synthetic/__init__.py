@@ -23,13 +23,13 @@ from dataclasses import dataclass
 
 from linkwrap.ld import elf
 from linkwrap.ld.diag import Unsupported
-from linkwrap.ld.options import dynamic_list_matcher
+from linkwrap.ld.symbol_lists import dynamic_list_matcher, excluded_from_export
 from linkwrap.ld.synthetic.base import Synthetic  # noqa: F401 (the interface)
 from linkwrap.ld.synthetic.dynamic import BssAlloc, Dynamic, Interp, RelaDyn, RelaPlt
 from linkwrap.ld.synthetic.got_plt import Got, GotPlt, Plt
-from linkwrap.ld.synthetic.notes import BuildId, FEATURE_1_AND, FEATURE_1_IBT, PropertyNote, merge_properties
+from linkwrap.ld.synthetic.notes import BuildId, FEATURE_1_AND, FEATURE_1_IBT, PackageNote, PropertyNote, merge_properties
 from linkwrap.ld.synthetic.strings import Comment, DynStr, MergedSection, merge_sections  # noqa: F401
-from linkwrap.ld.synthetic.symbols import DynSym, GnuHash, SymTab, VerDef, VerNeed, VerSym
+from linkwrap.ld.synthetic.symbols import DynSym, GnuHash, SymTab, SysvHash, VerDef, VerNeed, VerSym
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,10 @@ class Synthetics:
     gnu_osabi: bool = False           # EI_OSABI is ELFOSABI_GNU (an object defines IFUNC or unique symbols)
 
 
+# the linker-defined symbols an executable exports like its own (GNU ld's script assigns them)
+SCRIPT_ASSIGNED = ("__bss_start", "_edata", "_end")
+
+
 def create(opts, mode, res, live, needs, shared_exports=None) -> Synthetics:
     from linkwrap.ld.eh_frame import EhFrameHdr   # eh_frame builds on synthetic.base: imported here
     from linkwrap.ld.layout import output_name
@@ -72,7 +76,8 @@ def create(opts, mode, res, live, needs, shared_exports=None) -> Synthetics:
     out = [bss, bss.relro, got, plt, got_plt]
     if mode.dynamic:
         dynstr = DynStr()
-        listed = dynamic_list_matcher(opts.dynamic_list)
+        listed = dynamic_list_matcher(opts.dynamic_list + opts.export_symbols)
+        excluded = excluded_from_export(opts.exclude_libs)
         verdef = None
         if shared_exports is not None:
             # a shared object: what the version scripts leave global, in symbol-table order
@@ -90,13 +95,18 @@ def create(opts, mode, res, live, needs, shared_exports=None) -> Synthetics:
             verdef = VerDef(dynstr, shared_exports.script, opts.soname or os.path.basename(opts.output), version)
         else:
             for name, s in res.symtab.items():
-                if (s.file is not None and not s.is_local and s.visibility == elf.STV_DEFAULT and s.defined
-                        and s not in copied and (opts.export_dynamic or name in res.dso_names or listed(name))):
+                if ((s.file is not None or (s.linker_defined and name in SCRIPT_ASSIGNED)) and not s.is_local and s.visibility == elf.STV_DEFAULT and s.defined
+                        and s not in copied and (opts.export_dynamic or name in res.dso_names or listed(name))
+                        and not excluded(s)):
                     exports.append(s)
         dynsym = DynSym(dynstr, imports, exports, copied, needs.canonical)
         verneed = VerNeed(dynstr, dynsym, res.needed, 1 + (verdef.info if verdef is not None else 1))
         versym = VerSym(dynsym, verneed, verdef)
-        out += [dynstr, dynsym, verneed, versym, GnuHash(dynsym)]
+        out += [dynstr, dynsym, verneed, versym]
+        if opts.hash_style in ("gnu", "both"):
+            out.append(GnuHash(dynsym))
+        if opts.hash_style in ("sysv", "both"):
+            out.append(SysvHash(dynsym))
         if verdef is not None:
             out.append(verdef)
         if mode.interp:
@@ -119,6 +129,8 @@ def create(opts, mode, res, live, needs, shared_exports=None) -> Synthetics:
     if opts.eh_frame_hdr and live.eh_frames:
         eh_hdr = EhFrameHdr(live.fde_count)
         out.append(eh_hdr)
+    if opts.package_metadata:
+        out.append(PackageNote(opts.package_metadata))
     build_id = None
     if opts.build_id:
         build_id = BuildId(opts.build_id)
@@ -129,7 +141,10 @@ def create(opts, mode, res, live, needs, shared_exports=None) -> Synthetics:
         if shared_exports is not None:
             localized = frozenset(s for s in res.symtab.values() if s.file is not None and s.defined
                                   and s not in shared_exports.version)
-        symtab = SymTab(res, live, copied, localized)
+        elif opts.exclude_libs or mode.dynamic:
+            localized = _forced_local(opts, res)
+        symtab = SymTab(opts, res, live, copied, localized,
+                        (mode.interp or mode.shared) and opts.z_dynamic_undefined_weak)
         out += [symtab, symtab.strtab]
     props = merge_properties(opts, res.objects)
     if props:
@@ -143,6 +158,19 @@ def create(opts, mode, res, live, needs, shared_exports=None) -> Synthetics:
     return Synthetics(needed_list, dynsym, dynstr, dynamic, got, got_plt, plt, rela_dyn, rela_plt,
                       eh_hdr, build_id, bss, tuple(bss.copies), copied, needs.canonical,
                       {sec: m for m in merged for sec in m.inputs}, gnu_osabi(res))
+
+
+def _forced_local(opts, res):
+    """An executable's globals GNU ld writes LOCAL in .symtab (bfd's forced_local): those of the
+    --exclude-libs archives, and, in a dynamic executable, the hidden ones it would otherwise
+    export (-E, a dynamic list, a name a library defines or references). The other hidden ones
+    stay GLOBAL HIDDEN."""
+    excluded = excluded_from_export(opts.exclude_libs)
+    listed = dynamic_list_matcher(opts.dynamic_list + opts.export_symbols)
+    everything, dso_names = opts.export_dynamic, res.dso_names
+    hidden = (elf.STV_HIDDEN, elf.STV_INTERNAL)
+    return frozenset(s for name, s in res.symtab.items() if s.file is not None and not s.is_local and s.defined
+                     and (excluded(s) or (s.visibility in hidden and (everything or name in dso_names or listed(name)))))
 
 
 def gnu_osabi(res) -> bool:

@@ -8,6 +8,7 @@ relocated data. In a static non-PIE executable .rela.plt is glibc's .rela.iplt, 
 apply_irel() through __rela_iplt_start/__rela_iplt_end."""
 
 from linkwrap.ld import elf
+from linkwrap.ld.symbol_lists import shared_interposable_list
 from linkwrap.ld.synthetic.base import _put, signed64, Synthetic
 
 
@@ -88,6 +89,10 @@ class Dynamic(Synthetic):
             tags.append((14, dynstr.add(opts.soname)))                  # DT_SONAME
         if opts.rpath:
             tags.append((29 if opts.new_dtags else 15, dynstr.add(":".join(opts.rpath))))  # DT_RUNPATH/DT_RPATH
+        if opts.filter:
+            tags.append((0x7FFFFFFF, dynstr.add(opts.filter)))                      # DT_FILTER (-F)
+        for name in opts.auxiliary:
+            tags.append((0x7FFFFFFD, dynstr.add(name)))                              # DT_AUXILIARY (-f)
         # DT_INIT/DT_FINI: the -init/-fini symbols (_init, _fini), when something defines them
         for t, sym in ((elf.DT_INIT, init_fini[0]), (elf.DT_FINI, init_fini[1])):
             if sym is not None:
@@ -98,7 +103,11 @@ class Dynamic(Synthetic):
             if name in present:
                 tags.append((t, name))
                 tags.append((tsz, name + "#size"))
-        tags += [(elf.DT_GNU_HASH, ".gnu.hash"), (elf.DT_STRTAB, ".dynstr"), (elf.DT_SYMTAB, ".dynsym"),
+        if opts.hash_style in ("sysv", "both"):
+            tags.append((elf.DT_HASH, ".hash"))
+        if opts.hash_style in ("gnu", "both"):
+            tags.append((elf.DT_GNU_HASH, ".gnu.hash"))
+        tags += [(elf.DT_STRTAB, ".dynstr"), (elf.DT_SYMTAB, ".dynsym"),
                  (elf.DT_STRSZ, ".dynstr#size"), (elf.DT_SYMENT, 24)]
         if not mode.shared:
             tags.append((elf.DT_DEBUG, 0))      # the debugger's hook into ld.so: executables only
@@ -108,7 +117,7 @@ class Dynamic(Synthetic):
         if synth_flags["rela"]:
             tags += [(elf.DT_RELA, ".rela.dyn"), (elf.DT_RELASZ, ".rela.dyn#size"), (elf.DT_RELAENT, 24)]
         flags = opts.dt_flags | (elf.DF_BIND_NOW if opts.z_now else 0)
-        if mode.shared and opts.bsymbolic == "all":
+        if mode.shared and opts.bsymbolic == "all" and shared_interposable_list(opts) is None:
             flags |= 0x2                        # DF_SYMBOLIC
         if synth_flags.get("static_tls"):
             flags |= 0x10                       # DF_STATIC_TLS: initial-exec TLS in a shared object

@@ -39,6 +39,25 @@ class BuildId(Synthetic):
         buf[off + 16:off + 16 + self.desc_len] = d
 
 
+class PackageNote(Synthetic):
+    """.note.package (--package-metadata): the FDO packaging-metadata note, owner "FDO", type
+    0xcafe1a7e, the JSON text NUL-terminated and zero-padded to 4 bytes, as GNU ld 2.40 writes it."""
+    type = elf.SHT_NOTE
+    align = 4
+
+    def __init__(self, text):
+        super().__init__(".note.package")
+        desc = text.encode() + b"\0"
+        desc += b"\0" * (-len(desc) % 4)        # GNU ld counts the padding in descsz
+        self.data = struct.pack("<III", 4, len(desc), 0xCAFE1A7E) + b"FDO\0" + desc
+
+    def size(self):
+        return len(self.data)
+
+    def write_to(self, buf, lk):
+        return _put(buf, lk.offset_of(self), self.data)
+
+
 # sha1 and md5 build ids are a digest of the 1 MiB chunks' digests, as lld computes them (mold
 # likewise, in shards): unique to the contents as a digest of the whole file is, and an incremental
 # relink hashes again only the chunks it wrote (ld/incremental/patch.py), not 60 MB.

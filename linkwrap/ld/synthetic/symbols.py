@@ -13,16 +13,41 @@ from linkwrap.ld.synthetic.strings import StrTab
 _type_of = attrgetter("type")
 
 
+class FileSymbol:
+    """An STT_FILE symbol the linker writes (no object's): what .symtab's writer reads of one."""
+    __slots__ = ("name",)
+    type = elf.STT_FILE
+
+    def __init__(self, name):
+        self.name = name
+
+
+def _file_name(obj):
+    """The name GNU ld gives an object in its STT_FILE symbol: an archive member's name, else the
+    file's base name."""
+    if obj.archive is not None and obj.name.startswith(obj.archive.name + "(") and obj.name.endswith(")"):
+        return obj.name[len(obj.archive.name) + 1:-1]
+    return obj.name.rsplit("/", 1)[-1]
+
+
+def is_local_label(name):
+    """bfd's _bfd_elf_is_local_label_name: the assembler's local labels (.L*, ..*, _.L_*) and its
+    fake symbols (L<digit>^A...; bfd's loop answers no for every other L<digits>^B form)."""
+    return name.startswith((".L", "..", "_.L_")) or (name[:1] == "L" and name[1:2].isdigit() and name[2:3] == "\x01")
+
+
 class SymTab(Synthetic):
     """.symtab as GNU ld writes it: per object its STT_FILE symbol and its locals (no section
-    symbols, no .L labels), hidden globals made local, then the globals (a library's as
+    symbols, no local labels in SHF_MERGE sections: Options.discard says which), a shared object's
+    hidden globals made local, then the globals (a library's as
     `name@VERSION`, undefined). Which symbols is decided at creation; values after layout."""
     type = elf.SHT_SYMTAB
     flags = 0
     entsize = 24
 
-    def __init__(self, res, live, copied, localized=frozenset()):
-        """localized: a shared object's globals its version scripts made local (GNU ld lists them
+    def __init__(self, opts, res, live, copied, localized=frozenset(), undef_weak=False):
+        """undef_weak: the undefined weak symbols nothing defines are the loader's (GNU ld writes them
+        then, WEAK UND, and not in a static link). localized: a shared object's globals its version scripts made local (GNU ld lists them
         with the locals)."""
         super().__init__(".symtab")
         strtab = self.link = StrTab()
@@ -32,27 +57,51 @@ class SymTab(Synthetic):
         kinds = frozenset((elf.STT_NOTYPE, elf.STT_OBJECT, elf.STT_FUNC, elf.STT_TLS, elf.STT_GNU_IFUNC))
         file_type = elf.STT_FILE
         not_section = repeat(elf.STT_SECTION)
-        for obj in res.objects:
+        discard = opts.discard
+        merge = elf.SHF_MERGE
+        files = 0
+        for obj in res.objects if discard != "all" else ():
             seg = res.syms[obj][1:obj.first_global]
+            start, named = len(local), False
             # section symbols (two thirds of a Rust object's locals) never go in: passed over in C
             for s in compress(seg, map(ne, map(_type_of, seg), not_section)):
                 t = s.type
                 if t == file_type:
                     keep(s)
+                    named = True
                 elif t in kinds and (s.section in alive or s.is_abs):
                     n = s.name
-                    if n and not n.startswith(".L"):
+                    # GNU ld's default drops local labels (.LC0) only in SHF_MERGE sections, -X
+                    # all of them, --discard-none none
+                    if n and not (discard != "none" and is_local_label(n) and
+                                  (discard == "labels" or (s.section is not None and s.section.flags & merge))):
                         keep(s)
+            if not named and len(local) > start:
+                # GNU ld names an object without an STT_FILE symbol of its own by its file name
+                local.insert(start, FileSymbol(_file_name(obj)))
+                named = True
+            files += named
+        shared = opts.shared
+        made_local = []
         for s in res.symtab.values():
             if s.file is not None and s.section is not None and s.section not in alive:
                 continue      # a COMDAT loser's or gc's: not in the output
-            if not (s.defined or s.strong_ref) or (s.dso is not None and s not in copied and not s.strong_ref
-                                                    and s.bind != elf.STB_WEAK):
+            # an undefined weak that nothing defines stays, WEAK UND, as GNU ld writes it
+            if not (s.defined or s.strong_ref or (undef_weak and s.dso is None)) or (
+                    s.dso is not None and s not in copied and not s.strong_ref and s.bind != elf.STB_WEAK):
                 continue
-            if s.dso is None and s.defined and (s.visibility in (elf.STV_HIDDEN, elf.STV_INTERNAL) or s in localized):
-                local.append(s)
+            # GNU ld forces a shared object's hidden globals local (elf_link_output_extsym, their
+            # visibility cleared); an executable keeps them GLOBAL HIDDEN
+            if s.dso is None and s.defined and (s in localized or (
+                    shared and s.visibility in (elf.STV_HIDDEN, elf.STV_INTERNAL))):
+                made_local.append(s)
             else:
                 glob.append(s)
+        if made_local and files:
+            # an empty STT_FILE ends the last object's locals, as GNU ld writes it
+            local.append(FileSymbol(""))
+        self.n_input_locals = len(local)
+        local += made_local
         self.symbols = local + glob
         self.info = 1 + len(local)
         self.names = strtab.add_all([s.name for s in local] + [self._name(s) for s in glob])
@@ -76,6 +125,7 @@ class SymTab(Synthetic):
         file_info = (elf.STB_LOCAL << 4) | file_type
         tls, ifunc, und = elf.STT_TLS, elf.STT_GNU_IFUNC, elf.SHN_UNDEF
         nlocal = self.info - 1
+        n_input = self.n_input_locals
         pos = 0
         for k, (s, name) in enumerate(zip(self.symbols, self.names)):
             pos += 24
@@ -105,8 +155,12 @@ class SymTab(Synthetic):
                     shndx = lk.shndx_of_addr(value)
                 elif s.dso is not None:
                     value = lk.sym_addr(s) if s in lk.synth.canonical else 0
+            vis = s.visibility
             if k < nlocal:
                 bind = elf.STB_LOCAL
+                if k >= n_input:
+                    vis = elf.STV_DEFAULT     # a global made local
+
             else:
                 bind = s.bind if s.bind in (elf.STB_WEAK, elf.STB_GNU_UNIQUE) else elf.STB_GLOBAL
             if shndx == und:     # an import is as strong as the references to it
@@ -115,7 +169,7 @@ class SymTab(Synthetic):
                 value -= lk.tls_start       # a TLS symbol's value is its offset in the TLS segment
             if stype == ifunc and s.dso is not None:
                 stype = elf.STT_FUNC
-            pack_into(out, pos, name, (bind << 4) | stype, s.visibility, shndx, value & 0xFFFFFFFFFFFFFFFF, s.size)
+            pack_into(out, pos, name, (bind << 4) | stype, vis, shndx, value & 0xFFFFFFFFFFFFFFFF, s.size)
         self.values = bytes(out)
 
     def write_to(self, buf, lk):
@@ -228,6 +282,43 @@ class GnuHash(Synthetic):
             chain[i] = (h & ~1) | (1 if last else 0)
         data = struct.pack(f"<IIII{words}Q{nb}I{len(chain)}I", nb, ds.symoffset, words, shift,
                            *bloom, *buckets, *chain)
+        return _put(buf, lk.offset_of(self), data)
+
+
+# bfd's elf_buckets: .hash gets the largest of these bucket counts not above the symbol count
+_SYSV_BUCKETS = (1, 3, 17, 37, 67, 97, 131, 197, 263, 521, 1031, 2053, 4099, 8209, 16411, 32771, 65537, 131101,
+                 262147)
+
+
+class SysvHash(Synthetic):
+    """.hash (--hash-style=sysv|both): nbucket, nchain, the buckets, one chain entry per .dynsym
+    entry (the null one included), every symbol hashed with the SysV ELF hash."""
+    type = elf.SHT_HASH
+    entsize = 4
+
+    def __init__(self, dynsym):
+        super().__init__(".hash")
+        self.link = dynsym
+        self.dynsym = dynsym
+        n = len(dynsym.symbols)
+        self.nbuckets = next((b for b, nxt in zip(_SYSV_BUCKETS, _SYSV_BUCKETS[1:] + (None,))
+                              if nxt is None or n < nxt), 1)
+
+    def size(self):
+        return 4 * (2 + self.nbuckets + 1 + len(self.dynsym.symbols))
+
+    def is_needed(self):
+        return True
+
+    def write_to(self, buf, lk):
+        nb = self.nbuckets
+        nchain = 1 + len(self.dynsym.symbols)
+        buckets, chain = [0] * nb, [0] * nchain
+        for i, s in enumerate(self.dynsym.symbols, 1):
+            b = elf.elf_hash(s.name.encode()) % nb
+            chain[i] = buckets[b]       # each new symbol heads its bucket's chain
+            buckets[b] = i
+        data = struct.pack(f"<II{nb}I{nchain}I", nb, nchain, *buckets, *chain)
         return _put(buf, lk.offset_of(self), data)
 
 

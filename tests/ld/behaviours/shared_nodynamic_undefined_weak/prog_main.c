@@ -1,0 +1,3 @@
+#include <stdio.h>
+int wlib(void);
+int main(void){printf("%d\n", wlib());return 0;}
