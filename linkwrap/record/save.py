@@ -188,6 +188,7 @@ def keep_inputs(request, state=None, links_only=False) -> Kept:
     objects = store_for(os.path.dirname(output), state, links_only)
     sysroot = os.path.dirname(os.path.dirname(os.path.dirname(request.rust_lld))) if request.rust_lld else None
     files, copied, seen, made, real_dirs = {}, 0, set(), [], {}
+    in_store = ("in store", objects)
     for arg in request.args:
         for _, path, _ in file_refs(arg):
             full = os.path.join(request.cwd, path)
@@ -197,14 +198,29 @@ def keep_inputs(request, state=None, links_only=False) -> Kept:
             st = inputs.stat(full)
             if st is None or not stat.S_ISREG(st.st_mode):
                 continue
-            if _stable(_real_path(full, real_dirs), sysroot):
+            stable = inputs.known(("stable", full), st)
+            if stable is None:
+                stable = _stable(_real_path(full, real_dirs), sysroot)
+                inputs.learn(("stable", full), st, stable)
+            if stable:
                 files[full] = ("stable", full, st.st_size, st.st_mtime_ns)
-            else:
-                n, new = _keep(full, objects, st, links_only)
-                copied += n
-                if new:
-                    made.append(os.path.join(objects, _object_name(st)))
-                files[full] = ("object", os.path.join(objects, _object_name(st)), st.st_size, st.st_mtime_ns)
+                continue
+            dst = os.path.join(objects, _object_name(st))
+            files[full] = ("object", dst, st.st_size, st.st_mtime_ns)
+            # A file this process found or made in the store, at the same identity since: its link
+            # count, and so its ctime, has not changed, so that hard link is still there.
+            if inputs.known(in_store, st):
+                continue
+            n, new = _keep(full, objects, st, links_only)
+            copied += n
+            if new:
+                made.append(dst)
+            # Known only for a hard link, made now or found there (a clone or a copy is another
+            # inode, whose removal the input's ctime would not show). It is the input's own inode:
+            # its stat() is the input's identity now, ctime moved by the link made included.
+            linked = inputs.stat_now(dst)
+            if linked is not None and (linked.st_dev, linked.st_ino) == (st.st_dev, st.st_ino):
+                inputs.learn(in_store, linked, True)
     return Kept(objects, files, copied, tuple(made))
 
 

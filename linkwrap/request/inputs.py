@@ -54,6 +54,14 @@ def stat(path):
     return st
 
 
+def stat_now(path):
+    """os.stat(path) now, or None: after this link changed the file (a hard link made to it)."""
+    try:
+        return os.stat(path)
+    except (OSError, ValueError):
+        return None
+
+
 def identity(st) -> tuple:
     """What names a file's content without reading it: a rewrite changes its mtime and ctime (or
     its inode), a replacement its inode."""

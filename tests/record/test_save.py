@@ -253,3 +253,18 @@ def test_stable_is_told_from_the_real_path_with_directories_found_once(tmp_path)
     dirs = {}
     for p in (tmp_path / "via" / "f.o", tmp_path / "link.o", real / "f.o", tmp_path / "via" / ".."):
         assert save._real_path(str(p), dirs) == os.path.realpath(p)
+
+
+def test_a_relink_of_inputs_already_in_the_store_is_known_until_their_object_goes(tmp_path, lw_home):
+    """What the store holds is kept by the input's identity: removing the store's hard link changes
+    the input's link count and so its ctime, and the next keep links it again."""
+    from linkwrap.request import inputs
+    a = make(tmp_path / "a.o", 100)
+    req = request(tmp_path, make(tmp_path / "app", 10), a)
+    where = save.keep_inputs(req, links_only=True).files[str(a)][1]
+    assert inputs.known(("in store", os.path.dirname(where)), os.stat(a))  # the next link makes no link()
+    assert save.keep_inputs(req, links_only=True).made == ()
+    os.unlink(where)                                 # evicted (or the store removed)
+    assert not inputs.known(("in store", os.path.dirname(where)), os.stat(a))
+    again = save.keep_inputs(req, links_only=True)
+    assert again.made == (where,) and os.stat(where).st_ino == os.stat(a).st_ino
