@@ -189,6 +189,9 @@ def _link(inv, answer, started_ns):
         if saving and kept is None:  # before the answer: rustc deletes its temporary inputs once the link returns
             _save(request, facts, outcome, settings, environ)
             saving = False
+        elif saving and kept.first:  # the output's first saved link: there before the server looks
+            _save(request, facts, outcome, settings, environ, kept)
+            saving = False
         if teaching and first is not None:
             # Before the answer: the build's next link of this output must not try the failed linker
             # again. Failures are rare; a success's time can wait until after the answer.

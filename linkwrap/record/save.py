@@ -169,8 +169,9 @@ def _keep(src, objects, st, links_only=False):
             os.unlink(tmp)
 
 
-# keep_inputs()'s answer: the store, {input: manifest entry}, bytes copied, the objects it made.
-Kept = record("Kept", "objects files copied made")
+# keep_inputs()'s answer: the store, {input: manifest entry}, bytes copied, the objects it made, and
+# whether this output has no saved link yet (its manifest must come before the answer: below).
+Kept = record("Kept", "objects files copied made first")
 
 
 def keep_inputs(request, state=None, links_only=False) -> Kept:
@@ -221,7 +222,11 @@ def keep_inputs(request, state=None, links_only=False) -> Kept:
             linked = inputs.stat_now(dst)
             if linked is not None and (linked.st_dev, linked.st_ino) == (st.st_dev, st.st_ino):
                 inputs.learn(in_store, linked, True)
-    return Kept(objects, files, copied, tuple(made))
+    # An output's first saved link is written before the answer: the server looks for a saved link
+    # as soon as it is idle after it (bench/background.py), and finding none it looks again only
+    # minutes later. A relink's manifest replaces one that is there: after the answer.
+    first = not os.path.exists(os.path.join(saved_dir(state), "links", manifest_id(request.cwd, output) + ".marshal"))
+    return Kept(objects, files, copied, tuple(made), first)
 
 
 def _real_path(path, real_dirs) -> str:

@@ -225,8 +225,9 @@ def test_inputs_kept_during_the_link_then_the_manifest(tmp_path, lw_home):
     os.unlink(a)                                     # rustc deletes it once the link returns
     m = save.load(save.save(req, Done(), kept=kept))
     assert m["files"][str(a)][1] == where and save.replay_args(m)[0] == where
+    assert kept.first                                # no saved link of this output yet: before the answer
     again = save.keep_inputs(req, links_only=True)   # gone now: nothing to keep, nothing made
-    assert again.files == {} and again.made == ()
+    assert again.files == {} and again.made == () and not again.first  # a relink's: after it
     b = make(tmp_path / "a.o", 200)                  # the next build's object, a new identity
     failed = save.keep_inputs(req, links_only=True)
     assert failed.made and failed.files[str(b)][1] != where
