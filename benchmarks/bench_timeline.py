@@ -76,7 +76,8 @@ PM = "from linkwrap._timeline import mark; mark({!r})"
 
 # The spares and the answer: in linkwrap/server/workers.py, in server.py in a tree before its split (instrument()).
 WORKERS = ("linkwrap/server/workers.py", "linkwrap/server/server.py")
-# (file or files: the first that has it, function (None: the whole file), [regexes: the first that matches
+# (file or files: the first that has it, function (None: the whole file; a tuple: the first the file
+# has), [regexes: the first that matches
 # exactly one line], where, text)
 ANCHORS = [
     ("linkwrap/server/client.c", None, [r"^extern char \*\*environ;"], "after", C_MARK),
@@ -95,7 +96,7 @@ ANCHORS = [
     ("linkwrap/server/server.py", "run_link", [r"return pipeline\.link\("], "before", PM.format("pipeline")),
     (WORKERS, "_answer", [r"conn\.sendall\(reply\)", r"conn\.send\(reply\)"], "after",
      PM.format("answered")),
-    ("linkwrap/pipeline.py", "link", [r"settings, facts, decision = choice\.settings"], "after",
+    ("linkwrap/pipeline.py", ("_link", "link"), [r"settings, facts, decision = choice\.settings"], "after",
      PM.format("chosen")),
     ("linkwrap/run/run.py", "spawn", [r"pid = os\.posix_spawnp\("], "before", PM.format("spawn")),
     ("linkwrap/run/run.py", "spawn", [r"wall_ms = \(time\.perf_counter_ns\(\) - started\)"], "before",
@@ -122,7 +123,8 @@ FINE = [
     ("linkwrap/run/output.py", "commit", [r"^\s*swapped = _later is not None"], "after", PM.format("exited.swapped")),
     ("linkwrap/run/output.py", "commit", [r"^\s*_later\.append\(\(plan\.work_dir"], "after", PM.format("exited.kept")),
     ("linkwrap/run/run.py", "execute", [r"^\s*return Outcome\(\*result"], "before", PM.format("exited.outcome")),
-    ("linkwrap/pipeline.py", "link", [r"^\s*answer\(outcome\.returncode\)"], "before", PM.format("committed.pipeline")),
+    ("linkwrap/pipeline.py", ("_link", "link"), [r"^\s*answer\(outcome\.returncode\)"], "before",
+     PM.format("committed.pipeline")),
     (WORKERS, "_answer", [r"faults\.UNHEARD = True"], "before", PM.format("committed.locked")),
     (WORKERS, "_answer", [r"^\s*for fd in fds:"], "before", PM.format("committed.nulled")),
 ]
@@ -150,9 +152,13 @@ def instrument(tree, dest, fine=False, spares=False):
     for path, func, patterns, where, text in ANCHORS + (FINE if fine else []) + (SPARES if spares else []):
         for path in ((path,) if isinstance(path, str) else path):
             full = os.path.join(dest, path)
-            if os.path.exists(full) and (not func or re.search(rf"(?m)^\s*def {func}\(", open(full).read())):
+            names = func if isinstance(func, tuple) else (func,)
+            if os.path.exists(full) and (not func or any(re.search(rf"(?m)^\s*def {f}\(", open(full).read())
+                                                         for f in names)):
                 break
         lines = open(full).read().split("\n")
+        if isinstance(func, tuple):  # the first of these functions the file has (pipeline.link's body: _link)
+            func = next((f for f in func if any(re.match(rf"\s*def {f}\(", line) for line in lines)), func[-1])
         lo, hi = 0, len(lines)
         if func:
             lo = next(i for i, line in enumerate(lines) if re.match(rf"\s*def {func}\(", line))

@@ -9,7 +9,7 @@ import os
 import time
 
 from linkwrap import faults, paths
-from linkwrap.request import args, invocation
+from linkwrap.request import args, inputs, invocation
 from linkwrap.choice import policy
 from linkwrap.record import record
 from linkwrap.run import run
@@ -34,6 +34,15 @@ def link(inv, answer=None):
     and before the work the caller need not wait for: the record, the memory history, what the
     relink taught, removing the private directory. Not called when the result is Exec or Killed."""
     started_ns = time.perf_counter_ns()
+    # Each input stat()ed once in this link, by every stage (request/inputs.py); anew in the next.
+    inputs.begin()
+    try:
+        return _link(inv, answer, started_ns)
+    finally:
+        inputs.end()
+
+
+def _link(inv, answer, started_ns):
     argv, driver, environ = inv.argv, inv.driver, inv.environ
     faults.TERMINAL_OF = None  # a reused server child: the last link's terminal is not this one's
     if invocation.disabled(environ):
@@ -109,16 +118,19 @@ def link(inv, answer=None):
     owner = inv.owner
     chosen = decision
     recording = settings is None or settings.record
-    who, later = [], []
+    who, later, kept = [], [], []
 
     def meanwhile():
         # While the linker runs, on a CPU it may not need: what the record needs from the caller's
-        # ancestors (they live as long as the caller waits), and the facts no choice needed.
+        # ancestors (they live as long as the caller waits), the facts no choice needed, and saving
+        # by default's hard links of the inputs rustc deletes once the link returns.
         if recording and not who:
             from linkwrap.facts import build
             who.append(build.identify(environ, inv.caller_pid))
         if not later:
             later.append(_complete(facts, request, environ))
+        if not kept:
+            kept.append(_keep_inputs(request, later[0], settings, environ))
         if HANDOFF is not None:
             HANDOFF(inv)
 
@@ -159,6 +171,12 @@ def link(inv, answer=None):
     if ticket is not None and not reaps:  # the next link may be waiting for this one's memory: let it go first
         memory = _leave(ticket, choice, decision, request, outcome, facts)
     saving = outcome.returncode == 0 and _saving(settings, environ)
+    kept = kept[0] if kept else None  # the inputs saving by default kept while the linker ran
+    if kept is False:  # not this link (not among its project's largest), or keeping them failed
+        saving, kept = False, None
+    elif kept is not None and not saving:
+        _drop(kept)  # a failed link is not saved: nothing will name what was kept for it
+        kept = None
     # What the relink taught: its time where linkwrap chose (learning on); a linker's failure always,
     # but for a linker forced by LINKWRAP_LINKER (asked for, not chosen: no evidence against it).
     teaching = choice.learned is not None or (
@@ -168,8 +186,11 @@ def link(inv, answer=None):
         # later (choice/incremental.py); not under `[choice] learn = false`
         chosen.incremental and outcome.returncode == 0 and (settings is None or settings.learn))
     if answer is not None:
-        if saving:  # before the answer: rustc deletes its temporary inputs once the link returns
+        if saving and kept is None:  # before the answer: rustc deletes its temporary inputs once the link returns
             _save(request, facts, outcome, settings, environ)
+            saving = False
+        elif saving and kept.first:  # the output's first saved link: there before the server looks
+            _save(request, facts, outcome, settings, environ, kept)
             saving = False
         if teaching and first is not None:
             # Before the answer: the build's next link of this output must not try the failed linker
@@ -203,7 +224,8 @@ def link(inv, answer=None):
     if teaching:
         _learn(request, chosen, outcome, facts, first, choice.learned is not None, choice.measured)
     if saving:
-        _save(request, facts, outcome, settings, environ)  # now, while rustc's temporary inputs still exist
+        # now, while rustc's temporary inputs still exist (or, kept while the linker ran, the manifest)
+        _save(request, facts, outcome, settings, environ, kept)
     return outcome.returncode
 
 
@@ -262,19 +284,50 @@ def _saving(settings, environ) -> bool:
     return saving(settings, environ)
 
 
-def _save(request, facts, outcome, settings, environ) -> None:
-    """Keep the link replayable for `linkwrap bench`; a failure costs only the saved copy."""
-    asked = True
+def _save(request, facts, outcome, settings, environ, kept=None) -> None:
+    """Keep the link replayable for `linkwrap bench`; a failure costs only the saved copy. kept:
+    _keep_inputs()'s (saving by default, while the linker ran): only the manifest is left to write."""
+    asked = kept is None
     try:
         from linkwrap.record import save
-        if save.wanted(request, facts, environ, settings):
+        if kept is not None:
+            save.save(request, outcome, facts, links_only=True, kept=kept)
+        elif save.wanted(request, facts, environ, settings):
             # Saving by default (nobody asked): hard links only, or nothing (record/save.py).
-            asked = environ.get("LINKWRAP_SAVE") == "1" or settings.sources.get("bench.save", "default") != "default"
+            asked = _asked(settings, environ)
             save.save(request, outcome, facts, links_only=not asked)
     except Exception as e:
         from linkwrap.record.save import SaveError
         if asked or not isinstance(e, SaveError):   # by default, a link not saved cheaply is simply not saved
             faults.note("saving the link for replay", e)
+
+
+def _asked(settings, environ) -> bool:
+    return environ.get("LINKWRAP_SAVE") == "1" or settings.sources.get("bench.save", "default") != "default"
+
+
+def _keep_inputs(request, facts, settings, environ):
+    """While the linker runs: saving by default's hard links of the inputs (save.keep_inputs()),
+    so that after the link only its manifest is left, and that after the answer. -> save.Kept;
+    False: not saved (not wanted, or not cheaply); None: saved after the link as before (asked for:
+    it may copy, which would compete with the linker for the disk; or saving is off)."""
+    try:
+        if not _saving(settings, environ) or _asked(settings, environ):
+            return None
+        from linkwrap.record import save
+        if not save.wanted(request, facts, environ, settings):
+            return False
+        return save.keep_inputs(request, links_only=True)
+    except Exception as e:
+        from linkwrap.record.save import SaveError
+        if not isinstance(e, SaveError):   # by default, a link not saved cheaply is simply not saved
+            faults.note("saving the link for replay", e)
+        return False  # tried: not again after the link
+
+
+def _drop(kept) -> None:
+    from linkwrap.record import save
+    save.drop(kept)
 
 
 # LINKWRAP_CONFIG_ERRORS=warn: a configuration error is said once and links run as asked, for those

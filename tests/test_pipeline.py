@@ -250,3 +250,27 @@ def test_a_small_c_link_gets_wild_or_gnu_ld_and_a_bigger_one_mold(tmp_path, lw_h
 
 def json_reasons(row):
     return json.loads(row["reasons"] or "[]")
+
+
+def test_saving_by_default_keeps_the_inputs_while_the_linker_runs_and_nothing_of_a_failed_link(
+        tmp_path, lw_home, linkwrap_cc, hello_obj):
+    """The hard links into the saved-links store are made while the linker runs (pipeline's
+    meanwhile), the manifest after: the saved link names the input's own inode. A failed link
+    leaves no object of its own in the store."""
+    from linkwrap.evidence.saved import manifest_path
+    from linkwrap.record import save
+    obj = tmp_path / "main.o"
+    obj.write_bytes(hello_obj.read_bytes())
+    done = link(linkwrap_cc, [str(obj), "-o", "app"], tmp_path, CI="", LINKWRAP_LINKER="bfd")
+    assert done.returncode == 0, done.stderr
+    m = save.load(manifest_path(str(tmp_path), str(tmp_path / "app"), str(lw_home)))
+    how, where, size, _ = m["files"][str(obj)]
+    assert how == "object" and os.stat(where).st_ino == os.stat(obj).st_ino
+    store = os.path.dirname(where)
+    before = set(os.listdir(store))
+    (tmp_path / "u.c").write_text("int missing(void); int main(void){return missing();}\n")
+    subprocess.run(["cc", "-c", "u.c", "-o", str(obj)], cwd=tmp_path, check=True)  # the next build's object
+    failed = link(linkwrap_cc, [str(obj), "-o", "app"], tmp_path, CI="", LINKWRAP_LINKER="bfd")
+    assert failed.returncode == 1
+    assert set(os.listdir(store)) == before      # its object was kept while it linked, then taken back
+    assert save.load(m["path"])["files"][str(obj)][1] == where  # the last good link's manifest stands

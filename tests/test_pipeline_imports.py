@@ -21,9 +21,10 @@ BUDGET = frozenset("""
     linkwrap.facts.output_file linkwrap.libc linkwrap.record.record linkwrap.run.run linkwrap.request.target
     linkwrap.choice.admission linkwrap.evidence.predict linkwrap.request.invocation linkwrap.run.direct
     linkwrap.evidence.measured linkwrap.evidence.learn
-    linkwrap.evidence.prior linkwrap.evidence.saved linkwrap.record.save
+    linkwrap.evidence.prior linkwrap.evidence.saved linkwrap.record.save linkwrap.request.inputs
 """.split())  # _operator: built in (no file), records' field getters (linkwrap/records.py); evidence.prior,
-# evidence.saved, record.save: the priors and saving by default (#33), standard library only
+# evidence.saved, record.save: the priors and saving by default (#33), standard library only;
+# request.inputs: each input stat()ed once per link (#36), os only
 # Built in (no file to load), used only on some links: freeing a big old output, a warning's crc.
 SOMETIMES = frozenset({"_thread", "binascii"})
 # What the budget exists to keep out (measured costs in docs/hot-path.md).

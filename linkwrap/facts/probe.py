@@ -11,10 +11,11 @@ mincore fallback (Linux < 6.5) and the statfs fallback (no /proc).
 """
 import os
 from linkwrap.records import record
+from linkwrap.request import inputs
 from linkwrap.facts.procfs import _read, _try
 from linkwrap.facts.filesystems import existing_dir, filesystem, is_local, output_path, read_mountinfo
 from linkwrap.facts.cgroups import cgroup_dirs, cpus, group_used_kb, memory_group
-from linkwrap.facts.output_file import NO_OUTPUT, OutputFacts, UNKNOWN_OUTPUT, output_facts
+from linkwrap.facts.output_file import NO_OUTPUT, OutputFacts, UNKNOWN_OUTPUT, cached_later, output_facts
 
 
 class Probe(record("Probe", [
@@ -40,6 +41,8 @@ class Probe(record("Probe", [
 # Facts no choice depends on, only the record, the memory prediction and admission: a link that
 # admission does not hold back learns them while its linker runs (snapshot(later=True), complete()).
 LATER = ("input_bytes", "mem_available_mb", "thp", "jobserver", "mem_used_mb")
+# And, with later=True, the output's cached_fraction where no choice can read it (another name for
+# it, or held by another process: written fresh whatever it caches; output_file.output_facts()).
 
 
 def snapshot(request, environ=None, later=False) -> Probe:
@@ -57,7 +60,7 @@ def snapshot(request, environ=None, later=False) -> Probe:
     if later:
         return Probe(fs=fs_name, fs_options=fs_options, fs_local=_try(is_local, fs_name) if fs_name else None,
                      kernel=_try(kernel_version),
-                     output=(_try(output_facts, path) or UNKNOWN_OUTPUT) if path else UNKNOWN_OUTPUT,
+                     output=(_try(output_facts, path, False) or UNKNOWN_OUTPUT) if path else UNKNOWN_OUTPUT,
                      input_bytes=None, cpus=_try(cpus, cgroups), mem_available_mb=None,
                      mem_limit_mb=group[0] >> 20 if group else None, thp=None, jobserver=None, mem_used_mb=None,
                      mem_group=group[1] if group else None, small_inputs=_try(small_inputs, request))
@@ -84,7 +87,9 @@ def complete(facts, request, environ=None) -> Probe:
     """facts (snapshot(later=True)) with the LATER facts learnt now."""
     environ = os.environ if environ is None else environ
     used_kb = _try(group_used_kb, facts.mem_group) if facts.mem_group else None
-    return facts._replace(input_bytes=_try(input_bytes, request), mem_available_mb=_try(mem_available_mb),
+    path = _try(output_path, request) if facts.output.cached_fraction is None and facts.output.exists else None
+    out = (_try(cached_later, facts.output, path) or facts.output) if path else facts.output
+    return facts._replace(output=out, input_bytes=_try(input_bytes, request), mem_available_mb=_try(mem_available_mb),
                           thp=_try(thp_mode), jobserver=bool(_try(jobserver, environ)),
                           mem_used_mb=used_kb >> 10 if used_kb is not None else None)
 
@@ -142,13 +147,14 @@ def jobserver(environ):
 
 
 def input_bytes(request):
-    """Total size of the input files on the command line; missing ones are skipped."""
+    """Total size of the input files on the command line; missing ones are skipped. Each as this
+    link first stat()ed it (request/inputs.py: the LTO check, small_inputs(), the saved copy)."""
     total = 0
+    cwd = request.cwd or ""
     for name in request.inputs:
-        try:
-            total += os.stat(os.path.join(request.cwd or "", name)).st_size
-        except OSError:
-            pass
+        st = inputs.stat(os.path.join(cwd, name))
+        if st is not None:
+            total += st.st_size
     return total
 
 
@@ -175,20 +181,20 @@ def small_inputs(request):
     Decides a choice, so it comes before the link, and stops at its first answer: the inputs'
     count, their sizes (a big link is found big within its first few), then one pass over the
     arguments of what is left: a small link's few."""
-    inputs = request.inputs
-    if not inputs:
+    names = request.inputs
+    if not names:
         return None
-    if len(inputs) > SMALL_INPUT_FILES:
+    if len(names) > SMALL_INPUT_FILES:
         return False
     if request.kind in ("static", "static-pie") or "++" in os.path.basename(request.driver or ""):
         return None
     cwd = request.cwd or ""
     total = 0
-    for name in inputs:
-        try:
-            total += os.stat(os.path.join(cwd, name)).st_size
-        except OSError:
+    for name in names:
+        st = inputs.stat(os.path.join(cwd, name))
+        if st is None:
             return None
+        total += st.st_size
         if total >= SMALL_INPUT_BYTES:
             return False
     it = iter(request.args)

@@ -26,6 +26,8 @@ import os
 import stat  # already imported by os: free
 import time
 
+from linkwrap.records import record
+
 FORMAT = 1
 CAP_BYTES = 4 << 30
 EVICT_EVERY_S = 600     # the link path looks at the cap at most this often
@@ -123,17 +125,17 @@ def _object_name(st) -> str:
     return f"{st.st_ino}-{st.st_size}-{st.st_mtime_ns}"
 
 
-def _keep(src, objects, st, links_only=False) -> int:
-    """Put src into the store; -> bytes copied (0 for a hard link or a clone). links_only: a hard
-    link or SaveError (saving by default costs no copy: a few microseconds a file, no disk)."""
+def _keep(src, objects, st, links_only=False):
+    """Put src into the store; -> (bytes copied: 0 for a hard link or a clone, whether this call
+    made the object). links_only: a hard link or SaveError (saving by default costs no copy: a few
+    microseconds a file, no disk)."""
     dst = os.path.join(objects, _object_name(st))
-    if os.path.exists(dst):
-        return 0
     try:
+        # No stat() first: the link itself says when the object is there (a relink's unchanged inputs).
         os.link(src, dst, follow_symlinks=True)
-        return 0
+        return 0, True
     except FileExistsError:
-        return 0
+        return 0, False
     except OSError as e:
         if links_only:
             raise SaveError(f"{src}: no hard link into {objects} ({e.strerror}); saved only when asked") from None
@@ -160,40 +162,102 @@ def _keep(src, objects, st, links_only=False) -> int:
         finally:
             os.close(fdout)
         os.replace(tmp, dst)
-        return copied
+        return copied, True
     finally:
         os.close(fdin)
         if os.path.exists(tmp):
             os.unlink(tmp)
 
 
-def save(request, outcome, facts=None, state=None, links_only=False) -> str:
-    """Keep this (successful) link replayable; -> the manifest's path. links_only: saving by default,
-    which hard-links or saves nothing (SaveError): no copy, no store on another filesystem."""
-    started = time.perf_counter_ns()
+# keep_inputs()'s answer: the store, {input: manifest entry}, bytes copied, the objects it made, and
+# whether this output has no saved link yet (its manifest must come before the answer: below).
+Kept = record("Kept", "objects files copied made first")
+
+
+def keep_inputs(request, state=None, links_only=False) -> Kept:
+    """Put every input that may not outlive the link into the store (stable ones are named by path,
+    size and mtime): the part of saving that must come before the answer. It may run while the
+    linker does (pipeline.py, saving by default): the inputs are there as long as the link runs.
+
+    Each file as this link first stat()ed it (request/inputs.py); whether it is stable is told
+    from its real path, with each directory's real path found once: os.path.realpath() of every
+    input lstat()ed each component in Python (~2000 calls, ~20 ms on a 280-input Rust link)."""
+    from linkwrap.request import inputs
     output = request.output
     if not output:
         raise SaveError("the link has no -o output")
     objects = store_for(os.path.dirname(output), state, links_only)
     sysroot = os.path.dirname(os.path.dirname(os.path.dirname(request.rust_lld))) if request.rust_lld else None
-    files, copied, seen = {}, 0, set()
+    files, copied, seen, made, real_dirs = {}, 0, set(), [], {}
+    in_store = ("in store", objects)
     for arg in request.args:
         for _, path, _ in file_refs(arg):
             full = os.path.join(request.cwd, path)
             if full in seen or full == output:
                 continue
             seen.add(full)
-            try:
-                st = os.stat(full)
-            except OSError:
+            st = inputs.stat(full)
+            if st is None or not stat.S_ISREG(st.st_mode):
                 continue
-            if not stat.S_ISREG(st.st_mode):
-                continue
-            if _stable(os.path.realpath(full), sysroot):
+            stable = inputs.known(("stable", full), st)
+            if stable is None:
+                stable = _stable(_real_path(full, real_dirs), sysroot)
+                inputs.learn(("stable", full), st, stable)
+            if stable:
                 files[full] = ("stable", full, st.st_size, st.st_mtime_ns)
-            else:
-                copied += _keep(full, objects, st, links_only)
-                files[full] = ("object", os.path.join(objects, _object_name(st)), st.st_size, st.st_mtime_ns)
+                continue
+            dst = os.path.join(objects, _object_name(st))
+            files[full] = ("object", dst, st.st_size, st.st_mtime_ns)
+            # A file this process found or made in the store, at the same identity since: its link
+            # count, and so its ctime, has not changed, so that hard link is still there.
+            if inputs.known(in_store, st):
+                continue
+            n, new = _keep(full, objects, st, links_only)
+            copied += n
+            if new:
+                made.append(dst)
+            # Known only for a hard link, made now or found there (a clone or a copy is another
+            # inode, whose removal the input's ctime would not show). It is the input's own inode:
+            # its stat() is the input's identity now, ctime moved by the link made included.
+            linked = inputs.stat_now(dst)
+            if linked is not None and (linked.st_dev, linked.st_ino) == (st.st_dev, st.st_ino):
+                inputs.learn(in_store, linked, True)
+    # An output's first saved link is written before the answer: the server looks for a saved link
+    # as soon as it is idle after it (bench/background.py), and finding none it looks again only
+    # minutes later. A relink's manifest replaces one that is there: after the answer.
+    first = not os.path.exists(os.path.join(saved_dir(state), "links", manifest_id(request.cwd, output) + ".marshal"))
+    return Kept(objects, files, copied, tuple(made), first)
+
+
+def _real_path(path, real_dirs) -> str:
+    """os.path.realpath(path), its directory's part found once per directory (real_dirs)."""
+    head, tail = os.path.split(path)
+    if tail in ("", ".", "..") or stat.S_ISLNK(os.lstat(path).st_mode):
+        return os.path.realpath(path)
+    real = real_dirs.get(head)
+    if real is None:
+        real = real_dirs[head] = os.path.realpath(head)
+    return os.path.join(real, tail)
+
+
+def drop(kept) -> None:
+    """The objects keep_inputs() made, removed again (the link failed: nothing will name them)."""
+    for path in kept.made:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def save(request, outcome, facts=None, state=None, links_only=False, kept=None) -> str:
+    """Keep this (successful) link replayable; -> the manifest's path. links_only: saving by default,
+    which hard-links or saves nothing (SaveError): no copy, no store on another filesystem. kept:
+    keep_inputs()'s answer for this link, made while its linker ran (else made now)."""
+    started = time.perf_counter_ns()
+    output = request.output
+    if kept is None:
+        kept = keep_inputs(request, state, links_only)
+    files, copied = kept.files, kept.copied
     e_type = None
     try:
         with open(output, "rb") as f:

@@ -84,7 +84,8 @@ def _back(req, done) -> bool:
     left (a forking linker's worker: the next link's record must not take it in), the same cgroups,
     signal mask and fds (none of the link's left open), LINKS_PER_CHILD, RSS_SLACK_KB; the resource
     limits and the priority the client's link had are set back (settle() noted where they cannot be). Kept, as checked
-    before each use: the memos of args, config, linkers, direct and probe (docs/server.md, "Memos")."""
+    before each use: the memos of args, config, linkers, direct and probe, and what was read of the
+    inputs by their identity (request/inputs.py) (docs/server.md, "Memos")."""
     import _signal
     import gc
     import resource

@@ -224,3 +224,22 @@ class _nothing:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_the_page_cache_share_left_for_later_is_measured_then(tmp_path):
+    """An output with another name (Cargo's uplifted copy) is written fresh whatever it caches: its
+    page-cache share is measured while the linker runs (cached_later()), not before the choice."""
+    out = tmp_path / "app"
+    out.write_bytes(b"\0" * (output_file.CACHE_PROBE_MIN_BYTES + 4096))
+    os.link(out, tmp_path / "uplifted")
+    early = output_file.output_facts(str(out), cache=False)
+    assert early.nlink == 2 and early.cached_fraction is None
+    later = output_file.cached_later(early, str(out))
+    assert later.cached_fraction is not None and later.cached_fraction > 0  # just written: cached
+    assert output_file.output_facts(str(out)).cached_fraction is not None   # measured at once by default
+    os.unlink(tmp_path / "uplifted")
+    lone = output_file.output_facts(str(out), cache=False)
+    assert lone.nlink == 1 and lone.cached_fraction is not None  # a lone output's share may decide
+    (tmp_path / "other").write_bytes(b"\0" * (output_file.CACHE_PROBE_MIN_BYTES + 4096))
+    os.replace(tmp_path / "other", out)                          # replaced since: not the output seen
+    assert output_file.cached_later(early, str(out)).cached_fraction is None

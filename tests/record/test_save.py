@@ -211,3 +211,61 @@ def test_saving_by_default_only_hard_links_and_makes_no_store_on_another_filesys
         with pytest.raises(save.SaveError, match="no hard link"):
             save.save(request(tmp_path, tmp_path / "app", obj), Done(), links_only=True)
     assert save.all_saved() == []
+
+
+def test_inputs_kept_during_the_link_then_the_manifest(tmp_path, lw_home):
+    """keep_inputs() (while the linker runs) hard-links what the build will delete; save() with it
+    writes the manifest only; drop() takes back what a failed link made and nothing else."""
+    a = make(tmp_path / "a.o", 100)
+    out = make(tmp_path / "app", 10)
+    req = request(tmp_path, out, a)
+    kept = save.keep_inputs(req, links_only=True)
+    where = kept.files[str(a)][1]
+    assert kept.made == (where,) and os.stat(where).st_ino == os.stat(a).st_ino
+    os.unlink(a)                                     # rustc deletes it once the link returns
+    m = save.load(save.save(req, Done(), kept=kept))
+    assert m["files"][str(a)][1] == where and save.replay_args(m)[0] == where
+    assert kept.first                                # no saved link of this output yet: before the answer
+    again = save.keep_inputs(req, links_only=True)   # gone now: nothing to keep, nothing made
+    assert again.files == {} and again.made == () and not again.first  # a relink's: after it
+    b = make(tmp_path / "a.o", 200)                  # the next build's object, a new identity
+    failed = save.keep_inputs(req, links_only=True)
+    assert failed.made and failed.files[str(b)][1] != where
+    save.drop(failed)                                # that link failed: its object goes, the first stays
+    assert not os.path.exists(failed.made[0]) and os.path.exists(where)
+
+
+def test_a_changed_input_is_kept_as_its_new_content(tmp_path, lw_home):
+    a = make(tmp_path / "a.o", 100)
+    out = make(tmp_path / "app", 10)
+    first = save.keep_inputs(request(tmp_path, out, a), links_only=True).files[str(a)][1]
+    with open(a, "ab") as f:                         # written again in place: another size and mtime
+        f.write(b"more")
+    second = save.keep_inputs(request(tmp_path, out, a), links_only=True).files[str(a)][1]
+    assert second != first and os.path.getsize(second) == 104
+
+
+def test_stable_is_told_from_the_real_path_with_directories_found_once(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "f.o").write_bytes(b"x")
+    (tmp_path / "via").symlink_to(real)
+    (tmp_path / "link.o").symlink_to(real / "f.o")
+    dirs = {}
+    for p in (tmp_path / "via" / "f.o", tmp_path / "link.o", real / "f.o", tmp_path / "via" / ".."):
+        assert save._real_path(str(p), dirs) == os.path.realpath(p)
+
+
+def test_a_relink_of_inputs_already_in_the_store_is_known_until_their_object_goes(tmp_path, lw_home):
+    """What the store holds is kept by the input's identity: removing the store's hard link changes
+    the input's link count and so its ctime, and the next keep links it again."""
+    from linkwrap.request import inputs
+    a = make(tmp_path / "a.o", 100)
+    req = request(tmp_path, make(tmp_path / "app", 10), a)
+    where = save.keep_inputs(req, links_only=True).files[str(a)][1]
+    assert inputs.known(("in store", os.path.dirname(where)), os.stat(a))  # the next link makes no link()
+    assert save.keep_inputs(req, links_only=True).made == ()
+    os.unlink(where)                                 # evicted (or the store removed)
+    assert not inputs.known(("in store", os.path.dirname(where)), os.stat(a))
+    again = save.keep_inputs(req, links_only=True)
+    assert again.made == (where,) and os.stat(where).st_ino == os.stat(a).st_ino

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import script, tool
 from linkrecords import db_rows
-from linkwrap.request import args
+from linkwrap.request import args, inputs
 from linkwrap.run import direct
 from linkwrap.facts import linkers
 from linkwrap.choice.policy import FRESH, Decision, as_asked
@@ -168,6 +168,33 @@ def test_lto_is_told_apart_in_gcc_llvm_and_rustc_objects(tmp_path):
     found = {name: direct._has_lto(name, str(tmp_path))
              for name in ("gcc-lto.o", "gcc.o", "clang-lto.o", "clang.o", "rustc.o")}
     assert found == {"gcc-lto.o": True, "gcc.o": False, "clang-lto.o": True, "clang.o": False, "rustc.o": False}
+
+
+def test_the_lto_answer_is_kept_by_identity_and_an_object_recompiled_with_lto_is_seen(tmp_path):
+    """lto_input() reads an object once; a relink of the unchanged object reads nothing (its answer
+    is kept by identity), and the object compiled again with -flto, in place or as a new file, is
+    read again and found."""
+    (tmp_path / "l.c").write_text("int main(void){return 0;}\n")
+    subprocess.run(["gcc", "-c", "l.c", "-o", "l.o"], cwd=tmp_path, check=True)
+    obj = tmp_path / "l.o"
+    assert direct.lto_input(["l.o"], str(tmp_path)) is None
+    assert inputs.known("lto", os.stat(obj)) is False  # kept: the next link reads nothing of it
+    for how in ("in place", "a new file"):
+        if how == "in place":   # the same inode, written again (as `as` does)
+            subprocess.run(["gcc", "-flto", "-c", "l.c", "-o", "lto.o"], cwd=tmp_path, check=True)
+            with open(obj, "r+b") as f:
+                f.write((tmp_path / "lto.o").read_bytes())
+                f.truncate()
+        else:
+            subprocess.run(["gcc", "-c", "l.c", "-o", "l.o"], cwd=tmp_path, check=True)
+            assert direct.lto_input(["l.o"], str(tmp_path)) is None
+            subprocess.run(["gcc", "-flto", "-c", "l.c", "-o", "new.o"], cwd=tmp_path, check=True)
+            os.replace(tmp_path / "new.o", obj)
+        inputs.begin()  # a link, as pipeline.link() begins it
+        try:
+            assert direct.lto_input([str(obj)], str(tmp_path)) == str(obj), how
+        finally:
+            inputs.end()
 
 
 def test_an_lto_object_linked_without_flto_still_links_through_the_driver(tmp_path, lw_home):

@@ -60,7 +60,7 @@ def _rehearsed(last):
         from linkwrap.request import args
         from linkwrap.run import direct
         return json.dumps({"args": args._last[0] if args._last else None,
-                           "split_path": direct._split[0][1] if direct._split else None,
+                           "split_output": direct._split[1][3] if direct._split else None,
                            "output": args._last[1].output if args._last else None})
     return json.loads(in_a_fork(rehearse))
 
@@ -72,7 +72,9 @@ def test_the_spare_rehearses_the_last_link_and_keeps_what_it_found(tmp_path, lw_
     import marshal
     kept = _rehearsed(marshal.dumps((tuple(argv), None, str(tmp_path), env)))
     assert kept["args"] == [argv, None, str(tmp_path)]
-    assert kept["split_path"] == kept["output"]  # split for the output's own name
+    # split for a stand-in output, which the link's own private name takes: the link finds it kept
+    from linkwrap.run import direct
+    assert kept["split_output"] == direct._LINK_OUT and kept["output"] == str(tmp_path / "app")
     # Nothing made beside the output: after an answer the caller may be removing that directory.
     assert not os.path.exists(tmp_path / ".linkwrap-tmp")
 

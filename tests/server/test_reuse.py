@@ -60,7 +60,7 @@ MEMOS = {"linkwrap.server.world._KEPT", "linkwrap.server.world._LINK", "linkwrap
          "linkwrap.run.direct._split", "linkwrap.run.direct._lines", "linkwrap.facts.filesystems._FS_LAST",
          "linkwrap.facts.cgroups._CGROUP_DIRS", "linkwrap.facts.filesystems._MOUNTINFO", "linkwrap.run.output._owner",
          "linkwrap.run.output._owners", "linkwrap.facts.build._seen",
-         "linkwrap.facts.build._boot"}
+         "linkwrap.facts.build._boot", "linkwrap.request.inputs._known"}
 
 
 @pytest.fixture
