@@ -57,7 +57,8 @@ ENVIRONMENT = (
                                "asked, instead of failing"),
     ("LINKWRAP_PROFILE", "the profile of linkwrap.toml to use (default: from the output's path)"),
     ("LINKWRAP_LOG", "off: links in this environment are not recorded"),
-    ("LINKWRAP_SERVER", "off: no warm link server; every link starts Python itself (slower, same result)"),
+    ("LINKWRAP_SERVER", "off: no warm link server (`linkwrap install` starts none either); every link starts "
+                        "Python itself (slower, same result)"),
     ("LINKWRAP_DIRECT", "0: start every linker through the compiler driver, never directly"),
     ("LINKWRAP_INSTALL_ENTRY", "state: `linkwrap install` writes the entry point it compiles under linkwrap's "
                                "state directory, not the installed native client's path (the default)"),
