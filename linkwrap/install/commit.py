@@ -95,12 +95,9 @@ def is_entry_point(path: str) -> bool:
 
 
 def is_native(path) -> bool:
-    """True when path runs the native client (client.c), not a Python script."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) == b"\x7fELF"
-    except OSError:
-        return False
+    """True when path runs the native client (client.c), not a Python script: an ELF file."""
+    from linkwrap.install.launcher import is_elf
+    return is_elf(path)
 
 
 def to_write(written: Written, absolute, environ=os.environ, shared=True, state="tracked", bare=False):
