@@ -27,8 +27,38 @@ def first_build(value: str, environ=os.environ) -> None:
         if install is not False:
             from linkwrap.server.start import start_detached
             start_detached(install)  # a server already serving this world exits at once (lifetime.claim)
+            listening(install)
     except Exception as e:
         faults.note("starting the link server at install", e)
+
+
+# `install && cargo build` on a busy machine: the build's first link came before the server listened
+# (it fell back to Python and paid ~200 ms). A bounded wait here, once, costs the install that instead.
+WAIT_S = 2.0
+
+
+def listening(install) -> bool:
+    """Wait (at most WAIT_S) until the server's socket for this world is bound; -> whether it is."""
+    import time
+    from linkwrap.server import lifetime
+    name = lifetime.socket_name(lifetime.world_key(install))
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        try:
+            dfd = lifetime.open_run_dir()
+        except OSError:
+            dfd = None
+        if dfd is not None:
+            try:
+                os.stat(name, dir_fd=dfd, follow_symlinks=False)
+                return True
+            except OSError:
+                pass
+            finally:
+                os.close(dfd)
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
 
 
 def server_install(value: str, environ=os.environ):
