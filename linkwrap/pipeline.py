@@ -145,6 +145,13 @@ def _link(inv, answer, started_ns):
             # What the driver's expansion cannot show (LTO code in an archive): the driver has the last word.
             outcome = run.execute(request, decision, environ, direct=False, owner=owner, meanwhile=meanwhile,
                                   reaps=reaps)
+        if decision.instead is not None and outcome.returncode == _cannot_patch():
+            # linkwrap's own linker could not patch this relink and wrote nothing: the full linker
+            # the policy stood by links it, and the link's time is both (what patching cost here).
+            unpatched = outcome    # (linkwrap's own linker forks no worker: nothing to reap)
+            decision = _instead(decision, unpatched)
+            outcome = run.execute(request, decision, environ, owner=owner, meanwhile=meanwhile, reaps=reaps)
+            outcome = _both(unpatched, outcome)
         # A link fails only when the caller's own command fails: whatever linkwrap changed (the linker,
         # a flag) may be the cause, even of an "undefined symbol" (lld's -z start-stop-gc), so it is
         # always linked again as asked; learn.note keeps a linker that failed off this output.
@@ -226,7 +233,46 @@ def _link(inv, answer, started_ns):
     if saving:
         # now, while rustc's temporary inputs still exist (or, kept while the linker ran, the manifest)
         _save(request, facts, outcome, settings, environ, kept)
+    if outcome.returncode == 0 and decision.wants_base and kept is not None:
+        # saved (by default), and linked by a full linker: the server builds a base to patch from it
+        _want_base(request)
     return outcome.returncode
+
+
+_CANNOT = b"incremental: cannot patch: "   # linkwrap ld's one line where it cannot
+
+
+def _cannot_patch() -> int:
+    """`linkwrap ld --incremental-patch-only`'s exit status for "nothing written, link it in full"."""
+    from linkwrap.ld.incremental.where import CANNOT_PATCH
+    return CANNOT_PATCH
+
+
+def _instead(decision, refused):
+    """The full linker's decision, with why the patch was not made (linkwrap ld's one line)."""
+    err = refused.stderr or b""
+    at = err.find(_CANNOT)
+    why = err[at + len(_CANNOT):].split(b"\n", 1)[0].decode("utf-8", "replace").strip() if at >= 0 else \
+        f"exit {refused.returncode}"
+    label = decision.instead.linker.label if decision.instead.linker is not None else "the link as asked"
+    return decision.instead._replace(reasons=decision.instead.reasons + (
+        f"{decision.linker.label} could not patch ({why[:120]}): {label} linked it",))
+
+
+def _both(refused, outcome):
+    """outcome with the refused patch's time and memory folded in: the caller waited for both."""
+    return outcome._replace(wall_ms=outcome.wall_ms + refused.wall_ms, user_ms=outcome.user_ms + refused.user_ms,
+                            sys_ms=outcome.sys_ms + refused.sys_ms,
+                            peak_rss_kb=max(outcome.peak_rss_kb or 0, refused.peak_rss_kb or 0))
+
+
+def _want_base(request) -> None:
+    """Ask the warm server for a base to patch (bench/incremental_base.py); a fault costs only that."""
+    try:
+        from linkwrap.bench import incremental_base
+        incremental_base.want(request.cwd, request.output)
+    except Exception as e:
+        faults.note("asking for an incremental base", e)
 
 
 def _admitting(choice) -> bool:

@@ -152,6 +152,11 @@ def pending(state) -> bool:
 _host = {"pid": None, "pidfd": None, "told": None, "dirty": True, "ended": None, "off": "unset"}
 
 
+def measuring() -> bool:
+    """A measurer of this server's runs (the base builder waits for it: bench/incremental_base.py)."""
+    return _host["pid"] is not None
+
+
 def link_arrived() -> None:
     """A link reached the server: the measurer stops at once (and what was saved may be new)."""
     _host["dirty"] = True

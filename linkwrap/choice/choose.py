@@ -23,8 +23,9 @@ from linkwrap.records import record
 # every choice but a forced one, whether or not learning is on.
 # prior: other projects' like links measured on this machine (evidence/prior.py; None: not read, or
 # a fault reading it); replayable: this output's link is saved, so a replay can measure it.
+# base: a base to patch from is ready beside the output (ld/incremental/where.ready; None: not looked).
 Choice = record("Choice", "settings found facts decision config_error faults memory measured learned failed "
-                "prior replayable", (frozenset(), None, False))
+                "prior replayable base", (frozenset(), None, False, None))
 
 
 def choose(request, environ, memory=True, later=False, reaps=False) -> Choice:
@@ -38,7 +39,7 @@ def choose(request, environ, memory=True, later=False, reaps=False) -> Choice:
     from linkwrap.request import config
     from linkwrap.facts import linkers, probe
     from linkwrap.choice import policy
-    settings = facts = config_error = measured = learned = prior = None
+    settings = facts = config_error = measured = learned = prior = base = None
     replayable = False
     failed = frozenset()
     found = {}
@@ -82,6 +83,7 @@ def choose(request, environ, memory=True, later=False, reaps=False) -> Choice:
             replayable = saved.replayable(request, settings, environ)
         except Exception:
             replayable = False
+        base = _base_ready(request)
         # A linker that failed here is remembered for every choice but LINKWRAP_LINKER (the caller's
         # -fuse-ld wins in the policy), or it would be tried, and fall back, on every link. Relinks'
         # times teach only where linkwrap chooses: not under a configured `prefer` or `learn = false`.
@@ -99,7 +101,7 @@ def choose(request, environ, memory=True, later=False, reaps=False) -> Choice:
             # Pure: which linker, which flags, how to write the output, and why.
             callers_ld = driver_ld(request, found, environ)
             decision = policy.decide(request, facts, found, settings, measured, callers_ld, learned, failed, reaps,
-                                     prior, replayable)
+                                     prior, replayable, base)
             if learned is not None and not policy.learns(request, facts, callers_ld):
                 # Its evidence was not consulted: nor is its time kept (a file rewritten every link
                 # for nothing); a linker's failure still is (learn.note(learning=False)).
@@ -108,8 +110,21 @@ def choose(request, environ, memory=True, later=False, reaps=False) -> Choice:
             faults.append(("choosing a linker", e))
             decision = policy.as_asked(describe("choosing a linker", e))
     choice = Choice(settings, found, facts, decision, config_error, tuple(faults), None, measured, learned, failed,
-                    prior, replayable)
+                    prior, replayable, base)
     return with_memory(choice, request) if memory else choice
+
+
+def _base_ready(request):
+    """Whether linkwrap's own linker has a base to patch beside this output (three lstat calls), for
+    the outputs it could relink incrementally; None where it could not or the answer is unknown."""
+    from linkwrap.choice.incremental import KINDS
+    if request.kind not in KINDS or not request.output:
+        return None
+    try:
+        from linkwrap.ld.incremental import where
+        return where.ready(os.path.join(request.cwd, request.output))
+    except Exception:   # a hint: without it no patch is tried
+        return None
 
 
 def with_memory(choice, request) -> Choice:

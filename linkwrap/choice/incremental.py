@@ -17,6 +17,7 @@ since the first incremental link of an output is a full link by linkwrap's own l
 a fast linker's time, paid on the user's critical path. docs/policy.md 1.5 has the rules and why.
 """
 from linkwrap.choice.rules import FUSE_LD, joined_args
+from linkwrap.records import record
 
 # The kinds linkwrap's own linker patches: -shared and -r outputs it links in full every time
 # (ld/incremental/main.py), so an incremental link of those only adds the state's cost.
@@ -34,68 +35,96 @@ RELEASE_DIRS = frozenset(("release", "minsizerel"))
 CARGO_SUBDIRS = frozenset(("deps", "examples"))
 
 
-def choose(request, linkers, config, learned=None, failed=frozenset(), full=None):
-    """(incremental?, reason or None) for this link; full: the LinkerInfo the rest of the policy
-    chose (None: the link runs as asked, and nothing is said here).
+# What choose() says: chosen (linkwrap's own linker relinks this output incrementally); why (the
+# reason, or None); patch_only (chosen, but only a patch: where the state cannot be patched the
+# full linker links, and linkwrap's own full link never runs on the build's path); wants_base (a
+# base to patch from is worth building in the background, from this link's saved inputs, because
+# a ready base is what lets the next relink try a patch; the pipeline asks for one only where the
+# link was saved, since the base is built from the saved inputs).
+Verdict = record("Verdict", "chosen why patch_only wants_base", (False, False))
+
+
+def choose(request, linkers, config, learned=None, failed=frozenset(), full=None, base=None, saved=False):
+    """The Verdict for this link; full: the LinkerInfo the rest of the policy chose (None: the link
+    runs as asked, and nothing is said here). base: a base to patch is ready beside the output
+    (ld/incremental/where.ready; None: not looked at). saved: this link is kept replayable, so a
+    base can be built from it in the background.
 
     The cheap rules first; the command line is scanned (_scan) only where the link could otherwise
-    be incremental: asked for, or measured. A link with too few samples is said to be unmeasured,
-    whatever its flags would say."""
+    be incremental: asked for, measured, or a base ready to try. A link with too few samples is said
+    to be unmeasured, whatever its flags would say."""
     from linkwrap.evidence.learn import NEED
     if full is None:
-        return False, None
+        return Verdict(False, None)
     setting = getattr(config, "incremental", None)
     where = config.sources.get("incremental.enabled", "configuration") if config is not None else ""
     if setting is False:
-        return False, f"incremental relinking off ({_setting(where, False)})"
+        return Verdict(False, f"incremental relinking off ({_setting(where, False)})")
     if getattr(request, "kind", None) not in KINDS:
-        return False, (f"no incremental relinking for a {request.kind} output: linkwrap's own linker "
-                       "relinks those in full every time")
+        return Verdict(False, (f"no incremental relinking for a {request.kind} output: linkwrap's own linker "
+                       "relinks those in full every time"))
     release = release_dir(getattr(request, "output", None))
     if release:
-        return False, f"no incremental relinking for a release or LTO build: {release}"
+        return Verdict(False, f"no incremental relinking for a release or LTO build: {release}")
     own = linkers.get("python")
     if own is None:
-        return False, "no incremental relinking: linkwrap's own linker (linkwrap-ld) is not installed"
+        return Verdict(False, "no incremental relinking: linkwrap's own linker (linkwrap-ld) is not installed")
     if "python" in failed:
-        return False, ("no incremental relinking: linkwrap's own linker failed on this output before, "
-                       "where the link as asked passed")
+        return Verdict(False, ("no incremental relinking: linkwrap's own linker failed on this output before, "
+                       "where the link as asked passed"))
     target = getattr(request, "target", None)
     if target and not target.startswith("x86_64"):
-        return False, X86_64_ONLY
+        return Verdict(False, X86_64_ONLY)
     forced = getattr(config, "forced", None)
     if forced and forced != "python" and forced in linkers:
-        return False, f"no incremental relinking: LINKWRAP_LINKER={forced} names the linker"
+        return Verdict(False, f"no incremental relinking: LINKWRAP_LINKER={forced} names the linker")
     asked = _callers_choice(request)
     if asked and asked == full.name:
-        return False, f"no incremental relinking: the command line asks for -fuse-ld={request.fuse_ld}"
+        return Verdict(False, f"no incremental relinking: the command line asks for -fuse-ld={request.fuse_ld}")
     inc = getattr(learned, "incremental", None) if learned is not None else None
     timed = f"{inc[1]:.0f} ms median of {inc[0]} timed" if inc else "none timed yet"
+    trying = False
     if setting is None:
         if learned is None:
-            return False, ("incremental relinking is chosen only by this output's relinks, not learnt here "
-                           "(LINKWRAP_LINKER, a configured prefer or [choice] learn = false)")
+            return Verdict(False, "incremental relinking is chosen only by this output's relinks, not learnt "
+                                  "here (LINKWRAP_LINKER, a configured prefer or [choice] learn = false)")
         if inc is None or inc[0] < NEED:
-            return False, (f"incremental relinking not measured on this output: {inc[0] if inc else 0} of "
-                           f"{NEED} incremental relinks timed (LINKWRAP_INCREMENTAL=1 times them)")
+            if not base:
+                # Built off the build's path: linkwrap's own full link costs many times the fast
+                # linker's, so the first relinks never pay for it (issue 36 item 4).
+                later = ("; its base to patch is built in the background" if saved else
+                         " (LINKWRAP_INCREMENTAL=1 times them); a base to patch is built in the background "
+                         "once the link is saved")
+                return Verdict(False, f"incremental relinking not measured on this output: "
+                                      f"{inc[0] if inc else 0} of {NEED} incremental relinks timed{later}",
+                           False, _scan(request) == (None, False))
+            trying = True
     why, narrow = _scan(request)
     if why:
-        return False, f"no incremental relinking for a release or LTO build: {why}"
+        return Verdict(False, f"no incremental relinking for a release or LTO build: {why}")
     if narrow:
-        return False, X86_64_ONLY
+        return Verdict(False, X86_64_ONLY)
     if setting is True:
-        return True, f"{own.label}, incremental: {_setting(where, True)} asks for it ({timed})"
+        return Verdict(True, f"{own.label}, incremental: {_setting(where, True)} asks for it ({timed})")
+    instead = f"else {full.label} links"   # where it cannot patch
+    if trying:
+        # A patch costs a fraction of a full link and a refusal a few ms more than the full link:
+        # trying is nearly free, and its times are the measurement that keeps it or takes it back.
+        return Verdict(True, f"{own.label}, incremental: trying a patch, its base is ready ({timed}; "
+                             f"{inc[0] if inc else 0} of {NEED}); {instead}", patch_only=True,
+                       wants_base=True)
     judged = {n: med for n, (k, med) in learned.stats.items()
               if k >= NEED and n in linkers and n != "python" and n not in failed}
     if not judged:
-        return False, (f"incremental relinking not chosen: {timed} incremental relinks, and no full "
-                       f"linker has {NEED} timed relinks of this output to compare with")
+        return Verdict(False, f"incremental relinking not chosen: {timed} incremental relinks, and no full "
+                              f"linker has {NEED} timed relinks of this output to compare with")
     best = min(judged, key=lambda n: (judged[n], n))
     vs = f"{linkers[best].label} {judged[best]:.0f} ms ({learned.stats[best][0]} timed)"
     if inc[1] < judged[best]:
-        return True, (f"{own.label}, incremental: measured faster than the best full linker on this "
-                      f"output's relinks ({timed} vs {vs}; load-adjusted)")
-    return False, f"incremental relinking not chosen: {timed} incremental relinks, not faster than {vs}"
+        return Verdict(True, f"{own.label}, incremental: measured faster than the best full linker on this "
+                             f"output's relinks ({timed} vs {vs}; load-adjusted); {instead}",
+                       patch_only=True, wants_base=True)
+    return Verdict(False, f"incremental relinking not chosen: {timed} incremental relinks, not faster than {vs}")
 
 
 X86_64_ONLY = "no incremental relinking: linkwrap's own linker links x86-64 programs only"

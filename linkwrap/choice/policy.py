@@ -30,7 +30,11 @@ class Decision(record("Decision", [
     "write_mode",    # IN_PLACE | FRESH
     "reasons",       # tuple[str]: short sentences, in the order the rules fired
     "incremental",   # bool: linkwrap's own linker relinks by patching (`linkwrap ld --incremental`)
-], defaults=(False,))):
+    "instead",       # Decision | None: an incremental link that may only patch; where the state
+                     # cannot be patched, this full linker's link runs instead (pipeline.py)
+    "wants_base",    # bool: a base to patch from is worth building in the background from this
+                     # link's saved inputs, once a full linker has linked it (bench/incremental_base.py)
+], defaults=(False, None, False))):
     """What to run, how to write the output, and why."""
     __slots__ = ()
 
@@ -45,7 +49,7 @@ def as_asked(reason: str) -> Decision:
 
 
 def decide(request, probe, linkers, config, measured=None, callers_ld=None, learned=None, failed=frozenset(),
-           reaps=False, prior=None, replayable=False) -> Decision:
+           reaps=False, prior=None, replayable=False, base=None) -> Decision:
     """The linker, its flags and the write mode for one link, with reasons.
 
     measured: linkwrap.evidence.measured.Measured, the replay results that apply to this link (None:
@@ -57,7 +61,8 @@ def decide(request, probe, linkers, config, measured=None, callers_ld=None, lear
     answered the build (the server's child, a child subreaper); else it cannot, and mold and wild
     get --no-fork. prior: linkwrap.evidence.prior.Prior, other projects' like links measured here
     (None: no prior, the static order); replayable: this output's link is saved, so a replay can
-    measure it and its real links are never tries (docs/policy.md 1.4).
+    measure it and its real links are never tries (docs/policy.md 1.4). base: a base to patch from
+    is ready beside the output (ld/incremental/where.ready; None: not looked at).
     """
     reasons = []
     info = choose_linker(request, linkers, config, reasons, probe, measured, callers_ld, learned, failed,
@@ -66,11 +71,23 @@ def decide(request, probe, linkers, config, measured=None, callers_ld=None, lear
         return Decision(None, (), (), FRESH, tuple(reasons))
     # The full linker chosen, whether linkwrap's own linker patches the output instead (incremental.py).
     failed_here = frozenset(failed) | (learned.failed if learned is not None else frozenset())
-    incremental, why = incremental_mod.choose(request, linkers, config, learned, failed_here, info)
-    if why:
-        reasons.append(why)
-    if incremental:
+    verdict = incremental_mod.choose(request, linkers, config, learned, failed_here, info, base, replayable)
+    if verdict.why:
+        reasons.append(verdict.why)
+    instead = None
+    if verdict.patch_only:
+        # What runs where the patch cannot be made: this very decision but for the incremental rule.
+        instead = _full(request, probe, linkers, info, config, [r for r in reasons if r is not verdict.why],
+                        reaps)._replace(wants_base=verdict.wants_base)
+    if verdict.chosen:
         info = linkers["python"]
+    decision = _full(request, probe, linkers, info, config, reasons, reaps)
+    return decision._replace(incremental=verdict.chosen, instead=instead,
+                             wants_base=verdict.wants_base and not verdict.chosen)
+
+
+def _full(request, probe, linkers, info, config, reasons, reaps) -> Decision:
+    """The Decision for linker info: its flags for this machine, its write mode, and why."""
     extra = tuple(config.extra_flags.get(info.name, ())) if config is not None else ()
     flags = _flags(info, probe, reasons, _callers_flags(request), reaps, _names(extra))
     mode = write_mode(request, probe, info, config, reasons)
@@ -86,7 +103,7 @@ def decide(request, probe, linkers, config, measured=None, callers_ld=None, lear
         where = config.sources.get(f"linkers.{info.name}.extra_flags", "configuration")
         flags.extend(extra)
         reasons.append(f"extra flags for {info.name} from {where}: {' '.join(extra)}")
-    return Decision(info, tuple(flags), driver_flags, mode, tuple(reasons), incremental)
+    return Decision(info, tuple(flags), driver_flags, mode, tuple(reasons))
 
 
 # --- which linker ----------------------------------------------------------

@@ -115,7 +115,10 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None, mean
             # incremental.py), not what the environment passes on: its -B shim cannot pass a flag, so
             # the variable asks, set or taken away (LINKWRAP_INCREMENTAL=0, a release build).
             if decision.incremental:
-                env["LINKWRAP_LD_INCREMENTAL"] = "1"
+                # patch-only where a full linker stands by (decision.instead): linkwrap's own full
+                # link, many times the fast linker's, never runs on the build's path unasked
+                from linkwrap.ld.incremental import where
+                env[where.ENV] = where.PATCH_ONLY if decision.instead is not None else where.FULL_OR_PATCH
             else:
                 env.pop("LINKWRAP_LD_INCREMENTAL", None)
             if plan.final and plan.link_path != plan.final:

@@ -54,6 +54,7 @@ def serve(listener, stamp, path, dfd, serve_link) -> None:
     import signal
     import time
     from linkwrap.bench import background  # hosted here: measures saved links while no link comes
+    from linkwrap.bench import incremental_base  # and builds incremental bases from them
     global _server_pid
     _server_pid = os.getpid()
     signal.signal(signal.SIGTERM, _on_term)
@@ -147,10 +148,14 @@ def serve(listener, stamp, path, dfd, serve_link) -> None:
                 state["busy"].add(word)
                 state["links"] += 1
                 background.link_arrived()  # a measurement in progress stops at once
+                incremental_base.link_arrived()  # and a base being built
             last = now
         _reap(state)
         _publish(state)
-        background.tick(now, last, bool(state["busy"]))  # starts, stops or reaps the measurer
+        # one background job at a time: the measurer starts not while a base is built, nor a base
+        # while it measures (each would disturb the other's times)
+        background.tick(now, last, bool(state["busy"]) or incremental_base.building())
+        incremental_base.tick(now, last, bool(state["busy"]), background.measuring())
         if _stop:
             break
         if now >= next_check:

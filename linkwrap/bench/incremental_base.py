@@ -1,0 +1,301 @@
+"""INCREMENTAL BASE: a base for linkwrap's own linker to patch, built off the build's path.
+
+linkwrap ld's full link of a large output costs many times the fastest linker's (issue 36 item 4),
+so the base an incremental relink patches is never made on the user's critical path unasked: the
+fastest linker serves the link, the link is saved (record/save.py: hard links of its inputs), and
+the warm server builds the base from the saved link while the machine is idle, at the lowest CPU
+and I/O priority, as the background measurer replays (background.py's rules and priorities). Once
+a base is ready beside the output (ld/incremental/where.ready), the next relink of that output
+tries a patch (choice/incremental.py): where the patch can be made, the output is patched from the
+base; where it cannot, linkwrap ld writes nothing and the full linker links, and a new base is
+asked for from that link.
+
+How the switch keeps the user's binary the one the last build asked for: the base is linked from
+the saved inputs of a link (the same inodes, hard-linked) but the state records them by their real
+names (LINKWRAP_LD_NAMES), and a relink compares every input of the new link with those records
+(identity, then section hashes) and patches whatever differs, so the patched output is what the
+new link's inputs make, whatever the base was made from. The user's output itself is never written
+here: the base lives in the state directory (`base-only`).
+
+  want(cwd, output)  on the link path, after a saved link a full linker made: one file touched,
+                     <state>/incremental-bases/<manifest id> (its mtime says when).
+  tick(), link_arrived()  hosted by the server (server/workers.py), beside background.tick: one
+                     builder at a time, never while the measurer runs or a link is served; a link
+                     arriving stops it at once (SIGTERM to its process group). A base build is all
+                     or nothing (the state is renamed into place last), so one cut short is started
+                     again later, from the latest saved link.
+  build(id)          the builder's process: the saved link, linkwrap ld base-only, its exit.
+A build that fails is not retried for the same saved link (the marker keeps its failure); the next
+saved link asks again.
+"""
+import os
+import time
+
+QUEUE = "incremental-bases"
+_BOOT = ("import os; os.closerange(3, 1 << 16); import sys; sys.path.insert(0, {parent!r}); "
+         "from linkwrap.bench.incremental_base import build_in_background; build_in_background({ident!r})")
+KILL_AFTER_S = 60
+
+
+def _queue_dir(state=None) -> str:
+    from linkwrap import paths
+    return os.path.join(state or paths.state_dir(), QUEUE)
+
+
+def want(cwd, output, state=None) -> None:
+    """Ask for a base built from this output's saved link (its manifest is written by now)."""
+    from linkwrap import paths
+    from linkwrap.evidence.saved import manifest_id
+    d = _queue_dir(state)
+    paths.make_private_dir(d)
+    dfd = paths.open_private_dir(d, create=False)   # never written through a planted link
+    try:
+        fd = os.open(manifest_id(cwd, output), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o600, dir_fd=dfd)
+        os.close(fd)      # empty: wanted (a failed build writes its reason here)
+    finally:
+        os.close(dfd)
+
+
+def wanted(state=None) -> list:
+    """[(manifest id, mtime)] of the bases asked for and not failed, oldest first."""
+    d = _queue_dir(state)
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return []
+    out = []
+    uid = os.getuid()
+    for n in names:
+        if len(n) != 8 or not all(c in "0123456789abcdef" for c in n):
+            continue          # a builder's temporary name, or not ours
+        try:
+            st = os.lstat(os.path.join(d, n))
+        except OSError:
+            continue
+        if st.st_uid == uid and st.st_size == 0 and (st.st_mode & 0o170000) == 0o100000:
+            out.append((n, st.st_mtime_ns))
+    return sorted(out, key=lambda x: x[1])
+
+
+def _done(ident, asked_ns, failure=None, state=None) -> None:
+    """The marker gone (built), or holding why it failed; unless asked again since (a newer mtime)."""
+    path = os.path.join(_queue_dir(state), ident)
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    if st.st_mtime_ns != asked_ns:
+        return            # asked again while it was built: build again
+    try:
+        if failure is None:
+            os.unlink(path)
+        else:
+            fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)
+            with os.fdopen(fd, "w") as f:
+                f.write(failure[:500] + "\n")
+            os.utime(path, ns=(asked_ns, asked_ns))
+    except OSError:
+        pass
+
+
+# --- the host: in the server ---------------------------------------------------
+
+_host = {"pid": None, "pidfd": None, "told": None, "ident": None, "asked": None}
+
+
+def building() -> bool:
+    return _host["pid"] is not None
+
+
+def link_arrived() -> None:
+    """A link reached the server: a base being built stops at once (a link first, always)."""
+    if _host["pid"] is not None and _host["told"] is None:
+        _tell_to_stop()
+
+
+def tick(now, last_link, busy, measuring) -> None:
+    """The server's loop, about once a second; measuring: the background measurer runs. Never raises."""
+    try:
+        _tick(now, last_link, busy, measuring)
+    except Exception as e:
+        from linkwrap import faults
+        faults.note("building an incremental base in the background", e)
+
+
+def _tick(now, last_link, busy, measuring) -> None:
+    from linkwrap.bench import background
+    if _host["pid"] is not None:
+        _watch(busy)
+        return
+    if busy or measuring:
+        return
+    queue = wanted()
+    if not queue:
+        return
+    settings = background._settings()
+    if background.off_reason(os.environ, settings["background"], background.on_battery()):
+        return
+    if background.may_start(now, last_link, settings["background_quiet_s"], os.getloadavg()[0],
+                            len(os.sched_getaffinity(0)), settings["background_load"]):
+        _start(*queue[0])
+
+
+def _watch(busy) -> None:
+    import select
+    import signal
+    from linkwrap.bench import background
+    if select.select([_host["pidfd"]], [], [], 0)[0]:
+        code = None
+        try:
+            _, status = os.waitpid(_host["pid"], os.WNOHANG)
+            code = os.waitstatus_to_exitcode(status)
+        except ChildProcessError:
+            pass      # the server's own reaping took it: its result file says
+        os.close(_host["pidfd"])
+        if _host["told"] is None:
+            # not stopped by us: built, or failed (its reason in the result the builder left)
+            _done(_host["ident"], _host["asked"], _result(_host["ident"], code))
+        _host.update(pid=None, pidfd=None, told=None, ident=None, asked=None)
+        return
+    if _host["told"] is None:
+        settings = background._settings()
+        if busy or background.must_yield(os.getloadavg()[0], len(os.sched_getaffinity(0)),
+                                         settings["background_load"]):
+            _tell_to_stop()
+    elif time.monotonic() - _host["told"] > KILL_AFTER_S:
+        try:
+            os.killpg(_host["pid"], signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _tell_to_stop() -> None:
+    import signal
+    _host["told"] = time.monotonic()
+    try:
+        os.killpg(_host["pid"], signal.SIGTERM)   # linkwrap ld with it
+    except OSError:
+        pass
+
+
+def _result_path(ident) -> str:
+    return os.path.join(_queue_dir(), f"{ident}.result")
+
+
+def _result(ident, code):
+    """None when the builder said it built the base, else its one line (or its exit status)."""
+    try:
+        fd = os.open(_result_path(ident), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd) as f:
+            text = f.read().strip()
+        os.unlink(_result_path(ident))
+    except OSError:
+        text = ""
+    if text == "built":
+        return None
+    return text or f"the builder exited with status {code}"
+
+
+def _start(ident, asked_ns) -> None:
+    import sys
+    import linkwrap
+    from linkwrap.bench import background
+    try:
+        os.unlink(_result_path(ident))
+    except FileNotFoundError:
+        pass
+    parent = os.path.dirname(os.path.dirname(os.path.abspath(linkwrap.__file__)))
+    argv = [sys.executable, "-I", "-S", "-c", _BOOT.format(parent=parent, ident=ident)]
+    server = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setpgid(0, 0)
+            background.lower_priority()
+            background.die_with(server)
+            os.execv(sys.executable, argv)
+        finally:
+            os._exit(70)
+    try:
+        os.setpgid(pid, pid)
+    except OSError:
+        pass
+    _host.update(pid=pid, pidfd=os.pidfd_open(pid), told=None, ident=ident, asked=asked_ns)
+
+
+# --- the builder's process ------------------------------------------------------
+
+def build_in_background(ident) -> None:
+    """The builder (started by _start): builds, leaves "built" or its one line in <id>.result."""
+    try:
+        why = build(ident)
+    except Exception as e:
+        from linkwrap.faults import describe
+        why = describe("building the incremental base", e)
+    try:
+        fd = os.open(_result_path(ident), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write("built\n" if why is None else why.replace("\n", " ") + "\n")
+    except OSError:
+        pass
+    os._exit(0)
+
+
+def build(ident, state=None):
+    """Link the saved link `ident` base-only with linkwrap's own linker; -> None, or why not."""
+    import shutil
+    import tempfile
+    from linkwrap.bench import replay
+    from linkwrap.facts import linkers
+    from linkwrap.ld.incremental import where
+    from linkwrap.record import save
+    from linkwrap.run import run
+    from linkwrap.evidence.saved import saved_dir
+    try:
+        manifest = save.load(os.path.join(saved_dir(state), "links", ident + ".marshal"))
+        args = save.replay_args(manifest)
+    except (OSError, save.SaveError) as e:
+        return str(e)
+    found = linkers.discover(replay.request_for(manifest, args, manifest["output"]), os.environ)
+    if "python" not in found:
+        return "linkwrap's own linker (linkwrap-ld) is not installed"
+    output = os.path.join(manifest["cwd"], manifest["output"])
+    # on the output's filesystem, so the base can be a hard link beside it
+    work = tempfile.mkdtemp(prefix=".linkwrap-base.", dir=os.path.dirname(output))
+    try:
+        cands, _facts = replay.candidates(manifest, args, {"python": found["python"]}, work, only=("python",))
+        cand = next(c for c in cands if c.variant == "fresh")
+        names = os.path.join(work, "names")
+        fd = os.open(names, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
+            for orig, (how, where_saved, _size, _mtime) in manifest["files"].items():
+                if where_saved != orig:
+                    f.write(f"{where_saved}\0{orig}\n")
+        # the linker writes its -o beside the work dir's names; the state goes beside the output
+        out = os.path.join(work, os.path.basename(output))
+        argv = _with_output(cand.argv, cand.out, out)
+        env = run.linker_environment(os.environ)
+        env.update({where.ENV: where.BASE_ONLY, where.NAMES_ENV: names, "LINKWRAP_LD_OUTPUT": output})
+        code, _wall, _u, _s, _rss, _out, err, _own = run.spawn(argv, env)
+        if code != 0:
+            from linkwrap.record import record
+            return record.first_error(err) or f"linkwrap ld exited with status {code}"
+        if not where.ready(output):
+            return "linkwrap ld left no base beside the output"
+        return None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _with_output(argv, old, new) -> list:
+    """argv with the -o value `old` (alone or joined) replaced by `new`."""
+    out = []
+    for a in argv:
+        if a == old:
+            out.append(new)
+        elif a.startswith("-o") and a[2:] == old:
+            out.append("-o" + new)
+        else:
+            out.append(a)
+    return out
