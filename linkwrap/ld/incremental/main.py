@@ -7,6 +7,21 @@ incremental link; the decision and its reason are kept beside the output (`last`
                          byte; a difference is an error (exit 1) naming the first differing offset
   --incremental-why      print the decision ("patched: ...", "full: <reason>") to stderr
   --incremental-stats    print the state file's size and the time of each step to stderr
+  --incremental-patch-only
+                         patch when the state allows it (exit 0); otherwise write nothing (the
+                         output, the state and `last` as they were), print one line
+                         "linkwrap-ld: incremental: cannot patch: <reason>" and exit CANNOT_PATCH:
+                         the wrapper then links the output with its fastest full linker
+                         (LINKWRAP_LD_INCREMENTAL=patch-only asks the same through the -B shim)
+  --incremental-base-only --incremental-names=FILE
+                         the full incremental link, but its bytes go only to the state's base
+                         (<state dir>/base) and the output on disk is left alone: the wrapper builds
+                         a base in the background from a link's saved inputs (hard links of the
+                         files, at other paths). FILE names the inputs the state records, one per
+                         line (or NUL-separated when it holds a NUL), one per file argument in
+                         arg_paths() order: the next real relink matches its inputs by those names.
+                         The state then describes the base, not the output on disk, so that relink
+                         patches a copy of the base
 
 -shared and -r outputs are linked in full every time (their state says so, and explain gives it
 as the reason).
@@ -15,21 +30,41 @@ import os
 import sys
 import time
 
-FLAGS = ("--incremental", "--incremental-check", "--incremental-why", "--incremental-stats")
+FLAGS = ("--incremental", "--incremental-check", "--incremental-why", "--incremental-stats",
+         "--incremental-patch-only", "--incremental-base-only")
+NAMES = "--incremental-names="
+# the exit status of --incremental-patch-only when the state allows no patch (nothing was written)
+CANNOT_PATCH = 3
+
+
+class CannotPatch(Exception):
+    """--incremental-patch-only and no patch possible: str() is the reason."""
 
 
 def wants(argv) -> bool:
     """--incremental on the command line, or LINKWRAP_LD_INCREMENTAL=1 in the environment (how the
     wrapper asks it of the linkwrap-ld its -B shim runs: a shim holds only symlinks)."""
-    return any(a in FLAGS for a in argv) or os.environ.get("LINKWRAP_LD_INCREMENTAL") == "1"
+    return any(a in FLAGS or a.startswith(NAMES) for a in argv) \
+        or os.environ.get("LINKWRAP_LD_INCREMENTAL") in ("1", "patch-only")
 
 
 def run(argv) -> int:
     prog = "linkwrap-ld"
     flags = {a for a in argv if a in FLAGS}
-    if os.environ.get("LINKWRAP_LD_INCREMENTAL") == "1":
+    env = os.environ.get("LINKWRAP_LD_INCREMENTAL")
+    if env in ("1", "patch-only"):
         flags.add("--incremental")
-    rest = [a for a in argv if a not in FLAGS]
+    if env == "patch-only":
+        flags.add("--incremental-patch-only")
+    names_file = next((a[len(NAMES):] for a in argv if a.startswith(NAMES)), None)
+    rest = [a for a in argv if a not in FLAGS and not a.startswith(NAMES)]
+    base_only = "--incremental-base-only" in flags
+    if base_only and "--incremental-patch-only" in flags:
+        print(f"{prog}: --incremental-base-only and --incremental-patch-only exclude each other", file=sys.stderr)
+        return 1
+    if base_only and not names_file:
+        print(f"{prog}: --incremental-base-only needs --incremental-names=FILE", file=sys.stderr)
+        return 1
     from linkwrap.errors import LinkwrapError
     from linkwrap.ld.diag import Unsupported
     try:
@@ -38,13 +73,22 @@ def run(argv) -> int:
         if not opts.inputs:
             print(f"{prog}: no input files", file=sys.stderr)
             return 1
-        decision, stats = link(opts)
+        if base_only:
+            from linkwrap.ld.incremental import base
+            paths = arg_paths(opts)
+            decision, stats = base.build(opts, paths, base.read_names(names_file, len(paths)))
+        else:
+            try:
+                decision, stats = link(opts, patch_only="--incremental-patch-only" in flags)
+            except CannotPatch as e:
+                print(f"{prog}: incremental: cannot patch: {e}", file=sys.stderr)
+                return CANNOT_PATCH
         if "--incremental-why" in flags:
             print(f"{prog}: incremental: {decision}", file=sys.stderr)
         if "--incremental-stats" in flags:
             for line in stats:
                 print(f"{prog}: {line}", file=sys.stderr)
-        if "--incremental-check" in flags:
+        if "--incremental-check" in flags and not base_only:
             diff = check(opts)
             if diff:
                 print(f"{prog}: incremental check: {diff}", file=sys.stderr)
@@ -79,12 +123,15 @@ def arg_paths(opts):
     return out
 
 
-def link(opts):
-    """-> (decision, stats lines). Patches the output when it can; otherwise a full incremental link."""
+def link(opts, patch_only=False):
+    """-> (decision, stats lines). Patches the output when it can; otherwise a full incremental
+    link, or with patch_only CannotPatch (raised before anything is written)."""
     from linkwrap.ld.incremental import state as st
     t0 = time.perf_counter()
     stats = []
     if opts.relocatable or opts.shared:
+        if patch_only:
+            raise CannotPatch("-r and -shared outputs are linked in full")
         from linkwrap.ld.driver import link as full_link
         full_link(opts)
         why = "-r and -shared outputs are linked in full"
@@ -112,6 +159,8 @@ def link(opts):
             decision = f"patched {len(patched)} input(s)" + (f": {', '.join(patched)}" if patched else "")
             _last(opts.output, decision)
             return decision, stats
+    if patch_only:
+        raise CannotPatch(why)
     from linkwrap.ld.incremental import full
     st.drop(opts.output)      # until the new output is in place, no state may describe it
     t, new = full.link(opts)

@@ -79,7 +79,9 @@ def _relink(opts, state, arg_paths):
 
 def _source(output, state):
     """The file to patch: the output, or the state's base when the output is gone (Cargo removes
-    deps/<bin>-<hash> before it links); either must be the very file the state describes."""
+    deps/<bin>-<hash> before it links) or another linker's (the wrapper's full link after a
+    --incremental-patch-only refusal; a base built by --incremental-base-only); either must be the
+    very file the state describes, and is copied, never patched in place."""
     want = tuple(state["output"])
     try:
         if tuple(st.identity(output)) == want:

@@ -238,8 +238,10 @@ def _bucket(name):
     return zlib.crc32(name.encode("utf-8", "surrogateescape")) & (BUCKETS - 1)
 
 
-def save(output, state) -> int:
-    """Write the state and the base hard link; -> the state file's size in bytes."""
+def save(output, state, linked=None) -> int:
+    """Write the state and the base hard link; -> the state file's size in bytes. linked: a file
+    in the state's directory holding the linked bytes that becomes the base itself (renamed), the
+    output left alone (--incremental-base-only)."""
     d = _safe_dir(state_dir(output), True)
     if d is None:
         return 0     # a planted or foreign directory: no state, every link is a full one
@@ -270,15 +272,18 @@ def save(output, state) -> int:
         for b in blobs:           # bytes, or views of the state this link read (its file is mapped)
             f.write(b)
     base_tmp = os.path.join(d, f"base.{os.getpid()}.tmp")
-    try:
-        os.unlink(base_tmp)
-    except FileNotFoundError:
-        pass
-    try:
-        os.link(output, base_tmp, follow_symlinks=False)
-        os.replace(base_tmp, os.path.join(d, "base"))
-    except OSError:
-        pass          # another filesystem's output: no base, the output itself is the base
+    if linked is not None:
+        os.replace(linked, os.path.join(d, "base"))
+    else:
+        try:
+            os.unlink(base_tmp)
+        except FileNotFoundError:
+            pass
+        try:
+            os.link(output, base_tmp, follow_symlinks=False)
+            os.replace(base_tmp, os.path.join(d, "base"))
+        except OSError:
+            pass          # another filesystem's output: no base, the output itself is the base
     os.replace(tmp, os.path.join(d, "state"))
     # rename(2) of a link onto another link of the same inode (a relink that changed nothing: the
     # base already is the output) does nothing and leaves the source; and a link killed between
