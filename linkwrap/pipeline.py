@@ -145,7 +145,7 @@ def _link(inv, answer, started_ns):
             # What the driver's expansion cannot show (LTO code in an archive): the driver has the last word.
             outcome = run.execute(request, decision, environ, direct=False, owner=owner, meanwhile=meanwhile,
                                   reaps=reaps)
-        if decision.instead is not None and outcome.returncode == _cannot_patch():
+        if decision.instead is not None and _unpatched(outcome):
             # linkwrap's own linker could not patch this relink and wrote nothing: the full linker
             # the policy stood by links it, and the link's time is both (what patching cost here).
             unpatched = outcome    # (linkwrap's own linker forks no worker: nothing to reap)
@@ -178,6 +178,7 @@ def _link(inv, answer, started_ns):
     if ticket is not None and not reaps:  # the next link may be waiting for this one's memory: let it go first
         memory = _leave(ticket, choice, decision, request, outcome, facts)
     saving = outcome.returncode == 0 and _saving(settings, environ)
+    saved = False
     kept = kept[0] if kept else None  # the inputs saving by default kept while the linker ran
     if kept is False:  # not this link (not among its project's largest), or keeping them failed
         saving, kept = False, None
@@ -194,10 +195,10 @@ def _link(inv, answer, started_ns):
         chosen.incremental and outcome.returncode == 0 and (settings is None or settings.learn))
     if answer is not None:
         if saving and kept is None:  # before the answer: rustc deletes its temporary inputs once the link returns
-            _save(request, facts, outcome, settings, environ)
+            saved = _save(request, facts, outcome, settings, environ)
             saving = False
         elif saving and kept.first:  # the output's first saved link: there before the server looks
-            _save(request, facts, outcome, settings, environ, kept)
+            saved = _save(request, facts, outcome, settings, environ, kept)
             saving = False
         if teaching and first is not None:
             # Before the answer: the build's next link of this output must not try the failed linker
@@ -232,20 +233,24 @@ def _link(inv, answer, started_ns):
         _learn(request, chosen, outcome, facts, first, choice.learned is not None, choice.measured)
     if saving:
         # now, while rustc's temporary inputs still exist (or, kept while the linker ran, the manifest)
-        _save(request, facts, outcome, settings, environ, kept)
-    if outcome.returncode == 0 and decision.wants_base and kept is not None:
+        saved = _save(request, facts, outcome, settings, environ, kept)
+    if saved and decision.wants_base:
         # saved (by default), and linked by a full linker: the server builds a base to patch from it
         _want_base(request)
     return outcome.returncode
 
 
-_CANNOT = b"incremental: cannot patch: "   # linkwrap ld's one line where it cannot
+_CANNOT = b"linkwrap-ld: incremental: cannot patch: "   # linkwrap ld's one line where it cannot
 
 
-def _cannot_patch() -> int:
-    """`linkwrap ld --incremental-patch-only`'s exit status for "nothing written, link it in full"."""
-    from linkwrap.ld.incremental.where import CANNOT_PATCH
-    return CANNOT_PATCH
+def _unpatched(outcome) -> bool:
+    """linkwrap ld --incremental-patch-only said it cannot patch and wrote nothing. Its exit status
+    (where.CANNOT_PATCH) reaches us only when it ran directly: gcc's collect2 turns every failing
+    linker's status into 1, so its own line, at a line's start, is what tells."""
+    if outcome.returncode == 0:
+        return False
+    err = outcome.stderr or b""
+    return err.startswith(_CANNOT) or b"\n" + _CANNOT in err
 
 
 def _instead(decision, refused):
@@ -269,8 +274,8 @@ def _both(refused, outcome):
 def _want_base(request) -> None:
     """Ask the warm server for a base to patch (bench/incremental_base.py); a fault costs only that."""
     try:
-        from linkwrap.bench import incremental_base
-        incremental_base.want(request.cwd, request.output)
+        from linkwrap.record import base_queue
+        base_queue.want(request.cwd, request.output)
     except Exception as e:
         faults.note("asking for an incremental base", e)
 
@@ -330,22 +335,26 @@ def _saving(settings, environ) -> bool:
     return saving(settings, environ)
 
 
-def _save(request, facts, outcome, settings, environ, kept=None) -> None:
+def _save(request, facts, outcome, settings, environ, kept=None) -> bool:
     """Keep the link replayable for `linkwrap bench`; a failure costs only the saved copy. kept:
-    _keep_inputs()'s (saving by default, while the linker ran): only the manifest is left to write."""
+    _keep_inputs()'s (saving by default, while the linker ran): only the manifest is left to write.
+    -> whether it was saved."""
     asked = kept is None
     try:
         from linkwrap.record import save
         if kept is not None:
             save.save(request, outcome, facts, links_only=True, kept=kept)
-        elif save.wanted(request, facts, environ, settings):
+            return True
+        if save.wanted(request, facts, environ, settings):
             # Saving by default (nobody asked): hard links only, or nothing (record/save.py).
             asked = _asked(settings, environ)
             save.save(request, outcome, facts, links_only=not asked)
+            return True
     except Exception as e:
         from linkwrap.record.save import SaveError
         if asked or not isinstance(e, SaveError):   # by default, a link not saved cheaply is simply not saved
             faults.note("saving the link for replay", e)
+    return False
 
 
 def _asked(settings, environ) -> bool:

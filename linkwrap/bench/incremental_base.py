@@ -18,7 +18,7 @@ new link's inputs make, whatever the base was made from. The user's output itsel
 here: the base lives in the state directory (`base-only`).
 
   want(cwd, output)  on the link path, after a saved link a full linker made: one file touched,
-                     <state>/incremental-bases/<manifest id> (its mtime says when).
+                     <state>/incremental-bases/<manifest id> (its mtime says when; record/base_queue.py).
   tick(), link_arrived()  hosted by the server (server/workers.py), beside background.tick: one
                      builder at a time, never while the measurer runs or a link is served; a link
                      arriving stops it at once (SIGTERM to its process group). A base build is all
@@ -31,72 +31,12 @@ saved link asks again.
 import os
 import time
 
-QUEUE = "incremental-bases"
 _BOOT = ("import os; os.closerange(3, 1 << 16); import sys; sys.path.insert(0, {parent!r}); "
          "from linkwrap.bench.incremental_base import build_in_background; build_in_background({ident!r})")
 KILL_AFTER_S = 60
 
 
-def _queue_dir(state=None) -> str:
-    from linkwrap import paths
-    return os.path.join(state or paths.state_dir(), QUEUE)
-
-
-def want(cwd, output, state=None) -> None:
-    """Ask for a base built from this output's saved link (its manifest is written by now)."""
-    from linkwrap import paths
-    from linkwrap.evidence.saved import manifest_id
-    d = _queue_dir(state)
-    paths.make_private_dir(d)
-    dfd = paths.open_private_dir(d, create=False)   # never written through a planted link
-    try:
-        fd = os.open(manifest_id(cwd, output), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     0o600, dir_fd=dfd)
-        os.close(fd)      # empty: wanted (a failed build writes its reason here)
-    finally:
-        os.close(dfd)
-
-
-def wanted(state=None) -> list:
-    """[(manifest id, mtime)] of the bases asked for and not failed, oldest first."""
-    d = _queue_dir(state)
-    try:
-        names = os.listdir(d)
-    except OSError:
-        return []
-    out = []
-    uid = os.getuid()
-    for n in names:
-        if len(n) != 8 or not all(c in "0123456789abcdef" for c in n):
-            continue          # a builder's temporary name, or not ours
-        try:
-            st = os.lstat(os.path.join(d, n))
-        except OSError:
-            continue
-        if st.st_uid == uid and st.st_size == 0 and (st.st_mode & 0o170000) == 0o100000:
-            out.append((n, st.st_mtime_ns))
-    return sorted(out, key=lambda x: x[1])
-
-
-def _done(ident, asked_ns, failure=None, state=None) -> None:
-    """The marker gone (built), or holding why it failed; unless asked again since (a newer mtime)."""
-    path = os.path.join(_queue_dir(state), ident)
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return
-    if st.st_mtime_ns != asked_ns:
-        return            # asked again while it was built: build again
-    try:
-        if failure is None:
-            os.unlink(path)
-        else:
-            fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)
-            with os.fdopen(fd, "w") as f:
-                f.write(failure[:500] + "\n")
-            os.utime(path, ns=(asked_ns, asked_ns))
-    except OSError:
-        pass
+from linkwrap.record.base_queue import queue_dir, done, wanted  # noqa: F401 (the queue: the link path writes it)
 
 
 # --- the host: in the server ---------------------------------------------------
@@ -155,7 +95,7 @@ def _watch(busy) -> None:
         os.close(_host["pidfd"])
         if _host["told"] is None:
             # not stopped by us: built, or failed (its reason in the result the builder left)
-            _done(_host["ident"], _host["asked"], _result(_host["ident"], code))
+            done(_host["ident"], _host["asked"], _result(_host["ident"], code))
         _host.update(pid=None, pidfd=None, told=None, ident=None, asked=None)
         return
     if _host["told"] is None:
@@ -180,7 +120,7 @@ def _tell_to_stop() -> None:
 
 
 def _result_path(ident) -> str:
-    return os.path.join(_queue_dir(), f"{ident}.result")
+    return os.path.join(queue_dir(), f"{ident}.result")
 
 
 def _result(ident, code):
@@ -192,9 +132,44 @@ def _result(ident, code):
         os.unlink(_result_path(ident))
     except OSError:
         text = ""
-    if text == "built":
+    if text.startswith("built"):
+        _note_built(ident, text[len("built"):].strip())
         return None
     return text or f"the builder exited with status {code}"
+
+
+LAST = "last-built.json"
+
+
+def _note_built(ident, priority) -> None:
+    """<queue>/last-built.json: the last base built, when, at which priority (`linkwrap status`)."""
+    import json
+    try:
+        prio = json.loads(priority)
+    except ValueError:
+        prio = None
+    path = os.path.join(queue_dir(), LAST)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump({"manifest": ident, "built_utc": time.time(), "priority": prio}, f)
+    os.replace(tmp, path)
+
+
+def last_built(state=None):
+    """What _note_built kept, or None."""
+    import json
+    try:
+        fd = os.open(os.path.join(queue_dir(state), LAST), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def background_priority() -> dict:
+    from linkwrap.bench import background
+    return background.own_priority()
 
 
 def _start(ident, asked_ns) -> None:
@@ -236,7 +211,11 @@ def build_in_background(ident) -> None:
     try:
         fd = os.open(_result_path(ident), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "w") as f:
-            f.write("built\n" if why is None else why.replace("\n", " ") + "\n")
+            if why is None:     # with its own priority as the kernel reports it (status, the tests)
+                import json
+                f.write("built " + json.dumps(background_priority()) + "\n")
+            else:
+                f.write(why.replace("\n", " ") + "\n")
     except OSError:
         pass
     os._exit(0)
@@ -268,10 +247,9 @@ def build(ident, state=None):
         cand = next(c for c in cands if c.variant == "fresh")
         names = os.path.join(work, "names")
         fd = os.open(names, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
-            for orig, (how, where_saved, _size, _mtime) in manifest["files"].items():
-                if where_saved != orig:
-                    f.write(f"{where_saved}\0{orig}\n")
+        with os.fdopen(fd, "wb") as f:
+            for saved_as, real in _real_names(manifest):   # (ld/incremental/where.NAMES_ENV's pairs)
+                f.write(os.fsencode(saved_as) + b"\0" + os.fsencode(real) + b"\0")
         # the linker writes its -o beside the work dir's names; the state goes beside the output
         out = os.path.join(work, os.path.basename(output))
         argv = _with_output(cand.argv, cand.out, out)
@@ -286,6 +264,19 @@ def build(ident, state=None):
         return None
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _real_names(manifest):
+    """(saved copy's path, the path as the link's own command line gives it): the real relink's
+    inputs are matched by the names its command line uses, relative or not (state.input_key)."""
+    from linkwrap.record.save import file_refs
+    files, cwd = manifest["files"], manifest["cwd"]
+    for arg in manifest["args"]:
+        for _pre, path, _suf in file_refs(arg):
+            got = files.get(os.path.join(cwd, path))
+            if got is not None and got[1] != path:
+                yield got[1], path
+                break
 
 
 def _with_output(argv, old, new) -> list:

@@ -17,7 +17,10 @@ Output: rich tables; --json prints a stable object:
                 "learned": null | {"used", "exploring", "load_adjusted", "links", "explored", "failed",
                                     "candidates", "compiles", "incremental": null | {"timed", "median_ms"}},
                 "prior": null | {"used", "scope", "input_bytes", "decided_by", "rows", "ignored"},
-                "replayable": whether the output's link is saved (then its real links are no tries)},
+                "replayable": whether the output's link is saved (then its real links are no tries),
+                "incremental_base": null | {"ready": a base to patch is beside the output,
+                                            "wanted": a base build is queued for the warm server,
+                                            "stand_by": the full linker that links what cannot be patched}},
    "start": {"how": "direct" | "driver", "why"},
    "entry": {"point": "server" | "script", "why"}: the entry point a build's link reaches, whose
             decision is shown (the server's child reaps a forking linker's worker: no --no-fork),
@@ -142,7 +145,8 @@ def explain(request, environ) -> dict:
         "decision": dict(decision_dict(decision), failed=sorted(choice.failed or ()),
                          measured=measured_dict(choice.measured, decision),
                          learned=learned_dict(choice.learned, decision, compiles(request)),
-                         prior=prior_dict(choice.prior, decision), replayable=choice.replayable),
+                         prior=prior_dict(choice.prior, decision), replayable=choice.replayable,
+                         incremental_base=base_dict(choice, request)),
         "start": start_dict(request, decision, environ),
         "entry": entry,
         "linkers": {name: {"path": info.path, "version": _dotted(info.version)} for name, info in found.items()},
@@ -281,6 +285,18 @@ def decision_dict(decision) -> dict:
         "incremental": decision.incremental,
         "reasons": list(decision.reasons),
     }
+
+
+def base_dict(choice, request):
+    """The incremental base of this output (None: not an output linkwrap's own linker could patch)."""
+    if choice.base is None:
+        return None
+    from linkwrap.record import base_queue
+    from linkwrap.evidence.saved import manifest_id
+    wanted = manifest_id(request.cwd, request.output) in {i for i, _ in base_queue.wanted()}
+    d = choice.decision
+    return {"ready": choice.base, "wanted": wanted,
+            "stand_by": d.instead.linker.name if d.instead is not None and d.instead.linker else None}
 
 
 def entry_dict(environ) -> dict:

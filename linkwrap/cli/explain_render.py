@@ -121,8 +121,15 @@ def render(report) -> None:
     if entry:
         rows.append(("entry point", f"{entry['point']} ({entry['why']})"))
     if d["linker"]:   # (a link as asked is not linkwrap's to patch: no reason says anything of it)
-        rows.insert(2, ("incremental", "yes: linkwrap's own linker patches the last output (see the reasons)"
-                        if d.get("incremental") else "no (see the reasons)"))
+        base = d.get("incremental_base") or {}
+        if d.get("incremental") and base.get("stand_by"):
+            said = f"yes: linkwrap's own linker patches; what it cannot patch, {base['stand_by']} links"
+        elif d.get("incremental"):
+            said = "yes: linkwrap's own linker patches the last output (see the reasons)"
+        else:
+            said = "no (see the reasons)" + ("; a base to patch is queued for the warm server"
+                                              if base.get("wanted") and not base.get("ready") else "")
+        rows.insert(2, ("incremental", said))
     for name, value in rows:
         _hanging(console, Text(label(name), style="cyan"), value, markup=False)
 

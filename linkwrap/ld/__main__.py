@@ -33,7 +33,9 @@ def run(argv) -> int:
     if argv and argv[0] in ("-h", "--help") or "--help" in argv or "-help" in argv:
         sys.stdout.write(USAGE)       # GNU ld: --help anywhere prints the usage, links nothing
         return 0
-    if any(a.startswith("--incremental") for a in argv) or os.environ.get("LINKWRAP_LD_INCREMENTAL") == "1":
+    from linkwrap.ld.incremental import where
+    if any(a.startswith("--incremental") for a in argv) or \
+            os.environ.get(where.ENV) in (where.FULL_OR_PATCH, where.PATCH_ONLY, where.BASE_ONLY):
         from linkwrap.ld.incremental.main import run as incremental   # docs/ld.md "Incremental"
         return incremental(argv)
     from linkwrap.ld.diag import Unsupported

@@ -209,3 +209,52 @@ def test_the_command_line_is_read_only_where_it_could_be_incremental():
     assert not d.incremental and has_reason(d, "not measured on this output: 0 of 3"), d.reasons
     d = decide(learned({"wild": (3, 120.0)}), req=parsed(out="/w/target/release/app"))
     assert not d.incremental and has_reason(d, "release or LTO build: the output is in a release/"), d.reasons
+
+
+# --- patch-only, and the base built off the build's path (issue 36 item 4) ---------------------
+
+def decide_with(ev=None, env=None, req=None, base=None, saved=False):
+    return policy.decide(req or request(out=DEBUG), probe(), found(**ALL), settings(env), None, None, ev,
+                         frozenset(), False, None, saved, base)
+
+
+def test_unmeasured_with_no_base_the_full_linker_links_and_a_base_is_wanted():
+    d = decide_with(learned({"wild": (3, 120.0)}), base=False, saved=True)
+    assert not d.incremental and d.instead is None and d.wants_base, d
+    assert has_reason(d, "0 of 3 incremental relinks timed; its base to patch is built in the background"), d.reasons
+
+
+def test_unmeasured_with_a_base_ready_a_patch_is_tried_with_the_full_linker_standing_by():
+    d = decide_with(learned({"wild": (3, 120.0)}, (1, 30.0)), base=True, saved=True)
+    assert d.incremental and d.linker.name == "python", d.reasons
+    # the stand-by is the link the rest of the policy chose: what it links with incremental relinking off
+    off = decide_with(learned({"wild": (3, 120.0)}, (1, 30.0)), env={"LINKWRAP_INCREMENTAL": "0"}, base=True,
+                      saved=True)
+    assert d.instead is not None and d.instead.linker == off.linker and off.linker.name != "python"
+    assert (d.instead.linker_flags, d.instead.write_mode) == (off.linker_flags, off.write_mode)
+    assert not d.instead.incremental and d.instead.wants_base     # a refusal asks for a new base
+    assert has_reason(d, "trying a patch, its base is ready (30 ms median of 1 timed; 1 of 3)"), d.reasons
+    # the stand-by's own reasons are the full linker's, with no word of the incremental rule
+    assert not any("incremental" in r for r in d.instead.reasons), d.instead.reasons
+
+
+def test_measured_faster_it_only_patches_and_measured_slower_it_is_not_tried_whatever_the_base():
+    d = decide_with(learned({"wild": (3, 120.0)}, (3, 40.0)), base=True)
+    assert d.incremental and d.instead is not None and d.instead.linker.name != "python"
+    d = decide_with(learned({"wild": (3, 120.0)}, (3, 400.0)), base=True, saved=True)
+    assert not d.incremental and d.instead is None and not d.wants_base, d
+
+
+def test_forced_it_links_in_full_where_it_cannot_patch_as_asked():
+    d = decide_with(None, env={"LINKWRAP_INCREMENTAL": "1"}, base=False)
+    assert d.incremental and d.instead is None
+
+
+@pytest.mark.parametrize("req", [
+    request(out="/w/target/release/deps/app-0123"),
+    parsed("-flto"),
+    parsed("-shared"),
+])
+def test_no_base_is_wanted_where_no_incremental_link_could_follow(req):
+    d = decide_with(learned({"wild": (3, 120.0)}), req=req, base=False, saved=True)
+    assert not d.incremental and not d.wants_base, d.reasons

@@ -154,9 +154,14 @@ def test_records_that_show_it_faster_choose_it_and_slower_ones_take_it_back(tmp_
     d = explain(root, "app", {})
     assert d["incremental"] and any("measured faster than the best full linker" in r for r in d["reasons"]), d
     link(root, "app", {})
-    assert db_rows(lw_home)[-1]["linker"].split()[0] == "python"
-    assert state(root, "app") == "full: no incremental state beside the output"
-    # the link's own time joined the evidence: 4 samples now, the newest last
+    # chosen, but only to patch: with no base beside the output yet, the full linker linked it (and
+    # linkwrap's own full link, many times its time, did not run on the build's path)
+    row = db_rows(lw_home)[-1]
+    assert row["linker"].split()[0] != "python" and row["exit_status"] == 0 and not row["fell_back"], row
+    assert any("could not patch (no incremental state beside the output)" in r
+               for r in json.loads(row["reasons"])), row["reasons"]
+    assert state(root, "app") is None
+    # the link's own time (the refusal and the full link) joined the evidence: 4 samples now
     with open(path, "rb") as f:
         assert len(marshal.load(f)["incremental"]) == learn.NEED + 1
     evidence(root, "app", 100.0, 400.0)         # the incremental relinks turned slower: back to the full linker

@@ -34,6 +34,22 @@ def read_names(path, count):
     return [os.fsdecode(n) for n in names]
 
 
+def read_map(path, paths):
+    """-> the names the state records, one per file argument: FILE holds NUL-separated pairs (a
+    saved copy's path, the real name); an argument not in it keeps its own path."""
+    try:
+        with open(path, "rb") as f:
+            fields = f.read().split(b"\0")
+    except OSError as e:
+        raise BadInput(f"cannot read the names file {path}: {e.strerror}") from None
+    if fields and fields[-1] == b"":
+        fields.pop()
+    if len(fields) % 2:
+        raise BadInput(f"the names file {path} holds an odd number of fields (pairs expected)")
+    real = {os.fsdecode(a): os.fsdecode(b) for a, b in zip(fields[::2], fields[1::2])}
+    return [real.get(p, p) for p in paths]
+
+
 def build(opts, paths, names):
     """-> (decision, stats lines). paths: the link's file arguments (main.arg_paths), names: the
     name each is recorded under."""

@@ -30,11 +30,13 @@ import os
 import sys
 import time
 
+from linkwrap.ld.incremental import where
+
 FLAGS = ("--incremental", "--incremental-check", "--incremental-why", "--incremental-stats",
          "--incremental-patch-only", "--incremental-base-only")
 NAMES = "--incremental-names="
 # the exit status of --incremental-patch-only when the state allows no patch (nothing was written)
-CANNOT_PATCH = 3
+CANNOT_PATCH = where.CANNOT_PATCH
 
 
 class CannotPatch(Exception):
@@ -45,24 +47,33 @@ def wants(argv) -> bool:
     """--incremental on the command line, or LINKWRAP_LD_INCREMENTAL=1 in the environment (how the
     wrapper asks it of the linkwrap-ld its -B shim runs: a shim holds only symlinks)."""
     return any(a in FLAGS or a.startswith(NAMES) for a in argv) \
-        or os.environ.get("LINKWRAP_LD_INCREMENTAL") in ("1", "patch-only")
+        or os.environ.get(where.ENV) in (where.FULL_OR_PATCH, where.PATCH_ONLY, where.BASE_ONLY)
 
 
 def run(argv) -> int:
     prog = "linkwrap-ld"
     flags = {a for a in argv if a in FLAGS}
-    env = os.environ.get("LINKWRAP_LD_INCREMENTAL")
-    if env in ("1", "patch-only"):
+    env = os.environ.get(where.ENV)
+    if env in (where.FULL_OR_PATCH, where.PATCH_ONLY, where.BASE_ONLY):
         flags.add("--incremental")
-    if env == "patch-only":
+    if env == where.PATCH_ONLY:
         flags.add("--incremental-patch-only")
     names_file = next((a[len(NAMES):] for a in argv if a.startswith(NAMES)), None)
+    names_map = None
+    if env == where.BASE_ONLY:
+        # the wrapper's background builder (bench/incremental_base.py): through the driver's -B shim,
+        # so the saved copies' real names come as a map, not in arg_paths() order
+        flags.add("--incremental-base-only")
+        names_map = os.environ.get(where.NAMES_ENV)
+        if not names_map:
+            print(f"{prog}: {where.ENV}={where.BASE_ONLY} needs {where.NAMES_ENV}=FILE", file=sys.stderr)
+            return 1
     rest = [a for a in argv if a not in FLAGS and not a.startswith(NAMES)]
     base_only = "--incremental-base-only" in flags
     if base_only and "--incremental-patch-only" in flags:
         print(f"{prog}: --incremental-base-only and --incremental-patch-only exclude each other", file=sys.stderr)
         return 1
-    if base_only and not names_file:
+    if base_only and not names_file and not names_map:
         print(f"{prog}: --incremental-base-only needs --incremental-names=FILE", file=sys.stderr)
         return 1
     from linkwrap.errors import LinkwrapError
@@ -76,7 +87,8 @@ def run(argv) -> int:
         if base_only:
             from linkwrap.ld.incremental import base
             paths = arg_paths(opts)
-            decision, stats = base.build(opts, paths, base.read_names(names_file, len(paths)))
+            names = base.read_map(names_map, paths) if names_map else base.read_names(names_file, len(paths))
+            decision, stats = base.build(opts, paths, names)
         else:
             try:
                 decision, stats = link(opts, patch_only="--incremental-patch-only" in flags)

@@ -40,8 +40,8 @@ def state_dir(output):
     directory and the wrapper renames the result over the output (run/output.py); it names that
     output in LINKWRAP_LD_OUTPUT (same file name), and the state is kept beside it, where the next
     link finds it."""
-    d, name = os.path.split(os.path.abspath(home(output)))
-    return os.path.join(d, f".{name}.lwinc")
+    from linkwrap.ld.incremental.where import beside
+    return beside(home(output))
 
 
 def home(output):

@@ -13,8 +13,9 @@ STATE, BASE = "state", "base"
 CANNOT_PATCH = 3
 # The environment's way of asking (a -B shim can pass no flag): LINKWRAP_LD_INCREMENTAL=<mode>.
 ENV = "LINKWRAP_LD_INCREMENTAL"
-FULL_OR_PATCH, PATCH_ONLY, BASE_ONLY = "1", "patch", "base"
-# LINKWRAP_LD_NAMES=<file>: for BASE_ONLY from saved inputs, the names the state records them by.
+FULL_OR_PATCH, PATCH_ONLY, BASE_ONLY = "1", "patch-only", "base-only"
+# LINKWRAP_LD_NAMES=<file>: for BASE_ONLY from saved inputs, the names the state records them by:
+# NUL-separated pairs "saved path", "real name" (an input not in it keeps its own path).
 NAMES_ENV = "LINKWRAP_LD_NAMES"
 
 
