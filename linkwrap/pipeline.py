@@ -141,7 +141,8 @@ def _link(inv, answer, started_ns):
         except Exception as e:  # e.g. no room for the -B directory: link as asked
             decision = policy.as_asked(faults.note(f"running {_label(decision)}", e))
             outcome = run.execute(request, decision, environ, owner=owner, meanwhile=meanwhile, reaps=reaps)
-        if outcome.returncode != 0 and outcome.start == "direct":
+        if outcome.returncode != 0 and outcome.start != "driver" and not (
+                decision.instead is not None and _unpatched(outcome)):
             # What the driver's expansion cannot show (LTO code in an archive): the driver has the last word.
             outcome = run.execute(request, decision, environ, direct=False, owner=owner, meanwhile=meanwhile,
                                   reaps=reaps)

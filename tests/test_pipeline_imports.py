@@ -23,6 +23,7 @@ BUDGET = frozenset("""
     linkwrap.evidence.measured linkwrap.evidence.learn
     linkwrap.evidence.prior linkwrap.evidence.saved linkwrap.record.save linkwrap.request.inputs
     linkwrap.ld linkwrap.ld.incremental linkwrap.ld.incremental.where linkwrap.record.base_queue
+    linkwrap.run.capture
 """.split())  # _operator: built in (no file), records' field getters (linkwrap/records.py); evidence.prior,
 # evidence.saved, record.save: the priors and saving by default (#33), standard library only;
 # request.inputs: each input stat()ed once per link (#36), os only; ld.incremental.where (its package's

@@ -187,7 +187,7 @@ def compact_command(outcome, request) -> tuple:
     command = tuple(outcome.command)
     if request.used_response_file:
         return command  # [driver, @file]: already short
-    if getattr(outcome, "start", None) == "direct":
+    if getattr(outcome, "start", None) in ("direct", "in-process"):   # (the same line, started two ways)
         return _compact_direct(command, request)
     # linkwrap's choice: [driver, -B<shim>, *args, *flags]; as asked: [driver, *argv].
     start, n = (2, len(request.args)) if outcome.linker is not None else (1, len(request.argv))

@@ -19,6 +19,7 @@ import os
 import sys
 import time
 from linkwrap.records import record
+from linkwrap.run.capture import own_peak_kb, rewound as _rewound  # noqa: F401 (own_peak_kb: run.own_peak_kb too)
 
 from linkwrap.request import args as args_mod
 from linkwrap.run import output as output_mod
@@ -36,7 +37,8 @@ class Outcome(record("Outcome", [
     "write_mode",   # str: the write mode that was applied
     "output_bytes", # int | None: size of the output after a successful link
     "linker",       # str | None: the linker that ran ("mold 1.10.1"), None when run as asked
-    "start",        # "direct" (the linker itself) | "driver" (through cc): see direct.py
+    "start",        # "direct" (the linker itself) | "driver" (through cc): see direct.py |
+                    # "in-process" (linkwrap's own linker in a fork of the server's child: in_process.py)
     "spawner_rss_kb",  # int | None: this process's peak RSS as the linker started (own_peak_kb())
 ], defaults=(None,))):
     __slots__ = ()
@@ -125,9 +127,15 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None, mean
                 # linkwrap's own linker keeps an incremental link's state beside the output it is
                 # for, not in this link's private directory (ld/incremental/state.py)
                 env["LINKWRAP_LD_OUTPUT"] = os.path.join(request.cwd, plan.final)
+        runner = spawn
+        if start == "direct" and reaps and decision.instead is not None and decision.linker.name == "python":
+            # a patch tried in the warm server: in a fork that has the linker imported (in_process.py)
+            from linkwrap.run import in_process
+            if in_process.runs_here(decision.linker):
+                runner, start = in_process.spawn, "in-process"
         with forward:
             try:
-                *result, spawner_kb = spawn(argv, env, forward, alongside)
+                *result, spawner_kb = runner(argv, env, forward, alongside)
             except OSError as e:
                 if e.errno not in _CANNOT_RUN:
                     raise  # not the driver's fault (EMFILE, E2BIG…): the pipeline links as asked
@@ -166,22 +174,6 @@ def execute(request, decision, environ=os.environ, direct=True, owner=None, mean
         forward.die()
     return Outcome(*result, tuple(argv), plan.mode, output_bytes,
                    decision.linker.label if decision.linker else None, start, spawner_kb)
-
-
-def own_peak_kb():
-    """This process's peak RSS (VmHWM, kB), or None. posix_spawn's child shares this process's memory
-    until its exec, and the kernel folds that memory's peak into the new program's ru_maxrss: a
-    linker's peak at or below this figure cannot be told from it (the record says "at most")."""
-    try:
-        fd = os.open("/proc/self/status", os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            data = os.read(fd, 4096)
-        finally:
-            os.close(fd)
-        at = data.index(b"VmHWM:") + 6
-        return int(data[at:data.index(b"kB", at)])
-    except (OSError, ValueError):
-        return None
 
 
 def direct_command(request, decision, link_path, environ=os.environ):
@@ -492,12 +484,3 @@ def write_through(outcome) -> None:
 
 
 __all__ = ["Outcome", "Interrupted", "execute", "command", "spawn", "reap", "kill_descendants", "write_through"]
-
-
-def _rewound(fd) -> bytes:
-    """What the linker wrote into its captured output file, from the start."""
-    if not os.fstat(fd).st_size:
-        return b""  # the usual case: the linker said nothing
-    from linkwrap.cache import read_all
-    os.lseek(fd, 0, os.SEEK_SET)
-    return read_all(fd)

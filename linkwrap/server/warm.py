@@ -18,6 +18,17 @@ from linkwrap.server.world import _cgroups, _own_world, _same_limits
 LINK_ROOTS = ("linkwrap.server.server", "linkwrap.pipeline")
 
 
+# linkwrap's own linker is a program of its own, not the link path: of it, only what the policy asks
+# (whether a base to patch is ready) is imported by every server. The rest (with numpy) would make
+# every spare bigger, and a linker's ru_maxrss takes in its spawner's memory: every record's peak.
+LD_ON_THE_LINK_PATH = frozenset(("linkwrap.ld.incremental", "linkwrap.ld.incremental.where"))
+# What a patch in a fork of the spare (run/in_process.py) imports at its start (~30 ms): a spare
+# whose last link tried a patch imports it while it waits (rehearse), so the next patch starts warm.
+PATCH_IMPORTS = ("linkwrap.ld.__main__", "linkwrap.ld.options", "linkwrap.ld.libraries",
+                 "linkwrap.ld.incremental.main", "linkwrap.ld.incremental.relink",
+                 "linkwrap.ld.incremental.changed", "linkwrap.ld.incremental.patch")
+
+
 def link_imports(roots=LINK_ROOTS) -> list:
     """Every module a link can import, derived from the source: the closure of the import
     statements (function-level ones included) of linkwrap's modules reachable from roots, and the
@@ -33,6 +44,8 @@ def link_imports(roots=LINK_ROOTS) -> list:
         if name in seen:
             continue
         seen.add(name)
+        if name.startswith("linkwrap.ld.") and name not in LD_ON_THE_LINK_PATH:
+            continue  # the linker itself: imported by a spare that will patch (rehearse), not by all
         try:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):
@@ -170,6 +183,12 @@ def rehearse(last=None) -> None:
                 direct.command(request, choice.decision, request.output, env)
             except direct.NotDirect:
                 pass
+        if choice.decision.instead is not None:   # a patch tried next: its fork finds the linker loaded
+            from linkwrap.run import in_process
+            if in_process.runs_here(choice.decision.linker):
+                import importlib
+                for name in PATCH_IMPORTS:
+                    importlib.import_module(name)
         from linkwrap.choice.choose import with_memory
         choice = with_memory(choice._replace(facts=probe.complete(choice.facts, request, env)), request)
         from linkwrap.run.run import Outcome

@@ -177,6 +177,8 @@ def test_the_idle_warm_server_builds_the_base_at_idle_priority_and_the_next_reli
     assert served(objs) == "18\n"
     row = last_row(lw_home)
     assert row["linker"] == "python" and row["entry_point"] == "server", row
+    # the patch ran in a fork of the server's child (run/in_process.py): no new interpreter, no driver
+    assert row["linker_start"] == "in-process", row
     with open(os.path.join(root, ".app.lwinc", "last")) as f:
         assert f.read().startswith("patched 1 input(s): lib.o")
     checked(root, objs)

@@ -405,14 +405,31 @@ def fingerprint(opts) -> str:
             value = os.path.abspath(home(value))    # not the wrapper's private directory, new each link
         if f.name == "lib_dirs":
             # rustc adds -L <its temporary directory>/raw-dylibs: a new name every build, and what is
-            # found there is an input, compared input by input
-            value = tuple(_rustc_temp(x) for x in value)
+            # found there is an input, compared input by input. And gcc passes each -B prefix on as
+            # a -L too: the wrapper's -B<shim> holds this linker, no library, and a line started
+            # directly (run/direct.py) has no -L for it; the same link either way.
+            me = _this_linker()
+            value = tuple(_rustc_temp(x) for x in value if not (me and _holds(x, me)))
         parts.append(f"{f.name}={value!r}")
     for a in opts.inputs:
         # names are compared input by input (an added one is its own reason); not what applies to them
         rest = [getattr(a, k, None) for k in ("as_needed", "static", "whole_archive")]
         parts.append(f"{a.kind}:{rest}")
     return digest("\n".join(parts).encode()).hex()
+
+
+def _this_linker():
+    """The real path of the program running now (linkwrap-ld, whatever name started it), or None."""
+    import sys
+    return os.path.realpath(sys.argv[0]) if sys.argv and sys.argv[0] else None
+
+
+def _holds(d, me) -> bool:
+    """Directory d's `ld` is this very linker: a -B prefix (the wrapper's shim), not a library dir."""
+    try:
+        return os.path.realpath(os.path.join(d, "ld")) == me
+    except (OSError, ValueError):
+        return False
 
 
 def pause(step):
