@@ -1,0 +1,160 @@
+"""The edit-relink loop as a user meets it: the generated Rust project's relinks through linkwrap's
+native client and warm server (the policy deciding: a patch where it can, the fastest full linker
+where it cannot), against wild's full relink of the same inputs, interleaved (issue 36 items 4, 7).
+
+Setup: a fresh LINKWRAP_HOME whose user file lets the idle server work on a busy machine
+(`[bench] background_quiet_s = 0, background_load = 1000`); the unedited link through linkwrap
+(saved, the base asked for) until the server has built the base from it; then warm-up links until
+this output has NEED full relinks timed (so the measurement has both sides). Per round: one edit of
+each kind asked for (bench_incremental.edited: (a) one token in `main`, (b) a line added above it,
+(c) a new function, (d) a new call between modules), rustc's rebuild (-C save-temps keeps the
+objects), then in a rotating order
+  linkwrap   <native client> <rustc's link line> -o out-lw      (what Cargo would run)
+  wild       cc -B<wild> <the same line> -o out-wild             (a full link, fresh output)
+Cargo removes deps/<bin>-<hash> before rustc links it: both outputs are removed first. Printed per
+edit kind: medians, linkwrap / wild with a 95 % bootstrap CI, how each linkwrap relink went (from its
+record: patched in-process, or "could not patch (why): wild linked it"), and that both programs
+print the same line. The load is printed before and after.
+
+    python benchmarks/bench_incremental_wrapper.py [--modules 16 --funcs 34] [--rounds 5] [--edit a|b|c|d|all]
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import genproject  # noqa: E402
+from bench_incremental import ci, edited, shim  # noqa: E402
+from bench_many_inputs import spool  # noqa: E402
+
+
+def load():
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--modules", type=int, default=16)
+    ap.add_argument("--funcs", type=int, default=34)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--edit", default="all", choices=("a", "b", "c", "d", "all"))
+    ap.add_argument("--dir")
+    a = ap.parse_args()
+    wild = shutil.which("wild")
+    if not wild:
+        raise SystemExit("wild must be on PATH")
+    root = a.dir or tempfile.mkdtemp(prefix="bench-incremental-wrapper-")
+    home = os.path.join(root, "linkwrap-home")
+    os.makedirs(os.path.join(home, "config"), exist_ok=True)
+    with open(os.path.join(home, "config", "linkwrap.toml"), "w") as f:
+        f.write("[bench]\nbackground_quiet_s = 0\nbackground_load = 1000\nbackground_budget_s = 60\n")
+    os.environ["LINKWRAP_HOME"] = home
+    os.environ.pop("CI", None)
+    os.environ.pop("LINKWRAP_SAVE", None)
+    from linkwrap.install import launcher
+    from linkwrap.server import start
+    from linkwrap.ld.incremental import where
+    from linkwrap.record import base_queue
+    from linkwrap.evidence.learn import NEED
+    client = launcher.fast_script("linkwrap-cc")
+    start.start_detached()
+    project = genproject.rust(os.path.join(root, "rust"), a.modules, a.funcs)
+    target = os.path.join(root, "rust-target")
+    src = os.path.join(project, "src")
+    texts = {os.path.join(src, n): open(os.path.join(src, n)).read() for n in os.listdir(src)}
+    wshim = shim(root, "wild", wild)
+    argv, env, cwd = genproject.rust_link(project, target_dir=target)
+    env = {**os.environ, **env}
+    print(f"generated Rust project {a.modules}x{a.funcs}: {genproject.input_bytes(argv, cwd) / 1e6:.0f} MB of "
+          f"inputs; load {load()} (1/5/15 min), {os.cpu_count()} CPUs")
+    # rustc's line has its own -o deps/<bin>-<hash>: the linkwrap link keeps that name (its state and
+    # evidence are the output's), wild's goes beside it
+    k = argv.index("-o")
+    out_lw = argv[k + 1] if os.path.isabs(argv[k + 1]) else os.path.join(cwd, argv[k + 1])
+    plain = argv[:k] + argv[k + 2:]
+    out_w = os.path.join(root, "out-wild")
+    seen = [0]
+
+    def through_linkwrap(line):
+        try:
+            os.unlink(out_lw)
+        except FileNotFoundError:
+            pass
+        t0 = time.perf_counter()
+        subprocess.run([client, *line, "-o", out_lw], cwd=cwd, env=env, check=True)
+        ms = (time.perf_counter() - t0) * 1000
+        seen[0] += 1
+        deadline = time.monotonic() + 30
+        while len(recs := spool(home)) < seen[0] and time.monotonic() < deadline:
+            time.sleep(0.02)        # the record comes after the answer
+        return ms, recs[-1]
+
+    def through_wild(line):
+        try:
+            os.unlink(out_w)
+        except FileNotFoundError:
+            pass
+        t0 = time.perf_counter()
+        # (rustc's own rust-lld choice taken out: wild links it, as bench_incremental.py does)
+        line = [x for x in line if x != "-fuse-ld=lld" and not x.endswith("/gcc-ld")]
+        subprocess.run(["cc", f"-B{wshim}", *line, "-o", out_w], cwd=cwd, env=env, check=True)
+        return (time.perf_counter() - t0) * 1000, None
+
+    _, first = through_linkwrap(plain)
+    print(f"first link: {first['linker']} ({first['wall_ms']:.0f} ms); waiting for the server's base")
+    t0 = time.monotonic()
+    while not (where.ready(out_lw) and not base_queue.wanted()):
+        if time.monotonic() - t0 > 1800:
+            raise SystemExit("the server built no base in 30 minutes")
+        time.sleep(1)
+    print(f"base built in the background in {time.monotonic() - t0:.0f} s")
+    for _ in range(NEED):           # the full side of the measurement: relinks of the same inputs
+        through_linkwrap(plain)     # (no edit: a patch tried here patches nothing)
+    for kind in ("a", "b", "c", "d") if a.edit == "all" else (a.edit,):
+        loop(kind, a, texts, project, target, through_linkwrap, through_wild, out_lw, out_w)
+    print(f"load after: {load()}")
+
+
+def loop(kind, a, texts, project, target, through_linkwrap, through_wild, out_lw, out_w):
+    rng = random.Random(36)
+    times = {"linkwrap": [], "wild": []}
+    how, outputs = [], set()
+    for rnd in range(a.rounds):
+        for path, text in {**texts, **edited(kind, texts, rnd, a.modules)}.items():
+            if open(path).read() != text:
+                with open(path, "w") as f:
+                    f.write(text)
+        argv, _e, _c = genproject.rust_link(project, target_dir=target)
+        k = argv.index("-o")
+        line = argv[:k] + argv[k + 2:]
+        order = ["linkwrap", "wild"]
+        rng.shuffle(order)
+        for name in order:
+            ms, rec = (through_linkwrap if name == "linkwrap" else through_wild)(line)
+            times[name].append(ms)
+            if rec is not None:
+                said = [r for r in json.loads(rec["reasons"]) if "patch" in r or "incremental" in r]
+                how.append(f"{rec['linker']}/{rec['linker_start']}: {said[-1][:110] if said else '-'}")
+        got = {subprocess.run([o], capture_output=True, text=True).stdout for o in (out_lw, out_w)}
+        outputs |= got
+        if len(got) != 1:
+            raise SystemExit(f"the programs differ: {got}")
+    lw, w = statistics.median(times["linkwrap"]), statistics.median(times["wild"])
+    lo, hi = ci(times["linkwrap"], times["wild"], rng)
+    print(f"edit ({kind}), {a.rounds} interleaved rounds: linkwrap {lw:.0f} ms, wild {w:.0f} ms; "
+          f"linkwrap / wild {lw / w:.2f} [{lo:.2f}, {hi:.2f}] (95 % bootstrap CI)")
+    print(f"  linkwrap runs {[round(x) for x in times['linkwrap']]}  wild runs {[round(x) for x in times['wild']]}")
+    for h in how:
+        print(f"  {h}")
+    print(f"  programs agree: {sorted(outputs)}")
+
+
+if __name__ == "__main__":
+    main()
