@@ -99,6 +99,7 @@ def collect(path=None) -> dict:
     slow = sorted({r["path"] for p in places for r in (p.get("runs") or {}).values() if r["fast"] is False})
     return {"scripts": scripts, "on_path": on_path, "places": places,
             "warnings": broken + elsewhere + warnings + forced_linker_lines(path), "background": background(path),
+            "incremental_bases": incremental_bases(),
             "ok": not broken and not slow, "not_running_linkwrap": broken, "slow_entry_points": slow}
 
 
@@ -139,6 +140,21 @@ def background_line(b) -> str:
     if b["deferred"]:
         parts.append(f"deferred {len(b['deferred'])} (today's CPU budget spent)")
     return ", ".join(parts)
+
+
+def incremental_bases() -> dict:
+    """The bases to patch the warm server builds from saved links (bench/incremental_base.py)."""
+    from linkwrap.bench import incremental_base
+    from linkwrap.record import base_queue
+    last = incremental_base.last_built()
+    return {"queued": len(base_queue.wanted()), "last_built_utc": last.get("built_utc") if last else None}
+
+
+def incremental_bases_line(b) -> str:
+    import time
+    last = time.strftime("last built %Y-%m-%d %H:%M:%S UTC", time.gmtime(b["last_built_utc"])) \
+        if b["last_built_utc"] else "none built yet"
+    return f"queued {b['queued']}, {last} (built while the machine is idle, as background measurement runs)"
 
 
 def runs(linker) -> dict:
@@ -255,6 +271,8 @@ def run(args) -> int:
             state = f"installed (rules: {' '.join(p['rules'])})"
         print(f"{LABELS[p['kind']]:16} {p['path']}: {state}")
     print(f"Background measurement: {background_line(info['background'])}")
+    if info["incremental_bases"]["queued"] or info["incremental_bases"]["last_built_utc"]:
+        print(f"Incremental bases: {incremental_bases_line(info['incremental_bases'])}")
     for w in info["warnings"]:
         print(f"warning: {w}")
     if not info["ok"]:

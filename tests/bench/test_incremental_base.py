@@ -182,3 +182,17 @@ def test_the_idle_warm_server_builds_the_base_at_idle_priority_and_the_next_reli
     with open(os.path.join(root, ".app.lwinc", "last")) as f:
         assert f.read().startswith("patched 1 input(s): lib.o")
     checked(root, objs)
+
+
+def test_status_says_what_is_queued_and_when_the_last_base_was_built(tmp_path, lw_home):
+    from clirun import linkwrap
+    root = str(tmp_path / "p")
+    objs = project(root)
+    link(root, objs)
+    out = linkwrap("status", cwd=root).stdout
+    assert "Incremental bases: queued 1, none built yet" in out, out
+    ident, asked = incremental_base.wanted()[0]
+    incremental_base._note_built(ident, '{"policy": 5, "nice": 19, "ioclass": 3}')
+    incremental_base.done(ident, asked)
+    out = linkwrap("status", cwd=root).stdout
+    assert "Incremental bases: queued 0, last built " in out, out
