@@ -140,7 +140,8 @@ def loop(kind, a, texts, project, target, through_linkwrap, through_wild, out_lw
             ms, rec = (through_linkwrap if name == "linkwrap" else through_wild)(line)
             times[name].append(ms)
             if rec is not None:
-                said = [r for r in json.loads(rec["reasons"]) if "patch" in r or "incremental" in r]
+                reasons = rec["reasons"] if not isinstance(rec["reasons"], str) else json.loads(rec["reasons"])
+                said = [r for r in reasons if "patch" in r or "incremental" in r]
                 how.append(f"{rec['linker']}/{rec['linker_start']}: {said[-1][:110] if said else '-'}")
         got = {subprocess.run([o], capture_output=True, text=True).stdout for o in (out_lw, out_w)}
         outputs |= got

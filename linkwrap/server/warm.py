@@ -183,6 +183,7 @@ def rehearse(last=None) -> None:
                 direct.command(request, choice.decision, request.output, env)
             except direct.NotDirect:
                 pass
+        _learn_saved(request, choice, env)
         if choice.decision.instead is not None:   # a patch tried next: its fork finds the linker loaded
             from linkwrap.run import in_process
             if in_process.runs_here(choice.decision.linker):
@@ -196,6 +197,17 @@ def rehearse(last=None) -> None:
         record.encode(record.make(request, choice.facts, choice.decision, outcome, started_ns=0, environ=env))
     except Exception:  # a rehearsal only: the link itself says what fails
         pass
+
+
+def _learn_saved(request, choice, env) -> None:
+    """A link saved by default hard-links its inputs into the store while its linker runs: what the
+    store holds already (an edit-build loop's unchanged inputs), learnt here, is not linked again
+    (record/save.keep_inputs(learn_only=True))."""
+    if not choice.replayable or env.get("LINKWRAP_SAVE") == "1":
+        return      # not saved before (save.wanted, which ranks and writes, is the link's to ask), or
+                    # asked for: then saving happens after the link, and nothing overlaps the linker
+    from linkwrap.record import save
+    save.keep_inputs(request, links_only=True, learn_only=True)
 
 
 # A response file larger than this is not rehearsed: its words (60 000 arguments of a 2 MB one make
