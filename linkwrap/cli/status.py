@@ -122,9 +122,15 @@ def background(path=None) -> dict:
     # As this shell sees it, else as the server last did (its environment may say CI where this does not).
     off = bg.off_reason(os.environ, setting, bg.on_battery()) or state.get("off")
     running = state.get("running") if bg.running_pid(state) else None
+    latest = {}
+    for done in state.get("finished", ()):
+        latest[done["output"]] = done
+    # Its latest measurement was taken while the rest of the machine was busy (bench/load.py): it
+    # counts, and is measured again when the machine is idle.
+    busy = [o for o, done in latest.items() if (done.get("load") or {}).get("busy")]
     return {"off": off, "queued": list(state.get("queued") or ()), "running": running,
             "done": state.get("done", 0), "last_done_utc": state.get("last_done_utc"),
-            "deferred": list(state.get("deferred") or ())}
+            "deferred": list(state.get("deferred") or ()), "taken_busy": busy}
 
 
 def background_line(b) -> str:
@@ -138,6 +144,9 @@ def background_line(b) -> str:
     parts.append(f"done {b['done']}{last}")
     if b["deferred"]:
         parts.append(f"deferred {len(b['deferred'])} (today's CPU budget spent)")
+    if b.get("taken_busy"):
+        parts.append(f"{len(b['taken_busy'])} taken busy (the rest of the machine used at least the load limit: "
+                     "measured again when idle)")
     return ", ".join(parts)
 
 
