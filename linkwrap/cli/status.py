@@ -122,15 +122,17 @@ def background(path=None) -> dict:
     # As this shell sees it, else as the server last did (its environment may say CI where this does not).
     off = bg.off_reason(os.environ, setting, bg.on_battery()) or state.get("off")
     running = state.get("running") if bg.running_pid(state) else None
-    latest = {}
-    for done in state.get("finished", ()):
-        latest[done["output"]] = done
-    # Its latest measurement was taken while the rest of the machine was busy (bench/load.py): it
-    # counts, and is measured again when the machine is idle.
-    busy = [o for o, done in latest.items() if (done.get("load") or {}).get("busy")]
+    # Outputs whose results in the measurement cache (what the links follow) were taken while the
+    # rest of the machine was busy (bench/load.py): they count, and are measured again when idle.
+    # Those of this project (`linkwrap bench` here) and of the projects the background measurer took busy.
+    from linkwrap.evidence import measured
+    here = os.path.abspath(path or os.getcwd())
+    projects = {here} | {d["cwd"] for d in state.get("finished", ()) if (d.get("load") or {}).get("busy")}
+    busy = sorted({(r.project, r.output) for p in projects for r in measured.load_rows(p)
+                   if r.busy and r.project == p})
     return {"off": off, "queued": list(state.get("queued") or ()), "running": running,
             "done": state.get("done", 0), "last_done_utc": state.get("last_done_utc"),
-            "deferred": list(state.get("deferred") or ()), "taken_busy": busy}
+            "deferred": list(state.get("deferred") or ()), "taken_busy": [o for _, o in busy]}
 
 
 def background_line(b) -> str:

@@ -113,14 +113,14 @@ def test_bench_and_status_say_a_measurement_was_taken_busy(tmp_path, lw_home, cl
     user_config(lw_home, background_load=0.1)
     project = tmp_path / "app"
     project.mkdir()
-    output = saved_link(client, project)
+    saved_link(client, project)
     with BusyLoops():
         done = linkwrap("bench", "--budget", "5", cwd=project, env={"COLUMNS": "250"})
     assert done.returncode == 0, done.stderr
     assert "taken busy (limit" in done.stdout and "measured again when idle" in done.stdout
-    # The background measurer's record of a busy measurement, as status reads it.
-    record = {"output": output, "cwd": str(project), "load": {"others_cpus": 1.5, "limit_cpus": 1.0,
-                                                              "usable_cpus": 2, "busy": True}}
-    background.update_state(lambda st: st.update(finished=[record], done=1))
     status = linkwrap("status", cwd=project).stdout
     assert "1 taken busy" in status and "measured again when idle" in status
+    # Measured again on an idle machine (as far as the limit goes): no longer said.
+    user_config(lw_home, background_load=1000)
+    assert linkwrap("bench", "--budget", "5", cwd=project).returncode == 0
+    assert "taken busy" not in linkwrap("status", cwd=project).stdout
