@@ -134,7 +134,9 @@ def main():
     ap.add_argument("--modules", type=int, default=16)
     ap.add_argument("--funcs", type=int, default=34)
     ap.add_argument("--relinks", type=int, default=10)
-    ap.add_argument("--wait", type=int, default=900, help="seconds `bench --wait` may take")
+    # Below the warm server's 15 minutes without a link (server/lifetime.py IDLE_S): a longer wait
+    # outlives the server that would measure, and the first relink then starts a new one.
+    ap.add_argument("--wait", type=int, default=600, help="seconds `bench --wait` may take (default 600)")
     ap.add_argument("--keep", help="work in this directory and keep it")
     a = ap.parse_args()
     work = a.keep or tempfile.mkdtemp(prefix="lw-first-build-")
@@ -154,7 +156,8 @@ def main():
         t_lw, t_def = os.path.join(work, "t-lw"), os.path.join(work, "t-default")
         first = [(build(one, t_lw, inner, times, env, timed), build(one, t_def, "cc", times, env, timed))]
         waited = lw("bench", "--wait", "--timeout", str(a.wait), cwd=one, env=env)
-        print(f"  bench --wait: exit {waited.returncode}")
+        why = waited.stderr.strip().splitlines()
+        print(f"  bench --wait: exit {waited.returncode}" + (f" ({why[-1]})" if waited.returncode and why else ""))
         relinks = []
         for n in range(1, a.relinks + 1):
             edit(one, n)

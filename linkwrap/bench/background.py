@@ -19,6 +19,9 @@ reaches it); everything else is here.
     done; the next measurer resumes from them (replay.bench's checkpoint and resume), it does
     not restart.
   * A budget of background_budget_s CPU seconds (its own and its linkers') per output per day.
+  * A measurement records how busy the rest of the machine was over its rounds (bench/load.py, summed
+    over the parts of one that was resumed); one taken busy (at least background_load x the usable
+    CPUs used by others) counts, and is queued again (needs_measuring) to be taken when idle.
 
 State: <state>/bench-background.marshal (0600, under its lock): what is queued, running, done,
 deferred, the progress of each measurement cut short, and the CPU spent per output today.
@@ -66,11 +69,12 @@ def must_yield(load, cpus, fraction) -> bool:
     return load - 1 >= fraction * cpus
 
 
-def needs_measuring(scope, measured_linkers, installed, link, stale) -> bool:
+def needs_measuring(scope, measured_linkers, installed, link, stale, busy=False) -> bool:
     """scope, measured_linkers: what measured.match() found for this output; installed: linker names;
-    link: (project, output key); stale: such pairs whose measurement the relinks contradict."""
+    link: (project, output key); stale: such pairs whose measurement the relinks contradict; busy: a
+    result of this output was taken busy (bench/load.py): it counts, but is taken again when idle."""
     from linkwrap.evidence.measured import SCOPES
-    return link in stale or scope != SCOPES[0] or bool(set(installed) - set(measured_linkers))
+    return link in stale or scope != SCOPES[0] or busy or bool(set(installed) - set(measured_linkers))
 
 
 def stale_outputs() -> set:
@@ -431,7 +435,8 @@ def queued(environ) -> tuple:
         match = measured.match(req, facts, found, measured.load_rows(m["cwd"]),
                                measured.machine_key(facts.cpus), measured.stamps(found))
         key = measured.output_key(m["output"])
-        if not needs_measuring(match.scope, {r.linker for r in match.rows}, found, (m["cwd"], key), stale):
+        busy = match.scope == measured.SCOPES[0] and any(r.busy for r in match.rows)
+        if not needs_measuring(match.scope, {r.linker for r in match.rows}, found, (m["cwd"], key), stale, busy):
             continue
         day, used = spent.get(key, (today, 0.0))
         if day == today and used >= settings["background_budget_s"]:
@@ -449,7 +454,7 @@ def _cpu() -> float:
 
 def _measure(item, to_store, priority) -> None:
     """One saved link: resumed where a stop left it, kept when done; deferred when its budget runs out."""
-    from linkwrap.bench import keep, replay
+    from linkwrap.bench import keep, load, replay
     from linkwrap.evidence import measured
     manifest, args, found, settings = item
     name = os.path.basename(manifest["path"])
@@ -461,6 +466,13 @@ def _measure(item, to_store, priority) -> None:
     if not was or was.get("stamps") != stamps or was.get("saved_utc") != manifest.get("saved_utc"):
         was = {"stamps": stamps, "saved_utc": manifest.get("saved_utc"), "yielded": 0, "resumed_at": [],
                "snapshot": None}
+    # The rest of the machine's CPU over every part of this measurement (a resumed one continues the sums).
+    before_cpu_s, before_wall_s = was.get("others", (0.0, 0.0))
+    since = load.sample()
+
+    def others():
+        cpu_s, wall_s = load.others(since, load.sample())
+        return (None if cpu_s is None or before_cpu_s is None else before_cpu_s + cpu_s), before_wall_s + wall_s
     if was["snapshot"]:
         was["resumed_at"].append(was["snapshot"]["rounds"])
     day, used = read_state().get("cpu", {}).get(key, (today, 0.0))
@@ -468,6 +480,7 @@ def _measure(item, to_store, priority) -> None:
     started = _cpu()
 
     def note(state):
+        was["others"] = others()
         state.setdefault("progress", {})[name] = was
         state.setdefault("cpu", {})[key] = (today, used + _cpu() - started)
         state["running"] = manifest["output"]
@@ -495,12 +508,13 @@ def _measure(item, to_store, priority) -> None:
             update_state(lambda st: (note(st), st.setdefault("deferred", []).append(manifest["output"])))
         return
     with _whole():
-        keep.keep(manifest, results, facts, rounds, to_store)
+        taken = load.summary(*others(), settings["background_load"], len(os.sched_getaffinity(0)))
+        keep.keep(manifest, results, facts, rounds, to_store, load=taken)
         record = {"output": manifest["output"], "cwd": manifest["cwd"], "finished_utc": time.time(),
                   "rounds": rounds, "yielded": was["yielded"], "resumed_at": was["resumed_at"],
                   "priority": priority, "results": [tuple(r) for r in results], "fs": getattr(facts, "fs", None),
                   "budget_s": budget, "default": replay.callers_default(manifest, found),
-                  "load_avg": os.getloadavg()[0]}
+                  "load_avg": os.getloadavg()[0], "load": taken}
 
         def finish(state):
             note(state)

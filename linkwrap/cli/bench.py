@@ -6,11 +6,15 @@ Output: a table like hyperfine's per link (median, 95 % CI, min-max, peak RSS, r
 and to the caller's own default: the median of the per-round ratios, paired, with its 95 % CI),
 then hyperfine's "X ran 1.18 ± 0.03 times faster than Y" against that default; or with --json one
 object per link:
-  {"output", "rounds", "budget_s", "load_avg", "fs", "default", "rows": [{"linker", "variant",
+  {"output", "rounds", "budget_s", "load_avg", "fs", "default",
+   "load": {"others_cpus", "limit_cpus", "usable_cpus", "busy"}, "rows": [{"linker", "variant",
    "median_ms", "ci_low_ms", "ci_high_ms", "min_ms", "max_ms", "peak_rss_kb", "runs", "failed",
    "ratio_vs", "ratio", "ratio_ci_low", "ratio_ci_high", "times_ms"}]}
   (ratio*: this time / ratio_vs's in the same round, median and 95 % CI, null without a default
-   timed in at least 3 of the same rounds; times_ms: the timed runs by round, null for none)
+   timed in at least 3 of the same rounds; times_ms: the timed runs by round, null for none;
+   load: the CPUs the rest of the machine kept busy during the rounds, on average, and whether that
+   reached the background load limit, [bench] background_load x usable CPUs: "busy", the result
+   counts and the warm server measures it again when the machine is idle; bench/load.py)
 The results go to the store (table bench_results) and to the measurement cache that every link
 reads (linkwrap/evidence/measured.py), so the next link of these outputs uses the fastest.
 A saved link whose inputs are gone or changed is a one-line error.
@@ -32,13 +36,16 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON (a stable interface)")
     parser.add_argument("--wait", action="store_true",
                         help="replay nothing: wait until the warm server's background measurements are done "
-                             "(nothing queued or running), then print their table (for scripts and tests)")
+                             "(nothing queued or running), then print their table (for scripts and tests); "
+                             "exit 1 at once when no warm server is running to measure what is pending. "
+                             "An output measured while the machine was busy counts as done (its table says "
+                             "busy): the server measures it again when the machine is idle")
     parser.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
                         help="with --wait: give up after this long (default 600), exit 1")
 
 
 def run(args) -> int:
-    from linkwrap.bench import replay
+    from linkwrap.bench import load, replay
     from linkwrap.record import save
     from linkwrap.errors import UsageError
     from linkwrap.facts import linkers
@@ -63,6 +70,7 @@ def run(args) -> int:
         save.touch(manifest)
         progress = _progress(manifest, args.budget) if sys.stderr.isatty() and not args.json else None
         default = replay.callers_default(manifest, found)
+        since = load.sample()
         try:
             results, facts, rounds = replay.bench(manifest, link_args, found, budget_s=args.budget,
                                                   only=set(args.linker or ()),
@@ -70,8 +78,12 @@ def run(args) -> int:
         finally:
             if progress:
                 progress.stop()
-        report = _report(manifest, results, facts, rounds, args.budget, default)
-        _keep(manifest, results, facts, rounds)
+        # As the background measurer does: a measurement taken busy counts, and is taken again when idle.
+        taken = load.summary(*load.others(since, load.sample()),
+                             *load.settings_limit(replay.request_for(manifest, link_args, manifest["output"]),
+                                                  os.environ))
+        report = _report(manifest, results, facts, rounds, args.budget, default, taken)
+        _keep(manifest, results, facts, rounds, taken)
         reports.append(report)
         if not args.json:
             _render(report)
@@ -98,12 +110,23 @@ def wait(args) -> int:
         state = background.read_state()
         # What the measurer has queued, and what it will queue once the server sees the machine idle:
         # saved links that no measurement applies to yet (the server looks at them within seconds).
-        waiting = ([state["running"]] if background.pending(state) and state.get("running") else []) \
-            + list(state.get("queued") or ())
+        running = state.get("running") if background.running_pid(state) else None
+        waiting = ([running] if running else []) + list(state.get("queued") or ())
         if not waiting and not off:
             waiting = [m["output"] for m, *_ in background.queued(os.environ)[0]]
+        # An output whose latest measurement was taken busy is measured again when the machine is
+        # idle, which may be long: its measurement is done as far as a script waiting goes (the
+        # table says it was busy), unless that redo is under way.
+        redo = {d["output"] for d in latest_finished(state).values() if (d.get("load") or {}).get("busy")}
+        waiting = [w for w in waiting if w == running or w not in redo]
         if not waiting:
             break
+        if not background.running_pid(state) and not server_running():
+            # Nothing will measure them: said at once, not after the whole timeout.
+            what = waiting[0] if len(set(waiting)) == 1 else f"{len(set(waiting))} saved links"
+            print(f"linkwrap: no warm server is running to measure {what}; measure now with `linkwrap bench`",
+                  file=sys.stderr)
+            return 1
         if time.monotonic() >= deadline:
             print(f"linkwrap: background measurements still pending after {args.timeout:g} s: "
                   f"{', '.join(dict.fromkeys(waiting))}", file=sys.stderr)
@@ -112,7 +135,7 @@ def wait(args) -> int:
     cwd = os.getcwd()
     named = {output_key(os.path.abspath(w)) for w in args.outputs}
     latest = {}
-    for done in state.get("finished", ()):
+    for done in latest_finished(state).values():
         key = output_key(done["output"])
         if named and key not in named:
             continue
@@ -123,7 +146,7 @@ def wait(args) -> int:
     for done in latest.values():
         facts = type("Facts", (), {"fs": done["fs"]})
         report = _report(done, [replay.Result(*r) for r in done["results"]], facts, done["rounds"],
-                         done["budget_s"], done["default"])
+                         done["budget_s"], done["default"], done.get("load"))
         report.update(load_avg=done["load_avg"], yielded=done["yielded"], resumed_at=list(done["resumed_at"]))
         reports.append(report)
         if not args.json:
@@ -134,6 +157,39 @@ def wait(args) -> int:
     elif not reports:
         print(f"no background measurements of {', '.join(args.outputs) or cwd} yet")
     return 0
+
+
+def latest_finished(state) -> dict:
+    """{output: the background measurer's latest finished record of it}."""
+    return {done["output"]: done for done in state.get("finished", ())}
+
+
+def server_running(environ=os.environ) -> bool:
+    """A warm server holds its socket's lock in this state's run directory (server/lifetime.py's
+    claim(), held for its lifetime), as /proc/locks says. Not asked over its socket: a connection
+    counts there as a link arriving, which would stop the measurement being waited for."""
+    from linkwrap.server import lifetime
+    run = lifetime.run_dir(environ)
+    try:
+        names = [n for n in os.listdir(run) if n.startswith("s-") and n.endswith(".lock")]
+    except OSError:
+        return False
+    held = set()
+    for name in names:
+        try:
+            st = os.stat(os.path.join(run, name))
+        except OSError:
+            continue
+        held.add(f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}")
+    if not held:
+        return False
+    try:
+        with open("/proc/locks") as f:
+            locks = f.read().splitlines()
+    except OSError:
+        return True   # no way to tell: waited for, as before
+    # "1: FLOCK  ADVISORY  WRITE 1234 00:1f:5678 0 EOF" (a blocked waiter's line starts "1: ->")
+    return any(len(p) > 5 and p[1] == "FLOCK" and p[5] in held for p in (line.split() for line in locks))
 
 
 def measure_in_background() -> None:
@@ -148,7 +204,7 @@ def measure_in_background() -> None:
     os._exit(0)
 
 
-def _report(manifest, results, facts, rounds, budget, default) -> dict:
+def _report(manifest, results, facts, rounds, budget, default, load=None) -> dict:
     from linkwrap.report.summary import peak_is_bound  # the records' rule, for the bench's figures
     rows = [{"linker": r.linker, "label": r.label, "variant": r.variant, "median_ms": r.median_ms,
              "ci_low_ms": r.ci_low_ms, "ci_high_ms": r.ci_high_ms, "min_ms": r.min_ms, "max_ms": r.max_ms,
@@ -159,12 +215,12 @@ def _report(manifest, results, facts, rounds, budget, default) -> dict:
              "ratio_vs": r.vs, "ratio": r.ratio, "ratio_ci_low": r.ratio_low, "ratio_ci_high": r.ratio_high,
              "times_ms": list(r.times_ms)} for r in results]
     return {"output": manifest["output"], "rounds": rounds, "budget_s": budget, "load_avg": os.getloadavg()[0],
-            "fs": getattr(facts, "fs", None), "default": default, "rows": rows}
+            "fs": getattr(facts, "fs", None), "default": default, "load": load, "rows": rows}
 
 
-def _keep(manifest, results, facts, rounds) -> None:
+def _keep(manifest, results, facts, rounds, load=None) -> None:
     from linkwrap.bench import keep
-    keep.keep(manifest, results, facts, rounds, to_store=store_rows)
+    keep.keep(manifest, results, facts, rounds, to_store=store_rows, load=load)
 
 
 def store_rows(manifest, kept, rounds) -> None:
@@ -241,7 +297,9 @@ def _render(report) -> None:
 
     def make(dropped):
         table = Table(title=f"{escape(report['output'])}: {report['rounds']} rounds on {report['fs'] or '?'}, "
-                            f"load {report['load_avg']:.2f}", title_justify="left", box=box.SIMPLE_HEAD,
+                            f"load average {report['load_avg']:.2f}"
+                            + (f"; {escape(load_text(report['load']))}" if report.get("load") else ""),
+                      title_justify="left", box=box.SIMPLE_HEAD,
                       pad_edge=False, collapse_padding=True)
         shown = [c for c in headers if c not in dropped]
         for c in shown:
@@ -266,6 +324,11 @@ def _render(report) -> None:
         lead = line[:len(line) - len(line.lstrip())]
         console.print(escape(textwrap.fill(line, console.width, subsequent_indent=lead + "    ",
                                            break_on_hyphens=False)), highlight=False, soft_wrap=True)
+
+
+def load_text(load) -> str:
+    from linkwrap.bench.load import text
+    return text(load)
 
 
 def _vs_default(r, base) -> str:

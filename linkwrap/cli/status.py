@@ -123,9 +123,17 @@ def background(path=None) -> dict:
     # As this shell sees it, else as the server last did (its environment may say CI where this does not).
     off = bg.off_reason(os.environ, setting, bg.on_battery()) or state.get("off")
     running = state.get("running") if bg.running_pid(state) else None
+    # Outputs whose results in the measurement cache (what the links follow) were taken while the
+    # rest of the machine was busy (bench/load.py): they count, and are measured again when idle.
+    # Those of this project (`linkwrap bench` here) and of the projects the background measurer took busy.
+    from linkwrap.evidence import measured
+    here = os.path.abspath(path or os.getcwd())
+    projects = {here} | {d["cwd"] for d in state.get("finished", ()) if (d.get("load") or {}).get("busy")}
+    busy = sorted({(r.project, r.output) for p in projects for r in measured.load_rows(p)
+                   if r.busy and r.project == p})
     return {"off": off, "queued": list(state.get("queued") or ()), "running": running,
             "done": state.get("done", 0), "last_done_utc": state.get("last_done_utc"),
-            "deferred": list(state.get("deferred") or ())}
+            "deferred": list(state.get("deferred") or ()), "taken_busy": [o for _, o in busy]}
 
 
 def background_line(b) -> str:
@@ -139,6 +147,9 @@ def background_line(b) -> str:
     parts.append(f"done {b['done']}{last}")
     if b["deferred"]:
         parts.append(f"deferred {len(b['deferred'])} (today's CPU budget spent)")
+    if b.get("taken_busy"):
+        parts.append(f"{len(b['taken_busy'])} taken busy (the rest of the machine used at least the load limit: "
+                     "measured again when idle)")
     return ", ".join(parts)
 
 

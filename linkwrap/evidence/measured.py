@@ -22,6 +22,10 @@ measurement did not count.
 A measurement the real relinks contradict (learn.note: clearly slower than it said) is marked stale in
 `<cache>/measurements/stale.marshal`, {(project, output key): why}; whoever measures again
 (`linkwrap bench`, the background measurer) reads stale() and add_rows() clears the mark.
+
+A result taken while the rest of the machine was busy (Row.busy, bench/load.py) counts like any
+other, and is measured again by the background measurer once the machine is idle: the new result
+replaces it (add_rows), so the mark goes with it.
 """
 import os
 from linkwrap.records import record
@@ -63,8 +67,13 @@ Row = record("Row", [
     "ratio",        # float | None: median of this time / vs's time in the same round
     "ratio_low",    # float | None: its 95 % confidence interval
     "ratio_high",   # float | None
-], defaults=(None, None, None, None))
-OLD_FIELDS = 19   # rows written before the paired ratios: read with those unset
+    # How busy the rest of the machine was during the rounds (bench/load.py): the CPUs it kept busy
+    # on average, and whether that reached the background load limit (taken busy: it counts, and the
+    # background measurer takes it again when the machine is idle).
+    "others_cpus",  # float | None: in CPUs (None: written before this field, or /proc/stat unreadable)
+    "busy",         # bool | None
+], defaults=(None,) * 6)
+OLD_FIELDS = 19   # rows written before the paired ratios (and, 23, before the load): read with those unset
 
 # What applies to one link: the scope in words, the rows (one per linker and variant, newest),
 # and why other results were ignored.
@@ -77,8 +86,8 @@ def _row(r):
     """A Row from a stored tuple, or None for one that is not."""
     if not isinstance(r, tuple):
         return None
-    if len(r) == OLD_FIELDS:
-        r = r + (None,) * (len(Row._fields) - OLD_FIELDS)
+    if OLD_FIELDS <= len(r) < len(Row._fields):
+        r = r + (None,) * (len(Row._fields) - len(r))
     return Row(*r) if len(r) == len(Row._fields) else None
 
 

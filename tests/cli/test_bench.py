@@ -14,6 +14,7 @@ def row(label, linker, median, ratio=None, variant="fresh", failed=None):
 def report():
     return {"output": "/work/project/target/debug/deps/some_long_crate_name-0123456789abcdef", "rounds": 15,
             "fs": "btrfs", "load_avg": 3.21, "default": "rust-lld",
+            "load": {"others_cpus": 1.62, "limit_cpus": 1.0, "usable_cpus": 2, "busy": True},
             "rows": [row("rust-lld 16.0.2 (bundled with rustc 1.91.0)", "rust-lld", 126.43, 1.0),
                      row("mold 1.10.1", "mold", 26.41, 0.21), row("wild 0.8.0", "wild", 24.9, 0.2),
                      row("GNU ld 2.40", "bfd", 1312.5, 10.4), row("mold 1.10.1", "mold", 27.0, 0.22, "in-place")]}
@@ -26,6 +27,9 @@ def test_every_figure_is_whole_at_80_columns(capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "…" not in out
     assert max(len(line) for line in out.splitlines()) <= 80
+    # The title says how busy the rest of the machine was, and that this was too busy.
+    title = " ".join(out.split("linker")[0].split())
+    assert "others used 1.62 of 2 CPUs: taken busy (limit 1.00), measured again when idle" in title, title
     for r in data["rows"]:
         for figure in (f"{r['median_ms']:.1f} ms", f"{r['ci_low_ms']:.1f}-{r['ci_high_ms']:.1f}",
                        f"{r['ratio']:.2f} ({r['ratio_ci_low']:.2f}-{r['ratio_ci_high']:.2f})"):
