@@ -71,6 +71,20 @@ class ObjectFile:
         _parse_object(self)
 
 
+def drop_pages(view):
+    """The pages of the input mapping `view` is a slice of leave this process's RSS (MADV_DONTNEED on a
+    shared, read-only file mapping: what is read again faults in from the page cache). A pass calls it
+    once it holds what it read in its own records, so a big link's peak is not its records plus every
+    input page some pass once touched."""
+    import mmap
+    mapped = getattr(view, "obj", None)
+    if isinstance(mapped, mmap.mmap) and hasattr(mapped, "madvise"):
+        try:
+            mapped.madvise(mmap.MADV_DONTNEED)
+        except (OSError, ValueError):
+            pass
+
+
 _DROP_TYPES = {elf.SHT_NULL, elf.SHT_SYMTAB, elf.SHT_STRTAB, elf.SHT_RELA, elf.SHT_GROUP,
                elf.SHT_SYMTAB_SHNDX, elf.SHT_LLVM_ADDRSIG}
 

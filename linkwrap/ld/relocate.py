@@ -43,7 +43,7 @@ def apply_all(res, lk, live, diag, stats=None, buf=None):
     kept = _KeptCopies(res)
     bulk = []       # non-alloc sections with relocations: copied and relocated per object at the end
     loaded = []     # loaded sections with relocations, copied: relocated after the copies
-    _drop_inputs(res)
+    drop_inputs(res)
     memo = ({}, {})     # per link: Symbol -> symbol class, (type, class, writable) -> action
     from linkwrap.ld.objects import InputSection
     nobits, alloc = elf.SHT_NOBITS, elf.SHF_ALLOC
@@ -69,6 +69,7 @@ def apply_all(res, lk, live, diag, stats=None, buf=None):
                 buf[start:start + len(data)] = data
             if m.rela is not None or m.relocs:
                 loaded.append((m, start, addr + out_off))
+    drop_inputs(res)    # the copies' input pages: the image holds them now
     relocate_bulk = None
     if bulk or loaded:
         from linkwrap.ld import relocate_bulk
@@ -84,6 +85,7 @@ def apply_all(res, lk, live, diag, stats=None, buf=None):
         if relocs is None or relocs:
             _relocate_section(buf, lk, m, start, addr, syms_of[m.file], live.alive, diag, kept, memo, relocs)
     if bulk:
+        drop_inputs(res)    # the loaded relocation tables' pages, before the debug sections fill the image
         if relocate_bulk is not None:
             relocate_bulk.apply(buf, lk, bulk, res, live.alive, diag, kept, _relocate_section, stats, cache)
         else:
@@ -94,7 +96,7 @@ def apply_all(res, lk, live, diag, stats=None, buf=None):
     return buf
 
 
-def _drop_inputs(res):
+def drop_inputs(res):
     """The input pages earlier passes read (symbol tables, relocations, merged strings) leave this
     process's RSS before the image fills up: MADV_DONTNEED on a shared file mapping, so what is read
     again faults in from the page cache. A debug link's peak is image + inputs otherwise."""
