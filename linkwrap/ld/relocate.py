@@ -37,8 +37,9 @@ _TAIL = {t: (r.check, _LIMITS.get((r.size, r.check)), _PACK.get((r.size, r.check
          for t, r in x86_64.RECIPES.items()}
 
 
-# the copy's input and image pages leave the RSS every this many bytes copied (drop_inputs)
-_DROP_EVERY = 8 << 20
+# the copy's input and image pages leave the RSS every this many bytes copied (drop_inputs): input
+# pages come in by 64 KiB (the kernel's fault-around), so each byte copied holds several
+_DROP_EVERY = 4 << 20
 
 
 def apply_all(res, lk, live, diag, stats=None, buf=None):
@@ -70,16 +71,16 @@ def apply_all(res, lk, live, diag, stats=None, buf=None):
                 # InputSection.bytes() inline: ~70k sections in a Rust debug link
                 size = m.size
                 buf[start:start + size] = m.file.view[m.offset:m.offset + size]
+                copied += size
+                if copied >= _DROP_EVERY:
+                    copied = 0
+                    drop_inputs(res)    # the copies' input pages: the image holds them now
+                    drop_pages(buf)     # and the image's own (a mapped file's: read again from the page cache)
             else:
                 data = m.bytes()
                 buf[start:start + len(data)] = data
             if m.rela is not None or m.relocs:
                 loaded.append((m, start, addr + out_off))
-        copied += o.size
-        if copied >= _DROP_EVERY:
-            copied = 0
-            drop_inputs(res)    # the copies' input pages: the image holds them now
-            drop_pages(buf)     # and the image's own (a mapped file's pages: read again from the page cache)
     drop_inputs(res)
     drop_pages(buf)
     relocate_bulk = None

@@ -65,9 +65,12 @@ def apply(buf, lk, pending, res, alive, diag, kept, slow, stats=None, cache=None
         for m, start, _ in items:
             data = m.bytes()
             buf[start:start + len(data)] = data
+        _drop(obj.view.obj)     # the sections' bytes are in the image: only the relocation tables are read again
+        _drop(buf)
         bad = set()
         for chunk in _chunks(items):
             bad.update(_object(np, img, ctx, obj, chunk, syms))
+            _drop(buf)          # what this batch patched (a big .debug_info is many batches)
         for m, start, addr in items:
             if m in bad:    # the loop writes every value again: what a batch wrote stays the same
                 slow(buf, lk, m, start, addr, syms, alive, diag, kept)

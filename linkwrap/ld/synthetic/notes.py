@@ -81,7 +81,7 @@ def chunk_digests(buf, style):
         view.release()
 
 
-_DROP_EVERY = 8 * CHUNK
+_DROP_EVERY = 4 * CHUNK
 
 
 def tree_digest(chunks, style):
