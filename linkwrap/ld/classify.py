@@ -158,6 +158,7 @@ RULES = {
 # are): an "a"-only .init_array or .data there is written by the loader like the rest, so its
 # pointers need no text relocation. Any other read-only section stays read-only.
 _WRITABLE_BY_NAME = (".init_array", ".fini_array", ".preinit_array", ".data.rel.ro", ".data")
+_WRITABLE_SECOND = frozenset(w[1] for w in _WRITABLE_BY_NAME)    # a name none of them starts with fails at once
 
 
 def writable(sec) -> int:
@@ -169,6 +170,8 @@ def writable(sec) -> int:
     if f & elf.SHF_TLS or not f & elf.SHF_ALLOC:
         return 0
     n = sec.name
+    if n[1:2] not in _WRITABLE_SECOND:
+        return 0        # .text.*, .rodata.*, .gcc_except_table.*: most of a big link's ~50k sections
     for w in _WRITABLE_BY_NAME:
         if n.startswith(w) and (len(n) == len(w) or n[len(w)] == "."):
             return 1

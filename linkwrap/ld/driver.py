@@ -81,6 +81,8 @@ def _link(opts, diag):
             exports = decide_exports(opts, res, diag)
         diag.checkpoint()  # --no-undefined-version
     mode = _mode(opts, res, exports)
+    # the symbol and string tables parse copied into its records: their pages out of the RSS
+    relocate.drop_inputs(res)
     with t.phase("Garbage-collect sections"):
         # the set of live sections (all but COMDAT losers without --gc-sections); .eh_frame
         # rewritten into new records without the FDEs of dead functions
@@ -89,6 +91,9 @@ def _link(opts, diag):
         # decide GOT slots, PLT entries, copy relocations and dynamic symbols; find undefined symbols
         needs = scan.scan(opts, mode, res, live, diag)
     diag.checkpoint()  # every undefined symbol and unsupported relocation, all at once
+    # the input pages gc and scan read (symbol and relocation tables, .eh_frame) leave the RSS before
+    # the string merge's peak: what is read again faults in from the page cache (relocate.drop_inputs)
+    relocate.drop_inputs(res)
     with t.phase("Create synthetic sections"):
         # .got .plt .dynamic .dynsym .gnu.hash .gnu.version_r .rela.* .eh_frame_hdr .bss commons
         synth = synthetic.create(opts, mode, res, live, needs, exports)

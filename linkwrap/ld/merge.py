@@ -39,6 +39,14 @@ def strings(sections, use_numpy=None):
     return _strings_numpy(sections) if use_numpy and _numpy() is not None else _strings(sections)
 
 
+def _drop(sec):
+    """sec's input pages leave the RSS once its strings are copied out (objects.drop_pages)."""
+    f = getattr(sec, "file", None)
+    if f is not None:
+        from linkwrap.ld.objects import drop_pages
+        drop_pages(f.view)
+
+
 def _numpy():
     try:
         import numpy
@@ -59,6 +67,7 @@ def _strings_numpy(sections):
     g = 0
     for sec in sections:
         parts = bytes(sec.bytes()).split(b"\0")
+        _drop(sec)          # its pages (~20 MB of .debug_str in all) out of the RSS at the merge's peak
         parts.pop()         # what follows the last NUL: nothing
         ids.extend(map(setdefault, parts, count(g)))
         lens.extend(map(len, parts))
@@ -95,6 +104,7 @@ def _strings(sections):
     setdefault = seen.setdefault
     for sec in sections:
         parts = bytes(sec.bytes()).split(b"\0")
+        _drop(sec)
         parts.pop()         # what follows the last NUL: nothing
         n = len(parts)
         ids = list(map(setdefault, parts, count(g)))

@@ -71,6 +71,21 @@ class ObjectFile:
         _parse_object(self)
 
 
+def drop_pages(view, start=0, length=0):
+    """The pages of a shared file mapping (an mmap, or a memoryview of one: an input file) leave this
+    process's RSS (MADV_DONTNEED: what is read again faults in from the page cache, and a written
+    page of a shared mapping is the file's, kept there). A pass calls it once it holds what it read
+    in its own records, so a big link's peak is not its records plus every page some pass once
+    touched. start (page-aligned) and length: only that part (length 0: to the end)."""
+    import mmap
+    mapped = view if isinstance(view, mmap.mmap) else getattr(view, "obj", None)
+    if isinstance(mapped, mmap.mmap) and hasattr(mapped, "madvise"):
+        try:
+            mapped.madvise(mmap.MADV_DONTNEED, start, length or len(mapped) - start)
+        except (OSError, ValueError):
+            pass
+
+
 _DROP_TYPES = {elf.SHT_NULL, elf.SHT_SYMTAB, elf.SHT_STRTAB, elf.SHT_RELA, elf.SHT_GROUP,
                elf.SHT_SYMTAB_SHNDX, elf.SHT_LLVM_ADDRSIG}
 

@@ -21,6 +21,7 @@ from linkwrap.ld.classify import (BASEREL, DESC_CALL_NOP, DESC_TO_IE, DESC_TO_LE
                                   GD_TO_LE, GOT, LD_TO_LE, NONE, PLT, TLS_TPOFF, TLSDESC, TLSGD, TLSLD,
                                   TOMBSTONE_ONE, preemptible)
 from linkwrap.ld.diag import where
+from linkwrap.ld.objects import drop_pages
 
 _PACK = {
     (8, ""): elf.U64.pack_into, (4, "s"): elf.I32.pack_into, (4, "u"): elf.U32.pack_into,
@@ -36,6 +37,11 @@ _TAIL = {t: (r.check, _LIMITS.get((r.size, r.check)), _PACK.get((r.size, r.check
          for t, r in x86_64.RECIPES.items()}
 
 
+# the copy's input and image pages leave the RSS every this many bytes copied (drop_inputs): input
+# pages come in by 64 KiB (the kernel's fault-around), so each byte copied holds several
+_DROP_EVERY = 4 << 20
+
+
 def apply_all(res, lk, live, diag, stats=None, buf=None):
     """-> buf (a new bytearray when None), the whole output file with every section relocated."""
     buf = bytearray(lk.file_size) if buf is None else buf
@@ -43,10 +49,11 @@ def apply_all(res, lk, live, diag, stats=None, buf=None):
     kept = _KeptCopies(res)
     bulk = []       # non-alloc sections with relocations: copied and relocated per object at the end
     loaded = []     # loaded sections with relocations, copied: relocated after the copies
-    _drop_inputs(res)
+    drop_inputs(res)
     memo = ({}, {})     # per link: Symbol -> symbol class, (type, class, writable) -> action
     from linkwrap.ld.objects import InputSection
     nobits, alloc = elf.SHT_NOBITS, elf.SHF_ALLOC
+    copied = 0
     for o in lk.osecs:
         if o.type == nobits:
             continue
@@ -64,11 +71,18 @@ def apply_all(res, lk, live, diag, stats=None, buf=None):
                 # InputSection.bytes() inline: ~70k sections in a Rust debug link
                 size = m.size
                 buf[start:start + size] = m.file.view[m.offset:m.offset + size]
+                copied += size
+                if copied >= _DROP_EVERY:
+                    copied = 0
+                    drop_inputs(res)    # the copies' input pages: the image holds them now
+                    drop_pages(buf)     # and the image's own (a mapped file's: read again from the page cache)
             else:
                 data = m.bytes()
                 buf[start:start + len(data)] = data
             if m.rela is not None or m.relocs:
                 loaded.append((m, start, addr + out_off))
+    drop_inputs(res)
+    drop_pages(buf)
     relocate_bulk = None
     if bulk or loaded:
         from linkwrap.ld import relocate_bulk
@@ -84,6 +98,7 @@ def apply_all(res, lk, live, diag, stats=None, buf=None):
         if relocs is None or relocs:
             _relocate_section(buf, lk, m, start, addr, syms_of[m.file], live.alive, diag, kept, memo, relocs)
     if bulk:
+        drop_inputs(res)    # the loaded relocation tables' pages, before the debug sections fill the image
         if relocate_bulk is not None:
             relocate_bulk.apply(buf, lk, bulk, res, live.alive, diag, kept, _relocate_section, stats, cache)
         else:
@@ -94,20 +109,16 @@ def apply_all(res, lk, live, diag, stats=None, buf=None):
     return buf
 
 
-def _drop_inputs(res):
+def drop_inputs(res):
     """The input pages earlier passes read (symbol tables, relocations, merged strings) leave this
     process's RSS before the image fills up: MADV_DONTNEED on a shared file mapping, so what is read
     again faults in from the page cache. A debug link's peak is image + inputs otherwise."""
-    import mmap
     seen = set()
     for obj in res.objects:
         m = obj.view.obj
-        if isinstance(m, mmap.mmap) and id(m) not in seen:
+        if id(m) not in seen:
             seen.add(id(m))
-            try:
-                m.madvise(mmap.MADV_DONTNEED)
-            except (OSError, ValueError, AttributeError):
-                pass
+            drop_pages(m)
 
 
 class _KeptCopies:

@@ -65,9 +65,12 @@ def apply(buf, lk, pending, res, alive, diag, kept, slow, stats=None, cache=None
         for m, start, _ in items:
             data = m.bytes()
             buf[start:start + len(data)] = data
+        _drop(obj.view.obj)     # the sections' bytes are in the image: only the relocation tables are read again
+        _drop(buf)
         bad = set()
         for chunk in _chunks(items):
             bad.update(_object(np, img, ctx, obj, chunk, syms))
+            _drop(buf)          # what this batch patched (a big .debug_info is many batches)
         for m, start, addr in items:
             if m in bad:    # the loop writes every value again: what a batch wrote stays the same
                 slow(buf, lk, m, start, addr, syms, alive, diag, kept)
@@ -75,6 +78,7 @@ def apply(buf, lk, pending, res, alive, diag, kept, slow, stats=None, cache=None
                 key = "slow_sections" if m in bad else "bulk_relocs"
                 stats[key] = stats.get(key, 0) + (1 if m in bad else m.rela[1] // 24)
         _drop(obj.view.obj)     # an archive's other members fault their own pages in again
+        _drop(buf)      # the image's written pages too: they are in the page cache, the file's (write.Image)
 
 
 # relocations per numpy batch: a batch's arrays cost ~200 bytes per relocation while it lasts
@@ -104,7 +108,9 @@ def _drop(mapped):
     """The pages of an input file whose sections are all in the image leave this process's RSS
     (MADV_DONTNEED on a shared file mapping: a later read faults them in again from the page cache,
     as .eh_frame's copy and the writer may). Without it the debug sections' pages stay resident
-    next to their copy in the image."""
+    next to their copy in the image. The same for the mapped image itself: its written pages are
+    the output file's pages in the page cache (dirty ones are written back, never lost), read
+    again by the build-id's hash. A bytearray image is not a mapping: nothing to drop."""
     import mmap
     if isinstance(mapped, mmap.mmap) and hasattr(mapped, "madvise"):
         try:

@@ -37,7 +37,7 @@ def apply_loaded(buf, lk, pending, res, alive, memo, stats=None, cache=None):
     a section not in it is done."""
     import numpy as np
     from linkwrap.ld import rela
-    from linkwrap.ld.objects import InputSection
+    from linkwrap.ld.objects import InputSection, drop_pages
     img = np.frombuffer(buf, dtype=np.uint8)
     ctx = _Loaded(np, lk, alive, memo)
     if cache is not None:
@@ -65,6 +65,7 @@ def apply_loaded(buf, lk, pending, res, alive, memo, stats=None, cache=None):
         for it in frames:
             t = rela.from_rows(np, it[0], it[0].get_relocs())
             done += _loaded_batch(np, img, ctx, obj, [(*it[:3], 0, it[3])], syms, left, t)
+        drop_pages(obj.view)   # its relocation and symbol tables' pages: the peak is the image's, not theirs
     if stats is not None:
         stats["bulk_relocs"] = stats.get("bulk_relocs", 0) + done
     return left

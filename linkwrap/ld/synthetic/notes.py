@@ -67,11 +67,21 @@ CHUNK = 1 << 20
 def chunk_digests(buf, style):
     """-> each CHUNK of buf's digest (the note's digest field must be zero in buf)."""
     h = hashlib.sha1 if style == "sha1" else hashlib.md5
+    from linkwrap.ld.objects import drop_pages
     view = memoryview(buf)
+    out = []
     try:
-        return [h(view[i:i + CHUNK]).digest() for i in range(0, len(buf), CHUNK)]
+        for i in range(0, len(buf), CHUNK):
+            out.append(h(view[i:i + CHUNK]).digest())
+            if i % _DROP_EVERY == _DROP_EVERY - CHUNK:
+                # a mapped image's hashed pages leave the RSS (they are the file's: objects.drop_pages)
+                drop_pages(buf, i + CHUNK - _DROP_EVERY, _DROP_EVERY)
+        return out
     finally:
         view.release()
+
+
+_DROP_EVERY = 4 * CHUNK
 
 
 def tree_digest(chunks, style):
