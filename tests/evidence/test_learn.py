@@ -272,6 +272,8 @@ def test_an_incremental_link_keeps_its_time_apart_whoever_forced_it(tmp_path, lw
         assert subprocess.run([linkwrap_cc, "hello.o", "-o", "hello"], cwd=tmp_path, env={**env, **extra}).returncode == 0
     inc, full = _incremental_samples(lw_home, tmp_path)
     assert len(inc) == 2 and all(t > 0 for t in inc) and full == {}   # no full linker's time among them
+    import shutil
+    shutil.rmtree(tmp_path / ".hello.lwinc")   # no base to patch beside it: a full linker links (else a patch is tried)
     assert subprocess.run([linkwrap_cc, "hello.o", "-o", "hello"], cwd=tmp_path, env=env).returncode == 0
     inc, full = _incremental_samples(lw_home, tmp_path)
     assert len(inc) == 2 and sum(len(s) for s in full.values()) == 1   # a full link's time goes with the others
