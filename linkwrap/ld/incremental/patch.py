@@ -58,7 +58,7 @@ def _create_tmp(output):
     return os.open(tmp, flags, 0o777 & ~umask), tmp
 
 
-def apply(opts, state, src, plans):
+def apply(opts, state, src, plans, steps=None):
     from linkwrap.ld import write
     from linkwrap.ld.scan import Mode
     lay = state["layout"]
@@ -68,6 +68,7 @@ def apply(opts, state, src, plans):
     buf = None
     try:
         how = clone(src, fd)
+        _mark(steps, f"copy the output ({how})")
         st.pause("copied")
         size = os.fstat(fd).st_size
         if size != lay["file_size"]:
@@ -75,8 +76,9 @@ def apply(opts, state, src, plans):
         buf = write._map_type()(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         dirty = []          # (start, end) file offsets written: the build id hashes those chunks again
         for p in plans:
-            _patch_one(opts, state, mode, buf, p, dirty)
+            _patch_one(opts, state, mode, buf, p, dirty, steps)
         _build_id(lay, buf, dirty)
+        _mark(steps, "the build id")
         st.pause("patched")
         buf.close()
         buf = None
@@ -84,6 +86,7 @@ def apply(opts, state, src, plans):
         fd = None
         os.replace(tmp, opts.output)
         tmp = None
+        _mark(steps, "unmap, rename")
     finally:
         if buf is not None:
             buf.close()
@@ -97,7 +100,12 @@ def apply(opts, state, src, plans):
     return how
 
 
-def _patch_one(opts, state, mode, buf, p, dirty):
+def _mark(steps, label):
+    if steps is not None:
+        steps.mark(label)
+
+
+def _patch_one(opts, state, mode, buf, p, dirty, steps=None):
     from linkwrap.ld import relocate
     from linkwrap.ld.diag import Diagnostics
     lay = state["layout"]
@@ -127,6 +135,7 @@ def _patch_one(opts, state, mode, buf, p, dirty):
                 continue
             data = m.bytes()
             buf[off + moff:off + moff + len(data)] = data
+    _mark(steps, "write the chunks")
     diag = Diagnostics()
     # in output order, as relocate goes: the symbolic dynamic relocations come out in the same order
     for m, name, moff in sorted(p.members, key=lambda e: (osecs[e[1]][3], e[2])):
@@ -134,6 +143,7 @@ def _patch_one(opts, state, mode, buf, p, dirty):
             continue
         addr, off = osecs[name][0], osecs[name][1]
         relocate._relocate_section(buf, lk, m, off + moff, addr + moff, p.syms, p.live, diag, kept)
+    _mark(steps, "relocate the chunks")
     if diag.errors:
         raise Fallback(f"a relocation of {p.obj.name} does not fit: {diag.errors[0]}")
     if len(lk.other) != r["n_other"]:
@@ -157,6 +167,7 @@ def _patch_one(opts, state, mode, buf, p, dirty):
         if name == opts.entry:
             struct.pack_into("<Q", buf, 24, addr)
             dirty.append((24, 32))
+    _mark(steps, f"references to {len(moved)} moved globals")
     if spans or rel_updates:
         _rela_relative(lay, buf, spans, sorted(lk.relative), rel_updates, dirty)
     if lk.other:
@@ -165,7 +176,9 @@ def _patch_one(opts, state, mode, buf, p, dirty):
     _dynsym(lay, r, buf, p, lk, dirty)
     if p.eh is not None and p.eh in p.addr_of:
         _eh_frame_hdr(lay, osecs, buf, p, dirty)
+    _mark(steps, ".rela.dyn, .symtab, .dynsym, .eh_frame_hdr")
     _resite_own(state, p)
+    _mark(steps, "its own references in the reverse index")
 
 
 def _moved(p, lk, glob):
