@@ -38,10 +38,10 @@ def clone(src, dst_fd):
         return "copy"
 
 
-def _create_tmp(output):
-    """-> (fd, path) of the copy to patch: in the state's directory (ours, 0700, on the output's
-    filesystem), so a relink killed before its rename leaves its debris there, and the next one
-    removes it."""
+def _create_tmp(output, state, src):
+    """-> (fd, path, how) of the copy to patch: in the state's directory (ours, 0700, on the
+    output's filesystem), so a relink killed before its rename leaves its debris there, and the
+    next one removes it. The spare when it can be brought up to date, else a new copy of src."""
     d = st._safe_dir(st.state_dir(output), False)
     if d is None:
         raise Fallback("no incremental state beside the output")
@@ -51,11 +51,77 @@ def _create_tmp(output):
                 os.unlink(os.path.join(d, name))
             except OSError:
                 pass
+    tmp = os.path.join(d, f"out.{os.getpid()}.tmp")
+    fd = _take_spare(d, state.get("spare"), src, tmp)
+    if fd is not None:
+        return fd, tmp, "spare"
     umask = os.umask(0)
     os.umask(umask)
-    tmp = os.path.join(d, f"out.{os.getpid()}.tmp")
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    return os.open(tmp, flags, 0o777 & ~umask), tmp
+    fd = os.open(tmp, flags, 0o777 & ~umask)
+    try:
+        how = clone(src, fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    return fd, tmp, how
+
+
+def _take_spare(d, spare, src, tmp):
+    """The output before the last relink, kept as <state dir>/spare with the ranges that relink
+    wrote: brought up to date by copying only those ranges from src (a few hundred KB, not the
+    45-60 MB a copy of the output is where the filesystem cannot reflink). Taken by renaming it to
+    tmp first (killed after that, there is no spare, and the next relink copies). Used only when
+    it is the very file the state names, its only name is ours (nobody hard-linked it: Cargo's
+    target/debug/<bin> has moved on to the newer output by the next build) and it is not being
+    run (a running program's file cannot be opened for writing: ETXTBSY); else -> None."""
+    if not spare:
+        return None
+    ident, dirty = spare
+    try:
+        os.rename(os.path.join(d, "spare"), tmp)
+    except OSError:
+        return None
+    fd = None
+    try:
+        fd = os.open(tmp, os.O_RDWR | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        fst = os.fstat(fd)
+        if (fst.st_dev, fst.st_ino, fst.st_size, fst.st_mtime_ns) != tuple(ident) or fst.st_nlink != 1 \
+                or fst.st_uid != os.getuid():
+            raise OSError("not the spare the state names")
+        with open(src, "rb") as f:
+            for lo, hi in dirty:
+                done = 0
+                while done < hi - lo:
+                    n = os.copy_file_range(f.fileno(), fd, hi - lo - done, lo + done, lo + done)
+                    if n <= 0:
+                        raise OSError("copy_file_range copied nothing")
+                    done += n
+        return fd
+    except OSError:
+        if fd is not None:
+            os.close(fd)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return None
+
+
+def _merged(ranges, size):
+    """The written (start, end) ranges sorted and joined, within the file."""
+    out = []
+    for lo, hi in sorted(ranges):
+        lo, hi = max(lo, 0), min(hi, size)
+        if lo >= hi:
+            continue
+        if out and lo <= out[-1][1]:
+            if hi > out[-1][1]:
+                out[-1][1] = hi
+        else:
+            out.append([lo, hi])
+    return [tuple(r) for r in out]
 
 
 def apply(opts, state, src, plans, steps=None):
@@ -64,11 +130,12 @@ def apply(opts, state, src, plans, steps=None):
     lay = state["layout"]
     pic, dynamic, interp, base = lay["mode"]
     mode = Mode(pic=pic, dynamic=dynamic, interp=interp, base=base)
-    fd, tmp = _create_tmp(opts.output)
+    fd, tmp, how = _create_tmp(opts.output, state, src)
+    _mark(steps, f"copy the output ({how})")
     buf = None
+    d = os.path.dirname(tmp)
+    keep = os.path.join(d, f"spare.{os.getpid()}.tmp")
     try:
-        how = clone(src, fd)
-        _mark(steps, f"copy the output ({how})")
         st.pause("copied")
         size = os.fstat(fd).st_size
         if size != lay["file_size"]:
@@ -84,8 +151,29 @@ def apply(opts, state, src, plans, steps=None):
         buf = None
         os.close(fd)
         fd = None
+        # src becomes the spare the next relink patches instead of copying the output: its
+        # name is made before the rename takes the output's away
+        try:
+            os.unlink(keep)
+        except FileNotFoundError:
+            pass
+        spare = None
+        try:
+            ident = st.identity(src)
+            if tuple(ident) == tuple(state["output"]):
+                os.link(src, keep, follow_symlinks=False)
+                spare = (ident, _merged(dirty, size))
+        except OSError:
+            pass
         os.replace(tmp, opts.output)
         tmp = None
+        state["spare"] = None
+        if spare is not None:
+            try:
+                os.replace(keep, os.path.join(d, "spare"))
+                state["spare"] = spare
+            except OSError:
+                pass
         _mark(steps, "unmap, rename")
     finally:
         if buf is not None:

@@ -19,6 +19,9 @@
           removed after the new header is in place (a reader's mapping keeps its inode).
   base    a hard link to the last output the state describes: Cargo removes deps/<bin>-<hash>
           before rustc links it again, so the relink copies from here when the output is gone.
+  spare   the output before the last relink, and in the state the ranges that relink wrote: the
+          next relink brings it up to date by copying those ranges and patches it, instead of
+          copying the whole output (patch.py: when nobody else has a name for it or runs it).
 
 A state is trusted only when the directory and file are this user's and nobody else can write
 them; anything else reads as "no state" (a full incremental link follows). The state is written
@@ -353,6 +356,11 @@ def save(output, state, linked=None) -> int:
     os.replace(tmp, os.path.join(d, "state"))
     if fresh is not None or records is None:
         _drop_blobs(d, keep=fresh)      # the new header is in place: the old blob files are no one's
+    if not state.get("spare"):
+        try:
+            os.unlink(os.path.join(d, "spare"))     # an older output no state names
+        except OSError:
+            pass
     # rename(2) of a link onto another link of the same inode (a relink that changed nothing: the
     # base already is the output) does nothing and leaves the source; and a link killed between
     # its link() and rename() leaves its name: either would keep an old output's blocks alive
@@ -468,7 +476,7 @@ def _tidy(d):
         return
     for name in names:
         parts = name.split(".")
-        if len(parts) != 3 or parts[0] not in ("base", "state") or parts[2] != "tmp" or not parts[1].isdigit():
+        if len(parts) != 3 or parts[0] not in ("base", "state", "spare") or parts[2] != "tmp" or not parts[1].isdigit():
             continue
         pid = int(parts[1])
         if pid != os.getpid():
@@ -490,7 +498,7 @@ def drop(output):
     d = _safe_dir(state_dir(output), False)
     if d is None:
         return
-    for name in ("state", "base"):
+    for name in ("state", "base", "spare"):
         try:
             os.unlink(os.path.join(d, name))
         except OSError:
