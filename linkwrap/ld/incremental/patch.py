@@ -351,25 +351,28 @@ def _rela_relative(lay, buf, spans, new, updates, dirty):
             raise Fallback("RELATIVE relocations without .rela.dyn")
         return
     off, n, _n_other = rd
-    ents = [list(_RELA.unpack_from(buf, off + 24 * i)) for i in range(n)]
-    keys = [e[0] for e in ents]
-    j = 0
+    # the r_offsets as one array (sorted: RELATIVE entries are in address order), the entries
+    # rewritten one by one where they change: .rela.dyn of a PIE has 10^5 of them
+    tab = array("q")
+    tab.frombytes(buf[off:off + 24 * n])
+    keys = tab[0::3]
     for lo, hi in sorted(spans):
         i0, i1 = bisect.bisect_left(keys, lo), bisect.bisect_left(keys, hi)
         mine = [e for e in new if lo <= e[0] < hi]
         if len(mine) != i1 - i0:
             raise Fallback("RELATIVE relocations moved between output sections")
         for i, (P, v) in zip(range(i0, i1), mine):
-            ents[i] = [P, elf.R_X86_64_RELATIVE, v - (1 << 64) if v >= 1 << 63 else v]
-        j += len(mine)
+            e = (P, elf.R_X86_64_RELATIVE, v - (1 << 64) if v >= 1 << 63 else v)
+            if tuple(tab[3 * i:3 * i + 3]) != e:
+                _RELA.pack_into(buf, off + 24 * i, *e)
+                dirty.append((off + 24 * i, off + 24 * i + 24))
     for P, v in updates.items():
         i = bisect.bisect_left(keys, P)
         if i >= n or keys[i] != P:
             raise Fallback("a RELATIVE relocation the state expects is not there")
-        ents[i][2] = v - (1 << 64) if v >= 1 << 63 else v
-    for i, e in enumerate(ents):
-        _RELA.pack_into(buf, off + 24 * i, *e)
-    dirty.append((off, off + 24 * n))
+        # the entry as it is now (a span above may have rewritten it): only its addend changes
+        struct.pack_into("<q", buf, off + 24 * i + 16, v - (1 << 64) if v >= 1 << 63 else v)
+        dirty.append((off + 24 * i + 16, off + 24 * i + 24))
 
 
 def _rela_other(lay, buf, spans, new, dirty):

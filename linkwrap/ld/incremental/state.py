@@ -103,13 +103,19 @@ def load(output):
             origin = _open_blobs(d, state.get("blobs"))
             if isinstance(origin, str):
                 return None, origin
-            blob = origin.blob
-            # the bodies and buckets stay views of the mapping (the blob file is only appended
-            # to, or replaced and unlinked: the mapped inode outlives any later link's state):
-            # decoded when asked, and not written again by save()
-            state["inputs"] = [Record(head, blob(ref)) for head, ref in state["inputs"]]
+            n = len(origin.data)
+
+            def ref(r):
+                off, size = r
+                if not 0 <= off <= off + size <= n:
+                    raise ValueError("a blob outside the file")
+                return (off, size)
+            # the bodies and buckets stay (offset, size) in the mapping (the blob file is only
+            # appended to, or replaced and unlinked: the mapped inode outlives any later link's
+            # state): decoded when asked, and not written again by save()
+            state["inputs"] = [Record(head, ref(r), origin) for head, r in state["inputs"]]
             for key in KEYED:
-                state[key] = Keyed([blob(ref) for ref in state[key]])
+                state[key] = Keyed([ref(r) for r in state[key]], origin)
             state[ORIGIN] = origin
     except (ValueError, EOFError, TypeError, KeyError):
         return None, "the incremental state is damaged"
@@ -162,20 +168,13 @@ class Origin:
     def __init__(self, fd, name, data):
         self.fd, self.name, self.data = fd, name, data
         self.view = memoryview(data)
-        self.at = {}
         self.ino = os.fstat(fd).st_ino
 
-    def blob(self, ref):
-        off, size = ref
-        if not 0 <= off <= off + size <= len(self.data):
-            raise ValueError("a blob outside the file")
-        v = self.view[off:off + size]
-        self.at[id(v)] = (v, off)
-        return v
-
-    def offset(self, blob):
-        got = self.at.get(id(blob))
-        return got[1] if got is not None and got[0] is blob else None
+    def bytes(self, blob):
+        """A blob: bytes as they are, an (offset, size) in this file as a view of its mapping."""
+        if isinstance(blob, tuple):
+            return self.view[blob[0]:blob[0] + blob[1]]
+        return blob
 
     def close(self):
         if self.fd is not None:
@@ -197,17 +196,20 @@ def _quiet(fn, arg):
 
 class Record(dict):
     """One input's record: its HEAD keys decoded, the rest decoded from its body on first use.
-    An input that did not change is never decoded and is written back as the bytes it was read
-    as; reading or setting any key of the body decodes it first."""
-    __slots__ = ("_body",)
+    An input that did not change is never decoded and stays where it is in the blob file; reading
+    or setting any key of the body decodes it first."""
+    __slots__ = ("_body", "_origin")
 
-    def __init__(self, head, body=None):
+    def __init__(self, head, body=None, origin=None):
         super().__init__(head)
-        self._body = body
+        self._body = body           # bytes, or (offset, size) in origin's blob file
+        self._origin = origin
 
     def _open(self):
         body, self._body = self._body, None
         if body is not None:
+            if isinstance(body, tuple):
+                body = self._origin.bytes(body)
             super().update(_quiet(marshal.loads, body))
 
     def __missing__(self, key):
@@ -231,7 +233,7 @@ class Record(dict):
         return super().get(key, default)
 
     def encoded(self):
-        """-> (head, body bytes) as the state file keeps them."""
+        """-> (head, body: bytes, or its (offset, size) in the blob file it was read from)."""
         head = {k: v for k, v in self.items() if k in HEAD}
         if self._body is not None:
             return head, self._body
@@ -249,12 +251,13 @@ class Keyed:
     """A name -> value table read bucket by bucket (get, [], []=, pop, in); written back with the
     buckets nobody changed as the bytes they were read as. Not iterable: what a relink needs from
     all names at once is kept beside it (record.py: "bounded")."""
-    __slots__ = ("_raw", "_open", "_dirty")
+    __slots__ = ("_raw", "_open", "_dirty", "_origin")
 
-    def __init__(self, raw):
+    def __init__(self, raw, origin=None):
         if not isinstance(raw, list) or len(raw) != BUCKETS:
             raise ValueError("buckets")
-        self._raw, self._open, self._dirty = raw, {}, set()
+        # each bucket: bytes, or (offset, size) in origin's blob file
+        self._raw, self._open, self._dirty, self._origin = raw, {}, set(), origin
 
     @classmethod
     def of(cls, table):
@@ -267,7 +270,10 @@ class Keyed:
         i = _bucket(name)
         b = self._open.get(i)
         if b is None:
-            b = self._open[i] = _quiet(marshal.loads, self._raw[i])
+            raw = self._raw[i]
+            if isinstance(raw, tuple):
+                raw = self._origin.bytes(raw)
+            b = self._open[i] = _quiet(marshal.loads, raw)
         return i, b
 
     def get(self, name, default=None):
@@ -365,7 +371,11 @@ def save(output, state, linked=None) -> int:
     # base already is the output) does nothing and leaves the source; and a link killed between
     # its link() and rename() leaves its name: either would keep an old output's blocks alive
     _tidy(d)
-    return len(MAGIC) + 8 + len(data) + sum(len(b) for b in blobs)
+    return len(MAGIC) + 8 + len(data) + sum(_size(b) for b in blobs)
+
+
+def _size(blob):
+    return blob[1] if isinstance(blob, tuple) else len(blob)
 
 
 def _put_blobs(d, blobs, origin):
@@ -374,7 +384,7 @@ def _put_blobs(d, blobs, origin):
     still the file under its name and holds at most twice what the state uses; else writes them
     all to a new file."""
     import fcntl
-    live = sum(len(b) for b in blobs)
+    live = sum(_size(b) for b in blobs)
     if origin is not None and origin.fd is not None:
         path = os.path.join(d, origin.name)
         try:
@@ -385,17 +395,16 @@ def _put_blobs(d, blobs, origin):
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)      # two links of one output append one after another
                 fst = os.fstat(fd)
-                at = [origin.offset(b) for b in blobs]
-                new = sum(len(b) for b, o in zip(blobs, at) if o is None)
+                new = sum(len(b) for b in blobs if not isinstance(b, tuple))
                 if fst.st_ino == origin.ino and fst.st_uid == os.getuid() and fst.st_size + new <= 2 * live + (1 << 20):
                     refs, pos, out = [], fst.st_size, []
-                    for b, o in zip(blobs, at):
-                        if o is None:
+                    for b in blobs:
+                        if isinstance(b, tuple):
+                            refs.append(b)
+                        else:
                             refs.append((pos, len(b)))
                             out.append(b)
                             pos += len(b)
-                        else:
-                            refs.append((o, len(b)))
                     _write_all(fd, out)
                     return refs, origin.name, None
             finally:
@@ -404,8 +413,8 @@ def _put_blobs(d, blobs, origin):
     fd = os.open(os.path.join(d, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     refs, pos = [], 0
     for b in blobs:
-        refs.append((pos, len(b)))
-        pos += len(b)
+        refs.append((pos, _size(b)))
+        pos += _size(b)
     with os.fdopen(fd, "wb") as f:
         _write_blobs(f, blobs, origin)
     return refs, name, name
@@ -431,22 +440,24 @@ def _drop_blobs(d, keep):
 
 
 def _write_blobs(f, blobs, origin):
-    """The blobs in order: bytes written, views of the state this link read copied from its file
-    in the kernel, run by run (what did not change lies there in the same order)."""
+    """The blobs in order: bytes written, those still in the blob file the state was read from
+    ((offset, size)) copied from it in the kernel, run by run (they lie there in the same order)."""
     runs = []            # [offset in the old file or None, size, [blobs]]
     for b in blobs:
-        o = origin.offset(b) if origin is not None and origin.fd is not None else None
         last = runs[-1] if runs else None
-        if o is not None and last is not None and last[0] is not None and last[0] + last[1] == o:
-            last[1] += len(b)
-            last[2].append(b)
+        if isinstance(b, tuple):
+            if last is not None and last[0] is not None and last[0] + last[1] == b[0]:
+                last[1] += b[1]
+                last[2].append(b)
+            else:
+                runs.append([b[0], b[1], [b]])
         else:
-            runs.append([o, len(b), [b]])
+            runs.append([None, len(b), [b]])
     for o, size, parts in runs:
-        if o is not None and size >= 65536 and _copy(origin.fd, f, o, size):
+        if o is not None and size >= 65536 and origin.fd is not None and _copy(origin.fd, f, o, size):
             continue
         for b in parts:
-            f.write(b)
+            f.write(origin.bytes(b) if isinstance(b, tuple) else b)
 
 
 def _copy(src_fd, f, off, size) -> bool:
