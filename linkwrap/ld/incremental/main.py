@@ -152,8 +152,10 @@ def link(opts, patch_only=False):
         _last(opts.output, f"full: {why}")
         return f"full: {why}", stats
     paths = arg_paths(opts)
-    state, why = st.load(opts.output)
     t1 = time.perf_counter()
+    stats.append(f"{(t1 - t0) * 1000:8.1f} ms  the inputs' paths (-l searched)")
+    state, why = st.load(opts.output)
+    t0, t1 = t1, time.perf_counter()
     stats.append(f"{(t1 - t0) * 1000:8.1f} ms  read the state")
     if state is not None:
         from linkwrap.ld.incremental import relink
@@ -165,6 +167,7 @@ def link(opts, patch_only=False):
             stats.append(f"{(t2 - t1) * 1000:8.1f} ms  relink ({last['how']}): of {len(new['inputs'])} inputs "
                          f"{last['same_file']} the same files, {last['same_bytes']} the same bytes, "
                          f"{len(last['patched'])} patched")
+            stats += [f"{ms:8.1f} ms    {label}" for label, ms in last.pop("steps", ())]
             size = st.save(opts.output, new)
             stats.append(f"{(time.perf_counter() - t2) * 1000:8.1f} ms  write the state ({size} bytes)")
             patched = new["last"]["patched"]

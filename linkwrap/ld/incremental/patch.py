@@ -38,10 +38,10 @@ def clone(src, dst_fd):
         return "copy"
 
 
-def _create_tmp(output):
-    """-> (fd, path) of the copy to patch: in the state's directory (ours, 0700, on the output's
-    filesystem), so a relink killed before its rename leaves its debris there, and the next one
-    removes it."""
+def _create_tmp(output, state, src):
+    """-> (fd, path, how) of the copy to patch: in the state's directory (ours, 0700, on the
+    output's filesystem), so a relink killed before its rename leaves its debris there, and the
+    next one removes it. The spare when it can be brought up to date, else a new copy of src."""
     d = st._safe_dir(st.state_dir(output), False)
     if d is None:
         raise Fallback("no incremental state beside the output")
@@ -51,23 +51,91 @@ def _create_tmp(output):
                 os.unlink(os.path.join(d, name))
             except OSError:
                 pass
+    tmp = os.path.join(d, f"out.{os.getpid()}.tmp")
+    fd = _take_spare(d, state.get("spare"), src, tmp)
+    if fd is not None:
+        return fd, tmp, "spare"
     umask = os.umask(0)
     os.umask(umask)
-    tmp = os.path.join(d, f"out.{os.getpid()}.tmp")
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    return os.open(tmp, flags, 0o777 & ~umask), tmp
+    fd = os.open(tmp, flags, 0o777 & ~umask)
+    try:
+        how = clone(src, fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    return fd, tmp, how
 
 
-def apply(opts, state, src, plans):
+def _take_spare(d, spare, src, tmp):
+    """The output before the last relink, kept as <state dir>/spare with the ranges that relink
+    wrote: brought up to date by copying only those ranges from src (a few hundred KB, not the
+    45-60 MB a copy of the output is where the filesystem cannot reflink). Taken by renaming it to
+    tmp first (killed after that, there is no spare, and the next relink copies). Used only when
+    it is the very file the state names, its only name is ours (nobody hard-linked it: Cargo's
+    target/debug/<bin> has moved on to the newer output by the next build) and it is not being
+    run (a running program's file cannot be opened for writing: ETXTBSY); else -> None."""
+    if not spare:
+        return None
+    ident, dirty = spare
+    try:
+        os.rename(os.path.join(d, "spare"), tmp)
+    except OSError:
+        return None
+    fd = None
+    try:
+        fd = os.open(tmp, os.O_RDWR | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        fst = os.fstat(fd)
+        if (fst.st_dev, fst.st_ino, fst.st_size, fst.st_mtime_ns) != tuple(ident) or fst.st_nlink != 1 \
+                or fst.st_uid != os.getuid():
+            raise OSError("not the spare the state names")
+        with open(src, "rb") as f:
+            for lo, hi in dirty:
+                done = 0
+                while done < hi - lo:
+                    n = os.copy_file_range(f.fileno(), fd, hi - lo - done, lo + done, lo + done)
+                    if n <= 0:
+                        raise OSError("copy_file_range copied nothing")
+                    done += n
+        return fd
+    except OSError:
+        if fd is not None:
+            os.close(fd)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return None
+
+
+def _merged(ranges, size):
+    """The written (start, end) ranges sorted and joined, within the file."""
+    out = []
+    for lo, hi in sorted(ranges):
+        lo, hi = max(lo, 0), min(hi, size)
+        if lo >= hi:
+            continue
+        if out and lo <= out[-1][1]:
+            if hi > out[-1][1]:
+                out[-1][1] = hi
+        else:
+            out.append([lo, hi])
+    return [tuple(r) for r in out]
+
+
+def apply(opts, state, src, plans, steps=None):
     from linkwrap.ld import write
     from linkwrap.ld.scan import Mode
     lay = state["layout"]
     pic, dynamic, interp, base = lay["mode"]
     mode = Mode(pic=pic, dynamic=dynamic, interp=interp, base=base)
-    fd, tmp = _create_tmp(opts.output)
+    fd, tmp, how = _create_tmp(opts.output, state, src)
+    _mark(steps, f"copy the output ({how})")
     buf = None
+    d = os.path.dirname(tmp)
+    keep = os.path.join(d, f"spare.{os.getpid()}.tmp")
     try:
-        how = clone(src, fd)
         st.pause("copied")
         size = os.fstat(fd).st_size
         if size != lay["file_size"]:
@@ -75,15 +143,38 @@ def apply(opts, state, src, plans):
         buf = write._map_type()(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         dirty = []          # (start, end) file offsets written: the build id hashes those chunks again
         for p in plans:
-            _patch_one(opts, state, mode, buf, p, dirty)
+            _patch_one(opts, state, mode, buf, p, dirty, steps)
         _build_id(lay, buf, dirty)
+        _mark(steps, "the build id")
         st.pause("patched")
         buf.close()
         buf = None
         os.close(fd)
         fd = None
+        # src becomes the spare the next relink patches instead of copying the output: its
+        # name is made before the rename takes the output's away
+        try:
+            os.unlink(keep)
+        except FileNotFoundError:
+            pass
+        spare = None
+        try:
+            ident = st.identity(src)
+            if tuple(ident) == tuple(state["output"]):
+                os.link(src, keep, follow_symlinks=False)
+                spare = (ident, _merged(dirty, size))
+        except OSError:
+            pass
         os.replace(tmp, opts.output)
         tmp = None
+        state["spare"] = None
+        if spare is not None:
+            try:
+                os.replace(keep, os.path.join(d, "spare"))
+                state["spare"] = spare
+            except OSError:
+                pass
+        _mark(steps, "unmap, rename")
     finally:
         if buf is not None:
             buf.close()
@@ -97,7 +188,12 @@ def apply(opts, state, src, plans):
     return how
 
 
-def _patch_one(opts, state, mode, buf, p, dirty):
+def _mark(steps, label):
+    if steps is not None:
+        steps.mark(label)
+
+
+def _patch_one(opts, state, mode, buf, p, dirty, steps=None):
     from linkwrap.ld import relocate
     from linkwrap.ld.diag import Diagnostics
     lay = state["layout"]
@@ -127,6 +223,7 @@ def _patch_one(opts, state, mode, buf, p, dirty):
                 continue
             data = m.bytes()
             buf[off + moff:off + moff + len(data)] = data
+    _mark(steps, "write the chunks")
     diag = Diagnostics()
     # in output order, as relocate goes: the symbolic dynamic relocations come out in the same order
     for m, name, moff in sorted(p.members, key=lambda e: (osecs[e[1]][3], e[2])):
@@ -134,6 +231,7 @@ def _patch_one(opts, state, mode, buf, p, dirty):
             continue
         addr, off = osecs[name][0], osecs[name][1]
         relocate._relocate_section(buf, lk, m, off + moff, addr + moff, p.syms, p.live, diag, kept)
+    _mark(steps, "relocate the chunks")
     if diag.errors:
         raise Fallback(f"a relocation of {p.obj.name} does not fit: {diag.errors[0]}")
     if len(lk.other) != r["n_other"]:
@@ -157,6 +255,7 @@ def _patch_one(opts, state, mode, buf, p, dirty):
         if name == opts.entry:
             struct.pack_into("<Q", buf, 24, addr)
             dirty.append((24, 32))
+    _mark(steps, f"references to {len(moved)} moved globals")
     if spans or rel_updates:
         _rela_relative(lay, buf, spans, sorted(lk.relative), rel_updates, dirty)
     if lk.other:
@@ -165,7 +264,9 @@ def _patch_one(opts, state, mode, buf, p, dirty):
     _dynsym(lay, r, buf, p, lk, dirty)
     if p.eh is not None and p.eh in p.addr_of:
         _eh_frame_hdr(lay, osecs, buf, p, dirty)
+    _mark(steps, ".rela.dyn, .symtab, .dynsym, .eh_frame_hdr")
     _resite_own(state, p)
+    _mark(steps, "its own references in the reverse index")
 
 
 def _moved(p, lk, glob):
@@ -250,25 +351,28 @@ def _rela_relative(lay, buf, spans, new, updates, dirty):
             raise Fallback("RELATIVE relocations without .rela.dyn")
         return
     off, n, _n_other = rd
-    ents = [list(_RELA.unpack_from(buf, off + 24 * i)) for i in range(n)]
-    keys = [e[0] for e in ents]
-    j = 0
+    # the r_offsets as one array (sorted: RELATIVE entries are in address order), the entries
+    # rewritten one by one where they change: .rela.dyn of a PIE has 10^5 of them
+    tab = array("q")
+    tab.frombytes(buf[off:off + 24 * n])
+    keys = tab[0::3]
     for lo, hi in sorted(spans):
         i0, i1 = bisect.bisect_left(keys, lo), bisect.bisect_left(keys, hi)
         mine = [e for e in new if lo <= e[0] < hi]
         if len(mine) != i1 - i0:
             raise Fallback("RELATIVE relocations moved between output sections")
         for i, (P, v) in zip(range(i0, i1), mine):
-            ents[i] = [P, elf.R_X86_64_RELATIVE, v - (1 << 64) if v >= 1 << 63 else v]
-        j += len(mine)
+            e = (P, elf.R_X86_64_RELATIVE, v - (1 << 64) if v >= 1 << 63 else v)
+            if tuple(tab[3 * i:3 * i + 3]) != e:
+                _RELA.pack_into(buf, off + 24 * i, *e)
+                dirty.append((off + 24 * i, off + 24 * i + 24))
     for P, v in updates.items():
         i = bisect.bisect_left(keys, P)
         if i >= n or keys[i] != P:
             raise Fallback("a RELATIVE relocation the state expects is not there")
-        ents[i][2] = v - (1 << 64) if v >= 1 << 63 else v
-    for i, e in enumerate(ents):
-        _RELA.pack_into(buf, off + 24 * i, *e)
-    dirty.append((off, off + 24 * n))
+        # the entry as it is now (a span above may have rewritten it): only its addend changes
+        struct.pack_into("<q", buf, off + 24 * i + 16, v - (1 << 64) if v >= 1 << 63 else v)
+        dirty.append((off + 24 * i + 16, off + 24 * i + 24))
 
 
 def _rela_other(lay, buf, spans, new, dirty):

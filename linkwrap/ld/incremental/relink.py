@@ -12,6 +12,7 @@ one (rename), and the state is written after the output: an old state then does 
 output on disk and the next link is a full one.
 """
 import os
+import time
 
 from linkwrap.ld.incremental import state as st
 from linkwrap.ld.incremental.facade import Fallback
@@ -37,6 +38,7 @@ def _relink(opts, state, arg_paths):
         raise Fallback(f"an input was added or removed{which}")
     if state["fingerprint"] != st.fingerprint(opts):
         raise Fallback("the link's options changed")
+    steps = Steps()
     src = _source(opts.output, state)
     records = state["inputs"]
     renamed = dict(zip(old_args, arg_paths))
@@ -57,12 +59,15 @@ def _relink(opts, state, arg_paths):
         if r["kind"] != "object":
             raise Fallback(f"{path}: a library or archive changed")
         todo.append((k, path, ident))
+    steps.mark(f"identities of {len(records)} inputs")
     mapped = changed.hashed([path for _k, path, _i in todo])
+    steps.mark(f"hash {len(todo)} new files")
     plans = [changed.examine(opts, state, k, path, ident, mapped[path]) for k, path, ident in todo]
     work = [p for p in plans if p is not None]
+    steps.mark(f"examine {len(todo)}, parse and place {len(work)}")
     how = "unchanged"
     if work or src != opts.output:
-        how = patch.apply(opts, state, src, work)
+        how = patch.apply(opts, state, src, work, steps)
     for p in work:
         r = records[p.k]
         r["secs"], r["sha"] = p.record["secs"], p.record["sha"]
@@ -74,7 +79,22 @@ def _relink(opts, state, arg_paths):
     state["output"] = st.identity(opts.output)
     state["last"] = {"how": how, "patched": [records[p.k]["path"] for p in work],
                      "same_file": len(records) - len(todo), "same_bytes": len(todo) - len(work)}
+    steps.mark("update the records")
+    state["last"]["steps"] = steps.done
     return state
+
+
+class Steps:
+    """--incremental-stats' times of a relink's steps: mark(label) ends the step since the last."""
+
+    def __init__(self):
+        self.done = []
+        self.t = time.perf_counter()
+
+    def mark(self, label):
+        t = time.perf_counter()
+        self.done.append((label, (t - self.t) * 1000))
+        self.t = t
 
 
 def _source(output, state):
