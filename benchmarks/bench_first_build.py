@@ -2,7 +2,8 @@
 
 A fresh state directory; a generated std-only Rust project (benchmarks/genproject.py, ~150 MB of
 link inputs by default); `linkwrap install`; the first `cargo build`; the background measurement let
-finish (`linkwrap bench --wait`); then RELINKS edit-relinks (one constant of main.rs changed, so
+finish (`linkwrap bench --wait`, which also waits for the incremental base the server builds
+after measuring, so the relinks can be patches); then RELINKS edit-relinks (one constant of main.rs changed, so
 rustc re-emits one codegen unit), each interleaved with the same edit built under rustc's own default
 linker in a second target directory (`CARGO_TARGET_<host>_LINKER=cc`: rustc's arguments, its
 rust-lld). Then a second generated project (other module count), installed and built once: its

@@ -36,7 +36,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON (a stable interface)")
     parser.add_argument("--wait", action="store_true",
                         help="replay nothing: wait until the warm server's background measurements are done "
-                             "(nothing queued or running), then print their table (for scripts and tests); "
+                             "(nothing queued or running) and the incremental bases they lead to are built, "
+                             "then print the measurements' table (for scripts and tests); "
                              "exit 1 at once when no warm server is running to measure what is pending. "
                              "An output measured while the machine was busy counts as done (its table says "
                              "busy): the server measures it again when the machine is idle")
@@ -132,6 +133,11 @@ def wait(args) -> int:
                   f"{', '.join(dict.fromkeys(waiting))}", file=sys.stderr)
             return 1
         time.sleep(0.5)
+    bases = _wait_for_bases(deadline, off)
+    if bases:
+        print(f"linkwrap: incremental bases still being built after {args.timeout:g} s: {bases}",
+              file=sys.stderr)
+        return 1
     cwd = os.getcwd()
     named = {output_key(os.path.abspath(w)) for w in args.outputs}
     latest = {}
@@ -157,6 +163,22 @@ def wait(args) -> int:
     elif not reports:
         print(f"no background measurements of {', '.join(args.outputs) or cwd} yet")
     return 0
+
+
+def _wait_for_bases(deadline, off) -> int:
+    """After the measurements: wait while the server builds the incremental bases its saved links
+    asked for (bench/incremental_base.py; the measurer goes first, so they come after), since a base
+    ready is what makes the next relink a patch. -> how many are still wanted at the deadline (0:
+    none). Not waited for where nothing will build them (background work off, or no warm server
+    running): a base is the next relink's speed-up, not a measurement a script waits to read."""
+    from linkwrap.record import base_queue
+    while True:
+        left = len(base_queue.wanted())
+        if not left or off or not server_running():
+            return 0
+        if time.monotonic() >= deadline:
+            return left
+        time.sleep(0.5)
 
 
 def latest_finished(state) -> dict:

@@ -27,7 +27,7 @@ def spawn(argv, env, forward=None, meanwhile=None):
     """run.spawn's contract, for linkwrap's own linker: -> (returncode, wall_ms, user_ms, sys_ms,
     peak_rss_kb, stdout, stderr, spawner_rss_kb). The child's peak RSS counts this process's pages
     it was forked with: spawner_rss_kb says how much (the record then shows an "at most")."""
-    from linkwrap.run.capture import own_peak_kb, rewound
+    from linkwrap.run.capture import own_peak_kb, waited
     out_fd = os.memfd_create("linkwrap-stdout", os.MFD_CLOEXEC)
     err_fd = os.memfd_create("linkwrap-stderr", os.MFD_CLOEXEC)
     try:
@@ -36,26 +36,7 @@ def spawn(argv, env, forward=None, meanwhile=None):
         pid = os.fork()
         if pid == 0:
             _child(argv, env, out_fd, err_fd)   # never returns
-        if forward is not None:
-            forward.started(pid)
-        if meanwhile is not None:
-            try:
-                meanwhile()
-            except Exception as e:  # the linker runs on: a fault here costs only what it was for
-                from linkwrap import faults
-                faults.note("working while the linker ran", e)
-        while True:
-            try:
-                _, status, ru = os.wait4(pid, 0)
-                break
-            except InterruptedError:
-                continue
-        wall_ms = (time.perf_counter_ns() - started) / 1e6
-        code = os.waitstatus_to_exitcode(status)
-        if code < 0:
-            code = 128 - code
-        return (code, wall_ms, ru.ru_utime * 1000, ru.ru_stime * 1000, ru.ru_maxrss,
-                rewound(out_fd), rewound(err_fd), spawner_kb)
+        return waited(pid, started, out_fd, err_fd, spawner_kb, forward, meanwhile)
     finally:
         os.close(out_fd)
         os.close(err_fd)

@@ -19,7 +19,7 @@ import os
 import sys
 import time
 from linkwrap.records import record
-from linkwrap.run.capture import own_peak_kb, rewound as _rewound  # noqa: F401 (own_peak_kb: run.own_peak_kb too)
+from linkwrap.run.capture import own_peak_kb, waited
 
 from linkwrap.request import args as args_mod
 from linkwrap.run import output as output_mod
@@ -266,10 +266,7 @@ class Interrupted(BaseException):
 def spawn(argv, env, forward=None, meanwhile=None):
     """Run argv; -> (returncode, wall_ms, user_ms, sys_ms, peak_rss_kb, stdout, stderr, spawner_rss_kb).
 
-    meanwhile(), when given, runs while argv does: linkwrap's work that need not come before the
-    linker's start nor after its end overlaps it instead of adding to the link's wall time. It must
-    stay short (a few tenths of a ms): wait4 comes after it, so a linker that ended first would be
-    timed to meanwhile's end."""
+    meanwhile(), when given, runs while argv does (capture.waited says how)."""
     out_fd = os.memfd_create("linkwrap-stdout", os.MFD_CLOEXEC)
     err_fd = os.memfd_create("linkwrap-stderr", os.MFD_CLOEXEC)
     try:
@@ -282,26 +279,7 @@ def spawn(argv, env, forward=None, meanwhile=None):
         # posix_spawn returns once the child has exec'd: this process's peak now is the one the
         # kernel folded into the linker's (read while the linker runs, before meanwhile's work).
         spawner_kb = own_peak_kb()
-        if forward is not None:
-            forward.started(pid)
-        if meanwhile is not None:
-            try:
-                meanwhile()
-            except Exception as e:  # the linker runs on: a fault here costs only what it was for
-                from linkwrap import faults
-                faults.note("working while the linker ran", e)
-        while True:
-            try:
-                _, status, ru = os.wait4(pid, 0)
-                break
-            except InterruptedError:
-                continue
-        wall_ms = (time.perf_counter_ns() - started) / 1e6
-        code = os.waitstatus_to_exitcode(status)
-        if code < 0:
-            code = 128 - code
-        return (code, wall_ms, ru.ru_utime * 1000, ru.ru_stime * 1000, ru.ru_maxrss,
-                _rewound(out_fd), _rewound(err_fd), spawner_kb)
+        return waited(pid, started, out_fd, err_fd, spawner_kb, forward, meanwhile)
     finally:
         os.close(out_fd)
         os.close(err_fd)
