@@ -30,16 +30,14 @@ deferred, the progress of each measurement cut short, and the CPU spent per outp
 import os
 import time
 
+from linkwrap.bench import child
+from linkwrap.bench.child import IOPRIO_CLASS_IDLE, die_with, lower_priority, own_priority  # noqa: F401 (the measurer's, and the tests')
+
 STATE = "bench-background.marshal"
 LOCK = "bench-background.lock"
 FORMAT = 1
 RECHECK_S = 600       # with no link meanwhile, the saved links are looked at again this often
-KILL_AFTER_S = 60     # a measurer told to stop that has not within this is SIGKILLed
 DONE_KEPT = 20        # finished measurements remembered for status and bench --wait
-IOPRIO_SET = {"x86_64": 251, "aarch64": 30, "riscv64": 30}.get(os.uname().machine)
-IOPRIO_GET = {"x86_64": 252, "aarch64": 31, "riscv64": 31}.get(os.uname().machine)
-PRCTL = {"x86_64": 157, "aarch64": 167, "riscv64": 167}.get(os.uname().machine)
-IOPRIO_CLASS_IDLE = 3
 _BOOT = ("import os; os.closerange(3, 1 << 16); import sys; sys.path.insert(0, {parent!r}); "
          "from linkwrap.cli.bench import measure_in_background; measure_in_background()")
 
@@ -202,35 +200,20 @@ def _tick(now, last_link, busy) -> None:
 
 
 def _watch(now, busy) -> None:
-    import select
-    import signal
-    if select.select([_host["pidfd"]], [], [], 0)[0]:   # it exited (the server's own reaping may reap it)
-        try:
-            os.waitpid(_host["pid"], os.WNOHANG)
-        except ChildProcessError:
-            pass
-        os.close(_host["pidfd"])
-        _host.update(pid=None, pidfd=None, told=None, ended=now)
+    if child.ended(_host)[0]:   # (the server's own reaping may have reaped it)
+        _host["ended"] = now
         return
     if _host["told"] is None:
         settings = _settings()
         if busy or must_yield(os.getloadavg()[0], len(os.sched_getaffinity(0)), settings["background_load"]):
             _host["dirty"] = True
             _tell_to_stop()
-    elif time.monotonic() - _host["told"] > KILL_AFTER_S:
-        try:
-            os.killpg(_host["pid"], signal.SIGKILL)
-        except OSError:
-            pass
+    else:
+        child.kill_if_overdue(_host)
 
 
 def _tell_to_stop() -> None:
-    import signal
-    _host["told"] = time.monotonic()
-    try:
-        os.killpg(_host["pid"], signal.SIGTERM)   # the linker it is timing too, at once
-    except OSError:
-        pass
+    child.stop(_host)   # the linker it is timing too, at once
 
 
 def _settings() -> dict:
@@ -288,57 +271,8 @@ def _note_off(reason) -> None:
 
 
 def _start() -> None:
-    import sys
-    import linkwrap
-    parent = os.path.dirname(os.path.dirname(os.path.abspath(linkwrap.__file__)))
-    argv = [sys.executable, "-I", "-S", "-c", _BOOT.format(parent=parent)]
-    server = os.getpid()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setpgid(0, 0)
-            lower_priority()
-            die_with(server)
-            os.execv(sys.executable, argv)
-        finally:
-            os._exit(70)
-    try:
-        os.setpgid(pid, pid)   # (the child does it too: whichever runs first)
-    except OSError:
-        pass
-    _host.update(pid=pid, pidfd=os.pidfd_open(pid), told=None, dirty=False)
-
-
-def lower_priority() -> None:
-    """SCHED_IDLE, nice 19 and the idle I/O class for this process and all it starts."""
-    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    os.setpriority(os.PRIO_PROCESS, 0, 19)
-    if IOPRIO_SET is not None:
-        from linkwrap.libc import syscall
-        call, c_long, _, _ = syscall()
-        call(c_long(IOPRIO_SET), c_long(1), c_long(0), c_long(IOPRIO_CLASS_IDLE << 13))  # IOPRIO_WHO_PROCESS
-
-
-def own_priority() -> dict:
-    """This process's scheduling policy, nice and I/O class, as the kernel reports them."""
-    ioclass = None
-    if IOPRIO_GET is not None:
-        from linkwrap.libc import syscall
-        call, c_long, _, _ = syscall()
-        got = call(c_long(IOPRIO_GET), c_long(1), c_long(0))
-        ioclass = got >> 13 if got >= 0 else None
-    return {"policy": os.sched_getscheduler(0), "nice": os.getpriority(os.PRIO_PROCESS, 0), "ioclass": ioclass}
-
-
-def die_with(server) -> None:
-    """SIGTERM when the server exits (PR_SET_PDEATHSIG): a measurer never outlives its host."""
-    import signal
-    if PRCTL is not None:
-        from linkwrap.libc import syscall
-        call, c_long, _, _ = syscall()
-        call(c_long(PRCTL), c_long(1), c_long(signal.SIGTERM))
-    if os.getppid() != server:   # it exited before that
-        os._exit(0)
+    child.start(_host, _BOOT)
+    _host["dirty"] = False
 
 
 # --- the measurer: a process of its own ------------------------------------------

@@ -33,7 +33,6 @@ import time
 
 _BOOT = ("import os; os.closerange(3, 1 << 16); import sys; sys.path.insert(0, {parent!r}); "
          "from linkwrap.bench.incremental_base import build_in_background; build_in_background({ident!r})")
-KILL_AFTER_S = 60
 
 
 from linkwrap.record.base_queue import queue_dir, done, wanted  # noqa: F401 (the queue: the link path writes it)
@@ -82,41 +81,28 @@ def _tick(now, last_link, busy, measuring) -> None:
 
 
 def _watch(busy) -> None:
-    import select
-    import signal
-    from linkwrap.bench import background
-    if select.select([_host["pidfd"]], [], [], 0)[0]:
-        code = None
-        try:
-            _, status = os.waitpid(_host["pid"], os.WNOHANG)
-            code = os.waitstatus_to_exitcode(status)
-        except ChildProcessError:
-            pass      # the server's own reaping took it: its result file says
-        os.close(_host["pidfd"])
-        if _host["told"] is None:
-            # not stopped by us: built, or failed (its reason in the result the builder left)
+    from linkwrap.bench import background, child
+    told = _host["told"]
+    over, code = child.ended(_host)
+    if over:
+        if told is None:
+            # not stopped by us: built, or failed (its reason in the result the builder left; code
+            # None: the server's own reaping took it)
             done(_host["ident"], _host["asked"], _result(_host["ident"], code))
-        _host.update(pid=None, pidfd=None, told=None, ident=None, asked=None)
+        _host.update(ident=None, asked=None)
         return
-    if _host["told"] is None:
+    if told is None:
         settings = background._settings()
         if busy or background.must_yield(os.getloadavg()[0], len(os.sched_getaffinity(0)),
                                          settings["background_load"]):
             _tell_to_stop()
-    elif time.monotonic() - _host["told"] > KILL_AFTER_S:
-        try:
-            os.killpg(_host["pid"], signal.SIGKILL)
-        except OSError:
-            pass
+    else:
+        child.kill_if_overdue(_host)
 
 
 def _tell_to_stop() -> None:
-    import signal
-    _host["told"] = time.monotonic()
-    try:
-        os.killpg(_host["pid"], signal.SIGTERM)   # linkwrap ld with it
-    except OSError:
-        pass
+    from linkwrap.bench import child
+    child.stop(_host)   # linkwrap ld with it
 
 
 def _result_path(ident) -> str:
@@ -168,35 +154,18 @@ def last_built(state=None):
 
 
 def background_priority() -> dict:
-    from linkwrap.bench import background
-    return background.own_priority()
+    from linkwrap.bench import child
+    return child.own_priority()
 
 
 def _start(ident, asked_ns) -> None:
-    import sys
-    import linkwrap
-    from linkwrap.bench import background
+    from linkwrap.bench import child
     try:
         os.unlink(_result_path(ident))
     except FileNotFoundError:
         pass
-    parent = os.path.dirname(os.path.dirname(os.path.abspath(linkwrap.__file__)))
-    argv = [sys.executable, "-I", "-S", "-c", _BOOT.format(parent=parent, ident=ident)]
-    server = os.getpid()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setpgid(0, 0)
-            background.lower_priority()
-            background.die_with(server)
-            os.execv(sys.executable, argv)
-        finally:
-            os._exit(70)
-    try:
-        os.setpgid(pid, pid)
-    except OSError:
-        pass
-    _host.update(pid=pid, pidfd=os.pidfd_open(pid), told=None, ident=ident, asked=asked_ns)
+    child.start(_host, _BOOT, ident=ident)
+    _host.update(ident=ident, asked=asked_ns)
 
 
 # --- the builder's process ------------------------------------------------------
