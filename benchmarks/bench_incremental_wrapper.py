@@ -16,7 +16,13 @@ edit kind: medians, linkwrap / wild with a 95 % bootstrap CI, how each linkwrap 
 record: patched in-process, or "could not patch (why): wild linked it"), and that both programs
 print the same line. The load is printed before and after.
 
-    python benchmarks/bench_incremental_wrapper.py [--modules 16 --funcs 34] [--rounds 5] [--edit a|b|c|d|all]
+With --lang cpp the project is genproject.cpp's C++ program (--modules translation units of --funcs
+template functions each) built with `c++ -g -O0`, linked through `linkwrap-launch c++` (what a ninja or
+CMake rule installed by linkwrap runs) against `c++ -B<wild>`; the same four edits, made to one
+translation unit (cpp_edited) and only the objects whose source changed recompiled.
+
+    python benchmarks/bench_incremental_wrapper.py [--lang rust|cpp] [--modules 16 --funcs 34] [--rounds 5]
+                                                   [--edit a|b|c|d|all]
 """
 import argparse
 import json
@@ -41,12 +47,15 @@ def load():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--modules", type=int, default=16)
-    ap.add_argument("--funcs", type=int, default=34)
+    ap.add_argument("--lang", default="rust", choices=("rust", "cpp"))
+    ap.add_argument("--modules", type=int, default=None, help="modules (rust, 16) or translation units (cpp, 40)")
+    ap.add_argument("--funcs", type=int, default=None, help="functions per module (rust 34, cpp 60)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--edit", default="all", choices=("a", "b", "c", "d", "all"))
     ap.add_argument("--dir")
     a = ap.parse_args()
+    a.modules = a.modules or (16 if a.lang == "rust" else 40)
+    a.funcs = a.funcs or (34 if a.lang == "rust" else 60)
     wild = shutil.which("wild")
     if not wild:
         raise SystemExit("wild must be on PATH")
@@ -63,24 +72,18 @@ def main():
     from linkwrap.ld.incremental import where
     from linkwrap.record import base_queue
     from linkwrap.evidence.learn import NEED
-    client = launcher.fast_script("linkwrap-cc")
     start.start_detached()
-    project = genproject.rust(os.path.join(root, "rust"), a.modules, a.funcs)
-    target = os.path.join(root, "rust-target")
-    src = os.path.join(project, "src")
-    texts = {os.path.join(src, n): open(os.path.join(src, n)).read() for n in os.listdir(src)}
     wshim = shim(root, "wild", wild)
-    argv, env, cwd = genproject.rust_link(project, target_dir=target)
-    env = {**os.environ, **env}
-    print(f"generated Rust project {a.modules}x{a.funcs}: {genproject.input_bytes(argv, cwd) / 1e6:.0f} MB of "
-          f"inputs; load {load()} (1/5/15 min), {os.cpu_count()} CPUs")
-    # rustc's line has its own -o deps/<bin>-<hash>: the linkwrap link keeps that name (its state and
-    # evidence are the output's), wild's goes beside it
-    k = argv.index("-o")
-    out_lw = argv[k + 1] if os.path.isabs(argv[k + 1]) else os.path.join(cwd, argv[k + 1])
-    plain = argv[:k] + argv[k + 2:]
-    out_w = os.path.join(root, "out-wild")
     seen = [0]
+    out_w = os.path.join(root, "out-wild")
+    if a.lang == "rust":
+        project, plain, cwd, env, out_lw, relinked = rust_side(a, root)
+        client = [launcher.fast_script("linkwrap-cc")]
+        wild_cmd = ["cc", f"-B{wshim}"]
+    else:
+        project, plain, cwd, env, out_lw, relinked = cpp_side(a, root)
+        client = [launcher.fast_script("linkwrap-launch"), "c++"]
+        wild_cmd = ["c++", f"-B{wshim}"]
 
     def through_linkwrap(line):
         try:
@@ -88,7 +91,7 @@ def main():
         except FileNotFoundError:
             pass
         t0 = time.perf_counter()
-        subprocess.run([client, *line, "-o", out_lw], cwd=cwd, env=env, check=True)
+        subprocess.run([*client, *line, "-o", out_lw], cwd=cwd, env=env, check=True)
         ms = (time.perf_counter() - t0) * 1000
         seen[0] += 1
         deadline = time.monotonic() + 30
@@ -104,7 +107,7 @@ def main():
         t0 = time.perf_counter()
         # (rustc's own rust-lld choice taken out: wild links it, as bench_incremental.py does)
         line = [x for x in line if x != "-fuse-ld=lld" and not x.endswith("/gcc-ld")]
-        subprocess.run(["cc", f"-B{wshim}", *line, "-o", out_w], cwd=cwd, env=env, check=True)
+        subprocess.run([*wild_cmd, *line, "-o", out_w], cwd=cwd, env=env, check=True)
         return (time.perf_counter() - t0) * 1000, None
 
     _, first = through_linkwrap(plain)
@@ -118,22 +121,89 @@ def main():
     for _ in range(NEED):           # the full side of the measurement: relinks of the same inputs
         through_linkwrap(plain)     # (no edit: a patch tried here patches nothing)
     for kind in ("a", "b", "c", "d") if a.edit == "all" else (a.edit,):
-        loop(kind, a, texts, project, target, through_linkwrap, through_wild, out_lw, out_w)
+        loop(kind, a, relinked, through_linkwrap, through_wild, out_lw, out_w)
     print(f"load after: {load()}")
 
 
-def loop(kind, a, texts, project, target, through_linkwrap, through_wild, out_lw, out_w):
+def rust_side(a, root):
+    """The generated Rust project: -> (project, its link line without -o, cwd, env, linkwrap's output,
+    relinked(kind, rnd): the line after round rnd's edit of that kind and rustc's rebuild)."""
+    project = genproject.rust(os.path.join(root, "rust"), a.modules, a.funcs)
+    target = os.path.join(root, "rust-target")
+    src = os.path.join(project, "src")
+    texts = {os.path.join(src, n): open(os.path.join(src, n)).read() for n in os.listdir(src)}
+    argv, env, cwd = genproject.rust_link(project, target_dir=target)
+    env = {**os.environ, **env}
+    print(f"generated Rust project {a.modules}x{a.funcs}: {genproject.input_bytes(argv, cwd) / 1e6:.0f} MB of "
+          f"inputs; load {load()} (1/5/15 min), {os.cpu_count()} CPUs")
+    # rustc's line has its own -o deps/<bin>-<hash>: the linkwrap link keeps that name (its state and
+    # evidence are the output's), wild's goes beside it
+    k = argv.index("-o")
+    out_lw = argv[k + 1] if os.path.isabs(argv[k + 1]) else os.path.join(cwd, argv[k + 1])
+
+    def relinked(kind, rnd):
+        write({**texts, **edited(kind, texts, rnd, a.modules)})
+        argv, _e, _c = genproject.rust_link(project, target_dir=target)
+        k = argv.index("-o")
+        return argv[:k] + argv[k + 2:]
+    return project, argv[:k] + argv[k + 2:], cwd, env, out_lw, relinked
+
+
+def cpp_side(a, root):
+    """The generated C++ program, as rust_side."""
+    project = genproject.cpp(os.path.join(root, "cpp"), a.modules, a.funcs)
+    texts = {os.path.join(project, n): open(os.path.join(project, n)).read()
+             for n in os.listdir(project) if n.endswith(".cpp")}
+    argv, cwd = genproject.cpp_link(project)
+    line = argv[:argv.index("-o")]
+    print(f"generated C++ program {a.modules}x{a.funcs}: {genproject.input_bytes(line, cwd) / 1e6:.0f} MB of "
+          f"inputs; load {load()} (1/5/15 min), {os.cpu_count()} CPUs")
+
+    def relinked(kind, rnd):
+        for path in write({**texts, **cpp_edited(kind, texts, rnd, a.modules)}):
+            obj = os.path.basename(path)[:-4] + ".o"
+            subprocess.run(["c++", "-g", "-O0", "-c", os.path.basename(path), "-o", obj], cwd=project, check=True)
+        return line
+    return project, line, cwd, dict(os.environ), os.path.join(project, "prog"), relinked
+
+
+def cpp_edited(kind, texts, rnd, units):
+    """{path: text} after round rnd's edit of this kind to translation unit u0 (from the originals):
+    (a) one token inside run0, (b) lines added above it (every later line's debug info moves),
+    (c) new functions called from it, (d) a call to another unit's run<j> it did not make."""
+    u0 = next(p for p in texts if p.endswith("/u0.cpp"))
+    text = texts[u0]
+    head = "std::uint64_t run0(std::uint64_t seed) {\n    std::uint64_t acc = 0;"
+    if kind == "a":
+        return {u0: text.replace(head, head[:-2] + f"{rnd + 1};")}
+    if kind == "b":
+        return {u0: text.replace(head, "// a line\n" * (rnd + 1) + head)}
+    if kind == "c":  # cumulative, as in an edit loop: round r has extra0 .. extra<r>
+        extra = "".join(f"__attribute__((noinline)) std::uint64_t extra{k}(std::uint64_t x) "
+                        f"{{ return (x << {k % 63 + 1}) ^ {k + 1}; }}\n" for k in range(rnd + 1))
+        calls = "".join(f"    acc = extra{k}(acc);\n" for k in range(rnd + 1))
+        return {u0: text.replace(head, extra + head + "\n" + calls)}
+    j = rnd % (units - 1) + 1
+    return {u0: text.replace(head, f"std::uint64_t run{j}(std::uint64_t);\n" + head + f"\n    acc += (run{j}(seed) & 1) + 1;")}
+
+
+def write(wanted):
+    """Write the files whose text differs; -> their paths."""
+    changed = []
+    for path, text in wanted.items():
+        if open(path).read() != text:
+            with open(path, "w") as f:
+                f.write(text)
+            changed.append(path)
+    return changed
+
+
+def loop(kind, a, relinked, through_linkwrap, through_wild, out_lw, out_w):
     rng = random.Random(36)
     times = {"linkwrap": [], "wild": []}
     how, outputs = [], set()
     for rnd in range(a.rounds):
-        for path, text in {**texts, **edited(kind, texts, rnd, a.modules)}.items():
-            if open(path).read() != text:
-                with open(path, "w") as f:
-                    f.write(text)
-        argv, _e, _c = genproject.rust_link(project, target_dir=target)
-        k = argv.index("-o")
-        line = argv[:k] + argv[k + 2:]
+        line = relinked(kind, rnd)
         order = ["linkwrap", "wild"]
         rng.shuffle(order)
         for name in order:
