@@ -139,7 +139,10 @@ class EmittedRelocs(Synthetic):
                         out += pack(where, R_NONE, 0)
                         last = where
                         continue
-                    sym = index_of[s]
+                    sym = index_of.get(s)
+                    if sym is None:     # a symbol .symtab has no row for (a nameless local ...)
+                        raise Unsupported(f"--emit-relocs: a relocation at {m!r}+0x{r_off:x} against `{s.name}', "
+                                          f"which .symtab does not hold")
                 if typ in (R_GOTPCRELX, R_REX_GOTPCRELX) and loaded:
                     typ, where = _relaxed(typ, where, buf, fpos + r_off, raw, r_off)
                 out += pack(where, (sym << 32) | typ, addend)
