@@ -16,7 +16,8 @@ two-dash long options, @file, -z keywords):
 --eh-frame-hdr, --allow-multiple-definition, -z now|relro|origin|max-page-size=N|ibt|shstk|...,
 -rpath, -E, -s, -S, -shared, -soname, --version-script, --no-undefined-version, --no-undefined,
 -Bsymbolic, -Bsymbolic-functions, -x, -X, --discard-none, --exclude-libs, --export-dynamic-symbol,
---export-dynamic-symbol-list, --hash-style=gnu|sysv|both, --package-metadata, -f, -F, -t;
+--export-dynamic-symbol-list, --hash-style=gnu|sysv|both, --package-metadata, -f, -F, -t,
+--emit-relocs, -q, -R, --just-symbols, --section-start;
 glibc's input scripts (libc.so: GROUP, AS_NEEDED, INPUT).
 What it cannot link (SECTIONS scripts with -T, extern "C++" in version scripts, an option or input
 it does not know) it names on one line ("not supported yet: ...") and exits 1, so linkwrap
@@ -36,6 +37,10 @@ def run(argv) -> int:
     from linkwrap.ld.incremental import where
     if any(a.startswith("--incremental") for a in argv) or \
             os.environ.get(where.ENV) in (where.FULL_OR_PATCH, where.PATCH_ONLY, where.BASE_ONLY):
+        refused = _not_incremental(argv)
+        if refused:
+            print(f"linkwrap-ld: not supported yet: {refused} in an incremental link", file=sys.stderr)
+            return 1
         from linkwrap.ld.incremental.main import run as incremental   # docs/ld.md "Incremental"
         return incremental(argv)
     from linkwrap.ld.diag import Unsupported
@@ -78,6 +83,26 @@ def run(argv) -> int:
         print(f"{prog}: internal error: {type(e).__name__}: {e} "
               f"(at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})", file=sys.stderr)
         return 1
+
+
+def _not_incremental(argv):
+    """The options an incremental link cannot keep when it patches (its relink writes neither
+    emitted relocations nor .symtab's section symbols, and takes no just-symbols file) -> the name
+    of one, or None (the incremental link reads and judges the rest itself)."""
+    from linkwrap.errors import LinkwrapError
+    from linkwrap.ld.diag import Unsupported
+    from linkwrap.ld.options import parse_args
+    try:
+        opts = parse_args([a for a in argv if not a.startswith("--incremental")])
+    except (Unsupported, LinkwrapError):
+        return None
+    if opts.emit_relocs:
+        return "--emit-relocs"
+    if opts.just_symbols:
+        return "-R FILE (--just-symbols)"
+    if opts.section_start:
+        return "--section-start"
+    return None
 
 
 def main() -> None:

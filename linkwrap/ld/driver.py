@@ -53,6 +53,9 @@ def _link(opts, diag):
     from linkwrap.ld import gc, layout, parse, relocate, resolve, scan, synthetic, write
     diag = diag or Diagnostics()
     t = Timings()
+    if opts.emit_relocs and not opts.relocatable:   # (-r keeps the relocations anyway)
+        from linkwrap.ld.emit_relocs import check_options
+        check_options(opts)
     with t.phase("Parse inputs"):
         # objects, archive indexes, shared libraries; glibc's linker scripts expanded in place
         inputs = parse.read_inputs(opts, diag)

@@ -294,6 +294,10 @@ def compute(opts, mode, res, live, synth) -> Layout:
                 # (merged pieces of two entry sizes, .rodata.cst4 and .rodata.str1.1: 0 from above)
                 o.entsize = first.entsize
 
+    started = dict(opts.section_start)
+    if started:
+        from linkwrap.ld import section_start
+        section_start.place(opts, osecs, _RANKS)
     ordered = sorted(osecs.values(), key=lambda o: (o.cls, o.rank, o.first_input))
     alloc = [o for o in ordered if o.flags & elf.SHF_ALLOC]
     nonalloc = [o for o in ordered if not o.flags & elf.SHF_ALLOC]
@@ -334,14 +338,23 @@ def compute(opts, mode, res, live, synth) -> Layout:
     hdr_size = 64 + 56 * len(ph_types)
     addr = base + hdr_size
     seg_ranges = {}
+    seg_offsets = {}          # a --section-start class's file offset (the others': address - base)
+    file_hi = hdr_size
     prev_cls = 0
     for o in alloc:
         if o.cls != prev_cls:
             addr = elf.align_up(addr, page)
             prev_cls = o.cls
-        addr = elf.align_up(addr, o.align)
-        o.addr = addr
-        o.offset = addr - base
+        if started and o.name in started:
+            addr = o.addr = section_start.address(o, started[o.name], addr)
+            # the file keeps no hole up to the address: an offset congruent to it modulo the page
+            o.offset = seg_offsets[o.cls] = elf.align_up(file_hi, page) + addr % page
+        else:
+            addr = elf.align_up(addr, o.align)
+            o.addr = addr
+            o.offset = addr - base
+        if started and o.type != elf.SHT_NOBITS:
+            file_hi = max(file_hi, o.offset + o.size)
         start, end_file, end_mem = seg_ranges.get(o.cls, (addr if o.cls else base, 0, 0))
         if o.flags & elf.SHF_TLS and o.type == elf.SHT_NOBITS:
             # .tbss: counted in PT_TLS, but later sections reuse its addresses
@@ -407,13 +420,14 @@ def compute(opts, mode, res, live, synth) -> Layout:
             end_file = max(end_file, base + hdr_size)
             end_mem = max(end_mem, end_file)
         flags = {0: elf.PF_R, 1: elf.PF_R | elf.PF_X, 2: elf.PF_R, 3: elf.PF_R | elf.PF_W,
-                 4: elf.PF_R | elf.PF_W}[cls]
+                 4: elf.PF_R | elf.PF_W}.get(cls) or section_start.flags(cls, alloc)
         filesz = max(end_file - start, 0)
         if cls == 3 and relro:
             # PT_GNU_RELRO ends on a page boundary (ld.so protects whole pages): the segment
             # it lies in reaches that far too, as eu-elflint requires
             end_mem = elf.align_up(end_mem, elf.PAGE)
-        segs.append(Segment(elf.PT_LOAD, flags, start - base, start, filesz, end_mem - start, page))
+        segs.append(Segment(elf.PT_LOAD, flags, seg_offsets.get(cls, start - base), start, filesz, end_mem - start,
+                            page))
     if mode.dynamic:
         d = by_name[".dynamic"]
         segs.append(Segment(elf.PT_DYNAMIC, elf.PF_R | elf.PF_W, d.offset, d.addr, d.size, d.size, 8))

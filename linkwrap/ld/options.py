@@ -16,7 +16,7 @@ from linkwrap.ld.symbol_lists import read_dynamic_list
 
 @dataclass(frozen=True)
 class InputArg:
-    """One positional input: kind is 'file', 'lib', 'group-start' or 'group-end'."""
+    """One positional input: kind is 'file', 'lib', 'just-symbols' (-R FILE), 'group-start' or 'group-end'."""
     kind: str
     name: str = ""
     as_needed: bool = False
@@ -88,6 +88,9 @@ class Options:
     # which input locals .symtab keeps (GNU ld's link_info.discard): 'merge' (its default: local
     # labels in SHF_MERGE sections go), 'labels' (-X: every local label), 'all' (-x), 'none'
     discard: str = "merge"
+    emit_relocs: bool = False     # --emit-relocs / -q: the inputs' relocations kept in the output (emit_relocs.py)
+    section_start: tuple = ()     # --section-start=NAME=ADDR: (name, address) of sections placed there (layout.py)
+    just_symbols: tuple = ()      # -R FILE / --just-symbols=FILE: ELF files whose symbols are taken, absolute
 
 
 # --- GNU ld's command-line grammar (ld/lexsup.c), as one table --------------------------------
@@ -194,7 +197,10 @@ _opts("error-handling-script", True, IGNORE)
 # Known to GNU ld, not implemented here (each named when used): ------------------------------
 _opts("relocatable", False, "relocatable")
 _opts("EL", False, IGNORE)
-_opts("emit-relocs Bgroup EB Qy Ur accept-unknown-input-arch "
+_opts("emit-relocs", False, "emit_relocs")
+_opts("just-symbols", True, "just_symbols")
+_opts("section-start", True, "section_start")
+_opts("Bgroup EB Qy Ur accept-unknown-input-arch "
       "add-stdcall-alias compat-implib cref ctf-share-types ctf-variables dT dc dp default-imported-symver "
       "default-symver disable-auto-image-base disable-auto-import disable-large-address-aware "
       "disable-long-section-names disable-multiple-abs-defs disable-reloc-section "
@@ -212,10 +218,10 @@ _opts("emit-relocs Bgroup EB Qy Ur accept-unknown-input-arch "
 _opts("architecture assert audit base-file compress-debug-sections default-script "
       "dependency-file depaudit dll-search-prefix exclude-modules-for-implib "
       "exclude-symbols file-alignment format "
-      "fuse-ld gpsize hash-size heap image-base just-symbols major-image-version major-os-version "
+      "fuse-ld gpsize hash-size heap image-base major-image-version major-os-version "
       "major-subsystem-version max-cache-size minor-image-version minor-os-version "
       "minor-subsystem-version oformat orphan-handling out-implib output-def "
-      "retain-symbols-file rpath-link script section-alignment section-start sort-section "
+      "retain-symbols-file rpath-link script section-alignment sort-section "
       "spare-dynamic-tags split-by-reloc stack subsystem task-link thumb-entry trace-symbol "
       "version-exports-section wrap Map Tbss Tdata Ttext Trodata-segment "
       "Tldata-segment Ttext-segment ignore-unresolved-symbol", True, None)
@@ -232,7 +238,7 @@ _SHORT = {
     "v": (False, "version"), "V": (False, "version"), "X": (False, "discard_labels"), "g": (False, IGNORE),
     "(": (False, "group_start"), ")": (False, "group_end"), "r": (False, "relocatable"),
     "i": (False, "relocatable"),
-    "d": (False, None), "M": (False, None), "n": (False, None), "N": (False, None), "q": (False, None),
+    "d": (False, None), "M": (False, None), "n": (False, None), "N": (False, None), "q": (False, "emit_relocs"),
     "t": (False, "trace"), "x": (False, "discard_all"), "w": (False, IGNORE),
 }
 # Letters whose glued form GNU ld takes even when the word also starts a long option (-lib is -l ib).
@@ -371,10 +377,25 @@ def parse_args(argv) -> Options:
         elif action == "rpath":
             rpath.append(val)
         elif action == "R":
-            # -R DIR is -rpath; -R FILE would be --just-symbols
-            if not os.path.isdir(val):
-                raise Unsupported(f"-R {val} (--just-symbols)")
-            rpath.append(val)
+            # -R DIR is -rpath (GNU ld's rule, for Solaris compatibility); -R FILE is --just-symbols
+            if os.path.isdir(val):
+                rpath.append(val)
+            else:
+                inputs.append(InputArg("just-symbols", val))
+                kw["just_symbols"] = kw.get("just_symbols", ()) + (val,)
+        elif action == "section_start":
+            name, eq, org = val.rpartition("=")
+            try:
+                # GNU ld reads ORG as hexadecimal, with or without its 0x
+                address = int(org, 16)
+            except ValueError:
+                raise BadInput(f"invalid hex number `{org}' in --section-start") from None
+            if not eq or not name:
+                raise BadInput(f"invalid argument to option \"--section-start\": {val}")
+            kw["section_start"] = tuple(p for p in kw.get("section_start", ()) if p[0] != name) + ((name, address),)
+        elif action == "just_symbols":
+            inputs.append(InputArg("just-symbols", val))
+            kw["just_symbols"] = kw.get("just_symbols", ()) + (val,)
         elif action == "hash_style":
             if val not in ("gnu", "both", "sysv"):
                 raise BadInput(f"invalid hash style `{val}'")
@@ -450,7 +471,7 @@ _SETS = {
     "no_undefined_version": ("no_undefined_version", True), "undefined_version": ("no_undefined_version", False),
     "bsymbolic": ("bsymbolic", "all"), "bsymbolic_functions": ("bsymbolic", "functions"),
     "bno_symbolic": ("bsymbolic", ""), "nostdlib": ("nostdlib", True),
-    "trace": ("trace", True), "help": ("help", True),
+    "trace": ("trace", True), "help": ("help", True), "emit_relocs": ("emit_relocs", True),
     "discard_all": ("discard", "all"), "discard_labels": ("discard", "labels"), "discard_none": ("discard", "none"),
 }
 

@@ -35,6 +35,12 @@ def read_inputs(opts, diag) -> Inputs:
     for arg in opts.inputs:
         if arg.kind in ("group-start", "group-end"):
             items.append(InputItem(arg.kind))
+        elif arg.kind == "just-symbols":
+            # -R FILE: its symbols where it stands on the command line, nothing else (just_symbols.py)
+            from linkwrap.ld.just_symbols import read
+            if opts.trace:
+                print(arg.name)
+            items.append(InputItem("just-symbols", read(arg.name)))
         elif arg.kind == "lib":
             path = find_library(arg.name, opts, arg.static or opts.static)
             if path is None:

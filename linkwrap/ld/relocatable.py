@@ -46,7 +46,8 @@ def check_options(opts):
                         # GNU ld -r -x/-X drops the locals no relocation needs: not done here
                         ("-x", opts.discard == "all"), ("-X", opts.discard == "labels"),
                         ("--exclude-libs", opts.exclude_libs), ("--export-dynamic-symbol", opts.export_symbols),
-                        ("--package-metadata", opts.package_metadata)):
+                        ("--package-metadata", opts.package_metadata), ("-R FILE", opts.just_symbols),
+                        ("--section-start", opts.section_start)):
         if asked:
             raise Unsupported(f"-r with {name}")
 

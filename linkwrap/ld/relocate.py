@@ -46,7 +46,7 @@ def apply_all(res, lk, live, diag, stats=None, buf=None):
     """-> buf (a new bytearray when None), the whole output file with every section relocated."""
     buf = bytearray(lk.file_size) if buf is None else buf
     syms_of = res.syms
-    kept = _KeptCopies(res)
+    kept = KeptCopies(res)
     bulk = []       # non-alloc sections with relocations: copied and relocated per object at the end
     loaded = []     # loaded sections with relocations, copied: relocated after the copies
     drop_inputs(res)
@@ -121,7 +121,7 @@ def drop_inputs(res):
             drop_pages(m)
 
 
-class _KeptCopies:
+class KeptCopies:
     """COMDAT loser section -> the winner's section of the same name and size (built when first asked).
 
     GNU ld points debug info about a dropped copy of an inline function at the copy it kept

@@ -195,6 +195,20 @@ class _Resolver:
             self._define(s, obj, sec, value, size, stype, bind, shndx == elf.SHN_ABS)
         self.syms[obj] = syms
 
+    def add_just_symbols(self, js):
+        """-R FILE: its global and weak definitions, absolute, as an object's would be defined
+        (just_symbols.py; the record is no object: nothing of it is linked)."""
+        for name, info, other, value, size in js.symbols:
+            s = self.symtab.get(name)
+            if s is None:
+                s = self.symtab[name] = Symbol(name)
+                if name in self.dso_defs:
+                    self._bind_dso(s, self.dso_defs[name])
+            vis = other & 3
+            if vis and (s.visibility == elf.STV_DEFAULT or vis < s.visibility):
+                s.visibility = vis
+            self._define(s, js, None, value, size, info & 0xF, info >> 4, True)
+
     def _tls_mismatch(self, s, ref_obj):
         d = s.file.name if s.file is not None else (s.dso.name if s.dso is not None else "?")
         self.diag.error(f"{s.name}: {'TLS' if s.type == elf.STT_TLS else 'non-TLS'} definition in {d} "
@@ -378,6 +392,8 @@ def resolve(opts, inputs, diag) -> Resolution:
             r.pull_from_archive(item.file)
         elif kind == "shared":
             r.add_dso(item.file)
+        elif kind == "just-symbols":
+            r.add_just_symbols(item.file)
         elif kind == "group-start":
             group_stack.append(pos)
         elif kind == "group-end" and group_stack:

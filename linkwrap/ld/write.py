@@ -125,6 +125,8 @@ def _headers(opts, mode, lk, buf):
     for o in lk.osecs:
         link = lk.osec_of[o.link].index if o.link is not None and o.link in lk.osec_of else 0
         info = o.info
+        if isinstance(info, str):     # an output section's name (emitted relocations: emit_relocs.py)
+            info = lk.by_name[info].index
         if o.name == ".rela.plt" and lk.synth.got_plt is not None and lk.synth.got_plt in lk.osec_of:
             info = lk.osec_of[lk.synth.got_plt].index
         elf.SHDR.pack_into(buf, off, names[o.name], o.type, o.flags, o.addr, o.offset, o.size, link, info,

@@ -7,7 +7,7 @@ into the static archive libar.a (after the objects); so_*.c into the shared libr
 sub/libso.so, built without a SONAME and named by that relative path; root_lib_<name>.c into
 root/lib/lib<name>.a (for --sysroot). `output = partial`: the link is a -r; GNU ld links
 its output into the program that is run. In ldflags, @WORK@ is the build directory and @SRC@ the
-case's directory; `driver = g++` links (and finishes a -r) with g++. `expect = link` (the default): linkwrap.ld links it and the program runs
+case's directory; just_*.s are assembled into @WORK@/just_*.o and not linked (files for -R). `driver = g++` links (and finishes a -r) with g++. `expect = link` (the default): linkwrap.ld links it and the program runs
 as expected, with the listed readelf facts equal to GNU ld's. `expect = unsupported`:
 linkwrap.ld names what it cannot do, and linkwrap falls back to a linker that can.
 """
@@ -55,6 +55,9 @@ def build(case, work):
             obj = os.path.join(d, name[:-2] + ".o")
             subprocess.run(["gcc", "-O1", "-c", path, "-o", obj], check=True)
             subprocess.run(["ar", "rcs", os.path.join(d, "lib" + name[len("root_lib_"):-2] + ".a"), obj], check=True)
+        elif name.startswith("just_") and name.endswith(".s"):
+            # assembled, not linked: a file for -R/--just-symbols (ldflags name it @WORK@/just_*.o)
+            subprocess.run(["gcc", "-c", path, "-o", os.path.join(work, name[:-2] + ".o")], check=True)
         elif name.endswith((".c", ".s", ".cpp")):
             obj = os.path.join(work, name.rsplit(".", 1)[0] + ".o")
             flags = s["cflags"] if name.endswith((".c", ".cpp")) else []
@@ -135,6 +138,8 @@ def facts(path, symbols=()):
     # the dynamic relocations against the named symbols: (type, symbol)
     out["dynrelocs"] = sorted({(p[2], p[4]) for p in (line.split() for line in readelf("-rW").splitlines())
                                if len(p) >= 5 and p[2].startswith("R_X86_64_") and p[4] in symbols})
+    out["emitted"] = emitted_relocs(path)
+    out["emitted_summary"] = emitted_summary(out["emitted"])
     nm = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
     kinds = {line.split()[-1]: line.split()[-2] for line in nm.splitlines() if line.strip()}
     out["symbols"] = [(name, kinds.get(name)) for name in symbols]
@@ -144,3 +149,73 @@ def facts(path, symbols=()):
 def nm_addresses(path):
     nm = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
     return {p[2]: int(p[0], 16) for p in (line.split() for line in nm.splitlines()) if len(p) == 3}
+
+
+def emitted_relocs(path):
+    """--emit-relocs: per emitted relocation section (non-loaded SHT_RELA) the section it applies to
+    and its relocations, independent of where the linker put things: the offset in the target
+    section, the type, the symbol's name (a section symbol's: its section's), and the addend --
+    against a section symbol of a string section, the string the place points at instead (string
+    merging may order the strings differently). .eh_frame's by count and types only (GNU ld merges
+    identical CIEs, which moves every record)."""
+    import struct
+    with open(path, "rb") as f:
+        data = f.read()
+    shoff, = struct.unpack_from("<Q", data, 40)
+    shnum, shstrndx = struct.unpack_from("<HH", data, 60)
+    shdrs = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + 64 * k) for k in range(shnum)]
+
+    def cstr(off):
+        return data[off:data.index(b"\0", off)].decode()
+    names = [cstr(shdrs[shstrndx][4] + sh[0]) for sh in shdrs]
+    out = {}
+    for sh in shdrs:
+        if sh[1] != 4 or sh[2] & 2:                 # SHT_RELA, not SHF_ALLOC (.rela.dyn/.rela.plt)
+            continue
+        symtab, target = shdrs[sh[6]], shdrs[sh[7]]
+        tname = names[sh[7]]
+        strtab = shdrs[symtab[6]]
+        rows = []
+        for k in range(sh[5] // 24):
+            r_off, info, addend = struct.unpack_from("<QQq", data, sh[4] + 24 * k)
+            st_name, st_info, _, st_shndx, st_value, _ = struct.unpack_from("<IBBHQQ", data, symtab[4] + 24 * (info >> 32))
+            typ = info & 0xFFFFFFFF
+            if info >> 32 == 0:
+                sym = ""
+            elif st_info & 0xF == 3 and st_shndx < len(names):     # STT_SECTION
+                sym = names[st_shndx]
+                tsh = shdrs[st_shndx]
+                if tsh[2] & 0x20 or sym.startswith(".debug_str") or sym == ".debug_line_str":
+                    # SHF_STRINGS (or a string table whose output lost the flag): the string itself
+                    at = tsh[4] + addend
+                    addend = data[at:data.index(b"\0", at)].decode(errors="replace")
+            else:
+                sym = cstr(strtab[4] + st_name)
+            place = r_off - target[3] if target[2] & 2 else r_off
+            rows.append((place, typ, sym, addend))
+        if tname == ".eh_frame":
+            rows = [len(rows), sorted((t, s) for _, t, s, _ in rows if t)]
+        out[tname] = rows
+    return out
+
+
+# a GOT access relaxed or not (bfd turns a non-PIE `mov x@GOTPCREL` into `mov $x`, R_X86_64_32S, where
+# this linker writes `lea x(%rip)`, R_X86_64_PC32: both programs right, their bytes differ)
+_GOT_OR_DIRECT = {2: "pc32/32s/gotpcrelx", 11: "pc32/32s/gotpcrelx", 41: "pc32/32s/gotpcrelx",
+                  42: "pc32/32s/gotpcrelx"}
+
+
+def emitted_summary(emitted):
+    """emitted_relocs without the places (a static link's libc sections are laid out in another order
+    by GNU ld's script): how many relocations of each type against each global symbol, and against
+    section symbols as one, in all sections together."""
+    from collections import Counter
+    c = Counter()
+    for name, rows in emitted.items():
+        if name == ".eh_frame":
+            c[".eh_frame"] += rows[0]
+            continue
+        for _, typ, sym, _ in rows:
+            sec = sym.startswith(".") or sym in emitted or sym.startswith("__libc_")
+            c[(_GOT_OR_DIRECT.get(typ, typ), "(section)" if sec else sym)] += 1
+    return sorted(c.items(), key=repr)

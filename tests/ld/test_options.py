@@ -55,6 +55,17 @@ from linkwrap.ld.options import parse_args
     (["--exclude-libs=ALL"], "exclude_libs", ("ALL",)),
     (["--exclude-libs", "liba.a,libb:libc.a", "-exclude-libs=libd"], "exclude_libs", ("liba.a", "libb", "libc.a", "libd")),
     (["--export-dynamic-symbol=f*", "-export-dynamic-symbol", "g"], "export_symbols", ("f*", "g")),
+    # -emit-relocs is the long option, never -e mit-relocs
+    (["-emit-relocs"], "emit_relocs", True),
+    (["--emit-relocs"], "emit_relocs", True),
+    (["-q"], "emit_relocs", True),
+    (["-emit-relocs"], "entry", "_start"),
+    # -R FILE is --just-symbols, in its place among the inputs; -R DIR is -rpath
+    (["a.o", "-R", "/no/such/file", "--just-symbols=b.elf", "c.o"], "inputs",
+     (options.InputArg("file", "a.o"), options.InputArg("just-symbols", "/no/such/file"),
+      options.InputArg("just-symbols", "b.elf"), options.InputArg("file", "c.o"))),
+    (["-R", "/"], "rpath", ("/",)),
+    (["-R", "/"], "inputs", ()),
 ])
 
 
@@ -85,7 +96,6 @@ def test_glued_l_is_a_library_even_when_it_starts_a_long_option():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["-emit-relocs"], "not supported yet: option -emit-relocs"),
     (["-Wl,-emit-relocs"], "not supported yet: option -Wl,-emit-relocs"),
     (["-emit-rel"], "not supported yet: option -emit-rel (an abbreviation of a long option)"),
     (["--whole"], "not supported yet: option --whole (an abbreviation of a long option)"),
@@ -93,11 +103,10 @@ def test_glued_l_is_a_library_even_when_it_starts_a_long_option():
     (["-T", "x.ld"], "not supported yet: option -T x.ld"),
     (["--script=x.ld"], "not supported yet: option --script=x.ld"),
     (["-Map", "m"], "not supported yet: option -Map m"),
-    (["--section-start=.a=0x1000"], "not supported yet: option --section-start=.a=0x1000"),
+    (["-Ttext", "0x1000"], "not supported yet: option -Ttext 0x1000"),
     (["-z", "pack-relative-relocs"], "not supported yet: -z pack-relative-relocs"),
     (["-z", "common-page-size=16384"], "not supported yet: -z common-page-size=16384"),
     (["--defsym=a=b*2"], None),   # raised later, when symbols are known
-    (["-R", "/no/such/dir/or/file"], "not supported yet: -R /no/such/dir/or/file (--just-symbols)"),
     (["-m", "elf_i386"], "not supported yet: emulation elf_i386 (only elf_x86_64)"),
 ])
 def test_what_is_not_implemented_is_named(argv, message):
@@ -188,7 +197,9 @@ HELP_HANDLED = {"-o": ["-o", "x"], "-r": ["-r"], "-L": ["-L", "/tmp"], "-l": ["-
                 "--exclude-libs": ["--exclude-libs=ALL"], "--export-dynamic-symbol": ["--export-dynamic-symbol=f"],
                 "--export-dynamic-symbol-list": ["--export-dynamic-symbol-list", "@LIST@"],
                 "--hash-style": ["--hash-style=sysv"], "--package-metadata": ["--package-metadata={}"],
-                "-f": ["-shared", "-f", "libaux.so"], "-F": ["-shared", "-F", "libf.so"], "-t": ["-t"]}
+                "-f": ["-shared", "-f", "libaux.so"], "-F": ["-shared", "-F", "libf.so"], "-t": ["-t"],
+                "--emit-relocs": ["--emit-relocs"], "-q": ["-q"], "-R": ["-R", "/"],
+                "--just-symbols": ["--just-symbols=x.elf"], "--section-start": ["--section-start=.s=1000"]}
 
 
 def test_the_help_lists_what_the_linker_takes_and_refuses(tmp_path):
@@ -203,6 +214,6 @@ def test_the_help_lists_what_the_linker_takes_and_refuses(tmp_path):
     assert parse_args(["-r", "a.o"]).relocatable
     refused = USAGE[USAGE.index("What it cannot link ("):USAGE.index("names on one line")]
     assert "-r" not in refused.split()
-    for argv in (["-T", "x.ld"], ["--section-start=.a=0x1000"]):
+    for argv in (["-T", "x.ld"], ["-Ttext", "0x1000"]):
         with pytest.raises(Unsupported):
             parse_args(argv + ["a.o"])

@@ -135,6 +135,11 @@ def create(opts, mode, res, live, needs, shared_exports=None) -> Synthetics:
     if opts.build_id:
         build_id = BuildId(opts.build_id)
         out.append(build_id)
+    symtab = None
+    forced = frozenset()
+    if opts.emit_relocs:
+        from linkwrap.ld import emit_relocs
+        forced = frozenset(emit_relocs.referenced(res, live))
     if not opts.strip_all:
         out.append(Comment())
         localized = frozenset()
@@ -144,7 +149,7 @@ def create(opts, mode, res, live, needs, shared_exports=None) -> Synthetics:
         elif opts.exclude_libs or mode.dynamic:
             localized = _forced_local(opts, res)
         symtab = SymTab(opts, res, live, copied, localized,
-                        (mode.interp or mode.shared) and opts.z_dynamic_undefined_weak)
+                        (mode.interp or mode.shared) and opts.z_dynamic_undefined_weak, forced)
         out += [symtab, symtab.strtab]
     props = merge_properties(opts, res.objects)
     if props:
@@ -154,10 +159,20 @@ def create(opts, mode, res, live, needs, shared_exports=None) -> Synthetics:
         out.append(PropertyNote(props))
     merged = merge_sections(opts, live)
     out += merged
+    merged_of = {sec: m for m in merged for sec in m.inputs}
+    if opts.emit_relocs:
+        from linkwrap.ld.relocate import KeptCopies
+        out += emit_relocs.create(opts, live, merged_of, output_name, symtab, res, KeptCopies(res))
     needed_list = tuple(s for s in out if s.is_needed())
+    if opts.emit_relocs:
+        # one section symbol per output section layout will make of these (emit_relocs.py)
+        names = {output_name(sec) for sec in live.sections if sec not in merged_of}
+        names.update(syn.name for syn in needed_list if not isinstance(syn, emit_relocs.EmittedRelocs)
+                     and syn is not symtab and syn is not symtab.strtab)
+        symtab.add_section_symbols(len(names))
     return Synthetics(needed_list, dynsym, dynstr, dynamic, got, got_plt, plt, rela_dyn, rela_plt,
                       eh_hdr, build_id, bss, tuple(bss.copies), copied, needs.canonical,
-                      {sec: m for m in merged for sec in m.inputs}, gnu_osabi(res))
+                      merged_of, gnu_osabi(res))
 
 
 def _forced_local(opts, res):

@@ -45,8 +45,9 @@ class SymTab(Synthetic):
     flags = 0
     entsize = 24
 
-    def __init__(self, opts, res, live, copied, localized=frozenset(), undef_weak=False):
-        """undef_weak: the undefined weak symbols nothing defines are the loader's (GNU ld writes them
+    def __init__(self, opts, res, live, copied, localized=frozenset(), undef_weak=False, forced=frozenset()):
+        """forced: symbols kept whatever the rules above say (those --emit-relocs's relocations name,
+        emit_relocs.referenced). undef_weak: the undefined weak symbols nothing defines are the loader's (GNU ld writes them
         then, WEAK UND, and not in a static link). localized: a shared object's globals its version scripts made local (GNU ld lists them
         with the locals)."""
         super().__init__(".symtab")
@@ -73,8 +74,9 @@ class SymTab(Synthetic):
                     n = s.name
                     # GNU ld's default drops local labels (.LC0) only in SHF_MERGE sections, -X
                     # all of them, --discard-none none
-                    if n and not (discard != "none" and is_local_label(n) and
-                                  (discard == "labels" or (s.section is not None and s.section.flags & merge))):
+                    if n and (not (discard != "none" and is_local_label(n) and
+                                   (discard == "labels" or (s.section is not None and s.section.flags & merge)))
+                              or s in forced):
                         keep(s)
             if not named and len(local) > start:
                 # GNU ld names an object without an STT_FILE symbol of its own by its file name
@@ -87,8 +89,8 @@ class SymTab(Synthetic):
             if s.file is not None and s.section is not None and s.section not in alive:
                 continue      # a COMDAT loser's or gc's: not in the output
             # an undefined weak that nothing defines stays, WEAK UND, as GNU ld writes it
-            if not (s.defined or s.strong_ref or (undef_weak and s.dso is None)) or (
-                    s.dso is not None and s not in copied and not s.strong_ref and s.bind != elf.STB_WEAK):
+            if s not in forced and (not (s.defined or s.strong_ref or (undef_weak and s.dso is None)) or (
+                    s.dso is not None and s not in copied and not s.strong_ref and s.bind != elf.STB_WEAK)):
                 continue
             # GNU ld forces a shared object's hidden globals local (elf_link_output_extsym, their
             # visibility cleared); an executable keeps them GLOBAL HIDDEN
@@ -107,16 +109,35 @@ class SymTab(Synthetic):
         self.names = strtab.add_all([s.name for s in local] + [self._name(s) for s in glob])
         self.strtab = strtab
         self.values = b""
+        self.n_sections = 0       # STT_SECTION symbols first, one per output section (--emit-relocs)
+
+    def add_section_symbols(self, n):
+        """--emit-relocs: n section symbols after the null one (GNU ld's, one per output section but
+        the symbol and string tables and the emitted relocations)."""
+        self.n_sections = n
+        self.info += n
+
+    def has_section_symbol(self, o):
+        first = o.members[0]
+        return not (first is self or first is self.strtab or
+                    first.type == elf.SHT_RELA and first.flags == elf.SHF_INFO_LINK)
+
+    def index_of(self, lk):
+        """-> {OutputSection or Symbol: its index here} (what emitted relocations name)."""
+        secs = [o for o in lk.osecs if self.has_section_symbol(o)]
+        out = {o: k for k, o in enumerate(secs, 1)}
+        out.update((s, k) for k, s in enumerate(self.symbols, 1 + len(secs)))
+        return out
 
     @staticmethod
     def _name(s):
         return f"{s.name}@{s.version}" if s.dso is not None and s.version else s.name
 
     def size(self):
-        return 24 * (1 + len(self.symbols))
+        return 24 * (1 + self.n_sections + len(self.symbols))
 
     def finalize(self, lk):
-        out = bytearray(24 * (1 + len(self.symbols)))
+        out = bytearray(self.size())
         pack_into = elf.SYM.pack_into
         bss = lk.synth.bss
         osec_get = lk.osec_of.get
@@ -124,9 +145,17 @@ class SymTab(Synthetic):
         file_type = elf.STT_FILE
         file_info = (elf.STB_LOCAL << 4) | file_type
         tls, ifunc, und = elf.STT_TLS, elf.STT_GNU_IFUNC, elf.SHN_UNDEF
-        nlocal = self.info - 1
+        nlocal = self.info - 1 - self.n_sections
         n_input = self.n_input_locals
         pos = 0
+        if self.n_sections:
+            secs = [o for o in lk.osecs if self.has_section_symbol(o)]
+            if len(secs) != self.n_sections:
+                raise AssertionError(f".symtab: {len(secs)} output sections, {self.n_sections} section symbols")
+            section_info = (elf.STB_LOCAL << 4) | elf.STT_SECTION
+            for o in secs:
+                pos += 24
+                pack_into(out, pos, 0, section_info, 0, o.index, o.addr, 0)
         for k, (s, name) in enumerate(zip(self.symbols, self.names)):
             pos += 24
             stype = s.type

@@ -1,0 +1,2 @@
+void lib_say(void);
+int main(void) { lib_say(); return 0; }
