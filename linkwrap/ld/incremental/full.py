@@ -8,9 +8,12 @@ bytes (used: the input's bytes there with their alignment gaps). A changed input
 still fit is written into its chunks and nothing after them moves. Slack in code is int3 (0xCC),
 elsewhere zeros. No slack where the bytes are walked as one list by the loader or an unwinder:
 .init/.fini (crti's prologue and crtn's epilogue are one function), the init/fini arrays,
-.ctors/.dtors, .eh_frame (a zero word ends it), notes, and sections named like C identifiers
-(arrays walked from __start_SEC to __stop_SEC); nor in non-loaded sections (.debug_*):
-their units are walked one after another, so a changed size there is a full link (a reason).
+.ctors/.dtors, notes, and sections named like C identifiers (arrays walked from __start_SEC to
+__stop_SEC); nor in non-loaded sections (.debug_*): their units are walked one after another, so
+a changed size there is a full link (a reason). .eh_frame's slack is one filler record, a CIE no
+FDE names (a zero word would end an unwinder's walk of registered frames): an input that gains a
+function gains an FDE. And .eh_frame_hdr's table gets spare rows (HDR_SPARE; the header's count
+says how many are used, the rest are zeros past it) for the FDEs a relink adds.
 The share was chosen by what it costs against what it saves: see benchmarks/bench_incremental.py
 (a quarter grows a 1 KiB function's chunk by 256 bytes; an edit rarely grows code by more).
 
@@ -25,14 +28,40 @@ from linkwrap.ld.incremental import state as st
 MIN_SLACK = 64
 SLACK_SHARE = 4            # used // 4
 NO_SLACK = (".init", ".fini", ".init_array", ".fini_array", ".preinit_array", ".ctors", ".dtors",
-            ".eh_frame", ".jcr", ".tm_clone_table")
+            ".jcr", ".tm_clone_table")
+# the smallest filler record: length, CIE id 0, version 1, augmentation "", code and data
+# alignment factors, return address column (13 bytes), in .eh_frame's 4-byte steps
+MIN_FILLER = 16
+# caps' key of .eh_frame_hdr's table capacity (rows), beside the chunks' (input key, output name)
+HDR_KEY = ("", ".eh_frame_hdr")
+
+
+def hdr_capacity(fde_count) -> int:
+    """Rows of .eh_frame_hdr's table: the FDEs and a sixteenth more (at least 64), 8 bytes each."""
+    return fde_count + max(64, fde_count // 16)
+
+
+def filler(n) -> bytes:
+    """n bytes of .eh_frame that are one CIE no FDE points at (n % 4 == 0, n >= MIN_FILLER):
+    walkers step over it by its length, DW_CFA_nop (0) pads it."""
+    return (n - 4).to_bytes(4, "little") + bytes(4) + b"\x01\x00\x01\x78\x10" + bytes(n - 13)
+
+
+def fill(osec_name, flags, n) -> bytes:
+    """A chunk's n bytes of slack: a filler record in .eh_frame, int3 in code, zeros elsewhere."""
+    if osec_name == ".eh_frame":
+        return filler(n)
+    return (b"\xcc" if flags & elf.SHF_EXECINSTR else b"\0") * n
 
 
 class Slack:
     """A member of an output section that holds a chunk's room to grow (layout places it like an
     input section; relocate copies its bytes(); it has no relocations)."""
     __slots__ = ("file", "index", "name", "type", "flags", "size", "align", "entsize", "offset",
-                 "info", "link", "rela", "relocs", "group_sig", "fill")
+                 "info", "link", "rela", "relocs", "group_sig")
+    # .eh_frame_hdr's writer reads a member's kept FDEs (none here) instead of walking the records
+    fdes = ()
+    data = b""
 
     def __init__(self, after, size):
         self.file = after.file
@@ -48,10 +77,9 @@ class Slack:
         self.rela = None
         self.relocs = ()
         self.group_sig = None
-        self.fill = 0xCC if after.flags & elf.SHF_EXECINSTR else 0
 
     def bytes(self):
-        return b"" if self.type == elf.SHT_NOBITS else bytes([self.fill]) * self.size
+        return b"" if self.type == elf.SHT_NOBITS else fill(self.name, self.flags, self.size)
 
     def __repr__(self):
         return f"Slack({self.file.name}:{self.name}+{self.size})"
@@ -66,6 +94,17 @@ def gets_slack(osec_name, sec) -> bool:
 
 def capacity(used) -> int:
     return elf.align_up(used + max(MIN_SLACK, used // SLACK_SHARE), 16)
+
+
+def in_output(opts, sec) -> bool:
+    """Whether a live section is placed as a member (not merged, not stripped): with_slack's rule."""
+    if opts.strip_debug or opts.strip_all:
+        if not sec.flags & elf.SHF_ALLOC:
+            if opts.strip_debug and sec.name.startswith((".debug", ".zdebug")):
+                return False
+            if opts.strip_all and sec.name != ".comment":
+                return False
+    return True
 
 
 def with_slack(opts, live, merged_of, pinned=None):
@@ -153,6 +192,13 @@ def _link(opts, pinned, diag):
         synth = synthetic.create(opts, mode, res, live, needs, None)
     with t.phase("Place chunks with slack"):
         sections, chunks = with_slack(opts, live, synth.merged_of, pinned)
+        hdr = synth.eh_frame_hdr
+        if hdr is not None:
+            cap = hdr_capacity(hdr.fde_count) if pinned is None else pinned.get(HDR_KEY, hdr.fde_count)
+            if cap < hdr.fde_count:
+                from linkwrap.ld.diag import LinkFailed
+                raise LinkFailed(f".eh_frame_hdr: {hdr.fde_count} FDEs do not fit the {cap} rows the layout gives it")
+            hdr.fde_count = cap
     with t.phase("Compute layout"):
         lk = layout.compute(opts, mode, res, replace(live, sections=sections), synth)
     with t.phase("Finalize synthetic sections"):
@@ -171,4 +217,6 @@ def _link(opts, pinned, diag):
     with t.phase("Build incremental state"):
         from linkwrap.ld.incremental import record
         state = record.build(opts, inputs, res, live, lk, synth, chunks)
+        if hdr is not None:
+            state["caps"][HDR_KEY] = hdr.fde_count
     return t, state

@@ -12,7 +12,7 @@ import struct
 from array import array
 
 from linkwrap.ld import classify, elf, x86_64
-from linkwrap.ld.incremental import record as rec, state as st
+from linkwrap.ld.incremental import full, record as rec, state as st, symtab as stab
 from linkwrap.ld.incremental.facade import ELSEWHERE, Fallback, KeptCopies, PatchLayout
 
 FICLONE = 0x40049409
@@ -91,6 +91,8 @@ def _take_spare(d, spare, src, tmp):
                 or fst.st_uid != os.getuid():
             raise OSError("not the spare the state names")
         with open(src, "rb") as f:
+            # a relink that added or removed symbols changed the file's size (its tail was written)
+            os.ftruncate(fd, os.fstat(f.fileno()).st_size)
             for lo, hi in dirty:
                 done = 0
                 while done < hi - lo:
@@ -144,6 +146,10 @@ def apply(opts, state, src, plans, steps=None):
         dirty = []          # (start, end) file offsets written: the build id hashes those chunks again
         for p in plans:
             _patch_one(opts, state, mode, buf, p, dirty, steps)
+        blocks = [p for p in plans if p.block and lay["symtab"] is not None]
+        if blocks:
+            buf, size = stab.write_blocks(opts, state, fd, buf, blocks, dirty)
+            _mark(steps, ".symtab's blocks of locals, .strtab and the section headers again")
         _build_id(lay, buf, dirty)
         _mark(steps, "the build id")
         st.pause("patched")
@@ -200,7 +206,7 @@ def _patch_one(opts, state, mode, buf, p, dirty, steps=None):
     osecs = lay["osecs"]
     r = state["inputs"][p.k]
     glob = state["globals"]
-    lk = PatchLayout(state, mode, p.addr_of, p.merged, None)
+    lk = p.lk = PatchLayout(state, mode, p.addr_of, p.merged, None)
     kept = KeptCopies(state.get("kept", {}), p.addr_of)
     for s in p.syms:
         if not s.is_local and s.file is ELSEWHERE or s.dso is not None:
@@ -214,10 +220,9 @@ def _patch_one(opts, state, mode, buf, p, dirty, steps=None):
             continue
         fo = off + start
         dirty.append((fo, fo + cap))          # the members and their relocations are inside
-        fill = 0xCC if oflags & elf.SHF_EXECINSTR else 0
         buf[fo:fo + used] = bytes(used)
         if cap > used:
-            buf[fo + used:fo + cap] = bytes([fill]) * (cap - used)
+            buf[fo + used:fo + cap] = full.fill(name, oflags, cap - used)
         for m, moff in placed:
             if m.type == elf.SHT_NOBITS:
                 continue
@@ -260,7 +265,7 @@ def _patch_one(opts, state, mode, buf, p, dirty, steps=None):
         _rela_relative(lay, buf, spans, sorted(lk.relative), rel_updates, dirty)
     if lk.other:
         _rela_other(lay, buf, spans, lk.other, dirty)
-    _symtab(lay, r, buf, p, lk, dirty)
+    _symtab(state, r, buf, p, lk, dirty)
     _dynsym(lay, r, buf, p, lk, dirty)
     if p.eh is not None and p.eh in p.addr_of:
         _eh_frame_hdr(lay, osecs, buf, p, dirty)
@@ -390,13 +395,17 @@ def _rela_other(lay, buf, spans, new, dirty):
         dirty.append((off + 24 * i, off + 24 * i + 24))
 
 
-def _symtab(lay, r, buf, p, lk, dirty):
-    at = lay["symtab"]
+def _symtab(state, r, buf, p, lk, dirty):
+    at = state["layout"]["symtab"]
     if at is None:
         return
     tls_start = lk.tls_start
     by_name = {s.name: s for s in p.syms if not s.is_local}
+    moves, epoch = state.get("symtab_moves", []), r.get("symtab_epoch", 0)
     for k, e in r["symtab"]:
+        if isinstance(k, int) and p.block:
+            continue        # its block of locals is written anew (_symtab_blocks)
+        e = stab.now(e, moves, epoch)
         s = p.syms[k] if isinstance(k, int) else by_name[k]
         if s.section is None or s.type == elf.STT_FILE:
             continue
@@ -448,9 +457,22 @@ def _eh_frame_hdr(lay, osecs, buf, p, dirty):
     tab.frombytes(buf[hoff + 12:hoff + 12 + 8 * count])
     lo, hi = fa - haddr, fa + max(cap, p.eh.size) - haddr
     mine = [i for i, f in enumerate(tab[1::2]) if lo <= f < hi]
-    if len(mine) != len(new):
-        raise Fallback(".eh_frame_hdr's table would change size")
     rows = sorted(((pc - haddr + 2**31) % 2**32 - 2**31, f - haddr) for pc, f in new)
+    if len(mine) != len(new):
+        # FDEs added or removed (a function): the whole table sorted again, within the spare rows
+        # the full link left it (full.hdr_capacity)
+        cap = (osecs[".eh_frame_hdr"][2] - 12) // 8
+        n = count - len(mine) + len(new)
+        if n > cap:
+            raise Fallback(f".eh_frame_hdr's table is full ({count} of {cap} rows; {n} needed)")
+        mine_set = set(mine)
+        entries = sorted([(tab[2 * i], tab[2 * i + 1]) for i in range(count) if i not in mine_set] + rows)
+        struct.pack_into("<I", buf, hoff + 8, n)
+        struct.pack_into(f"<{2 * n}i", buf, hoff + 12, *[v for e in entries for v in e])
+        if n < count:
+            buf[hoff + 12 + 8 * n:hoff + 12 + 8 * count] = bytes(8 * (count - n))
+        dirty.append((hoff + 8, hoff + 12 + 8 * max(n, count)))
+        return
     for i, (pc, f) in zip(mine, rows):
         tab[2 * i], tab[2 * i + 1] = pc, f
     # the whole table is sorted again iff it was and each rewritten row sits in order between its
@@ -480,7 +502,12 @@ def _build_id(lay, buf, dirty):
     buf[off + 16:off + 16 + n] = bytes(n)
     dirty.append((off, off + 16 + n))
     chunks = lay.get("build_id_chunks")
-    if chunks is None or len(chunks) != -(-len(buf) // CHUNK):
+    n_chunks = -(-len(buf) // CHUNK)
+    if chunks is not None and len(chunks) != n_chunks:
+        # the file grew or shrank (.symtab's blocks): its tail is among the written ranges
+        chunks = list(chunks[:n_chunks]) + [None] * (n_chunks - len(chunks))
+        dirty.append(((min(len(chunks), n_chunks) - 1) * CHUNK, len(buf)))
+    if chunks is None:
         chunks = chunk_digests(buf, style)
     else:
         h = hashlib.sha1 if style == "sha1" else hashlib.md5

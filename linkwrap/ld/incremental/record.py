@@ -154,10 +154,19 @@ def _object(obj, res, live, lk, synth, chunks, alive, symtab_pos, dynidx, slot_s
             if not s.is_local:
                 refs.add((s.name, info & 0xFFFFFFFF))
     local_slots = any(s.is_local and s.file is obj for s in slot_syms)
-    return {"secs": secs, "shape": shape, "live": live_idx, "places": places, "merged": merged,
+    return {"secs": secs, "shape": shape, "gshape": global_shape(obj), "live": live_idx, "places": places,
+            "merged": merged,
             "symtab": symtab, "dynsym": dyn, "refs": st.digest(repr(sorted(refs)).encode()),
             "defs": [s.name for s in syms if not s.is_local and s.file is obj and s.section is not None],
             "ext": [], "local_slots": local_slots, "n_rel": 0, "n_other": 0}
+
+
+def global_shape(obj) -> bytes:
+    """Its globals as a set (name, binding and type, visibility, defined or not): what a patch
+    cannot change (the GOT, PLT, .dynsym and the global part of .symtab follow from them)."""
+    fg = obj.first_global
+    return st.digest(repr(sorted((n, i, o, x if x >= 0xFF00 else x != 0)
+                                 for n, i, o, x, _v, _s in obj.raw_syms[fg:])).encode())
 
 
 def _dynrel_counts(records, obj_index, lk, synth):

@@ -70,7 +70,9 @@ def _relink(opts, state, arg_paths):
         how = patch.apply(opts, state, src, work, steps)
     for p in work:
         r = records[p.k]
-        r["secs"], r["sha"] = p.record["secs"], p.record["sha"]
+        r.update(p.record)
+        if p.symtab is not None:       # its block of locals in .symtab was written anew
+            r["symtab"], r["symtab_epoch"] = p.symtab, len(state["symtab_moves"])
         r["places"] = [(name, start, cap, [(getattr(m, "input", m).index, off, m.size) for m, off in placed])
                        for name, start, cap, placed, _used in p.places]
     for k, path, ident in todo + todo_names:

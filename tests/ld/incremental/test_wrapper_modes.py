@@ -106,7 +106,7 @@ def test_patch_only_patches_what_it_can(tmp_path):
 def test_after_a_refusal_and_a_foreign_full_link_the_next_relink_patches_the_base(tmp_path):
     p = _project(tmp_path)
     assert p.link(OBJS)[0] == 0
-    reason = "symbols were added, removed or renamed"
+    reason = "a new global symbol more"
     p.write("lib.c", EDITS[reason])
     p.compile("lib.c")
     rc, why, err = p.link(OBJS, extra=["-Wl,--incremental-patch-only"])
