@@ -457,3 +457,27 @@ def _measure(item, to_store, priority) -> None:
             state["last_done_utc"] = record["finished_utc"]
             state["finished"] = (state.get("finished", []) + [record])[-DONE_KEPT:]
         update_state(finish)
+
+
+# --- for the server's idle exit ---------------------------------------------------
+
+def work_pending(bases_wanted=False) -> bool:
+    """Whether background work keeps the idle server up (server/workers.py, lifetime.idle_over): a
+    measurer of this server's runs; or background work is on, the load is below the limit, and there
+    is work: bases_wanted (the base builder's queue), measurements left queued (a measurer stopped
+    part way), or links saved since the measurer last looked. Never raises: the server exits as before."""
+    try:
+        if measuring():
+            return True
+        settings = _settings()
+        if off_reason(os.environ, settings["background"], on_battery()):
+            return False
+        if os.getloadavg()[0] >= settings["background_load"] * len(os.sched_getaffinity(0)):
+            return False
+        if bases_wanted:
+            return True
+        if not _anything_saved():
+            return False
+        return bool(_host["dirty"] or _host["ended"] is None or read_state().get("queued"))
+    except Exception:
+        return False

@@ -10,13 +10,14 @@ An incremental link is for an edit loop: it leaves slack in the output and a sta
 is byte-identical only to a link into its own layout, so it is never chosen for a build that looks
 like a release or uses LTO, whatever asks for it (release_or_lto() says how that is told). It is
 chosen by measurement when this output's incremental relinks (at least learn.NEED of them) have a
-lower median than the best full linker's relinks of the same output (at least learn.NEED too).
+lower median than the best full linker's relinks of the same output (at least learn.NEED too;
+a full linker with fewer is judged by its replay of this very output where one was measured, by_replay).
 Those samples arise only where something asked for incremental links (LINKWRAP_INCREMENTAL=1,
 LINKWRAP_LD_INCREMENTAL=1, `[incremental] enabled = true`): the policy never tries one on its own,
 since the first incremental link of an output is a full link by linkwrap's own linker, many times
 a fast linker's time, paid on the user's critical path. docs/policy.md 1.5 has the rules and why.
 """
-from linkwrap.choice.rules import FUSE_LD, joined_args
+from linkwrap.choice.rules import FUSE_LD, MIN_MEASURED_RUNS, joined_args
 from linkwrap.records import record
 
 # The kinds linkwrap's own linker patches: -shared and -r outputs it links in full every time
@@ -44,11 +45,13 @@ CARGO_SUBDIRS = frozenset(("deps", "examples"))
 Verdict = record("Verdict", "chosen why patch_only wants_base", (False, False))
 
 
-def choose(request, linkers, config, learned=None, failed=frozenset(), full=None, base=None, saved=False):
+def choose(request, linkers, config, learned=None, failed=frozenset(), full=None, base=None, saved=False,
+           measured=None):
     """The Verdict for this link; full: the LinkerInfo the rest of the policy chose (None: the link
     runs as asked, and nothing is said here). base: a base to patch is ready beside the output
     (ld/incremental/where.ready; None: not looked at). saved: this link is kept replayable, so a
-    base can be built from it in the background.
+    base can be built from it in the background. measured: evidence.measured.Measured, the replay
+    results that apply to this link (only those of this very output stand in for relinks, by_replay).
 
     The cheap rules first; the command line is scanned (_scan) only where the link could otherwise
     be incremental: asked for, measured, or a base ready to try. A link with too few samples is said
@@ -115,16 +118,37 @@ def choose(request, linkers, config, learned=None, failed=frozenset(), full=None
                        wants_base=True)
     judged = {n: med for n, (k, med) in learned.stats.items()
               if k >= NEED and n in linkers and n != "python" and n not in failed}
-    if not judged:
+    # A full linker this output's relinks have not judged yet is judged by its replay of this very
+    # output where one was measured (`linkwrap bench`, the background measurer): without it, the
+    # relinks after the first patches would go to the full linker only to time it (issue 36 item 5).
+    replayed = {n: med for n, med in by_replay(measured).items()
+                if n not in judged and n in linkers and n != "python" and n not in failed}
+    if not judged and not replayed:
         return Verdict(False, f"incremental relinking not chosen: {timed} incremental relinks, and no full "
                               f"linker has {NEED} timed relinks of this output to compare with")
-    best = min(judged, key=lambda n: (judged[n], n))
-    vs = f"{linkers[best].label} {judged[best]:.0f} ms ({learned.stats[best][0]} timed)"
-    if inc[1] < judged[best]:
+    best = min((*judged, *replayed), key=lambda n: (judged.get(n, replayed.get(n)), n))
+    if best in judged:
+        vs = f"{linkers[best].label} {judged[best]:.0f} ms ({learned.stats[best][0]} timed)"
+    else:
+        vs = f"{linkers[best].label} {replayed[best]:.0f} ms (measured by replay)"
+    if inc[1] < judged.get(best, replayed.get(best)):
+        how = "'s relinks" if best in judged else ""
+        adjusted = "; load-adjusted" if best in judged else ""
         return Verdict(True, f"{own.label}, incremental: measured faster than the best full linker on this "
-                             f"output's relinks ({timed} vs {vs}; load-adjusted); {instead}",
+                             f"output{how} ({timed} vs {vs}{adjusted}); {instead}",
                        patch_only=True, wants_base=True)
     return Verdict(False, f"incremental relinking not chosen: {timed} incremental relinks, not faster than {vs}")
+
+
+def by_replay(measured) -> dict:
+    """{full linker: median ms} of this very output's replays (fresh writes, enough rounds, not
+    failed): what stands in for a full linker's relinks the output has not timed. The rows of
+    another output of the project (Measured's wider scope) say nothing about this output's edits."""
+    from linkwrap.evidence.measured import SCOPES
+    if measured is None or measured.scope != SCOPES[0]:
+        return {}
+    return {r.linker: r.median_ms for r in measured.rows
+            if r.variant == "fresh" and not r.failed and r.runs >= MIN_MEASURED_RUNS and r.median_ms}
 
 
 X86_64_ONLY = "no incremental relinking: linkwrap's own linker links x86-64 programs only"

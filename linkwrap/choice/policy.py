@@ -18,7 +18,7 @@ from linkwrap.facts.probe import SMALL_INPUT_BYTES
 from linkwrap.facts.linkers import FAST
 from linkwrap.evidence.prior import BY_MACHINE_ORDER, BY_MEASUREMENT
 from linkwrap.choice.write_mode import FRESH, IN_PLACE, size_text, write_mode
-from linkwrap.choice.rules import FUSE_LD, WILD_ARCHES, WILD_PLUGIN_SINCE, _at_least, _v, joined_args
+from linkwrap.choice.rules import MIN_MEASURED_RUNS, FUSE_LD, WILD_ARCHES, WILD_PLUGIN_SINCE, _at_least, _v, joined_args
 from linkwrap.choice.flags import _callers_flags, _flags, _names
 from linkwrap.choice import incremental as incremental_mod
 
@@ -71,7 +71,8 @@ def decide(request, probe, linkers, config, measured=None, callers_ld=None, lear
         return Decision(None, (), (), FRESH, tuple(reasons))
     # The full linker chosen, whether linkwrap's own linker patches the output instead (incremental.py).
     failed_here = frozenset(failed) | (learned.failed if learned is not None else frozenset())
-    verdict = incremental_mod.choose(request, linkers, config, learned, failed_here, info, base, replayable)
+    verdict = incremental_mod.choose(request, linkers, config, learned, failed_here, info, base, replayable,
+                                     measured)
     if verdict.why:
         reasons.append(verdict.why)
     instead = None
@@ -232,7 +233,6 @@ def choose_linker(request, linkers, config, reasons, probe=None, measured=None, 
 SLOWER_WHEN_SMALL = ("mold", "lld", "rust-lld")
 
 
-MIN_MEASURED_RUNS = 3   # fewer timed runs give no confidence interval worth the name
 
 
 def learns(request, probe, callers_ld) -> bool:

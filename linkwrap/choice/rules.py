@@ -3,6 +3,9 @@ behaviour (SINCE, IN_PLACE_SINCE, WILD_*), the kernels that never answer ETXTBSY
 Each figure says where it was seen; policy.py, flags.py and write_mode.py read them. Pure."""
 
 
+MIN_MEASURED_RUNS = 3   # fewer timed runs of a replay give no confidence interval worth the name
+
+
 # First version of each linker that accepts a flag (shared/reference/linkers.md §1.1, §2.2, §3.2, §6).
 # A linker missing from a row never gets that flag: GNU ld 2.40 rejects --threads,
 # gold needs --threads plus --thread-count, lld has no --no-fork.

@@ -262,12 +262,13 @@ def store_rows(manifest, kept, rounds) -> None:
                 "INSERT INTO bench_results (measured_utc, machine_key, fs_type, kernel_release, project_dir, "
                 "output_path, output_key, output_kind, input_bytes, linker, linker_label, linker_path, "
                 "linker_mtime_ns, variant, median_ms, ci_low_ms, ci_high_ms, min_ms, max_ms, peak_rss_kb, runs, "
-                "failed, rounds, load_avg_1m, ratio_vs, ratio_median, ratio_ci_low, ratio_ci_high) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "failed, rounds, load_avg_1m, ratio_vs, ratio_median, ratio_ci_low, ratio_ci_high, others_cpus, "
+                "taken_busy) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (now, machine, row.fs, kernel, row.project, manifest["output"], row.output, row.kind,
                  row.input_bytes, row.linker, row.label, row.path, row.mtime_ns, row.variant, row.median_ms,
                  row.ci_low_ms, row.ci_high_ms, r.min_ms, r.max_ms, r.peak_rss_kb, r.runs, r.failed, rounds, load,
-                 r.vs, r.ratio, r.ratio_low, r.ratio_high))
+                 r.vs, r.ratio, r.ratio_low, r.ratio_high, row.others_cpus,
+                 None if row.busy is None else int(bool(row.busy))))
         conn.execute("COMMIT")
     except Exception as e:  # the cache already has them: a broken store is said, not fatal
         from linkwrap.store.db import warn

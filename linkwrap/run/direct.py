@@ -103,7 +103,14 @@ def command(request, decision, link_path, environ=os.environ) -> list:
         output = link_path
     if output is None:
         raise NotDirect("no -o")
-    found = lto_input([path for path in items if path[:1] != "-" and path.endswith(".o")], request.cwd)
+    objects = [path for path in items if path[:1] != "-" and path.endswith(".o")]
+    if "-plugin" not in "\0".join(request.args):
+        # rustc's codegen units are LLVM machine code but under -C linker-plugin-lto, which always
+        # passes the plugin's -plugin-opt= options: without one none is looked at, and a Rust link's
+        # hundreds of objects cost no stat() before the linker (issue 36 item 6). Were one bitcode
+        # after all, the direct start fails and the driver links it (pipeline.py), as for an archive.
+        objects = [path for path in objects if not path.endswith(".rcgu.o")]
+    found = lto_input(objects, request.cwd)
     if found is not None:
         raise NotDirect(lto_reason(found))
     template = learn(request.driver, skeleton, environ)

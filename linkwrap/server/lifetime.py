@@ -3,8 +3,8 @@
 Owns: the run directory and the socket's name in it, computed as client.c computes them (run_dir,
 world_key: the world a server serves), the start-up race between servers of one world (claim():
 an flock on <socket>.lock for the server's lifetime; the loser exits), the socket itself (listen(),
-let_go()), and the reasons to exit besides a signal: IDLE_S without a link, linkwrap's installed
-files changed (installed_stamp), the socket replaced (outdated()).
+let_go()), and the reasons to exit besides a signal: IDLE_S without a link (idle_over: up to IDLE_S
+more while background work is pending), linkwrap's installed files changed (installed_stamp), the socket replaced (outdated()).
 May import: the standard library and linkwrap's package alone (its version, its files): nothing of
 linkwrap.server, so that `linkwrap server` and the launcher read these without the server's modules.
 """
@@ -13,6 +13,29 @@ import sys
 
 IDLE_S = 15 * 60
 CHECK_S = 5.0
+# Seconds: a shorter (or longer) life without links, for tests and scripts. Not LINKWRAP_SERVER*:
+# start_detached() keeps the client's own LINKWRAP_SERVER* settings from the server it starts.
+IDLE_ENV = "LINKWRAP_WARM_IDLE_S"
+
+
+def idle_s(environ=os.environ) -> float:
+    """IDLE_S, or LINKWRAP_WARM_IDLE_S where it is a positive number of seconds."""
+    try:
+        value = float(environ.get(IDLE_ENV, ""))
+    except ValueError:
+        return IDLE_S
+    return value if 0 < value < 1e7 else IDLE_S   # (nan and inf are no number of seconds)
+
+
+def idle_over(idle_for_s, pending, idle=IDLE_S) -> bool:
+    """Whether idle_for_s seconds without a link end the server. pending(): the background work it
+    hosts (the measurer, the base builder) has something to do that the machine is idle enough for;
+    asked only once idle is reached. Then the server stays, at most idle seconds more, so that
+    `linkwrap bench --wait` is not left waiting for a measurement the server's exit would cut off,
+    and a measurer that never finishes cannot keep it up for ever."""
+    if idle_for_s <= idle:
+        return False
+    return idle_for_s > 2 * idle or not pending()
 
 
 # --- where: the same computation as client.c's -----------------------------------

@@ -13,7 +13,7 @@ import os
 import sys
 
 from linkwrap.server import lifetime, tidying, world
-from linkwrap.server.lifetime import CHECK_S, IDLE_S, install_id
+from linkwrap.server.lifetime import CHECK_S, install_id
 from linkwrap.server.protocol import _FIVE_S, CONTROL
 from linkwrap.server.reuse import LINKS_PER_CHILD, _keep, _links_per_child
 from linkwrap.server.warm import _last_request, hand_off, rehearse, touch
@@ -38,6 +38,19 @@ _stop = []
 
 def _on_term(sig, frame):
     _stop.append(sig)
+
+
+def _background_pending() -> bool:
+    """The idle exit waits (lifetime.idle_over) while the work hosted here has something to do that
+    the machine is idle enough for: a base being built or asked for, a measurement running or queued."""
+    from linkwrap.bench import background, incremental_base
+    if incremental_base.building():
+        return True
+    try:
+        bases = bool(incremental_base.wanted())
+    except OSError:
+        bases = False
+    return background.work_pending(bases)
 
 
 def serve(listener, stamp, path, dfd, serve_link) -> None:
@@ -75,6 +88,7 @@ def serve(listener, stamp, path, dfd, serve_link) -> None:
              "per_child": _links_per_child()}
     last = time.monotonic()
     next_check = last + CHECK_S
+    idle = lifetime.idle_s()
     ino = os.stat(path).st_ino
     answered = 0.0  # when the last link answered
     pending = False  # a connection waits, and no spare did
@@ -160,7 +174,7 @@ def serve(listener, stamp, path, dfd, serve_link) -> None:
             break
         if now >= next_check:
             next_check = now + CHECK_S
-            if now - last > IDLE_S and state["children"] <= state["idle"]:
+            if state["children"] <= state["idle"] and lifetime.idle_over(now - last, _background_pending, idle):
                 break
             if lifetime.outdated(stamp, path, ino):
                 break

@@ -207,6 +207,15 @@ def m015_unreadable_records(db):
     db.execute("INSERT OR IGNORE INTO store_counts (name, value) VALUES ('unreadable_records', 0)")
 
 
+@migration
+def m016_bench_load(db):
+    # How busy the rest of the machine was during a measurement's rounds (linkwrap/bench/load.py), as
+    # the measurement cache's rows have it: reports and queries see which results were taken busy.
+    db.execute("ALTER TABLE bench_results ADD COLUMN others_cpus REAL")     # CPUs the rest used on average
+    db.execute("ALTER TABLE bench_results ADD COLUMN taken_busy INTEGER")   # 1: at or above the background
+    # load limit (measured again when idle), 0: below it, NULL: unknown or measured before m016
+
+
 def migrate(db) -> list:
     """Apply the migrations not yet applied; -> their names.
 

@@ -119,6 +119,35 @@ def test_a_relink_it_cannot_patch_is_linked_by_the_full_linker_and_asks_for_a_ne
     checked(root, objs)
 
 
+def test_with_this_output_replayed_the_patches_are_judged_against_the_replay_not_more_full_relinks(tmp_path,
+                                                                                                   lw_home):
+    """Issue 36 item 5: three patches timed, and `linkwrap bench`'s replay of this very output stands in for
+    the full linker's relinks the output never had: the next relink is decided at once, by the replay."""
+    from clirun import linkwrap
+    root = str(tmp_path / "p")
+    objs = project(root)
+    link(root, objs)
+    ident, asked = incremental_base.wanted()[0]
+    assert incremental_base.build(ident) is None
+    incremental_base.done(ident, asked)
+    for k in (3, 5, 7):                       # three patches: the incremental side has its samples
+        objs = project(root, body=f"x * {k}")
+        assert link(root, objs) == f"{2 * k}\n"
+        assert last_row(lw_home)["linker"] == "python", last_row(lw_home)["reasons"]
+    done = linkwrap("bench", "--budget", "3", "--linker", "bfd", "app", cwd=root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    objs = project(root, body="x * 11")
+    assert link(root, objs) == "22\n"
+    row = last_row(lw_home)
+    said = [r for r in json.loads(row["reasons"]) if "(measured by replay)" in r]
+    assert len(said) == 1, row["reasons"]
+    # the figure decided: patched where it was faster than GNU ld's replay, else the full linker linked it
+    if row["linker"] == "python":
+        assert "measured faster than the best full linker" in said[0] and " vs bfd " in said[0], said
+    else:
+        assert row["linker"] not in ("python", None) and "not faster than bfd " in said[0], (row["linker"], said)
+
+
 def test_turned_off_or_released_no_base_is_asked_for(tmp_path, lw_home):
     root = str(tmp_path / "p")
     objs = project(root)

@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 from clirun import linkwrap
+from linkrecords import db_rows
 from linkwrap.bench import background, load
 from linkwrap.evidence import measured
 from tests.bench.test_background import finished, link, serve, user_config
@@ -89,6 +90,9 @@ def test_a_measurement_under_load_is_marked_busy_and_measured_again_when_idle(tm
     assert report["load"]["others_cpus"] >= report["load"]["limit_cpus"]
     rows = rows_of(project, output)
     assert rows and all(r.busy is True and r.others_cpus >= 0.1 * cpus for r in rows)
+    # the store's table has the mark too, as a column (reports and queries)
+    stored = db_rows(lw_home, "SELECT others_cpus, taken_busy FROM bench_results")
+    assert stored and all(r["taken_busy"] == 1 and r["others_cpus"] >= 0.1 * cpus for r in stored), stored
     # It counts (a link of this output follows it) and it is queued again for an idle machine.
     assert output in queued_outputs()
 
@@ -103,6 +107,8 @@ def test_a_measurement_under_load_is_marked_busy_and_measured_again_when_idle(tm
     assert again["load"]["busy"] is False
     rows = rows_of(project, output)
     assert rows and all(r.busy is False for r in rows)   # the busy results replaced
+    stored = db_rows(lw_home, "SELECT taken_busy FROM bench_results ORDER BY id")
+    assert stored[-1]["taken_busy"] == 0, stored           # the background measurer's rows, idle
     assert output not in queued_outputs()
     table = linkwrap("bench", "--wait", cwd=project, env={"COLUMNS": "250"})
     assert "others used" in table.stdout and "taken busy" not in table.stdout

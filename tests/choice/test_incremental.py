@@ -258,3 +258,61 @@ def test_forced_it_links_in_full_where_it_cannot_patch_as_asked():
 def test_no_base_is_wanted_where_no_incremental_link_could_follow(req):
     d = decide_with(learned({"wild": (3, 120.0)}), req=req, base=False, saved=True)
     assert not d.incremental and not d.wants_base, d.reasons
+
+
+# --- a replay of this output stands in for the full linker's relinks (issue 36 item 5) ----------
+
+def decide_measured(ev, rows, req=None, base=True):
+    """decide() with replay results made by hand, matched to the link as the link path matches them."""
+    from linkwrap.evidence import measured as m
+    from tests.choice.test_policy_measured import MACHINE, stamps
+    req = req or request(out=DEBUG)
+    linkers = found(**ALL)
+    ms = m.match(req, probe(), linkers, rows, MACHINE, stamps(linkers))
+    return policy.decide(req, probe(), linkers, settings(None), ms, None, ev, frozenset(), False, None, True, base)
+
+
+def replay(linker, median, output=DEBUG, **kw):
+    from linkwrap.evidence import measured as m
+    from tests.choice.test_policy_measured import row
+    return row(linker, median, output=m.output_key(output), **kw)
+
+
+def test_a_replay_of_this_output_stands_in_for_the_full_linkers_missing_relinks():
+    # three patches timed, no full relink of this output timed: the replay's median is the other side
+    d = decide_measured(learned({}, (3, 40.0)), [replay("wild", 130.0), replay("mold", 180.0)])
+    assert d.incremental and d.linker.name == "python" and d.instead is not None, d.reasons
+    assert has_reason(d, "40 ms median of 3 timed vs wild 0.10.0 130 ms (measured by replay)"), d.reasons
+    # slower than the replay: not chosen, the full linker links, and the reason names the replay
+    d = decide_measured(learned({}, (3, 200.0)), [replay("wild", 130.0), replay("mold", 180.0)])
+    assert not d.incremental and d.linker.name == "wild", d.reasons
+    assert has_reason(d, "not faster than wild 0.10.0 130 ms (measured by replay)"), d.reasons
+
+
+def test_the_relinks_of_a_full_linker_win_over_its_replay():
+    # wild's own relinks of this output (3 timed) are the measurement; its replay says nothing more
+    d = decide_measured(learned({"wild": (3, 30.0)}, (3, 40.0)), [replay("wild", 130.0), replay("mold", 180.0)])
+    assert not d.incremental and has_reason(d, "not faster than wild 0.10.0 30 ms (3 timed)"), d.reasons
+    # a replayed linker faster than the judged one is the best to beat
+    d = decide_measured(learned({"mold": (3, 300.0)}, (3, 100.0)), [replay("wild", 80.0), replay("mold", 180.0)])
+    assert not d.incremental and has_reason(d, "not faster than wild 0.10.0 80 ms (measured by replay)"), d.reasons
+
+
+@pytest.mark.parametrize("rows", [
+    # another output of the project: its replay says nothing of this output's edits
+    [replay("wild", 130.0, output="/w/target/debug/deps/other"), replay("mold", 180.0, output="/w/target/debug/deps/other")],
+    # too few rounds, a failed replay, an in-place variant: no figure to stand in
+    [replay("wild", 130.0, runs=2), replay("mold", 180.0, runs=2)],
+    [replay("wild", 130.0, failed="wild: error: x"), replay("mold", 180.0, failed="mold: error: y")],
+    [replay("wild", 130.0, variant="in-place")],
+])
+def test_only_this_outputs_counted_replays_stand_in(rows):
+    d = decide_measured(learned({}, (3, 40.0)), rows)
+    assert not d.incremental, d.reasons
+    assert has_reason(d, "no full linker has 3 timed relinks of this output to compare with"), d.reasons
+
+
+def test_a_replay_does_not_shorten_the_incremental_side():
+    # two patches timed: still a try (a base is ready), whatever the replay says
+    d = decide_measured(learned({}, (2, 40.0)), [replay("wild", 130.0), replay("mold", 180.0)])
+    assert d.incremental and has_reason(d, "trying a patch, its base is ready"), d.reasons

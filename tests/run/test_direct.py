@@ -363,3 +363,30 @@ def test_direct_and_driver_outputs_are_byte_identical(tmp_path, lw_home, linker,
         (linker, "direct", 0), (linker, "driver", 0)]
     first = rows[0]["command"]
     assert '"-o"' in first and "collect2" not in first
+
+
+def test_a_rust_codegen_unit_is_not_looked_into_without_a_plugin_option_and_lto_in_one_still_links(tmp_path,
+                                                                                                  lw_home):
+    """rustc's *.rcgu.o are LLVM machine code unless -C linker-plugin-lto (which passes -plugin-opt=):
+    they are not stat()ed or read before the linker. One holding LTO code all the same (GCC's, here,
+    under that name) fails the direct start, and the driver links it: the link still passes."""
+    (tmp_path / "f.c").write_text("int f(void){return 7;}\n")
+    (tmp_path / "m.c").write_text("int f(void);\nint main(void){return f();}\n")
+    subprocess.run(["cc", "-flto", "-c", "f.c", "-o", "f.1bsb6mj.rcgu.o"], cwd=tmp_path, check=True)
+    subprocess.run(["cc", "-c", "m.c", "-o", "m.o"], cwd=tmp_path, check=True)
+    req = args.parse(["m.o", "f.1bsb6mj.rcgu.o", "-o", "app"], "cc", cwd=str(tmp_path))
+    inputs.begin()
+    try:
+        direct.command(req, decision("bfd"), "app", dict(os.environ))   # not refused: not looked into
+        assert os.path.join(str(tmp_path), "f.1bsb6mj.rcgu.o") not in inputs._stats
+    finally:
+        inputs.end()
+    os.link(tmp_path / "f.1bsb6mj.rcgu.o", tmp_path / "f.o")       # under another name it is looked into
+    with pytest.raises(direct.NotDirect, match="holds LTO code"):
+        direct.command(args.parse(["m.o", "f.o", "-o", "app"], "cc", cwd=str(tmp_path)), decision("bfd"), "app",
+                       dict(os.environ))
+    done = subprocess.run([script("linkwrap-cc"), "-flto", "m.o", "f.1bsb6mj.rcgu.o", "-o", "app"], cwd=tmp_path,
+                          capture_output=True, env={**os.environ, "LINKWRAP_LINKER": "bfd"})
+    assert done.returncode == 0, done.stderr
+    assert subprocess.run([str(tmp_path / "app")]).returncode == 7
+    assert [(r["linker"], r["exit_status"]) for r in db_rows(lw_home)] == [("bfd", 0)]

@@ -119,3 +119,24 @@ def test_m012_finds_again_the_project_of_a_build_run_with_dash_C(tmp_path):
     spool.backfill_projects(conn)
     rows = dict(conn.execute("SELECT build_key, project_dir FROM builds").fetchall())
     assert rows == {"k1": str(src), "k2": "/kept"}
+
+
+def test_a_database_from_before_m016_reads_its_bench_results_with_the_load_unknown(tmp_path):
+    # bench_results as m005 and m010 left it, with a result in it: opened, migrated, read
+    path = str(tmp_path / "links.db")
+    old = sqlite3.connect(path, isolation_level=None)
+    old.execute(f"CREATE TABLE {migrations.TABLE} (name TEXT PRIMARY KEY, applied_utc TEXT)")
+    for fn in migrations.MIGRATIONS[:migrations.MIGRATIONS.index(migrations.m016_bench_load)]:
+        fn(old)
+        old.execute(f"INSERT INTO {migrations.TABLE} VALUES (?, '2026-01-01T00:00:00.000Z')", (fn.__name__,))
+    assert "taken_busy" not in columns(old, "bench_results")
+    old.execute("INSERT INTO bench_results (measured_utc, machine_key, linker, variant, median_ms) "
+                "VALUES ('2026-01-01T00:00:00Z', 'Some CPU x2', 'mold', 'fresh', 120.5)")
+    old.close()
+
+    conn = db.connect(path)
+    cols = columns(conn, "bench_results")
+    assert (cols["others_cpus"], cols["taken_busy"]) == ("REAL", "INTEGER")
+    row = conn.execute("SELECT linker, median_ms, others_cpus, taken_busy FROM bench_results").fetchone()
+    assert tuple(row) == ("mold", 120.5, None, None)    # unknown, never guessed
+    assert migrations.migrate(conn) == []
