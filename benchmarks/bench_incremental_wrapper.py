@@ -85,14 +85,18 @@ def main():
         client = [launcher.fast_script("linkwrap-launch"), "c++"]
         wild_cmd = ["c++", f"-B{wshim}"]
 
-    def through_linkwrap(line):
+    def fresh_link(cmd, out):
+        """ms of one link into out, removed first (Cargo removes deps/<bin>-<hash> before rustc links)."""
         try:
-            os.unlink(out_lw)
+            os.unlink(out)
         except FileNotFoundError:
             pass
         t0 = time.perf_counter()
-        subprocess.run([*client, *line, "-o", out_lw], cwd=cwd, env=env, check=True)
-        ms = (time.perf_counter() - t0) * 1000
+        subprocess.run([*cmd, "-o", out], cwd=cwd, env=env, check=True)
+        return (time.perf_counter() - t0) * 1000
+
+    def through_linkwrap(line):
+        ms = fresh_link([*client, *line], out_lw)
         seen[0] += 1
         deadline = time.monotonic() + 30
         while len(recs := spool(home)) < seen[0] and time.monotonic() < deadline:
@@ -100,15 +104,9 @@ def main():
         return ms, recs[-1]
 
     def through_wild(line):
-        try:
-            os.unlink(out_w)
-        except FileNotFoundError:
-            pass
-        t0 = time.perf_counter()
         # (rustc's own rust-lld choice taken out: wild links it, as bench_incremental.py does)
         line = [x for x in line if x != "-fuse-ld=lld" and not x.endswith("/gcc-ld")]
-        subprocess.run([*wild_cmd, *line, "-o", out_w], cwd=cwd, env=env, check=True)
-        return (time.perf_counter() - t0) * 1000, None
+        return fresh_link([*wild_cmd, *line], out_w), None
 
     _, first = through_linkwrap(plain)
     print(f"first link: {first['linker']} ({first['wall_ms']:.0f} ms); waiting for the server's base")
