@@ -30,7 +30,9 @@ Through the wrapper: LINKWRAP_LINKER=python. See docs/ld.md.
 """
 
 
-def run(argv) -> int:
+def run(argv, keep=None) -> int:
+    """keep: a list that holds the link's records past the link (driver.link), for a caller that
+    exits by os._exit right after and need not free them one by one."""
     if argv and argv[0] in ("-h", "--help") or "--help" in argv or "-help" in argv:
         sys.stdout.write(USAGE)       # GNU ld: --help anywhere prints the usage, links nothing
         return 0
@@ -61,7 +63,7 @@ def run(argv) -> int:
             print(f"{prog}: no input files", file=sys.stderr)
             return 1
         from linkwrap.ld.driver import link
-        t = link(opts)
+        t = link(opts, keep=keep)
         if opts.time_phases:
             for label, ms in t.phases:
                 print(f"{prog}: {ms:8.1f} ms  {label}", file=sys.stderr)
@@ -112,7 +114,10 @@ def main() -> None:
     # pass, none of it in --time) only for os._exit below to drop them all
     import gc
     gc.disable()
-    status = run(sys.argv[1:])
+    # the link's records are kept (never freed, os._exit below): freeing them one by one as the link
+    # returned cost a Rust debug link ~0.2 s of wall
+    kept = []     # a name, not a temporary: a temporary would be freed as run returns
+    status = run(sys.argv[1:], keep=kept)
     # the link's records (millions of objects, cycles among them) are not freed one by one at exit:
     # ~90 ms of a Rust debug link. Nothing is left to write but the standard streams.
     for stream in (sys.stdout, sys.stderr):

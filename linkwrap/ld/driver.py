@@ -35,7 +35,10 @@ class _Phase:
         self.t.phases.append((self.label, (time.perf_counter() - self.start) * 1000.0))
 
 
-def link(opts, diag=None) -> Timings:
+def link(opts, diag=None, keep=None) -> Timings:
+    """keep: a list the link's records (inputs, symbols, sections, layout, image) are appended to, so
+    they outlive the call. A process that exits right after (ld/__main__, by os._exit) passes one:
+    freed on return, the ~2 M objects of a Rust debug link went one by one (~0.2 s of its wall)."""
     # Python's cyclic collector paused for the link: the passes make millions of objects (symbols,
     # relocation tuples, .eh_frame records) and no garbage cycles worth collecting, and each full
     # collection walks all of them -- a Rust debug link spent about a third of its time there
@@ -43,13 +46,13 @@ def link(opts, diag=None) -> Timings:
     paused = collector.isenabled()
     collector.disable()
     try:
-        return _link(opts, diag)
+        return _link(opts, diag, keep)
     finally:
         if paused:
             collector.enable()
 
 
-def _link(opts, diag):
+def _link(opts, diag, keep):
     from linkwrap.ld import gc, layout, parse, relocate, resolve, scan, synthetic, write
     diag = diag or Diagnostics()
     t = Timings()
@@ -64,6 +67,8 @@ def _link(opts, diag):
         # decide DT_NEEDED (--as-needed); referenced linker-defined symbols (_end, __start_SEC...)
         # count as defined from here
         res = resolve.resolve(opts, inputs, diag)
+    if keep is not None:
+        keep.append(res)
     diag.checkpoint()  # duplicate definitions
     if opts.relocatable:
         from linkwrap.ld import relocatable
@@ -126,6 +131,8 @@ def _link(opts, diag):
     if opts.stats:
         from linkwrap.ld import stats
         t.stats = stats.lines(res, live, lk, synth, reloc_stats)
+    if keep is not None:
+        keep.append((live, needs, synth, lk, image))
     return t
 
 

@@ -62,9 +62,17 @@ def apply(buf, lk, pending, res, alive, diag, kept, slow, stats=None, cache=None
         by_obj.setdefault(item[0].file, []).append(item)
     for obj, items in by_obj.items():
         syms = res.syms[obj]
+        copied = 0
         for m, start, _ in items:
             data = m.bytes()
             buf[start:start + len(data)] = data
+            copied += len(data)
+            if copied >= _DROP_EVERY:
+                # a big object's debug sections (10+ MB) held twice, in its pages and the image's,
+                # were the link's peak: both leave the RSS every few MiB of the copy
+                copied = 0
+                _drop(obj.view.obj)
+                _drop(buf)
         _drop(obj.view.obj)     # the sections' bytes are in the image: only the relocation tables are read again
         _drop(buf)
         bad = set()
@@ -79,6 +87,10 @@ def apply(buf, lk, pending, res, alive, diag, kept, slow, stats=None, cache=None
                 stats[key] = stats.get(key, 0) + (1 if m in bad else m.rela[1] // 24)
         _drop(obj.view.obj)     # an archive's other members fault their own pages in again
         _drop(buf)      # the image's written pages too: they are in the page cache, the file's (write.Image)
+
+
+# the copy's input and image pages leave the RSS every this many bytes (as relocate.apply_all's copy)
+_DROP_EVERY = 4 << 20
 
 
 # relocations per numpy batch: a batch's arrays cost ~200 bytes per relocation while it lasts

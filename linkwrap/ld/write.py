@@ -21,6 +21,12 @@ def write_output(opts, mode, lk, buf, synth, image=None) -> None:
         want = syn.size() if syn.type != elf.SHT_NOBITS else 0
         if n != want:
             raise AssertionError(f"{syn.name}: wrote {n} bytes, layout reserved {want}")
+        if n >= _DROP_FROM and image is not None and image.map is not None:
+            # a big one's written pages (.debug_str's 14 MB, .symtab) leave the RSS: they are the
+            # mapped file's, in the page cache (objects.drop_pages); else they stay into the build-id's
+            # hash, the link's peak
+            from linkwrap.ld.objects import drop_pages
+            drop_pages(buf)
     _headers(opts, mode, lk, buf)
     if synth.build_id is not None:
         synth.build_id.fill_digest(buf, lk)
@@ -28,6 +34,10 @@ def write_output(opts, mode, lk, buf, synth, image=None) -> None:
         image.commit()
     else:
         save(opts.output, buf)
+
+
+# a synthetic section this big drops the image's pages after it is written (write_output)
+_DROP_FROM = 1 << 20
 
 
 def _map_type():

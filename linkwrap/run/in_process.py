@@ -60,7 +60,8 @@ def _child(argv, env, out_fd, err_fd):
         os.environ.update(env)
         sys.argv = list(argv)
         from linkwrap.ld.__main__ import run as ld
-        code = ld(list(argv[1:]))
+        kept = []   # the link's records, never freed one by one: os._exit below
+        code = ld(list(argv[1:]), keep=kept)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 1
     except BaseException as e:   # a bug: one line, as the program would say it, and a failure

@@ -168,3 +168,28 @@ def test_link_pauses_the_collector_and_gives_it_back(tmp_path, monkeypatch, enab
     finally:
         collector.callbacks.remove(count)
         (collector.enable if was else collector.disable)()
+
+
+def test_keep_holds_the_links_records_past_the_link(tmp_path, monkeypatch):
+    """driver.link(keep=list): the records outlive the call (the CLI exits by os._exit and need not
+    free them one by one); without keep they go when the link returns."""
+    import weakref
+    argv = _ld_argv(tmp_path, "cxx_exceptions", "static", False, monkeypatch)
+    argv[argv.index("-o") + 1] = str(tmp_path / "out")
+    made = []
+    real_resolve = resolve.resolve
+
+    def resolve_and_watch(*a):
+        res = real_resolve(*a)
+        made.append(weakref.ref(res.objects[0]))
+        return res
+
+    monkeypatch.setattr(resolve, "resolve", resolve_and_watch)
+    kept = []
+    driver.link(parse_args(argv), keep=kept)
+    assert kept and made[0]() is not None, "keep= did not hold the link's records"
+    assert any(getattr(k, "objects", None) for k in kept)
+    driver.link(parse_args(argv))
+    import gc as collector
+    collector.collect()         # the records have cycles (a section names its file)
+    assert made[1]() is None, "without keep= the link's records outlived it"

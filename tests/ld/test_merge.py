@@ -71,3 +71,10 @@ def test_c_corpus_is_the_same_whichever_way_strings_merge(case, tmp_path):
     assert outputs[0] == outputs[1], case
     ours = strings_of(out, ".debug_str", str(tmp_path))
     assert len(ours) == len(set(ours))
+
+
+@pytest.mark.parametrize("n", [0, 1, 4095, 4096, 4097, 10000])
+def test_joined_is_one_join_with_a_nul_after_each_string(n):
+    from linkwrap.ld import merge
+    strings = dict.fromkeys(b"s%d" % k * (k % 7) for k in range(n))
+    assert merge._joined(strings) == b"".join(s + b"\0" for s in strings)
