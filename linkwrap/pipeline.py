@@ -114,7 +114,7 @@ def _link(inv, answer, started_ns):
             faults.note("waiting for memory", e)
 
     # Run it. A failure that may be linkwrap's doing gets one more try as asked.
-    first = None
+    first = unpatched = None
     owner = inv.owner
     chosen = decision
     recording = settings is None or settings.record
@@ -204,7 +204,8 @@ def _link(inv, answer, started_ns):
         if teaching and first is not None:
             # Before the answer: the build's next link of this output must not try the failed linker
             # again. Failures are rare; a success's time can wait until after the answer.
-            _learn(request, chosen, outcome, facts, first, choice.learned is not None, choice.measured)
+            _learn(request, chosen, outcome, facts, first, choice.learned is not None, choice.measured,
+                   unpatched is not None)
             teaching = False
         if recording and not who:  # nothing ran (no such driver): from the caller's ancestors while it lives
             from linkwrap.facts import build
@@ -231,7 +232,8 @@ def _link(inv, answer, started_ns):
                     caller_pid=inv.caller_pid, entry=inv.entry, reached_ns=inv.reached_ns, ended_ns=ended_ns,
                     build=who[0] if who else None)
     if teaching:
-        _learn(request, chosen, outcome, facts, first, choice.learned is not None, choice.measured)
+        _learn(request, chosen, outcome, facts, first, choice.learned is not None, choice.measured,
+                   unpatched is not None)
     if saving:
         # now, while rustc's temporary inputs still exist (or, kept while the linker ran, the manifest)
         saved = _save(request, facts, outcome, settings, environ, kept)
@@ -321,12 +323,12 @@ def _leave(ticket, choice, decision, request, outcome, facts):
     return predict.Memory(choice.memory.kb, choice.memory.source, charge_kb, how, None, None, None, None)
 
 
-def _learn(request, chosen, outcome, facts, first, learning, measured=None) -> None:
+def _learn(request, chosen, outcome, facts, first, learning, measured=None, refused=False) -> None:
     """This relink's time (or failure) into its output's evidence (and against its measurement); a
-    fault costs only that."""
+    fault costs only that. refused: linkwrap's own linker could not patch, the full linker linked."""
     try:
         from linkwrap.evidence import learn
-        learn.note(request, chosen, outcome, getattr(facts, "cpus", None), first, learning, measured)
+        learn.note(request, chosen, outcome, getattr(facts, "cpus", None), first, learning, measured, refused)
     except Exception as e:
         faults.note("keeping what this relink taught", e)
 

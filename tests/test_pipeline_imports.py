@@ -23,12 +23,13 @@ BUDGET = frozenset("""
     linkwrap.evidence.measured linkwrap.evidence.learn
     linkwrap.evidence.prior linkwrap.evidence.saved linkwrap.record.save linkwrap.request.inputs
     linkwrap.ld linkwrap.ld.incremental linkwrap.ld.incremental.where linkwrap.record.base_queue
-    linkwrap.run.capture
+    linkwrap.run.capture linkwrap.request.config_file
 """.split())  # _operator: built in (no file), records' field getters (linkwrap/records.py); evidence.prior,
 # evidence.saved, record.save: the priors and saving by default (#33), standard library only;
 # request.inputs: each input stat()ed once per link (#36), os only; ld.incremental.where (its package's
 # __init__ files hold docstrings only) and record.base_queue: whether a base to patch is ready, and
-# asking the server for one (#36 item 4), os and stat only
+# asking the server for one (#36 item 4), os and stat only; request.config_file: request.config's reading
+# of one file and its vocabulary, split from it (#36 item 6), the same code
 # Built in (no file to load), used only on some links: freeing a big old output, a warning's crc.
 SOMETIMES = frozenset({"_thread", "binascii"})
 # What the budget exists to keep out (measured costs in docs/hot-path.md).

@@ -117,8 +117,9 @@ def corrected_ms(wall_ms, cpus, load=None) -> float:
     return wall_ms * cpus / load
 
 
-def note(request, decision, outcome, cpus, first_attempt=None, learning=True, measured=None) -> None:
+def note(request, decision, outcome, cpus, first_attempt=None, learning=True, measured=None, refused=False) -> None:
     """Add this link to its output's evidence (after the link; the link path catches any fault).
+    refused: an incremental link whose patch linkwrap's own linker refused, linked by the full linker.
 
     learning=False (`learn = false`, a configured `prefer`, LINKWRAP_LINKER): only a linker's failure
     is kept, as every choice but a forced one consults it; nothing is written otherwise.
@@ -140,6 +141,7 @@ def note(request, decision, outcome, cpus, first_attempt=None, learning=True, me
         return
     path = _path(request)
     data = _read(path, request)
+    seen = inputs_seen(request)
     if not learning:
         if name in data["failed"] and not incremental:
             return
@@ -155,14 +157,25 @@ def note(request, decision, outcome, cpus, first_attempt=None, learning=True, me
     elif incremental:
         # Patches and the full incremental links a change forces alike: the median is what an edit
         # loop of this output pays, its first (full) link included while it is among the last KEEP.
-        samples = data.setdefault("incremental", [])
-        samples.append(round(corrected_ms(outcome.wall_ms, cpus), 3))
-        del samples[:-KEEP]
+        # Not a relink of the very inputs the last link of this output read: a patch that finds
+        # nothing changed costs a fraction of one that has an edit to place, where a full linker's
+        # time does not depend on the edit, so it would make patching look faster than it is in an
+        # edit loop (what its median is compared with). Such relinks come from a build that relinks
+        # without an edit (a touched source, `cargo build` after a failed one, the benchmarks).
+        # (A refused patch and the full link after it cost what they cost with or without an edit.)
+        if refused or seen is None or data.get("inputs_seen") != seen:
+            samples = data.setdefault("incremental", [])
+            samples.append(round(corrected_ms(outcome.wall_ms, cpus), 3))
+            del samples[:-KEEP]
     elif learning and name in FAST and outcome.returncode == 0 and not _compiles(request):
         samples = data["samples"].setdefault(name, [])
         samples.append(round(corrected_ms(outcome.wall_ms, cpus), 3))
         del samples[:-KEEP]
         against_measured(request, name, decision.write_mode, samples, measured)
+    if seen is not None:
+        data["inputs_seen"] = seen
+    else:
+        data.pop("inputs_seen", None)
     from linkwrap import paths
     from linkwrap import libc
     where, name = os.path.split(path)
@@ -183,6 +196,29 @@ def note(request, decision, outcome, cpus, first_attempt=None, learning=True, me
         os.close(dfd)
     if new:
         _bound(os.path.dirname(path), request)
+
+
+def inputs_seen(request):
+    """What names this link's inputs' contents without reading them: a crc32 of their identities
+    (device, inode, size, mtime), as the link stat()ed them (request/inputs.py), in order of identity
+    (Cargo hard-links a codegen unit rustc took from its cache under a new name: the name and the
+    link count change, the file does not). rustc's temporary directory is left out: rustc writes it
+    anew for every link, from the crate the other inputs are. None when an input could not be stat()ed."""
+    import zlib
+    from linkwrap.request import inputs
+    from linkwrap.request.args import rustc_temp_dir
+    tmp = rustc_temp_dir(request.args)
+    cwd = request.cwd or ""
+    ids = []
+    for name in request.inputs:
+        if tmp and name.startswith(tmp):
+            continue
+        st = inputs.stat(os.path.join(cwd, name))
+        if st is None:
+            return None
+        ids.append(f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
+    ids.sort()
+    return zlib.crc32("\0".join(ids).encode())
 
 
 # "Clearly slower": the median of the last NEED relinks above this many times the measured median,

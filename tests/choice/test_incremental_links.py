@@ -110,6 +110,7 @@ def test_explain_follows_the_measurement_and_the_link_does_what_it_said(tmp_path
     for _ in range(2 * NEED):
         link(root, "app", {})
     for _ in range(NEED):
+        project(root)   # an edit-build loop's relinks: a relink of the very same inputs times no patch
         link(root, "app", {"LINKWRAP_INCREMENTAL": "1"})
     d = explain(root, "app", {})
     inc = d["learned"]["incremental"]

@@ -269,6 +269,7 @@ def _incremental_samples(lw_home, tmp_path):
 def test_an_incremental_link_keeps_its_time_apart_whoever_forced_it(tmp_path, lw_home, linkwrap_cc, big_hello_obj):
     env = {**os.environ, "LINKWRAP_HOME": str(lw_home), "LINKWRAP_SAVE": "0"}
     for extra in ({"LINKWRAP_INCREMENTAL": "1"}, {"LINKWRAP_LINKER": "python", "LINKWRAP_LD_INCREMENTAL": "1"}):
+        _rebuilt(big_hello_obj)
         assert subprocess.run([linkwrap_cc, "hello.o", "-o", "hello"], cwd=tmp_path, env={**env, **extra}).returncode == 0
     inc, full = _incremental_samples(lw_home, tmp_path)
     assert len(inc) == 2 and all(t > 0 for t in inc) and full == {}   # no full linker's time among them
@@ -277,6 +278,32 @@ def test_an_incremental_link_keeps_its_time_apart_whoever_forced_it(tmp_path, lw
     assert subprocess.run([linkwrap_cc, "hello.o", "-o", "hello"], cwd=tmp_path, env=env).returncode == 0
     inc, full = _incremental_samples(lw_home, tmp_path)
     assert len(inc) == 2 and sum(len(s) for s in full.values()) == 1   # a full link's time goes with the others
+
+
+def _rebuilt(obj):
+    """obj written again, as a compiler does: the same bytes in a new file."""
+    data = obj.read_bytes()
+    obj.unlink()
+    obj.write_bytes(data)
+
+
+def test_a_relink_of_the_very_same_inputs_is_no_incremental_sample(tmp_path, lw_home, linkwrap_cc, big_hello_obj):
+    """A patch that finds nothing to place costs a fraction of an edit's: only relinks whose inputs
+    changed since this output's last link (a file written again) time incremental relinking."""
+    env = {**os.environ, "LINKWRAP_HOME": str(lw_home), "LINKWRAP_SAVE": "0", "LINKWRAP_INCREMENTAL": "1"}
+
+    def relink():
+        assert subprocess.run([linkwrap_cc, "hello.o", "-o", "hello"], cwd=tmp_path, env=env).returncode == 0
+        assert subprocess.run([str(tmp_path / "hello")], capture_output=True, text=True).stdout == "hello\n"
+        return len(_incremental_samples(lw_home, tmp_path)[0] or ())
+
+    assert relink() == 1            # the first: a full incremental link
+    assert relink() == 1            # nothing changed: not timed
+    os.utime(big_hello_obj)         # touched: another identity, a patch to try
+    assert relink() == 2
+    _rebuilt(big_hello_obj)
+    assert relink() == 3
+    assert relink() == 3
 
 
 def test_under_learn_false_no_incremental_time_is_kept_either(tmp_path, lw_home, linkwrap_cc, big_hello_obj):
